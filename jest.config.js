@@ -1,0 +1,39 @@
+// Test tiers are separate Jest projects selected by file suffix:
+//   unit  *.unit.spec.ts  pure logic, no I/O beyond temp files
+//   int   *.int.spec.ts   against a real nats-server / PostgreSQL / SQLite
+//   e2e   test/**/*.e2e.spec.ts  real service processes
+const swc = [
+  '@swc/jest',
+  {
+    swcrc: false,
+    jsc: {
+      parser: { syntax: 'typescript', decorators: true },
+      target: 'es2023',
+      keepClassNames: true,
+      transform: { legacyDecorator: true, decoratorMetadata: true, useDefineForClassFields: false },
+    },
+    module: { type: 'es6' },
+  },
+];
+
+const common = {
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: { '^.+\\.ts$': swc },
+  moduleNameMapper: {
+    '^#contracts$': '<rootDir>/contracts/index.ts',
+    '^#event-store$': '<rootDir>/libs/event-store/src/index.ts',
+    '^#messaging$': '<rootDir>/libs/messaging/src/index.ts',
+    '^#errors$': '<rootDir>/libs/errors/src/index.ts',
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
+  testEnvironment: 'node',
+  modulePathIgnorePatterns: ['<rootDir>/dist/', '<rootDir>/.gpunet/'],
+};
+
+export default {
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/**/*.unit.spec.ts'] },
+    { ...common, displayName: 'int', testMatch: ['<rootDir>/**/*.int.spec.ts'], slowTestThreshold: 30 },
+    { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/**/*.e2e.spec.ts'], slowTestThreshold: 120 },
+  ],
+};

@@ -1,0 +1,3 @@
+export * from './event-store.js';
+export * from './errors.js';
+export * from './hash-chain.js';
