@@ -1,0 +1,74 @@
+/**
+ * Pricing: versioned price lists and the one rounding rule. Pure: no I/O, no clock, no floats.
+ *
+ * Money is integer micro-units (1 unit = 1,000,000 micros); time is integer milliseconds.
+ * charge = gpus × billableMs × ratePerGpuHour / 3,600,000, computed exactly in bigint, then
+ * rounded once per attempt line, half up (0.5 micro rounds away from zero). Nothing else rounds.
+ */
+
+export const MS_PER_HOUR = 3_600_000n;
+
+/** The rounding rule's name, recorded on every usage line so a replay can tell which rule applied. */
+export const ROUNDING_RULE = 'per-line-half-up-micros';
+
+/** One version of the price list: rates per GPU model, in force from `effectiveFrom` on. */
+export interface PriceListVersion {
+  version: number;
+  /** Epoch ms from which this version applies (inclusive). */
+  effectiveFrom: number;
+  /** Micro-units per GPU per hour, keyed by GPU model name (e.g. `A100-80GB`). */
+  ratesMicrosPerGpuHour: Readonly<Record<string, number>>;
+  /** Rate for models the list does not name; absent means such models cannot be priced. */
+  defaultRateMicrosPerGpuHour?: number;
+}
+
+export interface Rate {
+  priceListVersion: number;
+  rateMicrosPerGpuHour: number;
+}
+
+/** Thrown when no version covers the time, or the model has no rate. */
+export class NoPriceError extends Error {
+  constructor(
+    readonly gpuModel: string,
+    readonly at: number,
+  ) {
+    super(`no price for GPU model ${gpuModel} at ${new Date(at).toISOString()}`);
+    this.name = 'NoPriceError';
+  }
+}
+
+/**
+ * The rate in force for `gpuModel` at `at`: the latest version whose effectiveFrom ≤ at
+ * (ties: the higher version number wins, so a republished list supersedes).
+ */
+export function rateAt(versions: readonly PriceListVersion[], gpuModel: string, at: number): Rate {
+  let best: PriceListVersion | undefined;
+  for (const v of versions) {
+    if (v.effectiveFrom > at) continue;
+    if (!best || v.effectiveFrom > best.effectiveFrom || (v.effectiveFrom === best.effectiveFrom && v.version > best.version)) best = v;
+  }
+  const rate = best?.ratesMicrosPerGpuHour[gpuModel] ?? best?.defaultRateMicrosPerGpuHour;
+  if (!best || rate === undefined) throw new NoPriceError(gpuModel, at);
+  return { priceListVersion: best.version, rateMicrosPerGpuHour: rate };
+}
+
+/** Exact charge in micros for one attempt line, rounded half up. All inputs are non-negative integers. */
+export function chargeMicros(gpus: number, billableMs: number, rateMicrosPerGpuHour: number): number {
+  for (const [name, v] of [
+    ['gpus', gpus],
+    ['billableMs', billableMs],
+    ['rateMicrosPerGpuHour', rateMicrosPerGpuHour],
+  ] as const) {
+    if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`${name} must be a non-negative safe integer, got ${v}`);
+  }
+  const numerator = BigInt(gpus) * BigInt(billableMs) * BigInt(rateMicrosPerGpuHour);
+  const amount = (numerator * 2n + MS_PER_HOUR) / (MS_PER_HOUR * 2n);
+  if (amount > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError('charge exceeds the safe integer range of micro-units');
+  return Number(amount);
+}
+
+/** Billable time of one attempt: held → finished as stamped by the same agent; never negative. */
+export function billableMs(heldAt: number, finishedAt: number): number {
+  return Math.max(0, finishedAt - heldAt);
+}
