@@ -26,6 +26,11 @@ export interface ConformanceHarness {
 export interface ConformanceContext {
   /** The store under test, on a fresh database. */
   readonly store: EventStore;
+  /**
+   * The HMAC chain key the context's stores were opened with, if any. The suite recomputes
+   * hashes with `computeEventHash(prev, fields, chainKey)`, so both adapters chain identically.
+   */
+  readonly chainKey?: string;
   /** Another store instance with its own connection(s) on the same database (concurrency tests). */
   openAnother(): Promise<EventStore>;
   /** Closes `store` and returns a new instance on the same database, as after a process restart. */
