@@ -1,0 +1,92 @@
+import { GpunetError, type FieldIssue } from '#errors';
+
+/** A bus message body that cannot be decoded (not JSON, not an event envelope). Terminal: dead-lettered at once. */
+export class MalformedMessageError extends GpunetError {
+  readonly code = 'malformed_message';
+  readonly retryable = false;
+  constructor(
+    message: string,
+    readonly issues: readonly FieldIssue[] = [],
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** A topology definition (streams and consumers as data) does not satisfy its schema. */
+export class TopologyError extends GpunetError {
+  readonly code = 'invalid_topology';
+  readonly retryable = false;
+  constructor(
+    message: string,
+    /** Each bad field by dotted path, e.g. `consumers.1.ackWait`. */
+    readonly issues: readonly FieldIssue[] = [],
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** The server refused to create or update a stream or consumer as defined (e.g. an immutable field changed). */
+export class ProvisioningError extends GpunetError {
+  readonly code = 'provisioning_failed';
+  readonly retryable = false;
+  constructor(
+    message: string,
+    /** `stream NAME` or `consumer STREAM/DURABLE`. */
+    readonly resource: string,
+    /** Fields that differ between the definition and the server, when known. */
+    readonly fields: readonly string[] = [],
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** No reply to a query within its timeout. Retryable. */
+export class QueryTimeoutError extends GpunetError {
+  readonly code = 'query_timeout';
+  readonly retryable = true;
+  constructor(
+    readonly subject: string,
+    readonly timeoutMs: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`no reply on ${subject} within ${timeoutMs} ms`, options);
+  }
+}
+
+/** Nobody serves the query subject right now. Retryable. */
+export class QueryUnavailableError extends GpunetError {
+  readonly code = 'query_unavailable';
+  readonly retryable = true;
+  constructor(
+    readonly subject: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`no responder on ${subject}`, options);
+  }
+}
+
+/** Remote error codes a caller may retry. */
+const RETRYABLE_REMOTE_CODES = new Set(['transient', 'concurrency_conflict', 'wrong_expected_version', 'query_timeout', 'query_unavailable']);
+
+/** The query's responder answered `ok: false` with a code this side has no class for. */
+export class RemoteQueryError extends GpunetError {
+  readonly retryable: boolean;
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly subject: string,
+    readonly issues: readonly FieldIssue[] = [],
+  ) {
+    super(message);
+    this.retryable = RETRYABLE_REMOTE_CODES.has(code);
+  }
+}
+
+/** An operation on a runner, relay or client that was already closed. */
+export class ClosedError extends GpunetError {
+  readonly code = 'closed';
+  readonly retryable = false;
+}

@@ -1,0 +1,125 @@
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { startNatsServer, type TestNatsServer } from '../../../../test/support/nats-server.js';
+import { ProvisioningError, TopologyError } from '../errors.js';
+import { commonWildcard, provision } from './provision.js';
+import type { TopologyDefinition } from './topology.js';
+import { loadTopologyFile } from './topology-file.js';
+
+const logger = pino({ level: 'silent' });
+
+const topology: TopologyDefinition = {
+  streams: [
+    { name: 'EVT', subjects: ['t.evt.>'], maxAge: '1d', duplicateWindow: '2m' },
+    { name: 'DLQ', subjects: ['t.dlq.>'], maxAge: '30d', maxMsgs: 10_000, discard: 'old' },
+  ],
+  consumers: [{ stream: 'EVT', durable: 'ledger', filterSubjects: ['t.evt.A', 't.evt.B'], ackWait: '10s', maxAckPending: 50 }],
+};
+
+describe('provision (nats-server)', () => {
+  let server: TestNatsServer;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+
+  beforeAll(async () => {
+    server = await startNatsServer();
+    nc = await connect({ servers: server.url });
+    jsm = await jetstreamManager(nc);
+  });
+  afterAll(async () => {
+    await nc?.close();
+    await server?.stop();
+  });
+
+  it('creates streams and a durable pull consumer with explicit ack, then changes nothing on a second run', async () => {
+    const first = await provision(jsm, topology, { serverVersion: nc.info?.version, logger });
+    expect(first.streams.map((s) => s.action)).toEqual(['created', 'created']);
+    expect(first.consumers[0]).toMatchObject({ action: 'created' });
+
+    const second = await provision(jsm, topology, { serverVersion: nc.info?.version, logger });
+    expect(second.streams.map((s) => s.action)).toEqual(['unchanged', 'unchanged']);
+    expect(second.consumers.map((c) => c.action)).toEqual(['unchanged']);
+
+    const names: string[] = [];
+    for await (const n of jsm.streams.names()) names.push(n);
+    expect(names.sort()).toEqual(['DLQ', 'EVT']);
+    const consumers: string[] = [];
+    for await (const c of jsm.consumers.list('EVT')) consumers.push(c.name);
+    expect(consumers).toEqual(['ledger']);
+
+    const ci = await jsm.consumers.info('EVT', 'ledger');
+    expect(ci.config).toMatchObject({ ack_policy: 'explicit', ack_wait: 10_000_000_000, max_ack_pending: 50, durable_name: 'ledger' });
+    const dlq = await jsm.streams.info('DLQ');
+    expect(dlq.config).toMatchObject({ max_msgs: 10_000, max_age: 30 * 86_400_000 * 1_000_000, retention: 'limits' });
+  });
+
+  it('keeps several filter subjects on 2.10+, and collapses them to their common wildcard on older servers', async () => {
+    const report = await provision(jsm, topology, { serverVersion: nc.info?.version, logger });
+    const ci = await jsm.consumers.info('EVT', 'ledger');
+    if (nc.info!.version.startsWith('2.9')) {
+      expect(report.consumers[0]).toMatchObject({ degraded: true, filterSubjects: ['t.evt.>'] });
+      expect(ci.config.filter_subject).toBe('t.evt.>');
+    } else {
+      expect(ci.config.filter_subjects?.sort()).toEqual(['t.evt.A', 't.evt.B']);
+    }
+    expect(commonWildcard(['a.b.c', 'a.b.d.e'])).toBe('a.b.>');
+    expect(commonWildcard(['x.y', 'z.y'])).toBeUndefined();
+  });
+
+  it('updates what the server allows to change and names the fields it changed', async () => {
+    const changed: TopologyDefinition = {
+      streams: [{ ...topology.streams![0]!, maxAge: '2d' }, topology.streams![1]!],
+      consumers: [{ ...topology.consumers![0]!, ackWait: '20s', maxAckPending: 80 }],
+    };
+    const report = await provision(jsm, changed, { serverVersion: nc.info?.version, logger });
+    expect(report.streams[0]).toMatchObject({ action: 'updated', changed: ['max_age'] });
+    expect(report.consumers[0]).toMatchObject({ action: 'updated' });
+    expect(report.consumers[0]!.changed.sort()).toEqual(['ack_wait', 'max_ack_pending']);
+    const ci = await jsm.consumers.info('EVT', 'ledger');
+    expect(ci.config).toMatchObject({ ack_wait: 20_000_000_000, max_ack_pending: 80 });
+    expect((await jsm.streams.info('EVT')).config.max_age).toBe(2 * 86_400_000 * 1_000_000);
+    const again = await provision(jsm, changed, { serverVersion: nc.info?.version, logger });
+    expect([...again.streams, ...again.consumers].every((r) => r.action === 'unchanged')).toBe(true);
+  });
+
+  it('refuses a change the server cannot make, naming the field, and leaves the resource intact', async () => {
+    const storageChange: TopologyDefinition = { streams: [{ ...topology.streams![0]!, maxAge: '2d', storage: 'memory' }] };
+    const err = await provision(jsm, storageChange, { logger }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProvisioningError);
+    expect((err as ProvisioningError).fields).toContain('storage');
+    expect((await jsm.streams.info('EVT')).config.storage).toBe('file');
+  });
+
+  it('fails on a consumer whose stream does not exist', async () => {
+    const err = await provision(jsm, { consumers: [{ stream: 'NOPE', durable: 'x' }] }, { logger }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProvisioningError);
+    expect((err as Error).message).toMatch(/stream NOPE does not exist/);
+  });
+
+  it('loads a topology from YAML and JSON files, naming the bad field of an invalid one', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gpunet-topology-'));
+    try {
+      await writeFile(
+        join(dir, 'ok.yaml'),
+        ['streams:', '  - name: EVT2', '    subjects: ["u.evt.>"]', 'consumers:', '  - stream: EVT2', '    durable: svc', '    ackWait: 5s', ''].join('\n'),
+      );
+      const t = await loadTopologyFile(join(dir, 'ok.yaml'));
+      expect(t.consumers[0]).toMatchObject({ ackWait: 5000, maxAckPending: 1000, deliverPolicy: 'all' });
+      const report = await provision(jsm, t, { logger });
+      expect(report.streams[0]!.action).toBe('created');
+
+      await writeFile(join(dir, 'bad.json'), JSON.stringify({ streams: [{ name: 'X', subjects: ['x.>'] }], consumers: [{ stream: 'X', durable: 'a.b', ackWait: 'soon' }] }));
+      const err = await loadTopologyFile(join(dir, 'bad.json')).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TopologyError);
+      const paths = (err as TopologyError).issues.map((i) => i.path);
+      expect(paths).toEqual(expect.arrayContaining(['consumers.0.durable', 'consumers.0.ackWait']));
+      expect((err as Error).message).toContain('bad.json');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

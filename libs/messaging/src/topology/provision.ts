@@ -1,0 +1,213 @@
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  ReplayPolicy,
+  RetentionPolicy,
+  StorageType,
+  type ConsumerConfig,
+  type JetStreamManager,
+  type StreamConfig,
+} from '@nats-io/jetstream';
+import { ProvisioningError } from '../errors.js';
+import { defaultMessagingLogger, type Logger } from '../logging.js';
+import { msToNanos } from '../duration.js';
+import { parseTopology, type ConsumerSpec, type StreamSpec, type TopologyDefinition } from './topology.js';
+
+export interface ProvisionOptions {
+  /**
+   * The server's version (`nc.info?.version`). From 2.10 a consumer keeps several filter subjects;
+   * before (or when unknown) they collapse to their common wildcard. Default: unknown.
+   */
+  serverVersion?: string | undefined;
+  /** Default: the messaging pino logger. */
+  logger?: Logger;
+}
+
+export type ProvisionAction = 'created' | 'updated' | 'unchanged';
+
+export interface ProvisionReport {
+  streams: { name: string; action: ProvisionAction; changed: string[] }[];
+  consumers: {
+    stream: string;
+    durable: string;
+    action: ProvisionAction;
+    changed: string[];
+    /** The filter actually configured on the server. */
+    filterSubjects: string[];
+    /** True when several filter subjects were collapsed for an older server. */
+    degraded: boolean;
+  }[];
+}
+
+/**
+ * Creates or updates streams, then durable pull consumers (explicit ack), so that the server
+ * matches `topology`. Idempotent: running it again changes nothing; a changed definition updates
+ * the resource where the server allows it, and otherwise fails with ProvisioningError naming the
+ * fields (it never deletes and recreates: that would lose messages or consumer state).
+ */
+export async function provision(jsm: JetStreamManager, topology: TopologyDefinition, options: ProvisionOptions = {}): Promise<ProvisionReport> {
+  const spec = parseTopology(topology);
+  const logger = (options.logger ?? defaultMessagingLogger()).child({ component: 'provision' });
+  const multiFilter = supportsMultipleFilters(options.serverVersion);
+  const report: ProvisionReport = { streams: [], consumers: [] };
+
+  for (const s of spec.streams) {
+    const entry = await provisionStream(jsm, s);
+    report.streams.push(entry);
+    if (entry.action !== 'unchanged') logger.info({ stream: s.name, action: entry.action, changed: entry.changed }, 'stream provisioned');
+  }
+  for (const c of spec.consumers) {
+    const entry = await provisionConsumer(jsm, c, multiFilter);
+    report.consumers.push(entry);
+    if (entry.degraded) {
+      logger.warn({ stream: c.stream, durable: c.durable, wanted: c.filterSubjects, using: entry.filterSubjects }, 'server allows one filter subject per consumer: using their common wildcard');
+    }
+    if (entry.action !== 'unchanged') logger.info({ stream: c.stream, durable: c.durable, action: entry.action, changed: entry.changed }, 'consumer provisioned');
+  }
+  return report;
+}
+
+/** True from nats-server 2.10, which accepts `filter_subjects`. */
+export function supportsMultipleFilters(version: string | undefined): boolean {
+  if (!version) return false;
+  const [major = 0, minor = 0] = version.split('.').map((p) => Number.parseInt(p, 10));
+  return major > 2 || (major === 2 && minor >= 10);
+}
+
+/**
+ * The narrowest single subject covering all of `subjects`: the shared leading tokens followed by
+ * `>` (e.g. `gpunet.evt.A`, `gpunet.evt.B` → `gpunet.evt.>`); undefined when they share none.
+ */
+export function commonWildcard(subjects: readonly string[]): string | undefined {
+  if (subjects.length === 1) return subjects[0];
+  const split = subjects.map((s) => s.split('.'));
+  const shortest = Math.min(...split.map((t) => t.length));
+  const prefix: string[] = [];
+  for (let i = 0; i < shortest - 1; i++) {
+    const token = split[0]![i]!;
+    if (token === '*' || token === '>' || !split.every((t) => t[i] === token)) break;
+    prefix.push(token);
+  }
+  return prefix.length === 0 ? undefined : `${prefix.join('.')}.>`;
+}
+
+function streamConfig(s: StreamSpec): Partial<StreamConfig> & { name: string } {
+  return {
+    name: s.name,
+    subjects: s.subjects,
+    description: s.description ?? '',
+    storage: s.storage === 'memory' ? StorageType.Memory : StorageType.File,
+    retention: { limits: RetentionPolicy.Limits, interest: RetentionPolicy.Interest, workqueue: RetentionPolicy.Workqueue }[s.retention],
+    max_age: msToNanos(s.maxAge),
+    max_msgs: s.maxMsgs,
+    max_bytes: s.maxBytes,
+    max_msg_size: s.maxMsgSize,
+    discard: s.discard === 'new' ? DiscardPolicy.New : DiscardPolicy.Old,
+    duplicate_window: msToNanos(s.duplicateWindow),
+    num_replicas: s.replicas,
+    deny_delete: s.denyDelete,
+    deny_purge: s.denyPurge,
+  };
+}
+
+async function provisionStream(jsm: JetStreamManager, s: StreamSpec): Promise<ProvisionReport['streams'][number]> {
+  const desired = streamConfig(s);
+  const current = await jsm.streams.info(s.name).catch((err: unknown) => {
+    if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return undefined;
+    throw err;
+  });
+  if (!current) {
+    await jsm.streams.add(desired).catch((err: unknown) => {
+      throw new ProvisioningError(`cannot create stream ${s.name}: ${(err as Error).message}`, `stream ${s.name}`, [], { cause: err });
+    });
+    return { name: s.name, action: 'created', changed: [] };
+  }
+  const changed = differingFields(desired, current.config);
+  if (changed.length === 0) return { name: s.name, action: 'unchanged', changed };
+  const { name: _name, ...update } = { ...current.config, ...desired };
+  await jsm.streams.update(s.name, update).catch((err: unknown) => {
+    throw new ProvisioningError(`cannot update stream ${s.name} (${changed.join(', ')}): ${(err as Error).message}`, `stream ${s.name}`, changed, { cause: err });
+  });
+  return { name: s.name, action: 'updated', changed };
+}
+
+async function provisionConsumer(
+  jsm: JetStreamManager,
+  c: ConsumerSpec,
+  multiFilter: boolean,
+): Promise<ProvisionReport['consumers'][number]> {
+  let filterSubjects: string[] = c.filterSubjects ?? [];
+  let degraded = false;
+  if (filterSubjects.length > 1 && !multiFilter) {
+    const wildcard = commonWildcard(filterSubjects);
+    filterSubjects = wildcard ? [wildcard] : [];
+    degraded = true;
+  }
+  const desired: Partial<ConsumerConfig> = {
+    durable_name: c.durable,
+    description: c.description ?? '',
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: { all: DeliverPolicy.All, new: DeliverPolicy.New, last: DeliverPolicy.Last }[c.deliverPolicy],
+    replay_policy: ReplayPolicy.Instant,
+    ack_wait: msToNanos(c.ackWait),
+    max_ack_pending: c.maxAckPending,
+    max_deliver: c.maxDeliver,
+    max_waiting: c.maxWaiting,
+  };
+  // Only send the filter fields the server understands; an empty filter means the whole stream.
+  if (filterSubjects.length === 1) desired.filter_subject = filterSubjects[0]!;
+  else if (filterSubjects.length > 1) desired.filter_subjects = filterSubjects;
+
+  const resource = `consumer ${c.stream}/${c.durable}`;
+  const current = await jsm.consumers.info(c.stream, c.durable).catch((err: unknown) => {
+    if (isApiError(err, JetStreamApiCodes.ConsumerNotFound)) return undefined;
+    if (isApiError(err, JetStreamApiCodes.StreamNotFound)) {
+      throw new ProvisioningError(`cannot provision ${resource}: stream ${c.stream} does not exist`, resource, ['stream'], { cause: err });
+    }
+    throw err;
+  });
+  if (!current) {
+    await jsm.consumers.add(c.stream, desired).catch((err: unknown) => {
+      throw new ProvisioningError(`cannot create ${resource}: ${(err as Error).message}`, resource, [], { cause: err });
+    });
+    return { stream: c.stream, durable: c.durable, action: 'created', changed: [], filterSubjects, degraded };
+  }
+  const actual: Partial<ConsumerConfig> = { ...current.config };
+  const changed = differingFields(desired, actual);
+  // A filter that was set and is now the whole stream shows up as a key the desired config lacks.
+  const hadFilter = Boolean(actual.filter_subject) || (actual.filter_subjects?.length ?? 0) > 0;
+  if (filterSubjects.length === 0 && hadFilter) changed.push('filter_subject');
+  if (changed.length === 0) return { stream: c.stream, durable: c.durable, action: 'unchanged', changed, filterSubjects, degraded };
+  const update: Partial<ConsumerConfig> = { ...actual, ...desired };
+  if (filterSubjects.length !== 1) delete update.filter_subject;
+  if (filterSubjects.length <= 1) delete update.filter_subjects;
+  await jsm.consumers.update(c.stream, c.durable, update).catch((err: unknown) => {
+    throw new ProvisioningError(`cannot update ${resource} (${changed.join(', ')}): ${(err as Error).message}`, resource, changed, { cause: err });
+  });
+  return { stream: c.stream, durable: c.durable, action: 'updated', changed, filterSubjects, degraded };
+}
+
+/** Keys of `desired` whose value differs on the server (arrays compared as sets, '' equals absent). */
+function differingFields(desired: object, actual: object): string[] {
+  const a = actual as Record<string, unknown>;
+  return Object.entries(desired)
+    .filter(([key, want]) => !sameValue(want, a[key]))
+    .map(([key]) => key);
+}
+
+function sameValue(want: unknown, have: unknown): boolean {
+  if (Array.isArray(want)) {
+    const h = Array.isArray(have) ? have : [];
+    return want.length === h.length && [...want].sort().every((v, i) => v === [...h].sort()[i]);
+  }
+  if (want === '' && (have === undefined || have === '')) return true;
+  if (want === false && have === undefined) return true;
+  return want === have;
+}
+
+function isApiError(err: unknown, code: number): boolean {
+  return err instanceof JetStreamApiError && err.code === code;
+}
