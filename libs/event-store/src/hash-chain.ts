@@ -43,16 +43,52 @@ export interface ChainedFields {
  * configured, so that only a holder of the key can forge a consistent chain.
  */
 export function computeEventHash(prevHash: string, e: ChainedFields, chainKey?: string): string {
-  const body = canonicalJson([
-    e.streamId,
-    e.revision.toString(),
-    e.position.toString(),
-    e.eventId,
-    e.type,
-    e.data,
-    e.metadata,
-    e.recordedAt,
-  ]);
+  return computeEventHashCanonical(
+    prevHash,
+    { ...e, dataJson: canonicalJson(e.data) ?? 'null', metadataJson: canonicalJson(e.metadata) },
+    chainKey,
+  );
+}
+
+/** The chained fields with `data` and `metadata` already in canonical JSON (as an adapter stores them). */
+export interface CanonicalChainedFields {
+  streamId: string;
+  revision: bigint;
+  position: bigint;
+  eventId: string;
+  type: string;
+  /** `canonicalJson(data)`. */
+  dataJson: string;
+  /** `canonicalJson(metadata)`. */
+  metadataJson: string;
+  recordedAt: string;
+}
+
+/**
+ * The same hash as `computeEventHash`, for adapters that hold data and metadata as canonical JSON
+ * text already: it skips re-sorting keys on the append and verify hot paths. The body is the
+ * canonical JSON array of the chained fields, built by concatenation (JSON.stringify of an array
+ * joins its elements' serializations with commas, and strings serialize the same in and out).
+ */
+export function computeEventHashCanonical(prevHash: string, e: CanonicalChainedFields, chainKey?: string): string {
+  const body =
+    '[' +
+    JSON.stringify(e.streamId) +
+    ',"' +
+    e.revision.toString() +
+    '","' +
+    e.position.toString() +
+    '",' +
+    JSON.stringify(e.eventId) +
+    ',' +
+    JSON.stringify(e.type) +
+    ',' +
+    e.dataJson +
+    ',' +
+    e.metadataJson +
+    ',' +
+    JSON.stringify(e.recordedAt) +
+    ']';
   const h = chainKey ? createHmac('sha256', chainKey) : createHash('sha256');
   return h.update(prevHash).update('\n').update(body).digest('hex');
 }

@@ -412,7 +412,7 @@ export function describeEventStoreConformance(harness: ConformanceHarness): void
 
           const other = await ctx.openAnother();
           await store.appendToStream('a', newEvents(2));
-          await other.appendToStream('c', newEvents(2)); // seen through polling, not an in-process notification
+          await other.appendToStream('c', newEvents(2)); // another instance with its own connection(s)
           await store.appendToStream('b', newEvents(1));
           const live = await reader.take(5);
           const all = await store.readAll();
