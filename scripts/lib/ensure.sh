@@ -1,0 +1,249 @@
+# shellcheck shell=bash
+# Steps shared by scripts/test.sh and scripts/demo.sh: make sure npm packages, nats-server and
+# PostgreSQL are there, installing and starting what is missing. Sourced, not executed.
+#
+# A backend that cannot be had stops the run with a message saying exactly what to do:
+# tests never skip one. Installing from Debian's packages needs root; without root the message
+# names the command to run.
+#
+# Exports for the rest of the run:
+#   GPUNET_NATS_SERVER_BIN  absolute path of nats-server (Debian puts it in /usr/sbin, which is
+#                           often not on a normal user's PATH)
+#   GPUNET_TEST_PG_URL      admin URL of a PostgreSQL that lets us create databases
+
+GPUNET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+GPUNET_DEFAULT_PG_URL='postgresql://postgres@127.0.0.1:5432/postgres'
+GPUNET_PG_SOCKET_DIR='/var/run/postgresql'
+_gpunet_apt_updated=''
+
+step() { printf '\n==> %s\n' "$*"; }
+note() { printf '    %s\n' "$*"; }
+die() {
+  printf '\nERROR: %s\n' "$1" >&2
+  shift
+  local line
+  for line in "$@"; do printf '       %s\n' "$line" >&2; done
+  exit 1
+}
+is_root() { [ "$(id -u)" -eq 0 ]; }
+
+apt_install() {
+  if [ -z "$_gpunet_apt_updated" ]; then
+    note "apt-get update"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq || die "apt-get update failed."
+    _gpunet_apt_updated=1
+  fi
+  note "apt-get install -y $*"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null || die "apt-get install $* failed."
+}
+
+# --- node and npm packages ---------------------------------------------------------------------
+
+# Node ≥ 20.19 (ESM-only NestJS 12, `require(esm)`-free Jest setup); Debian 12 ships 18, so
+# this one is never installed for you.
+ensure_node() {
+  command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
+    die "node and npm are not installed." "Install Node.js 20.19 or newer (e.g. https://nodejs.org or NodeSource's Debian packages), then run this again."
+  node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)' ||
+    die "Node.js $(node -v) is too old." "gpunet needs Node.js 20.19 or newer."
+}
+
+# True when node_modules holds exactly what package-lock.json asks for. npm keeps a copy of the
+# installed tree in node_modules/.package-lock.json; comparing versions (not mtimes) avoids a
+# pointless `npm ci`, which would delete node_modules under anyone else using this tree.
+node_modules_current() {
+  (cd "$GPUNET_ROOT" && node -e '
+    const fs = require("node:fs");
+    let want, have;
+    try {
+      want = JSON.parse(fs.readFileSync("package-lock.json", "utf8")).packages;
+      have = JSON.parse(fs.readFileSync("node_modules/.package-lock.json", "utf8")).packages;
+    } catch { process.exit(1); }
+    for (const [path, p] of Object.entries(want)) {
+      if (path === "" || !path.includes("node_modules/")) continue;
+      const got = have[path];
+      // Optional packages for other platforms (e.g. @swc/core-darwin-arm64) are legitimately absent.
+      if (!got) { if (p.optional) continue; console.log("missing " + path); process.exit(1); }
+      if (got.version !== p.version) { console.log(path + " " + got.version + " != " + p.version); process.exit(1); }
+    }
+  ')
+}
+
+ensure_node_modules() {
+  step "npm packages"
+  ensure_node
+  if node_modules_current >/dev/null; then
+    note "node_modules matches package-lock.json"
+  else
+    note "node_modules is missing or differs from package-lock.json: npm ci"
+    (cd "$GPUNET_ROOT" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed (see above)."
+  fi
+  # better-sqlite3 is a native addon built by its install script; a tree installed with
+  # --ignore-scripts or for another Node ABI has none or the wrong one.
+  if ! (cd "$GPUNET_ROOT" && node -e 'new (require("better-sqlite3"))(":memory:").close()' 2>/dev/null); then
+    note "better-sqlite3's native addon does not load: npm rebuild better-sqlite3"
+    (cd "$GPUNET_ROOT" && npm rebuild better-sqlite3 --loglevel=error) &&
+      (cd "$GPUNET_ROOT" && node -e 'new (require("better-sqlite3"))(":memory:").close()') ||
+      die "better-sqlite3 cannot be built." "It compiles with python3, make and g++ when no prebuilt binary fits: apt-get install -y python3 make g++"
+  fi
+}
+
+# --- nats-server -------------------------------------------------------------------------------
+
+find_nats_server() {
+  if [ -n "${GPUNET_NATS_SERVER_BIN:-}" ]; then
+    [ -x "$GPUNET_NATS_SERVER_BIN" ] && { printf '%s' "$GPUNET_NATS_SERVER_BIN"; return 0; }
+    command -v "$GPUNET_NATS_SERVER_BIN" 2>/dev/null && return 0
+    return 1
+  fi
+  command -v nats-server 2>/dev/null && return 0
+  local p
+  for p in /usr/sbin/nats-server /usr/local/sbin/nats-server /usr/local/bin/nats-server; do
+    [ -x "$p" ] && { printf '%s' "$p"; return 0; }
+  done
+  return 1
+}
+
+# Only the binary is needed: every test starts its own server on a random port.
+ensure_nats_server() {
+  step "nats-server"
+  local bin
+  if ! bin="$(find_nats_server)"; then
+    if [ -n "${GPUNET_NATS_SERVER_BIN:-}" ]; then
+      die "GPUNET_NATS_SERVER_BIN=$GPUNET_NATS_SERVER_BIN is not an executable nats-server." "Point it at a nats-server 2.9+ binary, or unset it."
+    fi
+    is_root || die "nats-server is not installed." \
+      "Install it (Debian/Ubuntu): sudo apt-get install -y nats-server" \
+      "or put a nats-server 2.9+ binary on PATH, or set GPUNET_NATS_SERVER_BIN to its path."
+    note "not installed: installing Debian's nats-server"
+    apt_install nats-server
+    bin="$(find_nats_server)" || die "nats-server was installed but cannot be found on PATH or in /usr/sbin."
+  fi
+  GPUNET_NATS_SERVER_BIN="$bin"
+  export GPUNET_NATS_SERVER_BIN
+  note "$("$bin" --version 2>&1 | head -n1) at $bin"
+}
+
+# --- PostgreSQL --------------------------------------------------------------------------------
+
+# Connects to $1 and checks the role may create databases (each test file makes its own).
+# Prints why on failure.
+pg_probe() {
+  (cd "$GPUNET_ROOT" && GPUNET_PROBE_URL="$1" node -e '
+    const pg = require("pg");
+    const c = new pg.Client({ connectionString: process.env.GPUNET_PROBE_URL, connectionTimeoutMillis: 3000 });
+    c.connect()
+      .then(() => c.query("SELECT rolsuper OR rolcreatedb AS ok, current_user AS u, current_setting($1) AS v FROM pg_roles WHERE rolname = current_user", ["server_version"]))
+      .then((r) => {
+        const row = r.rows[0];
+        if (!row || !row.ok) { console.log("role " + (row ? row.u : "?") + " may not create databases"); process.exitCode = 2; }
+        else console.log("PostgreSQL " + row.v + " as " + row.u);
+      })
+      .catch((e) => { console.log(e.message || e.code || String(e)); process.exitCode = 1; })
+      .finally(() => c.end().catch(() => {}));
+  ')
+}
+
+# The local cluster to start or use: the one on port 5432 if any, else the first (Debian's
+# postgresql-common layout: pg_lsclusters prints "version name port status owner ...").
+local_cluster() {
+  command -v pg_lsclusters >/dev/null 2>&1 || return 1
+  local line
+  line="$(pg_lsclusters -h 2>/dev/null | awk '$3 == 5432' | head -n1)"
+  [ -n "$line" ] || line="$(pg_lsclusters -h 2>/dev/null | head -n1)"
+  [ -n "$line" ] || return 1
+  printf '%s' "$line"
+}
+
+wait_for_socket() {
+  local port="$1" i
+  for i in $(seq 1 30); do
+    pg_isready -q -h "$GPUNET_PG_SOCKET_DIR" -p "$port" 2>/dev/null && return 0
+    sleep 1
+  done
+  return 1
+}
+
+# Makes sure a local cluster exists and is running (root only for anything but using it).
+start_local_postgres() {
+  local cluster ver name port status
+  if ! cluster="$(local_cluster)"; then
+    if ! command -v pg_lsclusters >/dev/null 2>&1; then
+      is_root || return 1
+      note "not installed: installing Debian's postgresql"
+      apt_install postgresql
+    fi
+    if ! cluster="$(local_cluster)"; then
+      is_root || return 1
+      ver="$(ls /usr/lib/postgresql 2>/dev/null | sort -V | tail -n1)"
+      [ -n "$ver" ] || die "PostgreSQL is installed but no server version is under /usr/lib/postgresql."
+      note "no cluster: pg_createcluster $ver main"
+      pg_createcluster "$ver" main >/dev/null || die "pg_createcluster $ver main failed."
+      cluster="$(local_cluster)" || die "pg_createcluster ran but pg_lsclusters shows no cluster."
+    fi
+  fi
+  read -r ver name port status _ <<<"$cluster"
+  if [ "$status" != "online" ]; then
+    is_root || die "PostgreSQL cluster $ver/$name is installed but stopped." \
+      "Start it: sudo pg_ctlcluster $ver $name start" \
+      "then run this again (or set GPUNET_TEST_PG_URL to a server that lets you create databases)."
+    note "starting cluster $ver/$name (port $port)"
+    pg_ctlcluster --skip-systemctl-redirect "$ver" "$name" start ||
+      die "pg_ctlcluster $ver $name start failed." "See /var/log/postgresql/postgresql-$ver-$name.log"
+  fi
+  wait_for_socket "$port" || die "PostgreSQL $ver/$name did not accept connections within 30 s." \
+    "See /var/log/postgresql/postgresql-$ver-$name.log"
+  GPUNET_PG_LOCAL_PORT="$port"
+}
+
+ensure_postgres() {
+  step "PostgreSQL"
+  local why url
+  if [ -n "${GPUNET_TEST_PG_URL:-}" ]; then
+    # An explicit URL is used as given: never quietly swapped for another server.
+    why="$(pg_probe "$GPUNET_TEST_PG_URL")" && { note "$why at GPUNET_TEST_PG_URL"; export GPUNET_TEST_PG_URL; return 0; }
+    # It may name the local server, merely stopped: start that one and ask again.
+    local cluster
+    if cluster="$(local_cluster)" && [ "$(awk '{print $4}' <<<"$cluster")" != online ]; then
+      note "GPUNET_TEST_PG_URL does not answer ($why); the local cluster is stopped"
+      start_local_postgres
+      why="$(pg_probe "$GPUNET_TEST_PG_URL")" && { note "$why at GPUNET_TEST_PG_URL"; export GPUNET_TEST_PG_URL; return 0; }
+    fi
+    die "GPUNET_TEST_PG_URL=$GPUNET_TEST_PG_URL does not work: $why" \
+      "Point it at a running PostgreSQL where the role may create databases, or unset it to let this script use a local server."
+  fi
+
+  why="$(pg_probe "$GPUNET_DEFAULT_PG_URL")" && {
+    GPUNET_TEST_PG_URL="$GPUNET_DEFAULT_PG_URL"
+    export GPUNET_TEST_PG_URL
+    note "$why at $GPUNET_TEST_PG_URL"
+    return 0
+  }
+  note "nothing usable at $GPUNET_DEFAULT_PG_URL ($why)"
+
+  if ! start_local_postgres; then
+    die "PostgreSQL is not installed and installing it needs root." \
+      "Install and start it: sudo apt-get install -y postgresql && sudo pg_ctlcluster <version> main start" \
+      "let your user create databases: sudo -u postgres createuser -s $(id -un)" \
+      "then run again with GPUNET_TEST_PG_URL='postgresql://$(id -un)@localhost/postgres?host=$GPUNET_PG_SOCKET_DIR'"
+  fi
+
+  # A fresh Debian server asks for a password over TCP but trusts the OS user on its unix
+  # socket (peer auth), so connect there as a database role named like the OS user.
+  why="$(pg_probe "$GPUNET_DEFAULT_PG_URL")" && url="$GPUNET_DEFAULT_PG_URL"
+  if [ -z "${url:-}" ]; then
+    local user
+    user="$(id -un)"
+    url="postgresql://${user}@localhost:${GPUNET_PG_LOCAL_PORT}/postgres?host=${GPUNET_PG_SOCKET_DIR}"
+    if ! why="$(pg_probe "$url")" && is_root; then
+      note "creating superuser role $user (peer auth over $GPUNET_PG_SOCKET_DIR)"
+      su postgres -c "createuser -s -p $GPUNET_PG_LOCAL_PORT $user" 2>/dev/null || true
+    fi
+    why="$(pg_probe "$url")" || die "PostgreSQL is running but refuses $url: $why" \
+      "Let your user create databases: sudo -u postgres createuser -s $user" \
+      "or set GPUNET_TEST_PG_URL to a server and role that may create databases."
+  fi
+  GPUNET_TEST_PG_URL="$url"
+  export GPUNET_TEST_PG_URL
+  note "$why at $GPUNET_TEST_PG_URL"
+}
