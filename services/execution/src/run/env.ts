@@ -1,0 +1,78 @@
+import type { FieldIssue } from '#errors';
+import type { RunDirs } from './dirs.js';
+
+/**
+ * Names a job's own `env` may not set: the agent owns the GPU binding (`NVIDIA_VISIBLE_DEVICES`
+ * is what container runtimes read, reserved now so container runs cannot widen it later).
+ */
+export const RESERVED_ENV = ['CUDA_VISIBLE_DEVICES', 'NVIDIA_VISIBLE_DEVICES'] as const;
+/** Every name with this prefix is the platform's. */
+export const RESERVED_ENV_PREFIX = 'GPUNET_';
+
+/** Host variables copied into a run by default. Nothing else of the agent's environment reaches a job. */
+export const DEFAULT_PASS_ENV: readonly string[] = ['PATH', 'LANG'];
+/** `PATH` when the host has none to pass. */
+export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Problems with a job's own environment variables; empty when it can be used as is. */
+export function jobEnvIssues(env: Readonly<Record<string, string>> | undefined, field = 'env'): FieldIssue[] {
+  const issues: FieldIssue[] = [];
+  for (const [name, value] of Object.entries(env ?? {})) {
+    const path = `${field}.${name}`;
+    if (!ENV_NAME.test(name)) {
+      issues.push({ path, message: 'is not a valid variable name', fix: 'use letters, digits and "_", not starting with a digit' });
+    } else if (name.startsWith(RESERVED_ENV_PREFIX) || (RESERVED_ENV as readonly string[]).includes(name)) {
+      issues.push({ path, message: 'is set by the platform', fix: `remove it; the agent sets ${RESERVED_ENV_PREFIX}* and the GPU binding itself` });
+    }
+    if (typeof value !== 'string' || value.includes('\0')) {
+      issues.push({ path, message: 'must be a string without NUL characters' });
+    }
+  }
+  return issues;
+}
+
+/** What {@link buildRunEnv} needs to know about one run. */
+export interface RunEnvInput {
+  readonly jobId: string;
+  readonly attemptId: string;
+  readonly dirs: RunDirs;
+  /** GPU indices held for the attempt, in the order the job sees them as devices 0, 1, … */
+  readonly gpus: readonly number[];
+  /** The job's own variables; they override the passed-through host values, never the platform's. */
+  readonly jobEnv?: Readonly<Record<string, string>>;
+  /** The agent's environment; only the names in `passEnv` are read. */
+  readonly hostEnv?: Readonly<Record<string, string | undefined>>;
+  /** Host variable names copied through. Default {@link DEFAULT_PASS_ENV}. */
+  readonly passEnv?: readonly string[];
+}
+
+/**
+ * The complete environment of a run, built from an allow-list: never the agent's own settings
+ * or secrets. Layers, later wins: passed host names → neutral defaults (`HOME`/`TMPDIR` = work
+ * dir, `TZ=UTC`) → the job's `env` → the platform's `GPUNET_*` and `CUDA_VISIBLE_DEVICES`.
+ * Pure. The caller validates `jobEnv` with {@link jobEnvIssues} first.
+ */
+export function buildRunEnv(input: RunEnvInput): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of input.passEnv ?? DEFAULT_PASS_ENV) {
+    const value = input.hostEnv?.[name];
+    if (value !== undefined) env[name] = value;
+  }
+  env.PATH ??= DEFAULT_PATH;
+  env.LANG ??= 'C.UTF-8';
+  env.HOME = input.dirs.work;
+  env.TMPDIR = input.dirs.work;
+  env.TZ = 'UTC';
+  Object.assign(env, input.jobEnv);
+  // An empty CUDA_VISIBLE_DEVICES hides every GPU, which is right for a job holding none.
+  env.CUDA_VISIBLE_DEVICES = input.gpus.join(',');
+  env.GPUNET_JOB_ID = input.jobId;
+  env.GPUNET_ATTEMPT_ID = input.attemptId;
+  env.GPUNET_INPUT_DIR = input.dirs.inputs;
+  env.GPUNET_OUTPUT_DIR = input.dirs.outputs;
+  env.GPUNET_CHECKPOINT_DIR = input.dirs.checkpoints;
+  env.GPUNET_WORK_DIR = input.dirs.work;
+  return env;
+}
