@@ -1,0 +1,97 @@
+import pg from 'pg';
+
+/**
+ * Wakes waiting subscriptions when events may have been appended: on a PostgreSQL NOTIFY
+ * (appends by any process), or at once when this process appended. A wake-up is only a hint
+ * to read again; subscriptions also poll, so a lost notification or a broken LISTEN
+ * connection costs latency, never events.
+ *
+ * One dedicated connection per store, opened with the first subscription.
+ */
+export class ChangeFeed {
+  /** Bumped on every wake-up; a waiter that saw an older value does not wait. */
+  private version = 0;
+  private waiters = new Set<() => void>();
+  private client: pg.Client | undefined;
+  private connecting: Promise<void> | undefined;
+  private nextAttemptAt = 0;
+  private closed = false;
+
+  constructor(
+    private readonly connectionString: string,
+    private readonly channel: string,
+    /** After a failed LISTEN connection, wait this long before trying again. */
+    private readonly retryAfterMs = 2_000,
+  ) {}
+
+  /** The current version, to pass to `wait` after reading. */
+  get current(): number {
+    return this.version;
+  }
+
+  /** Wakes every waiter (called after an append of this process commits). */
+  bump(): void {
+    this.version++;
+    const waiters = this.waiters;
+    this.waiters = new Set();
+    for (const wake of waiters) wake();
+  }
+
+  /**
+   * Resolves on the first wake-up after `seen`, after `timeoutMs`, or when `signal` aborts,
+   * whichever comes first. Never rejects.
+   */
+  async wait(seen: number, timeoutMs: number, signal: AbortSignal): Promise<void> {
+    this.ensureListening();
+    if (this.version !== seen || signal.aborted || this.closed) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      signal.addEventListener('abort', done, { once: true });
+      this.waiters.add(done);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.bump();
+    await this.connecting?.catch(() => undefined);
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => undefined);
+  }
+
+  private ensureListening(): void {
+    if (this.closed || this.client || this.connecting || Date.now() < this.nextAttemptAt) return;
+    const client = new pg.Client({ connectionString: this.connectionString });
+    const lost = () => {
+      if (this.client === client) this.client = undefined;
+      this.nextAttemptAt = Date.now() + this.retryAfterMs;
+      client.end().catch(() => undefined);
+      // Whatever was appended while the connection was down is found by reading again.
+      this.bump();
+    };
+    this.connecting = (async () => {
+      try {
+        await client.connect();
+        client.on('notification', () => this.bump());
+        client.on('error', lost);
+        client.on('end', lost);
+        await client.query(`LISTEN ${this.channel}`);
+        if (this.closed) await client.end();
+        else this.client = client;
+      } catch {
+        // Polling carries on; try LISTEN again later.
+        this.nextAttemptAt = Date.now() + this.retryAfterMs;
+        await client.end().catch(() => undefined);
+      } finally {
+        this.connecting = undefined;
+      }
+    })();
+  }
+}

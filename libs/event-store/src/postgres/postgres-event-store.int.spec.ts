@@ -1,0 +1,289 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
+import { createTestDatabase, type TestDatabase } from '../../../../test/support/postgres.js';
+import { describeEventStoreConformance } from '../conformance/event-store.conformance.js';
+import { isStrictlyIncreasing, newEvents, SubscriptionReader } from '../conformance/fixtures.js';
+import type { ConformanceContext, ConformanceHarness, RawEventRow } from '../conformance/harness.js';
+import type { EventStore, RecordedEvent } from '../event-store.js';
+import { appendOnClient } from './append.js';
+import { openPostgresEventStore, type PostgresEventStore } from './postgres-event-store.js';
+
+const SCHEMA = 'gpunet';
+
+/** Each setup: a fresh database of its own, stores with small pools, direct SQL for the tamper hooks. */
+function postgresHarness(chainKey?: string): ConformanceHarness {
+  return {
+    name: chainKey ? 'postgres (HMAC chain key)' : 'postgres',
+    async setup(): Promise<ConformanceContext> {
+      const db = await createTestDatabase();
+      const opened: EventStore[] = [];
+      const open = async () => {
+        const s = await openPostgresEventStore({ connectionString: db.url, schema: SCHEMA, poolSize: 3, chainKey });
+        opened.push(s);
+        return s;
+      };
+      /** One statement in its own transaction, with the append-only triggers off for it alone. */
+      const unguarded = async (text: string, values: unknown[]) => {
+        const c = new pg.Client({ connectionString: db.url });
+        await c.connect();
+        try {
+          await c.query('BEGIN');
+          await c.query('SET LOCAL session_replication_role = replica');
+          await c.query(text, values);
+          await c.query('COMMIT');
+        } finally {
+          await c.end();
+        }
+      };
+      const plain = async (text: string, values: unknown[]) => {
+        const c = new pg.Client({ connectionString: db.url });
+        await c.connect();
+        try {
+          await c.query(text, values);
+        } finally {
+          await c.end();
+        }
+      };
+      let store: EventStore = await open();
+      return {
+        get store() {
+          return store;
+        },
+        chainKey,
+        openAnother: open,
+        async reopen() {
+          await store.close();
+          store = await open();
+          return store;
+        },
+        tamper: {
+          alterData: (position, data) =>
+            unguarded(`UPDATE ${SCHEMA}.events SET data = $2::jsonb WHERE position = $1`, [position.toString(), JSON.stringify(data)]),
+          deleteAt: (position) => unguarded(`DELETE FROM ${SCHEMA}.events WHERE position = $1`, [position.toString()]),
+          insertRow: (row: RawEventRow) =>
+            unguarded(
+              `INSERT INTO ${SCHEMA}.events (position, stream_id, revision, event_id, type, data, metadata, recorded_at, hash)
+               VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9)`,
+              [
+                row.position.toString(),
+                row.streamId,
+                row.revision.toString(),
+                row.eventId,
+                row.type,
+                JSON.stringify(row.data),
+                JSON.stringify(row.metadata),
+                row.recordedAt,
+                row.hash,
+              ],
+            ),
+        },
+        plainSql: {
+          updateAt: (position) => plain(`UPDATE ${SCHEMA}.events SET type = 'Edited' WHERE position = $1`, [position.toString()]),
+          deleteAt: (position) => plain(`DELETE FROM ${SCHEMA}.events WHERE position = $1`, [position.toString()]),
+        },
+        async dispose() {
+          await Promise.all(opened.map((s) => s.close()));
+          await db.drop();
+        },
+      };
+    },
+  };
+}
+
+describeEventStoreConformance(postgresHarness());
+describeEventStoreConformance(postgresHarness('conformance-chain-key'));
+
+describe('postgres: global order never skips a late commit', () => {
+  let db: TestDatabase;
+  let store: PostgresEventStore;
+  /** Two connections of their own, for transactions held open across steps. */
+  let txA: pg.PoolClient;
+  let txB: pg.PoolClient;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    store = await openPostgresEventStore({ connectionString: db.url, poolSize: 4 });
+  });
+  afterAll(async () => {
+    await store?.close();
+    await db?.drop();
+  });
+
+  async function withTwoTransactions(fn: () => Promise<void>): Promise<void> {
+    txA = await store.connect();
+    txB = await store.connect();
+    try {
+      await fn();
+    } finally {
+      await txA.query('ROLLBACK').catch(() => undefined);
+      await txB.query('ROLLBACK').catch(() => undefined);
+      txA.release();
+      txB.release();
+    }
+  }
+
+  it('a transaction that appended first and commits last holds back later commits, then both arrive in position order', async () => {
+    const from = await store.headPosition();
+    const reader = new SubscriptionReader(store.subscribeToAll({ fromPosition: from, pollIntervalMs: 50 }));
+    try {
+      await withTwoTransactions(async () => {
+        await txA.query('BEGIN');
+        const a = await appendOnClient(txA, store.appendSettings, 'late-a', newEvents(2));
+        // B appends to another stream and commits while A is still open.
+        const b = await store.appendToStream('late-b', newEvents(1));
+        expect(a.position < b.position).toBe(true);
+
+        await reader.nothingWithin(400);
+        expect(await store.readAll({ fromPosition: from })).toEqual([]);
+        expect(await store.headPosition()).toBe(from);
+
+        await txA.query('COMMIT');
+        const seen = await reader.take(3);
+        expect(seen.map((e) => e.streamId)).toEqual(['late-a', 'late-a', 'late-b']);
+        expect(seen[1]!.position).toBe(a.position);
+        expect(seen[2]!.position).toBe(b.position);
+        expect(isStrictlyIncreasing(seen.map((e) => e.position))).toBe(true);
+        expect(await store.readAll({ fromPosition: from })).toEqual(seen);
+        expect(await store.headPosition()).toBe(b.position);
+        await reader.nothingWithin(200);
+      });
+    } finally {
+      await reader.subscription.close();
+    }
+  });
+
+  it('no skip when a transaction takes its id before another one draws positions (where a position sequence would skip)', async () => {
+    // With positions from a sequence, E (older xid, higher position) is readable while T
+    // (younger xid, lower position) is in flight; a reader passes E's position and T's events
+    // are skipped when it commits. Positions carry the transaction id, so E sorts first.
+    const from = await store.headPosition();
+    const delivered: RecordedEvent[] = [];
+    const reader = new SubscriptionReader(store.subscribeToAll({ fromPosition: from, pollIntervalMs: 50 }));
+    try {
+      await withTwoTransactions(async () => {
+        await txA.query('BEGIN');
+        await txA.query('SELECT pg_current_xact_id()'); // E takes its transaction id first
+        await txB.query('BEGIN');
+        const t = await appendOnClient(txB, store.appendSettings, 'order-t', newEvents(1)); // T appends first
+        const e = await appendOnClient(txA, store.appendSettings, 'order-e', newEvents(1)); // E appends second
+        expect(e.position < t.position).toBe(true);
+
+        await txA.query('COMMIT'); // E commits while T is still open: E is visible, nothing after it
+        delivered.push(...(await reader.take(1)));
+        expect(delivered[0]!.position).toBe(e.position);
+        await reader.nothingWithin(300);
+
+        await txB.query('COMMIT');
+        delivered.push(...(await reader.take(1)));
+        expect(delivered[1]!.position).toBe(t.position);
+      });
+      expect(delivered).toEqual(await store.readAll({ fromPosition: from }));
+    } finally {
+      await reader.subscription.close();
+    }
+  });
+
+  it('many concurrent writers with interleaved commits: every subscriber sees every event once, in increasing order', async () => {
+    const from = await store.headPosition();
+    const reader = new SubscriptionReader(store.subscribeToAll({ fromPosition: from, batchSize: 7, pollIntervalMs: 20 }));
+    const writers = 8;
+    const perWriter = 15;
+    try {
+      await Promise.all(
+        Array.from({ length: writers }, async (_, w) => {
+          for (let i = 0; i < perWriter; i++) {
+            const c = await store.connect();
+            try {
+              await c.query('BEGIN');
+              await appendOnClient(c, store.appendSettings, `mix-${w}`, newEvents(1 + (i % 3)));
+              // Hold some transactions open a little, so commits land out of position order.
+              if ((w + i) % 3 === 0) await c.query('SELECT pg_sleep(0.01)');
+              await c.query('COMMIT');
+            } finally {
+              c.release();
+            }
+          }
+        }),
+      );
+      const all = await store.readAll({ fromPosition: from });
+      expect(all).toHaveLength(writers * (5 * 1 + 5 * 2 + 5 * 3));
+      const seen = await reader.take(all.length, 20_000);
+      expect(seen).toEqual(all);
+      expect(isStrictlyIncreasing(seen.map((e) => e.position))).toBe(true);
+    } finally {
+      await reader.subscription.close();
+    }
+  }, 60_000);
+});
+
+describe('postgres: appends to different streams run concurrently', () => {
+  let db: TestDatabase;
+  let store: PostgresEventStore;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    store = await openPostgresEventStore({ connectionString: db.url, poolSize: 4 });
+  });
+  afterAll(async () => {
+    await store?.close();
+    await db?.drop();
+  });
+
+  it('two open transactions both append before either commits; a third append to one of their streams waits for it', async () => {
+    const a = await store.connect();
+    const b = await store.connect();
+    try {
+      await a.query('BEGIN');
+      await b.query('BEGIN');
+      await appendOnClient(a, store.appendSettings, 'x', newEvents(1));
+      // Would hang here if appends took a global lock (a is still open).
+      await within(2_000, appendOnClient(b, store.appendSettings, 'y', newEvents(1)));
+      // The pool's own append to an unrelated stream also goes through at once.
+      await within(2_000, store.appendToStream('z', newEvents(1)));
+
+      // But an append to x waits on x's head lock until a commits.
+      let done = false;
+      const contended = store.appendToStream('x', newEvents(1)).then((r) => {
+        done = true;
+        return r;
+      });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(done).toBe(false);
+      await a.query('COMMIT');
+      expect((await within(2_000, contended)).nextExpectedRevision).toBe(1n);
+      await b.query('COMMIT');
+      expect((await store.readStream('y')).length).toBe(1);
+    } finally {
+      await a.query('ROLLBACK').catch(() => undefined);
+      await b.query('ROLLBACK').catch(() => undefined);
+      a.release();
+      b.release();
+    }
+  });
+
+  it('a rolled-back caller transaction leaves no event, no stream head and no hole in the chain', async () => {
+    const c = await store.connect();
+    try {
+      await c.query('BEGIN');
+      await appendOnClient(c, store.appendSettings, 'rolled-back', newEvents(2));
+      await c.query('ROLLBACK');
+    } finally {
+      c.release();
+    }
+    expect(await store.readStream('rolled-back')).toEqual([]);
+    expect((await store.appendToStream('rolled-back', newEvents(1), { expectedRevision: 'no_stream' })).nextExpectedRevision).toBe(0n);
+    expect((await store.verify()).ok).toBe(true);
+  });
+});
+
+async function within<T>(ms: number, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not done within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

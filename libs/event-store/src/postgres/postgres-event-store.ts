@@ -1,0 +1,370 @@
+import pg from 'pg';
+import { IllegalStateError, TransientError, ValidationError } from '#errors';
+import type {
+  AppendOptions,
+  AppendResult,
+  EventStore,
+  EventToAppend,
+  ReadAllFilter,
+  ReadAllOptions,
+  ReadStreamOptions,
+  RecordedEvent,
+  SubscribeToAllOptions,
+  Subscription,
+  VerifyResult,
+} from '../event-store.js';
+import { computeEventHash, GENESIS_HASH } from '../hash-chain.js';
+import { appendOnClient, isRetryableDriverError, type PostgresAppendSettings } from './append.js';
+import { ChangeFeed } from './change-feed.js';
+import { channelOf, migrationSql, ORDINAL_BITS, SCHEMA_NAME } from './schema.js';
+import { CatchUpSubscription } from './subscription.js';
+
+/** Options of the PostgreSQL event store. */
+export interface PostgresEventStoreOptions {
+  /** `postgres://user@host:port/database`. Required. */
+  connectionString: string;
+  /** Schema holding the store's tables; a plain lower-case identifier. Default `gpunet`. */
+  schema?: string;
+  /** Most pooled connections (subscriptions' LISTEN connection not counted). Default 10. */
+  poolSize?: number;
+  /**
+   * HMAC key of the hash chain: without it anyone with write access to the database can forge
+   * a consistent chain. With it the hashes are computed in this process (the key never reaches
+   * the server), which costs a transaction of three round trips per append instead of one
+   * statement. Default none (sha256).
+   */
+  chainKey?: string;
+  /** Source of `recordedAt`. Default `() => new Date()`. */
+  clock?: () => Date;
+}
+
+/** Defaults of `PostgresEventStoreOptions`. */
+export const POSTGRES_DEFAULTS = { schema: 'gpunet', poolSize: 10 } as const;
+
+/** Bumped when the schema changes; kept in `<schema>.meta`. */
+export const SCHEMA_VERSION = 1;
+
+/** Rows per query when `verify` walks the log. */
+const VERIFY_PAGE = 5_000;
+
+/**
+ * Events of transactions older than every transaction still in flight: the gap-free committed
+ * prefix of the log. `position` carries the transaction id in its high bits, so the same
+ * frontier bounds the position index scan (docs/decisions/0003-postgres-global-order.md).
+ */
+const VISIBLE = `transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+  AND position < (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint << ${ORDINAL_BITS})`;
+
+const COLUMNS = 'position, stream_id, revision, event_id, type, data, metadata, recorded_at, hash';
+
+interface EventRow {
+  position: string;
+  stream_id: string;
+  revision: string;
+  event_id: string;
+  type: string;
+  data: unknown;
+  metadata: RecordedEvent['metadata'];
+  recorded_at: Date;
+  hash: string;
+}
+
+/** Opens (and migrates) a PostgreSQL event store. */
+export async function openPostgresEventStore(options: PostgresEventStoreOptions): Promise<PostgresEventStore> {
+  const store = new PostgresEventStore(options);
+  try {
+    await store.migrate();
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  return store;
+}
+
+/**
+ * The production event store on PostgreSQL (13 or newer: xid8). Appends to different streams
+ * run concurrently; appends to one stream serialize on its head row. Global reads return only
+ * the committed prefix that no in-flight transaction can still extend below.
+ */
+export class PostgresEventStore implements EventStore {
+  readonly schema: string;
+  private readonly pool: pg.Pool;
+  private readonly settings: PostgresAppendSettings;
+  private readonly feed: ChangeFeed;
+  private readonly subscriptions = new Set<CatchUpSubscription>();
+  private closed = false;
+
+  /** Prefer `openPostgresEventStore`, which also migrates. */
+  constructor(options: PostgresEventStoreOptions) {
+    const schema = options.schema ?? POSTGRES_DEFAULTS.schema;
+    if (!SCHEMA_NAME.test(schema)) {
+      throw new ValidationError(`invalid schema name ${JSON.stringify(schema)}`, [
+        { path: 'schema', message: 'must be a lower-case identifier', fix: 'use letters, digits and _, starting with a letter' },
+      ]);
+    }
+    this.schema = schema;
+    this.pool = new pg.Pool({ connectionString: options.connectionString, max: options.poolSize ?? POSTGRES_DEFAULTS.poolSize });
+    // An idle pooled connection that dies (server restart) must not crash the process; the
+    // next query on the pool gets a fresh connection or a TransientError.
+    this.pool.on('error', () => undefined);
+    this.settings = { schema, chainKey: options.chainKey, clock: options.clock ?? (() => new Date()) };
+    this.feed = new ChangeFeed(options.connectionString, channelOf(schema));
+  }
+
+  /** The settings `appendOnClient` needs to append on a client of the caller's own transaction. */
+  get appendSettings(): PostgresAppendSettings {
+    return this.settings;
+  }
+
+  /**
+   * Creates the schema if missing (idempotent; concurrent openers serialize on an advisory
+   * lock). Refuses a database migrated by a newer version of this code.
+   */
+  async migrate(): Promise<void> {
+    const s = this.schema;
+    const client = await this.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`gpunet-event-store-migrate:${s}`]);
+      const { rows: exists } = await client.query<{ meta: string | null }>('SELECT to_regclass($1)::text AS meta', [`${s}.meta`]);
+      let current = 0;
+      if (exists[0]?.meta) {
+        const { rows } = await client.query<{ value: string }>(`SELECT value FROM ${s}.meta WHERE key = 'schema_version'`);
+        current = Number(rows[0]?.value ?? 0);
+      }
+      if (current > SCHEMA_VERSION) {
+        throw new IllegalStateError(`schema ${s} is at version ${current}, newer than this code (${SCHEMA_VERSION}); upgrade gpunet`);
+      }
+      if (current < SCHEMA_VERSION) {
+        const { rows: enc } = await client.query<{ server_encoding: string }>('SHOW server_encoding');
+        if (enc[0]?.server_encoding !== 'UTF8') {
+          throw new IllegalStateError(`the event store needs a UTF8 database (the hash chain hashes UTF-8), found ${enc[0]?.server_encoding}`);
+        }
+        await client.query(migrationSql(s));
+        await client.query(`CREATE TABLE IF NOT EXISTS ${s}.meta (key text PRIMARY KEY, value text NOT NULL)`);
+        await client.query(
+          `INSERT INTO ${s}.meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
+          [String(SCHEMA_VERSION)],
+        );
+      }
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async appendToStream(streamId: string, events: readonly EventToAppend[], options?: AppendOptions): Promise<AppendResult> {
+    this.assertOpen();
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.connect();
+      try {
+        const result = await appendOnClient(client, this.settings, streamId, events, options);
+        this.feed.bump();
+        return result;
+      } catch (err) {
+        // The same event id raced in from another appender: once that one has committed, a
+        // retry tells a duplicate (original result) from a conflict.
+        const raced = err instanceof TransientError && (err.cause as { code?: string } | undefined)?.code === '23505';
+        if (!raced || attempt > 1) throw err;
+      } finally {
+        client.release();
+      }
+    }
+  }
+
+  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    const { rows } = await this.query<EventRow>(
+      `SELECT ${COLUMNS} FROM ${this.schema}.events WHERE stream_id = $1 AND revision >= $2 ORDER BY revision LIMIT $3`,
+      [streamId, (options.fromRevision ?? 0n).toString(), options.maxCount ?? null],
+    );
+    return rows.map(toRecorded);
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    const params: unknown[] = [(options.fromPosition ?? 0n).toString(), options.maxCount ?? 1000];
+    const where = [`position > $1`, VISIBLE];
+    if (options.toPosition !== undefined) {
+      params.push(options.toPosition.toString());
+      where.push(`position <= $${params.length}`);
+    }
+    where.push(...filterSql(options.filter, params));
+    const { rows } = await this.query<EventRow>(
+      `SELECT ${COLUMNS} FROM ${this.schema}.events WHERE ${where.join(' AND ')} ORDER BY position LIMIT $2`,
+      params,
+    );
+    return rows.map(toRecorded);
+  }
+
+  subscribeToAll(options: SubscribeToAllOptions = {}): Subscription {
+    this.assertOpen();
+    const sub = new CatchUpSubscription((o) => this.readAll(o), this.feed, options, (s) => this.subscriptions.delete(s));
+    this.subscriptions.add(sub);
+    return sub;
+  }
+
+  async headPosition(): Promise<bigint> {
+    const { rows } = await this.query<{ head: string }>(`SELECT coalesce(max(position), 0) AS head FROM ${this.schema}.events WHERE ${VISIBLE}`);
+    return BigInt(rows[0]!.head);
+  }
+
+  async saveCheckpoint(subscriberId: string, position: bigint): Promise<void> {
+    await this.query(
+      `INSERT INTO ${this.schema}.checkpoints (subscriber_id, position) VALUES ($1, $2)
+       ON CONFLICT (subscriber_id) DO UPDATE SET position = EXCLUDED.position, updated_at = now()`,
+      [subscriberId, position.toString()],
+    );
+  }
+
+  async loadCheckpoint(subscriberId: string): Promise<bigint | undefined> {
+    const { rows } = await this.query<{ position: string }>(`SELECT position FROM ${this.schema}.checkpoints WHERE subscriber_id = $1`, [
+      subscriberId,
+    ]);
+    return rows[0] ? BigInt(rows[0].position) : undefined;
+  }
+
+  /**
+   * Walks the whole log in position order in one REPEATABLE READ snapshot (so `events` and
+   * `streams` agree), checks each stream's revisions and hash links, then each stream head.
+   * Reports the lowest position where anything fails.
+   */
+  async verify(): Promise<VerifyResult> {
+    const s = this.schema;
+    const client = await this.connect();
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      const chains = new Map<string, { revision: bigint; hash: string; position: bigint; first: bigint }>();
+      let bad: { position: bigint; streamId: string; reason: string } | undefined;
+      const fail = (position: bigint, streamId: string, reason: string) => {
+        if (!bad || position < bad.position) bad = { position, streamId, reason };
+      };
+      let count = 0;
+      let head = 0n;
+      for (let from = -1n; ; ) {
+        const { rows } = await client.query<EventRow>(`SELECT ${COLUMNS} FROM ${s}.events WHERE position > $1 ORDER BY position LIMIT $2`, [
+          from.toString(),
+          VERIFY_PAGE,
+        ]);
+        for (const row of rows) {
+          const e = toRecorded(row);
+          count++;
+          head = e.position;
+          const chain = chains.get(e.streamId);
+          const prevRevision = chain?.revision ?? -1n;
+          if (e.revision !== prevRevision + 1n) {
+            fail(e.position, e.streamId, `revision ${e.revision} follows ${prevRevision < 0n ? 'nothing' : `revision ${prevRevision}`}`);
+          } else if (computeEventHash(chain?.hash ?? GENESIS_HASH, e, this.settings.chainKey) !== e.hash) {
+            fail(e.position, e.streamId, `hash of revision ${e.revision} does not match its content and predecessor`);
+          }
+          chains.set(e.streamId, { revision: e.revision, hash: e.hash, position: e.position, first: chain?.first ?? e.position });
+        }
+        if (rows.length < VERIFY_PAGE) break;
+        from = BigInt(rows[rows.length - 1]!.position);
+      }
+
+      const { rows: heads } = await client.query<{ stream_id: string; revision: string; head_hash: string; head_position: string }>(
+        `SELECT stream_id, revision, head_hash, head_position FROM ${s}.streams`,
+      );
+      const headed = new Set<string>();
+      for (const h of heads) {
+        headed.add(h.stream_id);
+        const revision = BigInt(h.revision);
+        const headPosition = BigInt(h.head_position);
+        const last = chains.get(h.stream_id);
+        if (!last || last.revision < revision) {
+          fail(headPosition, h.stream_id, `stream head is revision ${revision} but the log ends at ${last ? `revision ${last.revision}` : 'nothing'}`);
+        } else if (last.revision > revision) {
+          const { rows: beyond } = await client.query<{ position: string }>(
+            `SELECT min(position) AS position FROM ${s}.events WHERE stream_id = $1 AND revision > $2`,
+            [h.stream_id, h.revision],
+          );
+          fail(BigInt(beyond[0]!.position), h.stream_id, `events beyond the stream head (revision ${revision})`);
+        } else if (last.hash !== h.head_hash || last.position !== headPosition) {
+          fail(last.position, h.stream_id, 'stream head does not match the last event of the stream');
+        }
+      }
+      for (const [streamId, chain] of chains) {
+        if (!headed.has(streamId)) fail(chain.first, streamId, 'stream the store never wrote (no stream head)');
+      }
+      await client.query('COMMIT');
+      return bad
+        ? { ok: false, events: count, firstBadPosition: bad.position, streamId: bad.streamId, reason: bad.reason }
+        : { ok: true, events: count, headPosition: head, streams: chains.size };
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Ends subscriptions (waiting for their in-flight reads), the LISTEN connection and the pool. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.subscriptions].map((s) => s.close()));
+    await this.feed.close();
+    await this.pool.end();
+  }
+
+  /**
+   * A pooled client for work in the caller's own transaction (e.g. `appendOnClient` with an
+   * outbox write); release it when done.
+   */
+  async connect(): Promise<pg.PoolClient> {
+    this.assertOpen();
+    try {
+      return await this.pool.connect();
+    } catch (err) {
+      throw isRetryableDriverError(err as { code?: string })
+        ? new TransientError(`PostgreSQL unavailable: ${(err as Error).message}`, { cause: err })
+        : err;
+    }
+  }
+
+  private async query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+    this.assertOpen();
+    try {
+      return await this.pool.query<R>(text, values);
+    } catch (err) {
+      throw isRetryableDriverError(err as { code?: string })
+        ? new TransientError(`PostgreSQL unavailable: ${(err as Error).message}`, { cause: err })
+        : err;
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new IllegalStateError('the event store is closed');
+  }
+}
+
+function filterSql(filter: ReadAllFilter | undefined, params: unknown[]): string[] {
+  if (!filter) return [];
+  const where: string[] = [];
+  const param = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  if (filter.types) where.push(`type = ANY (${param(filter.types)}::text[])`);
+  // starts_with takes the prefix literally (no LIKE wildcards to escape).
+  if (filter.streamPrefix !== undefined) where.push(`starts_with(stream_id, ${param(filter.streamPrefix)})`);
+  if (filter.jobId !== undefined) where.push(`job_id = ${param(filter.jobId)}`);
+  if (filter.team !== undefined) where.push(`team = ${param(filter.team)}`);
+  return where;
+}
+
+function toRecorded(r: EventRow): RecordedEvent {
+  return {
+    streamId: r.stream_id,
+    revision: BigInt(r.revision),
+    position: BigInt(r.position),
+    eventId: r.event_id,
+    type: r.type,
+    data: r.data,
+    metadata: r.metadata,
+    recordedAt: r.recorded_at.toISOString(),
+    hash: r.hash,
+  };
+}

@@ -1,0 +1,61 @@
+import type { ReadAllOptions, RecordedEvent, SubscribeToAllOptions, Subscription } from '../event-store.js';
+import type { ChangeFeed } from './change-feed.js';
+
+/** Defaults of `SubscribeToAllOptions`, as documented on the port. */
+export const SUBSCRIPTION_DEFAULTS = { batchSize: 500, pollIntervalMs: 250 } as const;
+
+/**
+ * A catch-up subscription over `readAll`: reads pages after the last yielded position until a
+ * page comes back short, then waits for a wake-up (NOTIFY, an append of this process) or the
+ * poll interval, and reads again. `readAll` only returns the gap-free committed prefix of the
+ * log, so resuming after the last yielded position never skips a late commit.
+ */
+export class CatchUpSubscription implements Subscription {
+  private readonly stop = new AbortController();
+  private started = false;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly readAll: (options: ReadAllOptions) => Promise<RecordedEvent[]>,
+    private readonly feed: ChangeFeed,
+    private readonly options: SubscribeToAllOptions,
+    private readonly onClosed: (s: CatchUpSubscription) => void,
+  ) {}
+
+  [Symbol.asyncIterator](): AsyncIterator<RecordedEvent> {
+    if (this.started) throw new Error('a subscription can be iterated once; subscribe again for another reader');
+    this.started = true;
+    return this.run();
+  }
+
+  /** Ends the iteration (a pending `next()` resolves with `done`) and waits for an in-flight read. */
+  async close(): Promise<void> {
+    this.stop.abort();
+    await this.running?.catch(() => undefined);
+    this.onClosed(this);
+  }
+
+  private async *run(): AsyncGenerator<RecordedEvent> {
+    const batchSize = this.options.batchSize ?? SUBSCRIPTION_DEFAULTS.batchSize;
+    const pollIntervalMs = this.options.pollIntervalMs ?? SUBSCRIPTION_DEFAULTS.pollIntervalMs;
+    let from = this.options.fromPosition ?? 0n;
+    try {
+      while (!this.stop.signal.aborted) {
+        // Taken before the read: a wake-up that lands between the read and the wait is not lost.
+        const seen = this.feed.current;
+        const read = this.readAll({ fromPosition: from, maxCount: batchSize, filter: this.options.filter });
+        this.running = read.then(() => undefined);
+        const page = await read;
+        for (const event of page) {
+          if (this.stop.signal.aborted) return;
+          yield event;
+          from = event.position;
+        }
+        if (page.length < batchSize) await this.feed.wait(seen, pollIntervalMs, this.stop.signal);
+      }
+    } finally {
+      this.stop.abort();
+      this.onClosed(this);
+    }
+  }
+}
