@@ -1,0 +1,289 @@
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ValidationError } from '#errors';
+import { prepareRunDirs, removeRunDirs, type RunDirs } from './dirs.js';
+import { ResourceLimitsUnavailableError } from './errors.js';
+import type { LogStream } from './log-capture.js';
+import { isProcessAlive } from './process-group.js';
+import { runProcess, type RunOptions, type RunSpec } from './run-process.js';
+
+// Real processes: bash scripts written into each run's work directory. Time limits are kept
+// to a few hundred ms so the file stays fast on a 2-core machine.
+
+let root: string;
+let dirs: RunDirs;
+let seq = 0;
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'gpunet-run-'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+beforeEach(async () => {
+  dirs = await prepareRunDirs(root, 'job-test', `attempt-${++seq}`);
+});
+afterEach(async () => {
+  await removeRunDirs(dirs);
+});
+
+/** Writes an executable bash script into the work directory and returns its relative command. */
+async function script(body: string, name = 'job.sh'): Promise<string> {
+  await writeFile(join(dirs.work, name), `#!/bin/bash\n${body}\n`);
+  await chmod(join(dirs.work, name), 0o755);
+  return `./${name}`;
+}
+
+function spec(command: string, more: Partial<RunSpec> = {}): RunSpec {
+  return { jobId: 'job-test', attemptId: `attempt-${seq}`, dirs, command, timeLimitMs: 10_000, graceMs: 500, ...more };
+}
+
+/** Runs and collects every log line the listener saw. */
+async function run(s: RunSpec, opts: RunOptions = {}) {
+  const lines: [string, LogStream][] = [];
+  const t0 = performance.now();
+  const result = await runProcess(s, { onLog: (line, stream) => lines.push([line, stream]), ...opts });
+  const elapsedMs = performance.now() - t0;
+  const log = await readFile(result.logFile, 'utf8');
+  return { result, lines, log, elapsedMs, out: lines.filter(([, st]) => st === 'stdout').map(([l]) => l) };
+}
+
+async function readPid(file: string): Promise<number> {
+  return Number((await readFile(join(dirs.work, file), 'utf8')).trim());
+}
+
+describe('runProcess: environment and directories', () => {
+  const secretNames = ['GPUNET_TEST_AGENT_SECRET', 'AWS_SECRET_ACCESS_KEY'];
+  beforeAll(() => {
+    process.env.GPUNET_TEST_AGENT_SECRET = 'hunter2';
+    process.env.AWS_SECRET_ACCESS_KEY = 'wJalrXUtnFEMI';
+  });
+  afterAll(() => {
+    for (const n of secretNames) delete process.env[n];
+  });
+
+  it('gives the job only the allow-listed environment, never the agent’s own', async () => {
+    const { result, out } = await run(spec('env', { env: { EPOCHS: '3' }, gpus: [3, 1] }));
+    expect(result.outcome).toBe('completed');
+    const env = Object.fromEntries(out.map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    expect(Object.keys(env).sort()).toEqual(
+      [
+        'PATH', 'LANG', 'HOME', 'TMPDIR', 'TZ', 'EPOCHS', 'CUDA_VISIBLE_DEVICES', 'GPUNET_JOB_ID', 'GPUNET_ATTEMPT_ID',
+        'GPUNET_INPUT_DIR', 'GPUNET_OUTPUT_DIR', 'GPUNET_CHECKPOINT_DIR', 'GPUNET_WORK_DIR',
+      ].sort(),
+    );
+    expect(out.join('\n')).not.toMatch(/hunter2|wJalrXUtnFEMI/);
+    expect(env.CUDA_VISIBLE_DEVICES).toBe('3,1');
+    expect(env.HOME).toBe(dirs.work);
+    expect(env.TZ).toBe('UTC');
+    expect(env.GPUNET_JOB_ID).toBe('job-test');
+    expect(env.GPUNET_ATTEMPT_ID).toBe(`attempt-${seq}`);
+  });
+
+  it('runs in the work directory and finds its inputs, outputs and checkpoints through GPUNET_* variables', async () => {
+    await writeFile(join(dirs.inputs, 'data.txt'), 'dataset\n');
+    const cmd = await script(
+      [
+        'set -e',
+        'pwd',
+        'cat "$GPUNET_INPUT_DIR/data.txt"',
+        'echo model > "$GPUNET_OUTPUT_DIR/model.bin"',
+        'echo step-1 > "$GPUNET_CHECKPOINT_DIR/ckpt"',
+        'echo "gpus=$CUDA_VISIBLE_DEVICES"',
+        'echo "$1 $2"',
+      ].join('\n'),
+    );
+    const { result, out } = await run(spec(cmd, { gpus: [0], args: ['two words', 'x'] }));
+    expect(result).toMatchObject({ outcome: 'completed', exitCode: 0, signal: null, terminatedBy: null, killed: false, survivors: [] });
+    expect(out).toEqual([dirs.work, 'dataset', 'gpus=0', 'two words x']);
+    expect(await readFile(join(dirs.outputs, 'model.bin'), 'utf8')).toBe('model\n');
+    expect(await readFile(join(dirs.checkpoints, 'ckpt'), 'utf8')).toBe('step-1\n');
+  });
+
+  it('stamps start and end with the injected clock', async () => {
+    let t = 0;
+    const { result } = await run(spec('true'), { clock: { now: () => (t += 1000) } });
+    expect(result).toMatchObject({ startedAt: 1000, endedAt: 2000 });
+  });
+
+  it('refuses a command path outside the run before starting anything', async () => {
+    await expect(runProcess(spec('/bin/true'))).rejects.toThrow(ValidationError);
+    await expect(runProcess(spec('../../../../../bin/true'))).rejects.toThrow(ValidationError);
+    await expect(runProcess(spec('true', { env: { GPUNET_OUTPUT_DIR: '/' } }))).rejects.toThrow(ValidationError);
+    await expect(runProcess(spec('true', { warnSignal: 'SIGUSR1', warnBeforeMs: 20_000 }))).rejects.toThrow(ValidationError);
+  });
+});
+
+describe('runProcess: exit status', () => {
+  it('a nonzero exit is failed with its code', async () => {
+    const { result } = await run(spec(await script('echo oops >&2\nexit 3')));
+    expect(result).toMatchObject({ outcome: 'failed', exitCode: 3, signal: null });
+  });
+
+  it('a command that cannot be started is failed, with the reason in the result and the log', async () => {
+    const { result, log } = await run(spec('no-such-command-gpunet'));
+    expect(result).toMatchObject({ outcome: 'failed', exitCode: null, pid: null });
+    expect(result.error).toMatch(/ENOENT/);
+    expect(log).toMatch(/could not start no-such-command-gpunet/);
+  });
+});
+
+describe('runProcess: logs', () => {
+  it('captures stdout and stderr line-wise into the log file and the listener', async () => {
+    const { result, lines, log } = await run(spec(await script('echo one\necho two >&2\nprintf "no newline"')));
+    expect(lines).toEqual([
+      ['one', 'stdout'],
+      ['two', 'stderr'],
+      ['no newline', 'stdout'],
+    ]);
+    expect(log).toBe('one\ntwo\nno newline\n');
+    expect(result).toMatchObject({ logBytes: Buffer.byteLength(log), outputBytes: 18, truncated: false });
+  });
+
+  it('caps the log with a visible marker and keeps draining so the job is never blocked', async () => {
+    const cmd = await script('for i in $(seq 1 20000); do echo "line $i"; done\necho done >&2');
+    const { result, log, out } = await run(spec(cmd), { maxLogBytes: 1000 });
+    expect(result.outcome).toBe('completed');
+    expect(result.truncated).toBe(true);
+    expect(result.outputBytes).toBe(
+      Array.from({ length: 20000 }, (_, i) => `line ${i + 1}\n`).join('').length + 'done\n'.length,
+    );
+    const logLines = log.trimEnd().split('\n');
+    expect(logLines[0]).toBe('line 1');
+    expect(log).toMatch(/\[gpunet\] log truncated: it reached its cap of 1000 bytes/);
+    expect(log).toMatch(/bytes of job output were discarded/);
+    expect(log).not.toMatch(/line 20000/);
+    expect(result.logBytes).toBe(Buffer.byteLength(log));
+    expect(result.logBytes).toBeLessThan(1300);
+    expect(out.length).toBeLessThan(200);
+  });
+
+  it('keeps all of a large output below the cap, with backpressure to the file', async () => {
+    // 4 MB in 40 000 lines of 100 bytes, written as fast as the pipe allows; fold ends without a
+    // newline, and the log terminates that last line.
+    const cmd = await script("head -c 4000000 /dev/zero | tr '\\0' x | fold -w 100");
+    const { result, log } = await run(spec(cmd), { onLog: undefined });
+    expect(result).toMatchObject({ outcome: 'completed', truncated: false, outputBytes: 4_039_999, logBytes: 4_040_000 });
+    expect(log.length).toBe(4_040_000);
+  });
+});
+
+describe('runProcess: time limit', () => {
+  it('SIGTERM then SIGKILL to the whole group: a child that ignores SIGTERM is gone afterwards', async () => {
+    const cmd = await script(
+      [
+        "trap '' TERM", // leader ignores TERM too, so only SIGKILL ends it
+        "bash -c 'trap \"\" TERM; echo $$ > child.pid; while :; do sleep 0.05; done' &",
+        'echo started',
+        'wait',
+      ].join('\n'),
+    );
+    const { result, log, elapsedMs } = await run(spec(cmd, { timeLimitMs: 400, graceMs: 300 }));
+    const child = await readPid('child.pid');
+    expect(result).toMatchObject({ outcome: 'timeout', terminatedBy: 'time_limit', killed: true, signal: 'SIGKILL', exitCode: null, survivors: [] });
+    // process.kill(pid, 0) alone would still succeed for a zombie, which a non-reaping PID 1 keeps forever.
+    expect(isProcessAlive(child)).toBe(false);
+    expect(isProcessAlive(result.pid!)).toBe(false);
+    expect(log).toMatch(/time limit of 400 ms reached: SIGTERM sent, SIGKILL in 300 ms/);
+    expect(log).toMatch(/SIGKILL sent to the process group/);
+    expect(elapsedMs).toBeGreaterThanOrEqual(650);
+    expect(elapsedMs).toBeLessThan(3000);
+  });
+
+  it('a SIGTERM handler gets its grace to checkpoint, and the run does not wait for the full grace', async () => {
+    const cmd = await script(
+      [
+        'on_term() { sleep 0.1; echo saved > "$GPUNET_CHECKPOINT_DIR/last"; echo checkpointed; exit 0; }',
+        'trap on_term TERM',
+        'sleep 30 & wait $!',
+        'wait $!',
+      ].join('\n'),
+    );
+    const { result, out, elapsedMs } = await run(spec(cmd, { timeLimitMs: 300, graceMs: 5000 }));
+    expect(result).toMatchObject({ outcome: 'timeout', exitCode: 0, killed: false });
+    expect(out).toContain('checkpointed');
+    expect(await readFile(join(dirs.checkpoints, 'last'), 'utf8')).toBe('saved\n');
+    expect(elapsedMs).toBeLessThan(2500);
+  });
+
+  it('sends the warning signal before the limit', async () => {
+    const cmd = await script(
+      ["trap 'echo warned' USR1", "trap 'echo stopping; exit 143' TERM", 'while :; do sleep 0.02; done'].join('\n'),
+    );
+    const { result, log, out } = await run(spec(cmd, { timeLimitMs: 600, warnSignal: 'SIGUSR1', warnBeforeMs: 300 }));
+    expect(result).toMatchObject({ outcome: 'timeout', exitCode: 143, killed: false });
+    expect(out).toEqual(['warned', 'stopping']);
+    expect(log.indexOf('SIGUSR1 sent: time limit in 300 ms')).toBeLessThan(log.indexOf('warned'));
+    expect(log.indexOf('warned')).toBeLessThan(log.indexOf('time limit of 600 ms reached'));
+  });
+
+  it('stops what the main process left behind when it exits on its own', async () => {
+    const cmd = await script(["bash -c 'trap \"\" TERM; echo $$ > orphan.pid; exec sleep 30' &", 'sleep 0.1', 'exit 0'].join('\n'));
+    const { result, log } = await run(spec(cmd, { graceMs: 200 }));
+    expect(result).toMatchObject({ outcome: 'completed', exitCode: 0, terminatedBy: null, killed: true });
+    expect(log).toMatch(/main process exited; stopping 1 remaining process/);
+    expect(isProcessAlive(await readPid('orphan.pid'))).toBe(false);
+  });
+});
+
+describe('runProcess: cancellation', () => {
+  it('an abort takes the same TERM → grace → KILL path', async () => {
+    const cmd = await script(["bash -c 'trap \"\" TERM; echo $$ > child.pid; exec sleep 30' &", 'sleep 30 & wait $!'].join('\n'));
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 250);
+    const { result, log, elapsedMs } = await run(spec(cmd, { graceMs: 250 }), { signal: ac.signal });
+    expect(result).toMatchObject({ outcome: 'cancelled', terminatedBy: 'cancel', signal: 'SIGTERM', killed: true });
+    expect(isProcessAlive(await readPid('child.pid'))).toBe(false);
+    expect(log).toMatch(/cancelled: SIGTERM sent/);
+    expect(elapsedMs).toBeLessThan(3000);
+  });
+
+  it('an already aborted run does not start', async () => {
+    const cmd = await script('touch started');
+    const { result, log } = await run(spec(cmd), { signal: AbortSignal.abort() });
+    expect(result).toMatchObject({ outcome: 'cancelled', pid: null });
+    expect(log).toMatch(/cancelled before the process started/);
+    await expect(readFile(join(dirs.work, 'started'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
+
+describe('runProcess: escape and resource limits', () => {
+  it('does not hang on a process that left the group while holding the output pipe', async () => {
+    const cmd = await script('setsid bash -c \'echo $$ > escaped.pid; exec sleep 30\' &\nsleep 0.1\necho bye');
+    const { result, log, elapsedMs } = await run(spec(cmd), { drainMs: 200 });
+    const escaped = await readPid('escaped.pid');
+    try {
+      expect(result.outcome).toBe('completed');
+      expect(log).toMatch(/output is still held open by a process outside the run/);
+      expect(elapsedMs).toBeLessThan(2000);
+    } finally {
+      process.kill(escaped, 'SIGKILL');
+    }
+  });
+
+  it('applies limits through prlimit, which the job cannot raise', async () => {
+    const cmd = await script(
+      ['echo "nofile=$(ulimit -n) as=$(ulimit -v) fsize=$(ulimit -f) core=$(ulimit -c)"', 'ulimit -n 1024 2>/dev/null || echo "cannot raise"', 'exec 40</dev/null || echo "fd 40 refused"'].join('\n'),
+    );
+    const { result, out } = await run(
+      spec(cmd, { limits: { maxOpenFiles: 32, maxAddressSpaceBytes: 4 * 1024 ** 3, maxFileSizeBytes: 1024 * 1024, maxCoreFileBytes: 0 } }),
+    );
+    expect(result.outcome).toBe('completed');
+    // ulimit -v and -f report KiB (bash counts -f in 1024-byte blocks).
+    expect(out).toEqual(['nofile=32 as=4194304 fsize=1024 core=0', 'cannot raise', 'fd 40 refused']);
+  });
+
+  it('enforces the file size limit', async () => {
+    const cmd = await script('head -c 200000 /dev/zero > "$GPUNET_OUTPUT_DIR/big"');
+    const { result } = await run(spec(cmd, { limits: { maxFileSizeBytes: 100_000 } }));
+    expect(result).toMatchObject({ outcome: 'failed' });
+    expect((await readFile(join(dirs.outputs, 'big'))).length).toBe(100_000);
+  });
+
+  it('refuses limits it cannot apply instead of running without them', async () => {
+    await expect(runProcess(spec('true', { limits: { maxOpenFiles: 64 } }), { prlimitPath: '/nonexistent/prlimit' })).rejects.toThrow(
+      ResourceLimitsUnavailableError,
+    );
+  });
+});

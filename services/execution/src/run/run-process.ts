@@ -1,0 +1,421 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { isAbsolute, join, relative, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { constants as osConstants } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ValidationError, type FieldIssue } from '#errors';
+import { systemClock, type Clock } from './clock.js';
+import type { RunDirs } from './dirs.js';
+import { buildRunEnv, jobEnvIssues } from './env.js';
+import { ResourceLimitsUnavailableError } from './errors.js';
+import { findExecutable, hasLimits, limitIssues, prlimitArgs, type ResourceLimits } from './limits.js';
+import { LogCapture, type LogListener } from './log-capture.js';
+import { classifyOutcome, type RunOutcome, type TerminationReason } from './outcome.js';
+import { liveGroupMembers, signalGroup } from './process-group.js';
+
+/** What to run for one attempt, and the limits the job asked for. */
+export interface RunSpec {
+  readonly jobId: string;
+  readonly attemptId: string;
+  /** From {@link prepareRunDirs}; the process runs in `dirs.work`. */
+  readonly dirs: RunDirs;
+  /**
+   * A bare name looked up on the run's `PATH`, or a path (relative to the work directory, or
+   * absolute) that must lie inside the attempt's directory, e.g. a staged or written script.
+   */
+  readonly command: string;
+  readonly args?: readonly string[];
+  /** The job's own variables (see {@link jobEnvIssues} for what is refused). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** GPU indices held for this attempt; exported as `CUDA_VISIBLE_DEVICES`. Default none. */
+  readonly gpus?: readonly number[];
+  /** Wall time from start after which the process group gets SIGTERM. Positive integer ms. */
+  readonly timeLimitMs: number;
+  /** Time between SIGTERM and SIGKILL, for the job to checkpoint and exit. Default 10 000 ms. */
+  readonly graceMs?: number;
+  /** Signal sent to the group `warnBeforeMs` before the time limit, e.g. `SIGUSR1`. Default none. */
+  readonly warnSignal?: NodeJS.Signals;
+  readonly warnBeforeMs?: number;
+  /** POSIX limits, applied through `prlimit` (see {@link ResourceLimits}). Default none. */
+  readonly limits?: ResourceLimits;
+}
+
+/** How the agent observes and records a run. */
+export interface RunOptions {
+  /** Stamps `startedAt` / `endedAt`. Default the system clock. Durations use a monotonic timer. */
+  readonly clock?: Clock;
+  /** Aborting cancels the run: SIGTERM to the group, then SIGKILL after the grace. */
+  readonly signal?: AbortSignal;
+  /** Receives each log line live. Should not throw; if it does it is detached and the run goes on. */
+  readonly onLog?: LogListener;
+  /** Default `<dirs.logs>/run.log`; appended to, so a restarted agent does not erase a log. */
+  readonly logFile?: string;
+  /** Cap on kept job output. Default 64 MiB. */
+  readonly maxLogBytes?: number;
+  /** Longer lines are cut into pieces of this size. Default 64 KiB. */
+  readonly maxLineBytes?: number;
+  /** Source of the passed-through host variables. Default `process.env`. */
+  readonly hostEnv?: Readonly<Record<string, string | undefined>>;
+  /** Host variable names passed to the job. Default `PATH`, `LANG`. */
+  readonly passEnv?: readonly string[];
+  /** `prlimit` binary used when `spec.limits` is set. Default: looked up on the host `PATH`. */
+  readonly prlimitPath?: string;
+  /** How often the group is checked while waiting for it to empty. Default 25 ms. */
+  readonly pollMs?: number;
+  /** After SIGKILL, how long to wait for the group to vanish before reporting survivors. Default 2 000 ms. */
+  readonly reapWaitMs?: number;
+  /** After the group is gone, how long to wait for its output pipes to close. Default 1 000 ms. */
+  readonly drainMs?: number;
+}
+
+/** How a run ended. */
+export interface RunResult {
+  readonly outcome: RunOutcome;
+  /** Exit code of the main process; `null` when a signal ended it or it never started. */
+  readonly exitCode: number | null;
+  /** Signal that ended the main process, e.g. `SIGKILL`. */
+  readonly signal: NodeJS.Signals | null;
+  /** Set when the agent stopped the run (time limit or cancellation). */
+  readonly terminatedBy: TerminationReason | null;
+  /** Clock ms when the process had started (or when it was found unable to start). */
+  readonly startedAt: number;
+  /** Clock ms when the last process of the group was gone. */
+  readonly endedAt: number;
+  /** Pid (and process group id) of the main process; `null` when it never started. */
+  readonly pid: number | null;
+  /** Whether SIGKILL had to be sent. */
+  readonly killed: boolean;
+  /** Pids of the group still alive after SIGKILL and `reapWaitMs` (e.g. stuck in the kernel). */
+  readonly survivors: readonly number[];
+  readonly logFile: string;
+  /** Bytes written to the log file. */
+  readonly logBytes: number;
+  /** Bytes the job wrote to stdout and stderr, kept or not. */
+  readonly outputBytes: number;
+  /** Whether output was discarded because of the log cap. */
+  readonly truncated: boolean;
+  /** Why the process could not be started, if it could not. */
+  readonly error?: string;
+}
+
+const DEFAULTS = {
+  graceMs: 10_000,
+  maxLogBytes: 64 * 1024 * 1024,
+  maxLineBytes: 64 * 1024,
+  pollMs: 25,
+  reapWaitMs: 2_000,
+  drainMs: 1_000,
+} as const;
+
+/** setTimeout fires at once for delays above 2^31-1 ms (~24.8 days); longer limits are re-armed in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+const isNonNegativeInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+
+/** Problems with a run spec; empty when it can be run. Pure apart from path arithmetic. */
+export function runSpecIssues(spec: RunSpec): FieldIssue[] {
+  const issues: FieldIssue[] = [];
+  if (typeof spec.command !== 'string' || spec.command.length === 0 || spec.command.includes('\0')) {
+    issues.push({ path: 'command', message: 'must be a non-empty string without NUL characters' });
+  } else if (spec.command.includes('/')) {
+    const rel = relative(spec.dirs.root, resolve(spec.dirs.work, spec.command));
+    if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) {
+      issues.push({
+        path: 'command',
+        message: `${spec.command} is outside the run's directories`,
+        fix: 'name an executable on PATH (e.g. "python3") or a script inside the run (e.g. "./train.sh")',
+      });
+    }
+  }
+  (spec.args ?? []).forEach((arg, i) => {
+    if (typeof arg !== 'string' || arg.includes('\0')) issues.push({ path: `args.${i}`, message: 'must be a string without NUL characters' });
+  });
+  issues.push(...jobEnvIssues(spec.env));
+  const gpus = spec.gpus ?? [];
+  if (!gpus.every(isNonNegativeInt) || new Set(gpus).size !== gpus.length) {
+    issues.push({ path: 'gpus', message: 'must be distinct non-negative integer indices' });
+  }
+  if (!isNonNegativeInt(spec.timeLimitMs) || spec.timeLimitMs === 0) {
+    issues.push({ path: 'timeLimitMs', message: 'must be a positive integer number of milliseconds' });
+  }
+  if (spec.graceMs !== undefined && (!isNonNegativeInt(spec.graceMs) || spec.graceMs > MAX_TIMER_MS)) {
+    issues.push({ path: 'graceMs', message: `must be an integer number of milliseconds from 0 to ${MAX_TIMER_MS}` });
+  }
+  if ((spec.warnSignal === undefined) !== (spec.warnBeforeMs === undefined)) {
+    issues.push({ path: 'warnBeforeMs', message: 'warnSignal and warnBeforeMs go together', fix: 'set both or neither' });
+  } else if (spec.warnSignal !== undefined) {
+    if (!(spec.warnSignal in osConstants.signals) || spec.warnSignal === 'SIGKILL' || spec.warnSignal === 'SIGSTOP') {
+      issues.push({ path: 'warnSignal', message: `${spec.warnSignal} cannot be used as a warning`, fix: 'use e.g. SIGUSR1' });
+    }
+    if (!isNonNegativeInt(spec.warnBeforeMs) || spec.warnBeforeMs === 0 || spec.warnBeforeMs >= spec.timeLimitMs) {
+      issues.push({ path: 'warnBeforeMs', message: 'must be a positive integer below timeLimitMs' });
+    }
+  }
+  issues.push(...limitIssues(spec.limits));
+  return issues;
+}
+
+/**
+ * Runs one attempt of a job as a real process and resolves when it and every process of its
+ * group are gone.
+ *
+ * The process gets its own process group (`detached`), the work directory as cwd, no stdin and
+ * an environment built only from an allow-list ({@link buildRunEnv}). Stdout and stderr become a
+ * capped line-wise log file and live {@link LogListener} calls. At the time limit, or on abort,
+ * the whole group gets SIGTERM and, after the grace, SIGKILL. When the main process exits on its
+ * own while others of its group linger, those get the same TERM → grace → KILL treatment: the
+ * run is over when the group is empty.
+ *
+ * A job that cannot be started (missing command) resolves as `failed` with `error`; problems of
+ * the agent's own (unwritable log file, limits it cannot apply) reject.
+ *
+ * Known bound: a process that leaves the group (`setsid`) escapes this; PID namespaces or cgroups
+ * close that gap where the agent can use them.
+ *
+ * @throws ValidationError for an invalid spec, before anything starts.
+ * @throws ResourceLimitsUnavailableError when `spec.limits` is set and no `prlimit` is available.
+ */
+export async function runProcess(spec: RunSpec, opts: RunOptions = {}): Promise<RunResult> {
+  const issues = runSpecIssues(spec);
+  if (issues.length > 0) throw new ValidationError('invalid run spec', issues);
+  const hostEnv = opts.hostEnv ?? process.env;
+  const env = buildRunEnv({
+    jobId: spec.jobId,
+    attemptId: spec.attemptId,
+    dirs: spec.dirs,
+    gpus: spec.gpus ?? [],
+    jobEnv: spec.env,
+    hostEnv,
+    passEnv: opts.passEnv,
+  });
+
+  let argv = [spec.command, ...(spec.args ?? [])];
+  if (hasLimits(spec.limits)) {
+    const prlimit = await findExecutable(opts.prlimitPath ?? 'prlimit', hostEnv.PATH);
+    if (prlimit === null) {
+      throw new ResourceLimitsUnavailableError(`resource limits were asked for but ${opts.prlimitPath ?? 'prlimit'} (util-linux) was not found`);
+    }
+    argv = [prlimit, ...prlimitArgs(spec.limits), '--', ...argv];
+  }
+
+  const logFile = opts.logFile ?? join(spec.dirs.logs, 'run.log');
+  const file = createWriteStream(logFile, { flags: 'a', mode: 0o600 });
+  await once(file, 'open');
+  const capture = new LogCapture({
+    maxBytes: opts.maxLogBytes ?? DEFAULTS.maxLogBytes,
+    maxLineBytes: opts.maxLineBytes ?? DEFAULTS.maxLineBytes,
+    write: (data) => file.write(data),
+    onLog: opts.onLog,
+  });
+  try {
+    const outcome = await new Execution(spec, opts, argv, env, capture, file).run();
+    return { ...outcome, logFile, logBytes: capture.logBytes, outputBytes: capture.outputBytes, truncated: capture.truncated };
+  } finally {
+    file.end();
+    await once(file, 'close').catch(() => undefined);
+  }
+}
+
+type ExecutionResult = Omit<RunResult, 'logFile' | 'logBytes' | 'outputBytes' | 'truncated'>;
+
+/** One run's state machine: started → (terminating) → leader exited → group empty → drained. */
+class Execution {
+  private readonly clock: Clock;
+  private readonly graceMs: number;
+  private child: ChildProcess | undefined;
+  private pgid = 0;
+  private leaderExited = false;
+  private terminatedBy: TerminationReason | null = null;
+  private terminating = false;
+  private killed = false;
+  private killSentAt: number | undefined;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private killTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly spec: RunSpec,
+    private readonly opts: RunOptions,
+    private readonly argv: string[],
+    private readonly env: Record<string, string>,
+    private readonly capture: LogCapture,
+    private readonly file: WriteStream,
+  ) {
+    this.clock = opts.clock ?? systemClock;
+    this.graceMs = spec.graceMs ?? DEFAULTS.graceMs;
+  }
+
+  async run(): Promise<ExecutionResult> {
+    const base = { pid: null, killed: false, survivors: [], signal: null, exitCode: null };
+    if (this.opts.signal?.aborted) {
+      this.capture.system('[gpunet] cancelled before the process started');
+      const now = this.clock.now();
+      return { ...base, outcome: 'cancelled', terminatedBy: 'cancel', startedAt: now, endedAt: now };
+    }
+
+    const child = spawn(this.argv[0], this.argv.slice(1), {
+      cwd: this.spec.dirs.work,
+      env: this.env,
+      detached: true, // setsid(): own session and process group, so the whole group can be signalled
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child = child;
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
+      child.once('exit', (code, signal) => res({ code, signal })),
+    );
+    const spawnError = await new Promise<Error | null>((res) => {
+      child.once('spawn', () => res(null));
+      child.once('error', res);
+    });
+    const startedAt = this.clock.now();
+    if (spawnError !== null || child.pid === undefined) {
+      const error = `could not start ${this.spec.command}: ${spawnError?.message ?? 'no pid'}`;
+      this.capture.system(`[gpunet] ${error}`);
+      return { ...base, outcome: 'failed', terminatedBy: null, startedAt, endedAt: this.clock.now(), error };
+    }
+    this.pgid = child.pid;
+    const outputClosed = this.captureOutput(child);
+    this.armTimers();
+    const onAbort = () => this.terminate('cancel');
+    this.opts.signal?.addEventListener('abort', onAbort, { once: true });
+    if (this.opts.signal?.aborted) onAbort(); // aborted while the process was starting
+
+    let exit: { code: number | null; signal: NodeJS.Signals | null };
+    try {
+      exit = await exited;
+    } finally {
+      this.leaderExited = true;
+      this.opts.signal?.removeEventListener('abort', onAbort);
+      for (const t of this.timers) clearTimeout(t);
+    }
+
+    const survivors = await this.waitForEmptyGroup();
+    const endedAt = this.clock.now();
+    if (this.killTimer) clearTimeout(this.killTimer);
+    await this.drain(outputClosed);
+    this.capture.finish();
+
+    return {
+      outcome: classifyOutcome({ exitCode: exit.code, signal: exit.signal, terminatedBy: this.terminatedBy }),
+      exitCode: exit.code,
+      signal: exit.signal,
+      terminatedBy: this.terminatedBy,
+      startedAt,
+      endedAt,
+      pid: this.pgid,
+      killed: this.killed,
+      survivors,
+    };
+  }
+
+  /** Pipes stdout/stderr into the capture with backpressure; resolves when both pipes are closed. */
+  private captureOutput(child: ChildProcess): Promise<unknown> {
+    const streams = [
+      ['stdout', child.stdout!],
+      ['stderr', child.stderr!],
+    ] as const;
+    const pauseAll = () => {
+      for (const [, s] of streams) s.pause();
+      this.file.once('drain', () => {
+        for (const [, s] of streams) s.resume();
+      });
+    };
+    return Promise.all(
+      streams.map(([name, stream]) => {
+        stream.on('data', (chunk: Buffer) => {
+          if (!this.capture.push(name, chunk)) pauseAll();
+        });
+        // On 'end' and on destroy alike the unterminated last line is kept.
+        return once(stream, 'close').then(() => this.capture.end(name));
+      }),
+    );
+  }
+
+  /** Waits until no live process is left in the group, enforcing TERM → grace → KILL on stragglers. */
+  private async waitForEmptyGroup(): Promise<number[]> {
+    let members = await liveGroupMembers(this.pgid);
+    if (members.length > 0 && !this.terminating) {
+      this.capture.system(`[gpunet] main process exited; stopping ${members.length} remaining process(es) of its group`);
+      this.terminate(null);
+    }
+    const reapWaitMs = this.opts.reapWaitMs ?? DEFAULTS.reapWaitMs;
+    while (members.length > 0) {
+      if (this.killSentAt !== undefined && performance.now() - this.killSentAt > reapWaitMs) {
+        this.capture.system(`[gpunet] process(es) ${members.join(', ')} survived SIGKILL`);
+        break;
+      }
+      await sleep(this.opts.pollMs ?? DEFAULTS.pollMs);
+      members = await liveGroupMembers(this.pgid);
+    }
+    return members;
+  }
+
+  /** Waits for the output pipes; a process that left the group (setsid) may still hold them open. */
+  private async drain(outputClosed: Promise<unknown>): Promise<void> {
+    const ac = new AbortController();
+    const timedOut = sleep(this.opts.drainMs ?? DEFAULTS.drainMs, true, { signal: ac.signal }).catch(() => false);
+    const late = await Promise.race([outputClosed.then(() => false), timedOut]);
+    ac.abort();
+    if (late) {
+      this.capture.system('[gpunet] output is still held open by a process outside the run; stopped reading it');
+      this.child?.stdout?.destroy();
+      this.child?.stderr?.destroy();
+      await outputClosed;
+    }
+  }
+
+  /** Signals the group; a failure (the job changed its credentials) is logged, never thrown from a timer. */
+  private signal(sig: NodeJS.Signals): boolean {
+    try {
+      return signalGroup(this.pgid, sig);
+    } catch (err) {
+      this.capture.system(`[gpunet] could not send ${sig} to the process group: ${(err as Error).message}`);
+      return false;
+    }
+  }
+
+  private armTimers(): void {
+    const { warnSignal, warnBeforeMs, timeLimitMs } = this.spec;
+    if (warnSignal !== undefined && warnBeforeMs !== undefined) {
+      this.after(timeLimitMs - warnBeforeMs, () => {
+        if (this.terminating) return;
+        this.capture.system(`[gpunet] ${warnSignal} sent: time limit in ${warnBeforeMs} ms`);
+        this.signal(warnSignal);
+      });
+    }
+    this.after(timeLimitMs, () => this.terminate('time_limit'));
+  }
+
+  /** Starts TERM → grace → KILL; `reason` is recorded only while the main process still runs. */
+  private terminate(reason: TerminationReason | null): void {
+    if (this.terminating || (reason !== null && this.leaderExited)) return;
+    this.terminating = true;
+    this.terminatedBy = reason;
+    if (reason === 'time_limit') {
+      this.capture.system(`[gpunet] time limit of ${this.spec.timeLimitMs} ms reached: SIGTERM sent, SIGKILL in ${this.graceMs} ms`);
+    } else if (reason === 'cancel') {
+      this.capture.system(`[gpunet] cancelled: SIGTERM sent, SIGKILL in ${this.graceMs} ms`);
+    }
+    this.signal('SIGTERM');
+    this.killTimer = setTimeout(() => {
+      this.killed = true;
+      this.killSentAt = performance.now();
+      if (this.signal('SIGKILL')) this.capture.system('[gpunet] grace period over: SIGKILL sent to the process group');
+    }, this.graceMs);
+  }
+
+  /** A timer that also works beyond the ~24.8-day limit of setTimeout. */
+  private after(ms: number, fn: () => void): void {
+    const due = performance.now() + ms;
+    const arm = (delay: number) => {
+      const t = setTimeout(() => {
+        const left = due - performance.now();
+        if (left > 1) arm(left);
+        else fn();
+      }, Math.min(delay, MAX_TIMER_MS));
+      this.timers.push(t);
+    };
+    arm(ms);
+  }
+}
