@@ -64,7 +64,8 @@ export async function detectGpus(opts: DetectGpusOptions = {}): Promise<Detected
     execFile(command, NVIDIA_SMI_ARGS, { timeout: opts.timeoutMs ?? 15_000, encoding: 'utf8' }, (err, out, errOut) => {
       if (err === null) return resolve(out);
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return resolve(null);
-      const detail = (errOut || out || err.message).trim().split('\n')[0];
+      const timeoutMs = opts.timeoutMs ?? 15_000;
+      const detail = err.killed ? `no answer within ${timeoutMs} ms` : (errOut || out || err.message).trim().split('\n')[0];
       reject(new GpuDetectionError(`${command} failed: ${detail}`, { cause: err }));
     });
   });
