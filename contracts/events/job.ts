@@ -1,0 +1,209 @@
+/**
+ * Events of a job's life from submission to release: intake records the request, placement
+ * chooses a node, the execution agent holds, runs and releases the GPUs.
+ *
+ * Billing reads two of them: `ComputeHeld.heldAt` → `JobFinished.finishedAt`, both stamped by
+ * the same agent so clock skew between machines cancels out.
+ */
+import { z } from 'zod';
+import { FieldIssue, withFix } from '../issues.js';
+import { JobSpec } from '../job-spec.js';
+import { defineEvent } from '../message.js';
+import {
+  AttemptId,
+  ByteCount,
+  GpuCount,
+  GpuIndices,
+  GpuModel,
+  HumanText,
+  JobId,
+  JobOutcome,
+  NodeId,
+  Sha256,
+  TeamId,
+  Timestamp,
+} from '../primitives.js';
+
+export const JobSubmitted = z.object({
+  jobId: JobId,
+  team: TeamId,
+  spec: JobSpec,
+  submittedAt: Timestamp.describe('When intake accepted the job.'),
+  deadlineAt: Timestamp.optional().describe('The spec\'s deadline resolved to an instant at submission; absent when the spec has none.'),
+  idempotencyKey: z.string().optional().describe('The `Idempotency-Key` the job was submitted with, if any.'),
+  submittedBy: z.string().optional().describe('Id of the API key (not the key itself) that submitted the job.'),
+});
+export type JobSubmitted = z.output<typeof JobSubmitted>;
+
+export const JOB_REJECTION_REASONS = ['invalid_spec', 'unsatisfiable', 'quota_exceeded', 'deadline_unreachable'] as const;
+export const JobRejected = z.object({
+  jobId: JobId,
+  team: TeamId,
+  reason: z
+    .enum(JOB_REJECTION_REASONS)
+    .describe(
+      '`invalid_spec`: a rule beyond the schema failed; `unsatisfiable`: no node can ever meet the request; ' +
+        '`quota_exceeded`: the team\'s limits; `deadline_unreachable`: cannot finish before the deadline.',
+    ),
+  message: HumanText.describe('What went wrong, for people.'),
+  issues: z.array(FieldIssue).default([]).describe('Fields at fault, each with its fix.'),
+  rejectedAt: Timestamp.describe('When the job was rejected.'),
+});
+export type JobRejected = z.output<typeof JobRejected>;
+
+export const JobCancelRequested = z.object({
+  jobId: JobId,
+  team: TeamId,
+  reason: HumanText.optional().describe('Why, as the requester gave it.'),
+  requestedBy: z.string().optional().describe('Id of the API key (not the key itself) that asked.'),
+  requestedAt: Timestamp.describe('When intake accepted the request.'),
+});
+export type JobCancelRequested = z.output<typeof JobCancelRequested>;
+
+export const JobPlaced = z.object({
+  jobId: JobId,
+  attemptId: AttemptId,
+  attempt: z.int().min(1).describe('Attempt number, 1 for the first run, +1 per requeue.'),
+  nodeId: NodeId,
+  gpuIndices: GpuIndices,
+  gpuModel: GpuModel,
+  placedAt: Timestamp.describe('When placement chose the node.'),
+});
+export type JobPlaced = z.output<typeof JobPlaced>;
+
+export const ComputeHeld = z
+  .object({
+    jobId: JobId,
+    attemptId: AttemptId,
+    nodeId: NodeId,
+    gpuIndices: GpuIndices,
+    gpuModel: GpuModel,
+    gpus: GpuCount.describe('Number of GPUs held; equals the length of gpuIndices.'),
+    heldAt: Timestamp.describe('Agent clock: when the GPUs were reserved for the job. Billing starts here.'),
+  })
+  .refine((e) => e.gpus === e.gpuIndices.length, { error: withFix('gpus must equal the number of gpuIndices', 'set gpus to gpuIndices.length'), path: ['gpus'] });
+export type ComputeHeld = z.output<typeof ComputeHeld>;
+
+export const JobStarted = z.object({
+  jobId: JobId,
+  attemptId: AttemptId,
+  nodeId: NodeId,
+  startedAt: Timestamp.describe('Agent clock: when the job\'s process started.'),
+  resumedFromCheckpoint: z.int().min(1).optional().describe('Sequence of the checkpoint this attempt resumed from, if any.'),
+});
+export type JobStarted = z.output<typeof JobStarted>;
+
+export const JobCheckpointed = z.object({
+  jobId: JobId,
+  attemptId: AttemptId,
+  nodeId: NodeId,
+  sequence: z.int().min(1).describe('Checkpoint number within the job, increasing across attempts.'),
+  sha256: Sha256.optional().describe('Content address of the stored checkpoint (folder manifest), once stored.'),
+  size: ByteCount.optional().describe('Total bytes of the checkpoint files.'),
+  checkpointedAt: Timestamp.describe('Agent clock: when the checkpoint was taken.'),
+});
+export type JobCheckpointed = z.output<typeof JobCheckpointed>;
+
+export const JobFinished = z.object({
+  jobId: JobId,
+  attemptId: AttemptId,
+  nodeId: NodeId,
+  outcome: JobOutcome,
+  exitCode: z.int().nullable().describe('Exit code of the job\'s process; null when it died by a signal or never ran.'),
+  signal: z.string().nullable().default(null).describe('Signal that ended the process (e.g. `SIGKILL`), or null.'),
+  message: HumanText.optional().describe('Detail for people, e.g. why it could not start.'),
+  finishedAt: Timestamp.describe('Agent clock: when the process ended (or the attempt was given up). Billing stops here.'),
+});
+export type JobFinished = z.output<typeof JobFinished>;
+
+export const JOB_REQUEUE_REASONS = ['node_lost', 'agent_restarted', 'preempted'] as const;
+export const JobRequeued = z.object({
+  jobId: JobId,
+  previousAttemptId: AttemptId.describe('The attempt that did not finish.'),
+  reason: z.enum(JOB_REQUEUE_REASONS).describe('Why the job goes back to the queue.'),
+  nextAttempt: z.int().min(2).describe('Number of the attempt to come.'),
+  requeuedAt: Timestamp.describe('When the job went back to the queue.'),
+});
+export type JobRequeued = z.output<typeof JobRequeued>;
+
+export const ComputeReleased = z.object({
+  jobId: JobId,
+  attemptId: AttemptId,
+  nodeId: NodeId,
+  gpuIndices: GpuIndices,
+  releasedAt: Timestamp.describe('Agent clock: when the GPUs became free again.'),
+});
+export type ComputeReleased = z.output<typeof ComputeReleased>;
+
+export const jobEvents = [
+  defineEvent({
+    name: 'JobSubmitted',
+    version: 1,
+    producers: ['intake'],
+    description: 'Intake accepted a valid job spec from a team. The job waits for its inputs to be staged.',
+    schema: JobSubmitted,
+  }),
+  defineEvent({
+    name: 'JobRejected',
+    version: 1,
+    producers: ['intake', 'placement'],
+    description: 'The job will never run (a business rule failed after the schema passed). Nothing is billed.',
+    schema: JobRejected,
+  }),
+  defineEvent({
+    name: 'JobCancelRequested',
+    version: 1,
+    producers: ['intake'],
+    description: 'The team asked to cancel the job. A queued job ends at once; a running one is stopped by its agent.',
+    schema: JobCancelRequested,
+  }),
+  defineEvent({
+    name: 'JobPlaced',
+    version: 1,
+    producers: ['placement'],
+    description: 'Placement chose a node and concrete GPU indices for one attempt of the job.',
+    schema: JobPlaced,
+  }),
+  defineEvent({
+    name: 'ComputeHeld',
+    version: 1,
+    producers: ['execution'],
+    description: 'The agent reserved the GPUs for the attempt. Billable time starts at heldAt.',
+    schema: ComputeHeld,
+  }),
+  defineEvent({
+    name: 'JobStarted',
+    version: 1,
+    producers: ['execution'],
+    description: 'The job\'s process started on the node.',
+    schema: JobStarted,
+  }),
+  defineEvent({
+    name: 'JobCheckpointed',
+    version: 1,
+    producers: ['execution'],
+    description: 'The job wrote a checkpoint; a later attempt may resume from it.',
+    schema: JobCheckpointed,
+  }),
+  defineEvent({
+    name: 'JobFinished',
+    version: 1,
+    producers: ['execution'],
+    description: 'The attempt ended, with its outcome and exit code. Billable time ends at finishedAt.',
+    schema: JobFinished,
+  }),
+  defineEvent({
+    name: 'JobRequeued',
+    version: 1,
+    producers: ['placement'],
+    description: 'An attempt was lost through no fault of the job; the job waits for a new placement.',
+    schema: JobRequeued,
+  }),
+  defineEvent({
+    name: 'ComputeReleased',
+    version: 1,
+    producers: ['execution'],
+    description: 'The agent freed the attempt\'s GPUs; they may be placed again.',
+    schema: ComputeReleased,
+  }),
+] as const;

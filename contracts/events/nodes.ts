@@ -1,0 +1,78 @@
+/**
+ * Events of the node inventory: agents register their GPUs and send heartbeats; placement
+ * declares a node lost when the heartbeats stop.
+ */
+import { z } from 'zod';
+import { defineEvent } from '../message.js';
+import { AttemptId, DurationMs, GpuIndex, GpuModel, JobId, NodeId, Sha256, Timestamp } from '../primitives.js';
+
+export const NodeGpu = z
+  .object({
+    index: GpuIndex,
+    model: GpuModel,
+    memoryMiB: z.int().min(0).optional().describe('GPU memory in MiB, when known.'),
+  })
+  .describe('One GPU (or declared slot) of a node.');
+export type NodeGpu = z.output<typeof NodeGpu>;
+
+export const NodeRegistered = z.object({
+  nodeId: NodeId,
+  hostname: z.string().optional().describe('Host name of the machine, for people.'),
+  gpus: z.array(NodeGpu).min(1).describe('Every GPU the agent offers.'),
+  simulated: z.boolean().describe('True when the GPUs are slots declared with `--gpus` rather than found by `nvidia-smi`.'),
+  networkIsolation: z.boolean().describe('Whether the agent can give a job its own network namespace (jobs with `network: false` are isolated there).'),
+  agentVersion: z.string().optional().describe('Version of the agent software.'),
+  heartbeatIntervalMs: DurationMs.min(1).describe('How often the agent promises a NodeHeartbeat.'),
+  registeredAt: Timestamp.describe('Agent clock: when the agent started serving.'),
+});
+export type NodeRegistered = z.output<typeof NodeRegistered>;
+
+export const NodeHeartbeat = z.object({
+  nodeId: NodeId,
+  freeGpuIndices: z.array(GpuIndex).describe('GPUs not held by any attempt.'),
+  runningAttempts: z
+    .array(z.object({ jobId: JobId, attemptId: AttemptId }))
+    .describe('Attempts the agent holds GPUs for.'),
+  cachedBlobs: z.array(Sha256).optional().describe('Blobs in the node\'s local cache, so placement can prefer nodes that hold a job\'s data.'),
+  sequence: z.int().min(0).describe('Increases by one per heartbeat of this agent run, so gaps are visible.'),
+  sentAt: Timestamp.describe('Agent clock: when the heartbeat was sent.'),
+});
+export type NodeHeartbeat = z.output<typeof NodeHeartbeat>;
+
+export const NODE_LOSS_REASONS = ['heartbeat_timeout', 'agent_restarted', 'deregistered'] as const;
+export const NodeLost = z.object({
+  nodeId: NodeId,
+  reason: z
+    .enum(NODE_LOSS_REASONS)
+    .describe('`heartbeat_timeout`: no heartbeat in time; `agent_restarted`: the agent came back without its runs; `deregistered`: taken out of service.'),
+  lastSeenAt: Timestamp.describe('Time of the last heartbeat (agent clock).'),
+  detectedAt: Timestamp.describe('When placement declared the node lost (placement clock).'),
+  affectedAttempts: z
+    .array(z.object({ jobId: JobId, attemptId: AttemptId }))
+    .describe('Attempts that were running there; each ends `node_lost` and is not billed by default.'),
+});
+export type NodeLost = z.output<typeof NodeLost>;
+
+export const nodeEvents = [
+  defineEvent({
+    name: 'NodeRegistered',
+    version: 1,
+    producers: ['execution'],
+    description: 'An agent offers its GPUs (or declared slots) to the network.',
+    schema: NodeRegistered,
+  }),
+  defineEvent({
+    name: 'NodeHeartbeat',
+    version: 1,
+    producers: ['execution'],
+    description: 'An agent is alive; carries its free GPUs, running attempts and cached blobs. Consumers may keep only the latest.',
+    schema: NodeHeartbeat,
+  }),
+  defineEvent({
+    name: 'NodeLost',
+    version: 1,
+    producers: ['placement'],
+    description: 'A node stopped answering; its running attempts are lost (a platform fault, not billed by default).',
+    schema: NodeLost,
+  }),
+] as const;

@@ -1,0 +1,19 @@
+/**
+ * gpunet contracts: every command, event and query as a zod schema with its version and NATS
+ * subject, the job spec, the bus envelopes and header names. Imports nothing but zod.
+ * Producers in other languages use `contracts/generated/` (JSON Schema + AsyncAPI 3.0) instead.
+ */
+export * from './commands.js';
+export * from './duration.js';
+export * from './envelope.js';
+export * from './events/data.js';
+export * from './events/job.js';
+export * from './events/ledger.js';
+export * from './events/nodes.js';
+export * from './issues.js';
+export * from './job-spec.js';
+export * from './message.js';
+export * from './primitives.js';
+export * from './queries.js';
+export * from './registry.js';
+export * from './subjects.js';

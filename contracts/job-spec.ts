@@ -1,0 +1,345 @@
+/**
+ * The job spec: what to run (the work), what it reads (the data), what it needs (the request)
+ * and what to keep (the outputs).
+ *
+ * Two forms of one shape:
+ * - {@link JobSpecInput} is what a person writes (`job.yaml`, `POST /v1/jobs`, `SubmitJob`):
+ *   strict (an unknown field such as `gpu:` is an error, not silently dropped), durations as
+ *   text (`timeLimit: 2h`), every field described, every error saying what to fix.
+ * - {@link JobSpec} is what messages carry (inside `JobSubmitted`, `GetJob`): defaults filled,
+ *   durations as integer ms (`timeLimitMs`), and tolerant of fields added later, so that an
+ *   additive change never breaks an older consumer.
+ * {@link toJobSpec} turns the first into the second.
+ */
+import { z } from 'zod';
+import { DURATION_PATTERN, parseDuration } from './duration.js';
+import { fieldError, formatIssues, strictObject, withFix, type FieldIssue } from './issues.js';
+import { ByteCount, DurationMs, GpuCount, GpuModel, Sha256 } from './primitives.js';
+
+/** Longest time limit a job may ask for. */
+export const MAX_TIME_LIMIT_MS = 30 * 86_400_000;
+/** Longest an input may be kept for reuse after the job. */
+export const MAX_KEEP_MS = 366 * 86_400_000;
+/** Largest inline script, in characters; bigger scripts belong among the inputs. */
+export const MAX_INLINE_SCRIPT_CHARS = 256 * 1024;
+/** Output globs used when a spec names none: everything the job writes to `GPUNET_OUTPUT_DIR`. */
+export const DEFAULT_OUTPUT_GLOBS: readonly string[] = ['**'];
+
+/** A relative path that cannot climb out of its directory: no leading `/`, no `..` segment. */
+const RELATIVE_PATH = /^(?!\/)(?!(?:.*\/)?\.\.(?:\/|$)).{1,1024}$/;
+/** Environment variable names the job may set; `GPUNET_*` and `CUDA_VISIBLE_DEVICES` belong to the agent. */
+const ENV_NAME = /^(?!GPUNET_)(?!CUDA_VISIBLE_DEVICES$)[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+const INPUT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** An absolute ISO-8601 time with offset, or `+<duration>` counted from submission. */
+const RELATIVE_DEADLINE = new RegExp(`^\\+${DURATION_PATTERN.source.slice(1)}`);
+
+/** Builds an object schema: strict for what people write, tolerant for what messages carry. */
+type ObjectFactory = <S extends z.core.$ZodLooseShape>(shape: S, what: string) => z.ZodObject<S, z.core.$strip>;
+// Strict and strip objects infer the same types; only unknown-key handling differs.
+const strict: ObjectFactory = (shape, what) => strictObject(shape, what) as unknown as z.ZodObject<typeof shape, z.core.$strip>;
+const tolerant: ObjectFactory = (shape) => z.object(shape);
+
+// ── the work ────────────────────────────────────────────────────────────────────────────
+
+function stringList(field: string, example: string, description: string) {
+  const error = fieldError(field, 'must be a list of strings', `quote each item, e.g. \`${field}: ${example}\``);
+  return z.array(z.string({ error }), { error }).max(1000, { error: fieldError(field, 'may hold at most 1000 items', 'pass fewer items') }).describe(description);
+}
+
+const envError = fieldError(
+  'env',
+  'must map variable names (letters, digits, `_`; not starting with a digit; not `GPUNET_*` or `CUDA_VISIBLE_DEVICES`, which the agent sets) to string values',
+  'write e.g. `env: { LEARNING_RATE: "0.1" }` (quote numbers)',
+);
+const Env = z
+  .record(z.string().regex(ENV_NAME, { error: envError }), z.string({ error: envError }), { error: envError })
+  .describe('Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.');
+
+function workSchema(obj: ObjectFactory) {
+  const pathError = fieldError(
+    'work.script.path',
+    'must be a relative path without `..`',
+    'give the script\'s path inside your inputs, e.g. `script: { path: code/train.sh }`',
+  );
+  const inlineError = fieldError(
+    'work.script.inline',
+    `must be the script text, at most ${MAX_INLINE_SCRIPT_CHARS} characters`,
+    'put a bigger script among your inputs and use `script: { path: ... }`',
+  );
+  const ScriptSource = z
+    .union(
+      [
+        obj(
+          {
+            path: z
+              .string({ error: pathError })
+              .regex(RELATIVE_PATH, { error: pathError })
+              .describe('Path of the script inside the job\'s inputs (relative to `GPUNET_INPUT_DIR`), e.g. `code/train.sh`.'),
+          },
+          'work.script',
+        ),
+        obj(
+          {
+            inline: z
+              .string({ error: inlineError })
+              .min(1, { error: inlineError })
+              .max(MAX_INLINE_SCRIPT_CHARS, { error: inlineError })
+              .describe('The script text itself; the agent writes it to a file in the run\'s work directory.'),
+          },
+          'work.script',
+        ),
+      ],
+      {
+        error: fieldError(
+          'work.script',
+          'must have exactly one of `path` (a script file among your inputs) or `inline` (the script text)',
+          'write e.g. `script: { path: code/train.sh }` or `script: { inline: "python train.py" }`',
+        ),
+      },
+    )
+    .describe('Where the script comes from: `{ path }` inside the inputs, or `{ inline }` text.');
+
+  const interpreterError = fieldError('work.interpreter', 'must be a program name or path', 'write e.g. `interpreter: python3`');
+  const ScriptWork = obj(
+    {
+      kind: z.literal('script').describe('A script run as a process on the node.'),
+      script: ScriptSource,
+      interpreter: z
+        .string({ error: interpreterError })
+        .regex(/^\S{1,256}$/, { error: interpreterError })
+        .optional()
+        .describe('Program that runs the script, e.g. `bash` or `python3`. Default: the script\'s `#!` line, else `sh`.'),
+      args: stringList('work.args', '["--epochs", "3"]', 'Arguments passed to the script.').default([]),
+      env: Env.default({}),
+    },
+    'work',
+  ).describe('Run a script as a process on the node.');
+
+  const imageError = fieldError('work.image', 'must be a container image reference without spaces', 'write e.g. `image: ghcr.io/acme/train:1.4`');
+  const ContainerWork = obj(
+    {
+      kind: z.literal('container').describe('A container image run on the node.'),
+      image: z
+        .string({ error: imageError })
+        .regex(/^\S{1,512}$/, { error: imageError })
+        .describe('Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).'),
+      command: stringList('work.command', '["python", "train.py"]', 'Overrides the image\'s entrypoint; default: the image\'s own.').optional(),
+      args: stringList('work.args', '["--epochs", "3"]', 'Arguments passed after the command.').default([]),
+      env: Env.default({}),
+    },
+    'work',
+  ).describe('Run a container image on the node.');
+
+  return z
+    .discriminatedUnion('kind', [ScriptWork, ContainerWork], {
+      error: fieldError('work', 'must have `kind: script` or `kind: container`', 'write e.g. `work: { kind: script, script: { path: train.sh } }`'),
+    })
+    .describe('What to run: a script (`kind: script`) or a container image (`kind: container`).');
+}
+
+// ── the data ────────────────────────────────────────────────────────────────────────────
+
+function inputFields() {
+  const nameError = fieldError(
+    'input name',
+    'must be 1–64 letters, digits, `.`, `_` or `-`, starting with a letter or digit',
+    'write e.g. `name: dataset`',
+  );
+  const pathError = fieldError('input path', 'must be a relative path without `..`', 'write where the job should find it, e.g. `path: data/train`');
+  const kindError = fieldError('input kind', 'must be `file` or `folder`', 'write `kind: file` or `kind: folder`');
+  return {
+    name: z
+      .string({ error: nameError })
+      .regex(INPUT_NAME, { error: nameError })
+      .describe('Name of the input, unique within the job, e.g. `dataset`.'),
+    path: z
+      .string({ error: pathError })
+      .regex(RELATIVE_PATH, { error: pathError })
+      .describe('Where the input appears, relative to `GPUNET_INPUT_DIR` (read-only), e.g. `data/train`.'),
+    kind: z
+      .enum(['file', 'folder'], { error: kindError })
+      .default('file')
+      .describe('`file`: sha256 addresses the file\'s bytes. `folder`: sha256 addresses the folder manifest (see FolderManifest).'),
+    sha256: Sha256.describe('Content address: sha256 of the file, or of the folder manifest for a folder.'),
+    size: ByteCount.describe('Size in bytes of the blob that sha256 addresses (the file, or the folder manifest).'),
+  };
+}
+
+function inputList<T extends z.ZodType<{ name: string; path: string }>>(input: T) {
+  const listError = fieldError('data.inputs', 'must be a list of inputs', 'write e.g. `inputs: [{ name: dataset, path: data, sha256: ..., size: ... }]`');
+  return z
+    .array(input, { error: listError })
+    .max(10_000, { error: fieldError('data.inputs', 'may hold at most 10000 inputs', 'pack small files into a folder input') })
+    .superRefine((inputs, ctx) => {
+      for (const field of ['name', 'path'] as const) {
+        const seen = new Map<string, number>();
+        inputs.forEach((item, i) => {
+          const first = seen.get(item[field]);
+          if (first === undefined) seen.set(item[field], i);
+          else
+            ctx.addIssue({
+              code: 'custom',
+              path: [i, field],
+              message: withFix(`input ${field} \`${item[field]}\` is already used by input ${first}`, `give each input its own ${field}`),
+            });
+        });
+      }
+    })
+    .describe('Files and folders the job reads, by content address; staged before compute is held (staging is not billed).');
+}
+
+// ── the outputs ─────────────────────────────────────────────────────────────────────────
+
+function outputsSchema(obj: ObjectFactory) {
+  const globError = fieldError('outputs.globs', 'must be a list of relative glob patterns without `..`', 'write e.g. `globs: ["model/**", "metrics.json"]`');
+  const maxError = fieldError('outputs.maxBytes', 'must be a whole number of bytes ≥ 1', 'write e.g. `maxBytes: 10000000000` for 10 GB');
+  return obj(
+    {
+      globs: z
+        .array(z.string({ error: globError }).regex(RELATIVE_PATH, { error: globError }), { error: globError })
+        .min(1, { error: globError })
+        .max(1000, { error: globError })
+        .describe('Glob patterns, relative to `GPUNET_OUTPUT_DIR`, of the files to keep after the run, e.g. `model/**`.'),
+      maxBytes: z
+        .int({ error: maxError })
+        .min(1, { error: maxError })
+        .optional()
+        .describe('Most bytes of output to keep; files beyond it are skipped and the result is marked truncated.'),
+    },
+    'outputs',
+  ).describe('Which files of the run to keep.');
+}
+
+// ── the request and the whole spec, as people write it ─────────────────────────────────────
+
+const timeLimitError = fieldError(
+  'timeLimit',
+  `must be a duration such as \`2h\`, \`90m\` or \`1h30m\` (units ms, s, m, h, d), more than 0 and at most 30d`,
+  'write e.g. `timeLimit: 2h`',
+);
+/** A time limit as people write it, e.g. `2h`. */
+export const TimeLimit = z
+  .string({ error: timeLimitError })
+  .regex(DURATION_PATTERN, { error: timeLimitError })
+  .refine((text) => {
+    const ms = parseDuration(text);
+    return ms !== undefined && ms > 0 && ms <= MAX_TIME_LIMIT_MS;
+  }, { error: timeLimitError })
+  .describe('Longest the job may run once started, e.g. `2h`, `90m`, `1h30m` (units ms, s, m, h, d; at most 30d). At the limit it gets SIGTERM, then SIGKILL.');
+
+const keepError = fieldError('keep', 'must be a duration such as `24h` or `7d`, at most 366d', 'write e.g. `keep: 7d`');
+const Keep = z
+  .string({ error: keepError })
+  .regex(DURATION_PATTERN, { error: keepError })
+  .refine((text) => (parseDuration(text) ?? Infinity) <= MAX_KEEP_MS, { error: keepError })
+  .describe('Keep the staged input this long after the job, so related jobs reuse it, e.g. `7d`. Default: removed at release.');
+
+const deadlineError = fieldError(
+  'deadline',
+  'must be an ISO-8601 time with offset or `+<duration>` from submission',
+  'write e.g. `deadline: 2025-07-01T18:00:00Z` or `deadline: +6h`',
+);
+/** When the job must be done by, kept as written; resolution to an instant happens at intake. */
+export const Deadline = z
+  .union([z.iso.datetime({ offset: true }), z.string().regex(RELATIVE_DEADLINE)], { error: deadlineError })
+  .describe(
+    'When the job must be finished by, as written: an ISO-8601 time (`2025-07-01T18:00:00Z`) or a duration from submission (`+6h`). ' +
+      'A job that cannot finish in time ends with outcome `deadline`.',
+  );
+
+const networkError = fieldError('network', 'must be `true` or `false`', 'write `network: true` to allow network access');
+const Network = z.boolean({ error: networkError }).default(false).describe('Whether the job may use the network. Default `false`: no network.');
+
+const nameError = fieldError('name', 'must be 1–128 characters', 'write e.g. `name: resnet50-finetune`');
+const JobName = z
+  .string({ error: nameError })
+  .min(1, { error: nameError })
+  .max(128, { error: nameError })
+  .describe('A label for people, e.g. `resnet50-finetune`; not unique.');
+
+const RequestInput = strictObject(
+  {
+    gpus: GpuCount.describe('Number of GPUs, a whole number ≥ 1, e.g. `gpus: 2`. All on one node.'),
+    gpuModel: GpuModel.optional().describe('Required GPU model, e.g. `A100-80GB`. Default: any model.'),
+    timeLimit: TimeLimit,
+    deadline: Deadline.optional(),
+    network: Network,
+  },
+  'request',
+).describe('What the job needs: GPUs, model, time limit, deadline, network.');
+
+const InputRefInput = strictObject({ ...inputFields(), keep: Keep.optional() }, 'each input').describe(
+  'One input: a file or folder by content address, placed at `path` under `GPUNET_INPUT_DIR`.',
+);
+
+/** The job spec as people write it (`job.yaml`, HTTP, `SubmitJob`). Parse, then {@link toJobSpec}. */
+export const JobSpecInput = strictObject(
+  {
+    name: JobName.optional(),
+    work: workSchema(strict),
+    data: strictObject({ inputs: inputList(InputRefInput).default([]) }, 'data')
+      .default({ inputs: [] })
+      .describe('What the job reads.'),
+    request: RequestInput,
+    outputs: outputsSchema(strict).default({ globs: [...DEFAULT_OUTPUT_GLOBS] }),
+  },
+  'the job spec',
+).describe('A gpunet job: the work, the data, the request and the outputs.');
+/** A job spec after parsing (defaults filled, durations still as text). */
+export type JobSpecInput = z.output<typeof JobSpecInput>;
+
+// ── the spec as messages carry it ────────────────────────────────────────────────────────
+
+const InputRef = z
+  .object({
+    ...inputFields(),
+    keepMs: DurationMs.optional().describe('How long to keep the staged input after the job, in ms; absent: removed at release.'),
+  })
+  .describe('One input: a file or folder by content address.');
+export type InputRef = z.output<typeof InputRef>;
+
+/** The job spec as events and replies carry it: defaults filled, durations in ms. */
+export const JobSpec = z
+  .object({
+    name: JobName.optional(),
+    work: workSchema(tolerant),
+    data: z.object({ inputs: inputList(InputRef) }).describe('What the job reads.'),
+    request: z
+      .object({
+        gpus: GpuCount,
+        gpuModel: GpuModel.optional().describe('Required GPU model; absent: any model.'),
+        timeLimitMs: DurationMs.min(1).max(MAX_TIME_LIMIT_MS).describe('Longest the job may run once started, in ms.'),
+        deadline: Deadline.optional(),
+        network: z.boolean().describe('Whether the job may use the network.'),
+      })
+      .describe('What the job needs.'),
+    outputs: outputsSchema(tolerant),
+  })
+  .describe('A job spec as messages carry it: defaults filled, durations in integer ms.');
+export type JobSpec = z.output<typeof JobSpec>;
+export type Work = JobSpec['work'];
+
+/** Normalizes a parsed {@link JobSpecInput}: durations become integer ms. */
+export function toJobSpec(input: JobSpecInput): JobSpec {
+  const { timeLimit, ...request } = input.request;
+  return {
+    ...input,
+    data: {
+      inputs: input.data.inputs.map(({ keep, ...rest }) => (keep === undefined ? rest : { ...rest, keepMs: durationMs(keep) })),
+    },
+    request: { ...request, timeLimitMs: durationMs(timeLimit) },
+  };
+}
+
+function durationMs(text: string): number {
+  const ms = parseDuration(text);
+  // Unreachable after JobSpecInput parsed the text; kept so a hand-built input cannot smuggle NaN.
+  if (ms === undefined) throw new RangeError(`not a duration: ${text}`);
+  return ms;
+}
+
+/** Validates a spec as people write it and normalizes it, or says what to fix in each bad field. */
+export function parseJobSpec(raw: unknown): { ok: true; spec: JobSpec } | { ok: false; issues: FieldIssue[] } {
+  const parsed = JobSpecInput.safeParse(raw);
+  return parsed.success ? { ok: true, spec: toJobSpec(parsed.data) } : { ok: false, issues: formatIssues(parsed.error) };
+}

@@ -1,0 +1,224 @@
+/**
+ * Queries: synchronous reads by NATS request/reply on `gpunet.qry.<service>.<Name>`, answered
+ * from the service's read model. Reads never change state. The reply is a
+ * {@link ReplyEnvelope} around `replySchema`.
+ *
+ * Queries to intake (`GetJob`, `ListJobs`) are team-scoped by the `Authorization: Bearer <key>`
+ * header, like commands. Queries to other services are internal (the NATS account is the trust
+ * boundary) and name the team in the payload when they need one; people reach them through intake.
+ */
+import { z } from 'zod';
+import { OutputFile } from './events/data.js';
+import { JOB_REJECTION_REASONS } from './events/job.js';
+import { UsageRecorded } from './events/ledger.js';
+import { FieldIssue, fieldError, strictObject } from './issues.js';
+import { JobSpec } from './job-spec.js';
+import { EVERY_SERVICE, defineQuery } from './message.js';
+import { AttemptId, ByteCount, Currency, DurationMs, GpuIndices, GpuModel, JobId, JobOutcome, Micros, NodeId, TeamId, Timestamp } from './primitives.js';
+import { SERVICE_NAMES } from './subjects.js';
+
+// ── job read model ────────────────────────────────────────────────────────────────────────
+
+/** Where a job stands. The last six are final. */
+export const JOB_STATES = [
+  'submitted',
+  'staged',
+  'placed',
+  'running',
+  'finishing',
+  'completed',
+  'failed',
+  'timeout',
+  'cancelled',
+  'node_lost',
+  'deadline',
+  'rejected',
+] as const;
+export type JobState = (typeof JOB_STATES)[number];
+/** States a job never leaves. */
+export const FINAL_JOB_STATES: readonly JobState[] = ['completed', 'failed', 'timeout', 'cancelled', 'node_lost', 'deadline', 'rejected'];
+
+const stateError = fieldError('state', `must be one of ${JOB_STATES.join(', ')}`, 'write e.g. `running` or `completed`');
+export const JobState = z
+  .enum(JOB_STATES, { error: stateError })
+  .describe(
+    '`submitted`: waiting for inputs to stage; `staged`: waiting for a node; `placed`: GPUs chosen or held; `running`: the process runs; ' +
+      '`finishing`: ended, outputs being stored and GPUs released; then final: the outcome (`completed`, `failed`, `timeout`, `cancelled`, ' +
+      '`node_lost`, `deadline`) or `rejected`.',
+  );
+
+export const AttemptView = z
+  .object({
+    attemptId: AttemptId,
+    attempt: z.int().min(1).describe('Attempt number, 1 for the first run.'),
+    nodeId: NodeId,
+    gpuIndices: GpuIndices,
+    gpuModel: GpuModel,
+    placedAt: Timestamp.describe('When placement chose the node.'),
+    heldAt: Timestamp.optional().describe('When the agent held the GPUs (billing starts).'),
+    startedAt: Timestamp.optional().describe('When the process started.'),
+    finishedAt: Timestamp.optional().describe('When the attempt ended (billing stops).'),
+    releasedAt: Timestamp.optional().describe('When the GPUs were freed.'),
+    outcome: JobOutcome.optional(),
+    exitCode: z.int().nullable().optional().describe('Exit code, null when killed by a signal; absent until finished.'),
+  })
+  .describe('One run attempt of the job.');
+export type AttemptView = z.output<typeof AttemptView>;
+
+export const JobView = z
+  .object({
+    jobId: JobId,
+    team: TeamId,
+    name: z.string().optional().describe('The spec\'s label, if any.'),
+    state: JobState,
+    outcome: JobOutcome.optional().describe('How the last attempt ended; absent until one did.'),
+    exitCode: z.int().nullable().optional().describe('Exit code of the last attempt; null when killed by a signal.'),
+    cancelRequested: z.boolean().describe('True once a cancel was accepted.'),
+    spec: JobSpec,
+    submittedAt: Timestamp.describe('When intake accepted the job.'),
+    deadlineAt: Timestamp.optional().describe('The deadline as an instant, if the spec has one.'),
+    updatedAt: Timestamp.describe('Time of the latest event applied to this view.'),
+    attempts: z.array(AttemptView).describe('Run attempts, oldest first.'),
+    outputs: z
+      .object({ files: z.array(OutputFile), totalBytes: ByteCount, truncated: z.boolean().describe('Files were skipped at maxBytes.') })
+      .optional()
+      .describe('Stored outputs, once OutputsStored.'),
+    rejection: z
+      .object({ reason: z.enum(JOB_REJECTION_REASONS), message: z.string(), issues: z.array(FieldIssue) })
+      .optional()
+      .describe('Why the job was rejected, when it was.'),
+    timeline: z
+      .array(
+        z.object({
+          type: z.string().describe('Event type, e.g. `JobStarted`.'),
+          at: Timestamp.describe('The time the event states (agent clock for agent events).'),
+          attemptId: AttemptId.optional(),
+        }),
+      )
+      .describe('Every event of the job, in order.'),
+  })
+  .describe('Everything intake knows about one job.');
+export type JobView = z.output<typeof JobView>;
+
+export const JobSummary = z
+  .object({
+    jobId: JobId,
+    name: z.string().optional().describe('The spec\'s label, if any.'),
+    state: JobState,
+    outcome: JobOutcome.optional(),
+    gpus: z.int().min(1).describe('GPUs requested.'),
+    gpuModel: GpuModel.optional().describe('GPU model requested, if any.'),
+    submittedAt: Timestamp.describe('When intake accepted the job.'),
+    updatedAt: Timestamp.describe('Time of the latest event of the job.'),
+  })
+  .describe('One line of a job list.');
+export type JobSummary = z.output<typeof JobSummary>;
+
+// ── queries ────────────────────────────────────────────────────────────────────────────────
+
+export const GetJob = strictObject({ jobId: JobId.describe('The job to read, e.g. `job_01jz8k4m2n`.') }, 'GetJob').describe(
+  'Read one of the caller\'s jobs.',
+);
+export type GetJob = z.output<typeof GetJob>;
+
+const limitError = fieldError('limit', 'must be a whole number from 1 to 500', 'write e.g. `limit: 50`');
+const cursorError = fieldError('cursor', 'must be the `nextCursor` of a previous reply', 'pass `nextCursor` unchanged, or leave it out to start over');
+export const ListJobs = strictObject(
+  {
+    states: z
+      .array(JobState, { error: stateError })
+      .optional()
+      .describe('Only jobs in one of these states, e.g. `["running", "placed"]`. Default: all.'),
+    limit: z.int({ error: limitError }).min(1, { error: limitError }).max(500, { error: limitError }).default(50).describe('Most jobs per page, 1–500. Default 50.'),
+    cursor: z.string({ error: cursorError }).min(1, { error: cursorError }).max(512, { error: cursorError }).optional().describe('Where to continue: `nextCursor` of the previous page.'),
+  },
+  'ListJobs',
+).describe('List the caller\'s jobs, newest first.');
+export type ListJobs = z.output<typeof ListJobs>;
+
+export const ListJobsReply = z
+  .object({
+    jobs: z.array(JobSummary).describe('Jobs, newest first.'),
+    nextCursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page.'),
+  })
+  .describe('One page of jobs.');
+export type ListJobsReply = z.output<typeof ListJobsReply>;
+
+export const Health = strictObject({}, 'Health').describe('Ask a service whether it is healthy. The request is empty.');
+export type Health = z.output<typeof Health>;
+
+export const HEALTH_STATUSES = ['ok', 'degraded', 'failing'] as const;
+export const HealthReply = z
+  .object({
+    service: z.enum(SERVICE_NAMES).describe('Which service answered.'),
+    instance: z.string().optional().describe('Which process answered (e.g. the node id of an execution agent).'),
+    status: z.enum(HEALTH_STATUSES).describe('`ok`; `degraded`: works with a problem (see checks); `failing`: cannot do its work.'),
+    version: z.string().optional().describe('Software version of the service.'),
+    startedAt: Timestamp.describe('When the process started.'),
+    uptimeMs: DurationMs.describe('Time since start, in ms.'),
+    checks: z
+      .array(z.object({ name: z.string().describe('What was checked, e.g. `event-store`.'), ok: z.boolean(), detail: z.string().optional() }))
+      .describe('Each dependency checked.'),
+    checkedAt: Timestamp.describe('When this answer was made.'),
+  })
+  .describe('A service\'s health.');
+export type HealthReply = z.output<typeof HealthReply>;
+
+const fromToError = fieldError('from/to', 'must be a UTC ISO-8601 time ending in `Z`', 'write e.g. `2025-06-01T00:00:00Z`');
+export const GetCharges = strictObject(
+  {
+    team: TeamId.describe('Whose charges. Intake fills it from the caller\'s API key.'),
+    jobId: JobId.optional().describe('Only this job\'s charges.'),
+    from: z.iso.datetime({ error: fromToError }).optional().describe('Only attempts finished at or after this time.'),
+    to: z.iso.datetime({ error: fromToError }).optional().describe('Only attempts finished before this time.'),
+  },
+  'GetCharges',
+).describe('Usage lines and totals for a team, or for one job.');
+export type GetCharges = z.output<typeof GetCharges>;
+
+export const GetChargesReply = z
+  .object({
+    team: TeamId,
+    lines: z.array(UsageRecorded).describe('One line per attempt, in the order the ledger recorded them.'),
+    totals: z
+      .array(z.object({ currency: Currency, amountMicros: Micros.describe('Sum of the lines\' amountMicros.') }))
+      .describe('Sum per currency.'),
+    billableMs: DurationMs.describe('Sum of the lines\' billableMs.'),
+  })
+  .describe('Charges, as the ledger recorded them.');
+export type GetChargesReply = z.output<typeof GetChargesReply>;
+
+export const queries = [
+  defineQuery({
+    name: 'GetJob',
+    version: 1,
+    service: 'intake',
+    description: 'One job: state, spec, attempts, outputs and timeline.',
+    schema: GetJob,
+    replySchema: JobView,
+  }),
+  defineQuery({
+    name: 'ListJobs',
+    version: 1,
+    service: 'intake',
+    description: 'The caller\'s jobs, newest first, filtered by state, a page at a time.',
+    schema: ListJobs,
+    replySchema: ListJobsReply,
+  }),
+  defineQuery({
+    name: 'Health',
+    version: 1,
+    service: EVERY_SERVICE,
+    description: 'Every service answers on `gpunet.qry.<service>.Health` (build it with `querySubject`).',
+    schema: Health,
+    replySchema: HealthReply,
+  }),
+  defineQuery({
+    name: 'GetCharges',
+    version: 1,
+    service: 'ledger',
+    description: 'Usage lines and totals of a team, or of one job.',
+    schema: GetCharges,
+    replySchema: GetChargesReply,
+  }),
+] as const;
