@@ -1,0 +1,350 @@
+import { IllegalStateError, TransientError } from '#errors';
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { z } from 'zod';
+import { startNatsServer, type TestNatsServer } from '../../../../test/support/nats-server.js';
+import { testEvent } from '../../test-fixtures/events.js';
+import { deferred, waitFor } from '../../test-fixtures/wait-for.js';
+import { encodeEvent, type BusEvent } from '../bus-event.js';
+import { SqliteInbox } from '../inbox/sqlite-inbox.js';
+import { provision } from '../topology/provision.js';
+import { JetStreamConsumerRunner, type ConsumerRunnerOptions, type EventRoute } from './consumer-runner.js';
+import type { DeadLetter } from './dead-letter.js';
+
+const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+describe('JetStreamConsumerRunner (nats-server)', () => {
+  let server: TestNatsServer;
+  let nc: NatsConnection;
+  let js: JetStreamClient;
+  let jsm: JetStreamManager;
+  const runners: JetStreamConsumerRunner[] = [];
+
+  beforeAll(async () => {
+    server = await startNatsServer();
+    nc = await connect({ servers: server.url });
+    js = jetstream(nc);
+    jsm = await jetstreamManager(nc);
+  });
+  afterEach(async () => {
+    await Promise.all(runners.splice(0).map((r) => r.close()));
+  });
+  afterAll(async () => {
+    await nc?.close();
+    await server?.stop();
+  });
+
+  /** A stream `<name>.evt.>` with one durable consumer `<name>`, plus the shared dead-letter stream. */
+  async function setup(name: string, ackWait = '2s'): Promise<{ publish: (e: BusEvent, msgID?: string) => Promise<void> }> {
+    await provision(
+      jsm,
+      {
+        streams: [
+          { name: `S_${name}`, subjects: [`${name}.evt.>`] },
+          { name: 'DLQ', subjects: ['gpunet.dlq.>'], maxAge: '1d' },
+        ],
+        consumers: [{ stream: `S_${name}`, durable: name, ackWait }],
+      },
+      { logger },
+    );
+    return {
+      publish: async (e, msgID) => {
+        const m = encodeEvent(e, `${name}.evt.`);
+        await js.publish(m.subject, m.payload, { headers: m.headers, msgID: msgID ?? m.msgID });
+      },
+    };
+  }
+
+  async function run(name: string, routes: Record<string, EventRoute>, extra: Partial<ConsumerRunnerOptions> = {}): Promise<JetStreamConsumerRunner> {
+    const runner = new JetStreamConsumerRunner(js, {
+      stream: `S_${name}`,
+      durable: name,
+      routes,
+      logger,
+      retry: { backoffBaseMs: 20, backoffMaxMs: 200, maxDeliveries: 5 },
+      ...extra,
+    });
+    await runner.start();
+    runners.push(runner);
+    return runner;
+  }
+
+  async function drained(name: string): Promise<boolean> {
+    const ci = await jsm.consumers.info(`S_${name}`, name);
+    return ci.num_pending === 0 && ci.num_ack_pending === 0;
+  }
+
+  async function deadLetters(durable: string): Promise<DeadLetter[]> {
+    const out: DeadLetter[] = [];
+    const info = await jsm.streams.info('DLQ');
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+      const m = await jsm.streams.getMessage('DLQ', { seq });
+      if (m && m.subject === `gpunet.dlq.${durable}`) out.push(m.json<DeadLetter>());
+    }
+    return out;
+  }
+
+  it('handles and acks every event, validating data against the route schema', async () => {
+    const { publish } = await setup('basic');
+    const seen: number[] = [];
+    const runner = await run('basic', {
+      Counted: { schema: z.object({ n: z.number().int() }), handle: (e) => void seen.push((e.data as { n: number }).n) },
+    });
+    for (let n = 0; n < 50; n++) await publish(testEvent('Counted', { n }, { jobId: `job-${n % 5}` }));
+    await waitFor(() => seen.length === 50, '50 events handled');
+    await waitFor(() => drained('basic'), 'consumer drained');
+    expect([...seen].sort((a, b) => a - b)).toEqual([...Array(50).keys()]);
+    expect(runner.stats).toMatchObject({ handled: 50, retried: 0, deadLettered: 0 });
+  });
+
+  it('dead-letters a poison message at once, with the reason, and keeps handling the good ones after it', async () => {
+    const { publish } = await setup('poison');
+    const handled: string[] = [];
+    const runner = await run('poison', {
+      Good: { schema: z.object({ ok: z.literal(true) }), handle: (e) => void handled.push(e.eventId) },
+    });
+    // Not JSON at all, on the same job as good messages.
+    const h = headers();
+    h.set('Gpunet-Job-Id', 'job-p');
+    await js.publish('poison.evt.Good', 'this is not json', { headers: h, msgID: 'garbage-1' });
+    // JSON, but data fails the schema.
+    const bad = testEvent('Good', { ok: 'yes' }, { jobId: 'job-p' });
+    await publish(bad);
+    const good = Array.from({ length: 10 }, () => testEvent('Good', { ok: true }, { jobId: 'job-p' }));
+    for (const e of good) await publish(e);
+
+    await waitFor(() => handled.length === 10, 'good events handled');
+    await waitFor(() => drained('poison'), 'consumer drained');
+    expect(handled).toEqual(good.map((e) => e.eventId));
+    expect(runner.stats).toMatchObject({ deadLettered: 2, retried: 0 });
+
+    const letters = await deadLetters('poison');
+    expect(letters).toHaveLength(2);
+    const [garbage, invalid] = letters;
+    expect(garbage).toMatchObject({
+      consumer: 'poison',
+      jobId: 'job-p',
+      reason: { code: 'malformed_message', exhausted: false, deliveryCount: 1 },
+      original: { stream: 'S_poison', subject: 'poison.evt.Good', payload: 'this is not json', payloadEncoding: 'utf8' },
+    });
+    expect(garbage!.original.headers['Gpunet-Job-Id']).toEqual(['job-p']);
+    expect(garbage!.original.streamSequence).toBe(1);
+    expect(invalid).toMatchObject({ eventId: bad.eventId, type: 'Good', reason: { code: 'validation_failed', exhausted: false } });
+    expect(invalid!.reason.issues).toEqual([expect.objectContaining({ path: 'data.ok' })]);
+  });
+
+  it('keeps per-job order through a retryable failure while other jobs go on', async () => {
+    const { publish } = await setup('order');
+    const log: string[] = [];
+    let failuresLeft = 2;
+    let a1Attempts = 0;
+    await run('order', {
+      Step: {
+        handle: (e) => {
+          const { job, n } = e.data as { job: string; n: number };
+          if (job === 'A' && n === 1) {
+            a1Attempts++;
+            if (failuresLeft-- > 0) throw new TransientError('dependency not ready');
+          }
+          log.push(`${job}${n}`);
+        },
+      },
+    });
+    for (let n = 1; n <= 4; n++) {
+      await publish(testEvent('Step', { job: 'A', n }, { jobId: 'A' }));
+      await publish(testEvent('Step', { job: 'B', n }, { jobId: 'B' }));
+    }
+    await waitFor(() => log.length === 8, 'all steps handled');
+    await waitFor(() => drained('order'), 'consumer drained');
+    expect(log.filter((s) => s.startsWith('A'))).toEqual(['A1', 'A2', 'A3', 'A4']);
+    expect(log.filter((s) => s.startsWith('B'))).toEqual(['B1', 'B2', 'B3', 'B4']);
+    expect(a1Attempts).toBe(3);
+    // Job B was not held up by job A's retries.
+    expect(log.indexOf('B4')).toBeLessThan(log.indexOf('A1'));
+  });
+
+  it('keeps per-job order when the messages held behind a failed one fill max_ack_pending', async () => {
+    const { publish } = await setup('saturated');
+    await provision(jsm, { consumers: [{ stream: 'S_saturated', durable: 'saturated', ackWait: '2s', maxAckPending: 4 }] }, { logger });
+    const log: number[] = [];
+    let failed = false;
+    await run('saturated', {
+      Step: {
+        handle: (e) => {
+          const { n } = e.data as { n: number };
+          if (n === 0 && !failed) {
+            failed = true;
+            throw new TransientError('not yet');
+          }
+          log.push(n);
+        },
+      },
+    });
+    for (let n = 0; n < 20; n++) await publish(testEvent('Step', { n }, { jobId: 'Z' }));
+    await waitFor(() => log.length === 20, 'all 20 handled');
+    expect(log).toEqual([...Array(20).keys()]);
+  });
+
+  it('keeps per-job order after a consuming process dies while holding messages behind a failed one', async () => {
+    const { publish } = await setup('crash', '1s');
+    const log: number[] = [];
+    const nc2 = await connect({ servers: server.url });
+    const dying = new JetStreamConsumerRunner(jetstream(nc2), {
+      stream: 'S_crash',
+      durable: 'crash',
+      logger,
+      retry: { backoffBaseMs: 300, backoffMaxMs: 300 },
+      routes: {
+        Step: {
+          handle: (e) => {
+            if ((e.data as { n: number }).n === 0) throw new TransientError('not yet');
+            log.push((e.data as { n: number }).n);
+          },
+        },
+      },
+    });
+    await dying.start();
+    for (let n = 0; n < 5; n++) await publish(testEvent('Step', { n }, { jobId: 'C' }));
+    await waitFor(() => dying.stats.retried === 1 && dying.stats.received >= 5, 'first failed, the rest held');
+    // The process "dies": its connection goes without acking, nak'ing or handing anything back.
+    await nc2.close();
+    await dying.close();
+    expect(log).toEqual([]);
+
+    await run('crash', { Step: { handle: (e) => void log.push((e.data as { n: number }).n) } });
+    await waitFor(() => log.length === 5, 'all handled after restart', 8_000);
+    expect(log).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('dead-letters a message after maxDeliveries retryable failures, then handles the job\'s next event', async () => {
+    const { publish } = await setup('exhaust');
+    const attempts: number[] = [];
+    const handled: string[] = [];
+    const runner = await run(
+      'exhaust',
+      {
+        Flaky: {
+          handle: (e, ctx) => {
+            if ((e.data as { fail: boolean }).fail) {
+              attempts.push(ctx.deliveryCount);
+              throw new TransientError('still down');
+            }
+            handled.push(e.eventId);
+          },
+        },
+      },
+      { retry: { maxDeliveries: 3, backoffBaseMs: 10, backoffMaxMs: 50 } },
+    );
+    const doomed = testEvent('Flaky', { fail: true }, { jobId: 'J' });
+    const next = testEvent('Flaky', { fail: false }, { jobId: 'J' });
+    await publish(doomed);
+    await publish(next);
+    await waitFor(() => handled.length === 1, 'the next event handled');
+    await waitFor(() => drained('exhaust'), 'consumer drained');
+    expect(attempts).toEqual([1, 2, 3]);
+    expect(handled).toEqual([next.eventId]);
+    expect(runner.stats).toMatchObject({ retried: 2, deadLettered: 1, handled: 1 });
+    const [letter] = await deadLetters('exhaust');
+    expect(letter).toMatchObject({ eventId: doomed.eventId, jobId: 'J', reason: { code: 'transient', message: 'still down', exhausted: true, deliveryCount: 3 } });
+  });
+
+  it('dead-letters on a terminal handler error at the first delivery', async () => {
+    const { publish } = await setup('terminal');
+    let calls = 0;
+    const runner = await run('terminal', {
+      Cancel: {
+        handle: () => {
+          calls++;
+          throw new IllegalStateError('job already finished');
+        },
+      },
+    });
+    await publish(testEvent('Cancel', {}, { jobId: 'T' }));
+    await waitFor(() => runner.stats.deadLettered === 1, 'dead letter');
+    await waitFor(() => drained('terminal'), 'consumer drained');
+    expect(calls).toBe(1);
+    const [letter] = await deadLetters('terminal');
+    expect(letter!.reason).toMatchObject({ code: 'illegal_state', exhausted: false, deliveryCount: 1 });
+  });
+
+  it('does not handle an event twice when it is published again under another Nats-Msg-Id', async () => {
+    const { publish } = await setup('dup');
+    const handled: string[] = [];
+    const runner = await run('dup', { Once: { handle: (e) => void handled.push(e.eventId) } });
+    const e = testEvent('Once', { x: 1 }, { jobId: 'D' });
+    await publish(e, 'first-id');
+    await publish(e, 'second-id');
+    await publish(testEvent('Once', { x: 2 }, { jobId: 'D' }));
+    expect((await jsm.streams.info('S_dup')).state.messages).toBe(3);
+    await waitFor(() => runner.stats.received === 3 && handled.length === 2, 'all delivered');
+    await waitFor(() => drained('dup'), 'consumer drained');
+    expect(handled.filter((id) => id === e.eventId)).toHaveLength(1);
+    expect(runner.stats).toMatchObject({ handled: 2, duplicates: 1 });
+  });
+
+  it('remembers handled events across a restart with a durable inbox', async () => {
+    const { publish } = await setup('durable');
+    const dir = await mkdtemp(join(tmpdir(), 'gpunet-inbox-'));
+    try {
+      const handled: string[] = [];
+      const routes = { Once: { handle: (e: BusEvent) => void handled.push(e.eventId) } };
+      const e = testEvent('Once', {}, { jobId: 'R' });
+      const inbox1 = new SqliteInbox({ path: join(dir, 'store.db') });
+      const first = await run('durable', routes, { inbox: inbox1 });
+      await publish(e, 'm1');
+      await waitFor(() => drained('durable') && handled.length === 1, 'first delivery handled');
+      await first.close();
+      await inbox1.close();
+
+      const inbox2 = new SqliteInbox({ path: join(dir, 'store.db') });
+      const second = await run('durable', routes, { inbox: inbox2 });
+      await publish(e, 'm2'); // e.g. the relay re-publishing after the duplicate window
+      await waitFor(() => second.stats.duplicates === 1, 'duplicate detected');
+      await waitFor(() => drained('durable'), 'consumer drained');
+      expect(handled).toEqual([e.eventId]);
+      await second.close();
+      await inbox2.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('on close, finishes the message in hand and hands back the fetched ones it has not started', async () => {
+    const { publish } = await setup('shutdown', '30s');
+    const gate = deferred();
+    const started: string[] = [];
+    const done: string[] = [];
+    const routes = {
+      Slow: {
+        handle: async (e: BusEvent) => {
+          started.push(e.eventId);
+          if (started.length === 1) await gate.promise;
+          done.push(e.eventId);
+        },
+      },
+    };
+    const runner = await run('shutdown', routes, { concurrency: 1 });
+    const events = Array.from({ length: 5 }, (_, i) => testEvent('Slow', { i }, { jobId: 'S' }));
+    for (const e of events) await publish(e);
+    await waitFor(() => started.length === 1 && runner.stats.received === 5, 'first event in hand, the rest fetched');
+
+    let closed = false;
+    const closing = runner.close().then(() => (closed = true));
+    await new Promise((r) => setImmediate(r));
+    expect(closed).toBe(false);
+    gate.resolve();
+    await closing;
+    expect(done).toEqual([events[0]!.eventId]);
+
+    // The four handed back are redelivered promptly (not after the 30 s ack wait), in order.
+    const next = await run('shutdown', routes);
+    await waitFor(() => done.length === 5, 'the rest handled after restart', 5_000);
+    expect(done).toEqual(events.map((e) => e.eventId));
+    await waitFor(() => drained('shutdown'), 'consumer drained');
+    expect(next.stats.handled).toBe(4);
+  });
+});
