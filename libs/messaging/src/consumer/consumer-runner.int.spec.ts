@@ -296,7 +296,7 @@ describe('JetStreamConsumerRunner (nats-server)', () => {
       const inbox1 = new SqliteInbox({ path: join(dir, 'store.db') });
       const first = await run('durable', routes, { inbox: inbox1 });
       await publish(e, 'm1');
-      await waitFor(() => drained('durable') && handled.length === 1, 'first delivery handled');
+      await waitFor(async () => handled.length === 1 && (await drained('durable')), 'first delivery handled');
       await first.close();
       await inbox1.close();
 
