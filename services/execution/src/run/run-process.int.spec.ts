@@ -167,6 +167,16 @@ describe('runProcess: logs', () => {
     expect(result).toMatchObject({ outcome: 'completed', truncated: false, outputBytes: 4_039_999, logBytes: 4_040_000 });
     expect(log.length).toBe(4_040_000);
   });
+
+  it('goes on when the log file fails mid-run (disk full), and says so in the result', async () => {
+    const cmd = await script("head -c 2000000 /dev/zero | tr '\\0' x | fold -w 100\necho finished > \"$GPUNET_OUTPUT_DIR/done\"");
+    const lines: string[] = [];
+    const result = await runProcess(spec(cmd), { logFile: '/dev/full', onLog: (l) => lines.push(l) });
+    expect(result).toMatchObject({ outcome: 'completed', outputBytes: 2_019_999 });
+    expect(result.logError).toMatch(/ENOSPC/);
+    expect(lines).toHaveLength(20_000); // the live listener still saw everything
+    expect(await readFile(join(dirs.outputs, 'done'), 'utf8')).toBe('finished\n');
+  });
 });
 
 describe('runProcess: time limit', () => {

@@ -96,6 +96,8 @@ export interface RunResult {
   readonly outputBytes: number;
   /** Whether output was discarded because of the log cap. */
   readonly truncated: boolean;
+  /** Set when writing the log file failed mid-run (e.g. disk full); the run itself went on. */
+  readonly logError?: string;
   /** Why the process could not be started, if it could not. */
   readonly error?: string;
 }
@@ -201,8 +203,8 @@ export async function runProcess(spec: RunSpec, opts: RunOptions = {}): Promise<
   }
 
   const logFile = opts.logFile ?? join(spec.dirs.logs, 'run.log');
-  const file = createWriteStream(logFile, { flags: 'a', mode: 0o600 });
-  await once(file, 'open');
+  const file = new LogFile(createWriteStream(logFile, { flags: 'a', mode: 0o600 }));
+  await file.opened();
   const capture = new LogCapture({
     maxBytes: opts.maxLogBytes ?? DEFAULTS.maxLogBytes,
     maxLineBytes: opts.maxLineBytes ?? DEFAULTS.maxLineBytes,
@@ -211,14 +213,65 @@ export async function runProcess(spec: RunSpec, opts: RunOptions = {}): Promise<
   });
   try {
     const outcome = await new Execution(spec, opts, argv, env, capture, file).run();
-    return { ...outcome, logFile, logBytes: capture.logBytes, outputBytes: capture.outputBytes, truncated: capture.truncated };
+    const logError = file.error?.message;
+    return {
+      ...outcome,
+      logFile,
+      logBytes: capture.logBytes,
+      outputBytes: capture.outputBytes,
+      truncated: capture.truncated,
+      ...(logError !== undefined && { logError }),
+    };
   } finally {
-    file.end();
-    await once(file, 'close').catch(() => undefined);
+    await file.close();
   }
 }
 
-type ExecutionResult = Omit<RunResult, 'logFile' | 'logBytes' | 'outputBytes' | 'truncated'>;
+/**
+ * The log file, kept from ever stopping the run: a write error (disk full) is recorded, later
+ * writes are dropped, and anyone paused waiting for `drain` is released.
+ */
+class LogFile {
+  error: Error | undefined;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private readonly stream: WriteStream) {
+    stream.on('error', (err) => {
+      this.error ??= err;
+      this.release();
+    });
+    stream.on('drain', () => this.release());
+  }
+
+  /** Resolves once the file is open; rejects if it cannot be (the agent's problem, not the job's). */
+  async opened(): Promise<void> {
+    await once(this.stream, 'open');
+  }
+
+  /** Returns `false` when the caller should pause until {@link whenWritable} resolves. */
+  write(data: Buffer): boolean {
+    if (this.error !== undefined) return true;
+    return this.stream.write(data);
+  }
+
+  whenWritable(fn: () => void): void {
+    if (this.error !== undefined) fn();
+    else this.waiting.push(fn);
+  }
+
+  async close(): Promise<void> {
+    if (this.stream.closed) return;
+    const closed = once(this.stream, 'close').catch(() => undefined);
+    this.stream.end();
+    await closed;
+  }
+
+  private release(): void {
+    for (const fn of this.waiting.splice(0)) fn();
+  }
+}
+
+type ExecutionResult = Omit<RunResult, 'logFile' | 'logBytes' | 'outputBytes' | 'truncated' | 'logError'>;
 
 /** One run's state machine: started → (terminating) → leader exited → group empty → drained. */
 class Execution {
@@ -240,7 +293,7 @@ class Execution {
     private readonly argv: string[],
     private readonly env: Record<string, string>,
     private readonly capture: LogCapture,
-    private readonly file: WriteStream,
+    private readonly file: LogFile,
   ) {
     this.clock = opts.clock ?? systemClock;
     this.graceMs = spec.graceMs ?? DEFAULTS.graceMs;
@@ -317,7 +370,7 @@ class Execution {
     ] as const;
     const pauseAll = () => {
       for (const [, s] of streams) s.pause();
-      this.file.once('drain', () => {
+      this.file.whenWritable(() => {
         for (const [, s] of streams) s.resume();
       });
     };
