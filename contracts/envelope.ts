@@ -130,7 +130,12 @@ export const DeadLetter = z
       .enum(DEAD_LETTER_REASONS)
       .describe('`schema_invalid`: the payload failed its schema (dead-lettered at once); `max_deliveries`: retries ran out; `terminal_error`: the handler said retrying cannot help.'),
     error: z
-      .object({ name: z.string().optional(), code: z.string().optional(), message: HumanText, issues: z.array(FieldIssue).optional() })
+      .object({
+        name: z.string().optional().describe('Error class name, e.g. `ValidationError`.'),
+        code: z.string().optional().describe('Error code, e.g. `validation_failed`.'),
+        message: HumanText.describe('The error message.'),
+        issues: z.array(FieldIssue).optional().describe('For a schema failure: each bad field.'),
+      })
       .describe('The last error.'),
     headers: z.record(z.string(), z.array(z.string())).describe('Headers of the original message.'),
     payloadBase64: z.string().describe('The original payload bytes, base64.'),

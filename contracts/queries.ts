@@ -80,11 +80,19 @@ export const JobView = z
     updatedAt: Timestamp.describe('Time of the latest event applied to this view.'),
     attempts: z.array(AttemptView).describe('Run attempts, oldest first.'),
     outputs: z
-      .object({ files: z.array(OutputFile), totalBytes: ByteCount, truncated: z.boolean().describe('Files were skipped at maxBytes.') })
+      .object({
+        files: z.array(OutputFile).describe('Stored output files.'),
+        totalBytes: ByteCount.describe('Sum of their sizes.'),
+        truncated: z.boolean().describe('Files were skipped at maxBytes.'),
+      })
       .optional()
       .describe('Stored outputs, once OutputsStored.'),
     rejection: z
-      .object({ reason: z.enum(JOB_REJECTION_REASONS), message: z.string(), issues: z.array(FieldIssue) })
+      .object({
+        reason: z.enum(JOB_REJECTION_REASONS).describe('Rejection reason, as in JobRejected.'),
+        message: z.string().describe('What went wrong, for people.'),
+        issues: z.array(FieldIssue).describe('Fields at fault, each with its fix.'),
+      })
       .optional()
       .describe('Why the job was rejected, when it was.'),
     timeline: z
@@ -157,7 +165,13 @@ export const HealthReply = z
     startedAt: Timestamp.describe('When the process started.'),
     uptimeMs: DurationMs.describe('Time since start, in ms.'),
     checks: z
-      .array(z.object({ name: z.string().describe('What was checked, e.g. `event-store`.'), ok: z.boolean(), detail: z.string().optional() }))
+      .array(
+        z.object({
+          name: z.string().describe('What was checked, e.g. `event-store`.'),
+          ok: z.boolean().describe('Whether it works.'),
+          detail: z.string().optional().describe('What is wrong, when it does not.'),
+        }),
+      )
       .describe('Each dependency checked.'),
     checkedAt: Timestamp.describe('When this answer was made.'),
   })

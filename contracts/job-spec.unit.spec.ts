@@ -1,0 +1,176 @@
+import { parse as parseYaml } from 'yaml';
+import { JobSpec, JobSpecInput, MAX_TIME_LIMIT_MS, parseJobSpec, toJobSpec, type FieldIssue } from './index.js';
+
+const SHA = 'a'.repeat(64);
+
+const jobYaml = `
+name: resnet50-finetune
+work:
+  kind: script
+  script: { path: code/train.sh }
+  interpreter: bash
+  args: ["--epochs", "3"]
+  env: { LEARNING_RATE: "0.1" }
+data:
+  inputs:
+    - { name: dataset, kind: folder, path: data/train, sha256: ${SHA}, size: 2048, keep: 7d }
+    - { name: code, path: code/train.sh, sha256: ${'b'.repeat(64)}, size: 311 }
+request:
+  gpus: 2
+  gpuModel: A100-80GB
+  timeLimit: 1h30m
+  deadline: +6h
+outputs:
+  globs: ["model/**", "metrics.json"]
+  maxBytes: 10000000000
+`;
+
+function issuesOf(raw: unknown): FieldIssue[] {
+  const result = parseJobSpec(raw);
+  if (result.ok) throw new Error('expected the spec to be refused');
+  return result.issues;
+}
+
+function byPath(issues: FieldIssue[]): Map<string, FieldIssue> {
+  return new Map(issues.map((i) => [i.path, i]));
+}
+
+describe('job spec as people write it', () => {
+  it('parses a job.yaml and normalizes durations to integer ms with defaults filled', () => {
+    const result = parseJobSpec(parseYaml(jobYaml));
+    expect(result).toEqual({
+      ok: true,
+      spec: {
+        name: 'resnet50-finetune',
+        work: {
+          kind: 'script',
+          script: { path: 'code/train.sh' },
+          interpreter: 'bash',
+          args: ['--epochs', '3'],
+          env: { LEARNING_RATE: '0.1' },
+        },
+        data: {
+          inputs: [
+            { name: 'dataset', kind: 'folder', path: 'data/train', sha256: SHA, size: 2048, keepMs: 7 * 86_400_000 },
+            { name: 'code', kind: 'file', path: 'code/train.sh', sha256: 'b'.repeat(64), size: 311 },
+          ],
+        },
+        request: { gpus: 2, gpuModel: 'A100-80GB', timeLimitMs: 5_400_000, deadline: '+6h', network: false },
+        outputs: { globs: ['model/**', 'metrics.json'], maxBytes: 10_000_000_000 },
+      },
+    });
+  });
+
+  it('fills every default of a minimal container spec, and the result satisfies the message form', () => {
+    const result = parseJobSpec({
+      work: { kind: 'container', image: 'ghcr.io/acme/train:1.4', command: ['python', 'train.py'] },
+      request: { gpus: 1, timeLimit: '45s', deadline: '2025-07-01T18:00:00+02:00', network: true },
+    });
+    expect(result.ok && result.spec).toEqual({
+      work: { kind: 'container', image: 'ghcr.io/acme/train:1.4', command: ['python', 'train.py'], args: [], env: {} },
+      data: { inputs: [] },
+      request: { gpus: 1, timeLimitMs: 45_000, deadline: '2025-07-01T18:00:00+02:00', network: true },
+      outputs: { globs: ['**'] },
+    });
+    expect(JobSpec.safeParse(result.ok && result.spec).success).toBe(true);
+  });
+
+  it('accepts an inline script', () => {
+    const result = parseJobSpec({ work: { kind: 'script', script: { inline: 'echo hi' } }, request: { gpus: 1, timeLimit: '1m' } });
+    expect(result.ok && result.spec.work).toEqual({ kind: 'script', script: { inline: 'echo hi' }, args: [], env: {} });
+  });
+
+  it('names every bad field with what is wrong and how to fix it', () => {
+    const issues = issuesOf({
+      work: { kind: 'script', script: { path: 'a.sh', inline: 'echo' }, args: ['--n', 3], env: { LR: 0.1, GPUNET_INPUT_DIR: '/x' } },
+      data: {
+        inputs: [
+          { name: 'd', path: '../etc', sha256: 'ABC', size: -1 },
+          { name: 'd', path: 'y', sha256: SHA, size: 1, keep: 'forever' },
+        ],
+      },
+      request: { gpus: 0, gpu: 'A100', timeLimit: '2 hours', deadline: 'tomorrow', network: 'yes' },
+      outputs: { globs: ['/abs/**'], maxBytes: 0 },
+      color: 'blue',
+    });
+    const paths = byPath(issues);
+    expect([...paths.keys()].sort()).toEqual(
+      [
+        'work.script',
+        'work.args[1]',
+        'work.env.LR',
+        'work.env.GPUNET_INPUT_DIR',
+        'data.inputs[0].path',
+        'data.inputs[0].sha256',
+        'data.inputs[0].size',
+        'data.inputs[1].keep',
+        'data.inputs[1].name',
+        'request.gpus',
+        'request.gpu',
+        'request.timeLimit',
+        'request.deadline',
+        'request.network',
+        'outputs.globs[0]',
+        'outputs.maxBytes',
+        'color',
+      ].sort(),
+    );
+    for (const issue of issues) {
+      expect(issue.message.length).toBeGreaterThan(10);
+      expect(issue.fix).toEqual(expect.any(String));
+    }
+    expect(paths.get('request.gpus')).toEqual({ path: 'request.gpus', message: 'gpus must be a whole number ≥ 1', fix: 'write e.g. `gpus: 2`' });
+    expect(paths.get('request.gpu')?.fix).toMatch(/did you mean `gpus`\?/);
+    expect(paths.get('work.env.LR')?.fix).toMatch(/quote numbers/);
+    expect(paths.get('data.inputs[1].name')?.message).toMatch(/already used by input 0/);
+    expect(paths.get('request.timeLimit')?.fix).toBe('write e.g. `timeLimit: 2h`');
+    // One message per field even when a value breaks two rules (pattern and range).
+    expect(issues.filter((i) => i.path === 'request.timeLimit')).toHaveLength(1);
+  });
+
+  it('says a required field is missing rather than complaining about its type', () => {
+    const paths = byPath(issuesOf({ work: { kind: 'script', script: { path: 'a.sh' } }, request: { gpus: 1 } }));
+    expect(paths.get('request.timeLimit')?.message).toMatch(/^timeLimit is missing; it must be a duration/);
+    expect([...paths.keys()]).toEqual(['request.timeLimit']);
+  });
+
+  it('explains an unknown work kind and a spec that is not a mapping', () => {
+    expect(byPath(issuesOf({ work: { kind: 'docker' }, request: { gpus: 1, timeLimit: '1h' } })).get('work.kind')).toEqual({
+      path: 'work.kind',
+      message: 'work must have `kind: script` or `kind: container`',
+      fix: 'write e.g. `work: { kind: script, script: { path: train.sh } }`',
+    });
+    expect(issuesOf('run my job')).toEqual([
+      {
+        path: '',
+        message: 'the job spec must be a mapping of fields',
+        fix: 'write it as a mapping with fields `name`, `work`, `data`, `request`, `outputs`',
+      },
+    ]);
+  });
+
+  it('bounds the time limit: more than zero, at most 30 days', () => {
+    const spec = (timeLimit: string) => ({ work: { kind: 'container', image: 'x' }, request: { gpus: 1, timeLimit } });
+    expect(parseJobSpec(spec('30d')).ok).toBe(true);
+    expect(parseJobSpec(spec('0s')).ok).toBe(false);
+    expect(parseJobSpec(spec('30d1ms')).ok).toBe(false);
+    expect(toJobSpec(JobSpecInput.parse(spec('30d'))).request.timeLimitMs).toBe(MAX_TIME_LIMIT_MS);
+  });
+});
+
+describe('job spec as messages carry it', () => {
+  it('tolerates fields it does not know yet, so an additive change keeps the version', () => {
+    const parsed = parseJobSpec(parseYaml(jobYaml));
+    if (!parsed.ok) throw new Error('fixture must parse');
+    const newer = { ...parsed.spec, priority: 'high', request: { ...parsed.spec.request, gpuMemoryMiB: 40_000 } };
+    expect(JobSpec.safeParse(newer).success).toBe(true);
+  });
+
+  it('carries the time limit only as integer ms', () => {
+    const parsed = parseJobSpec(parseYaml(jobYaml));
+    if (!parsed.ok) throw new Error('fixture must parse');
+    const { timeLimitMs: _ms, ...withoutMs } = parsed.spec.request;
+    expect(JobSpec.safeParse({ ...parsed.spec, request: { ...withoutMs, timeLimit: '2h' } }).success).toBe(false);
+    expect(JobSpec.safeParse({ ...parsed.spec, request: { ...parsed.spec.request, timeLimitMs: 1.5 } }).success).toBe(false);
+  });
+});
