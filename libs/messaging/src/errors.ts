@@ -79,9 +79,11 @@ export class RemoteQueryError extends GpunetError {
     message: string,
     readonly subject: string,
     readonly issues: readonly FieldIssue[] = [],
+    /** As the responder said; when it did not, decided by the code. */
+    retryable?: boolean,
   ) {
     super(message);
-    this.retryable = RETRYABLE_REMOTE_CODES.has(code);
+    this.retryable = retryable ?? RETRYABLE_REMOTE_CODES.has(code);
   }
 }
 

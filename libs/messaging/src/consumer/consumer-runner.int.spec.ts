@@ -127,14 +127,18 @@ describe('JetStreamConsumerRunner (nats-server)', () => {
     const [garbage, invalid] = letters;
     expect(garbage).toMatchObject({
       consumer: 'poison',
+      stream: 'S_poison',
+      subject: 'poison.evt.Good',
+      streamSequence: '1',
+      deliveries: 1,
       jobId: 'job-p',
-      reason: { code: 'malformed_message', exhausted: false, deliveryCount: 1 },
-      original: { stream: 'S_poison', subject: 'poison.evt.Good', payload: 'this is not json', payloadEncoding: 'utf8' },
+      reason: 'schema_invalid',
+      error: { code: 'malformed_message', name: 'MalformedMessageError' },
     });
-    expect(garbage!.original.headers['Gpunet-Job-Id']).toEqual(['job-p']);
-    expect(garbage!.original.streamSequence).toBe(1);
-    expect(invalid).toMatchObject({ eventId: bad.eventId, type: 'Good', reason: { code: 'validation_failed', exhausted: false } });
-    expect(invalid!.reason.issues).toEqual([expect.objectContaining({ path: 'data.ok' })]);
+    expect(Buffer.from(garbage!.payloadBase64, 'base64').toString()).toBe('this is not json');
+    expect(garbage!.headers['Gpunet-Job-Id']).toEqual(['job-p']);
+    expect(invalid).toMatchObject({ eventId: bad.eventId, type: 'Good', reason: 'schema_invalid', error: { code: 'validation_failed' } });
+    expect(invalid!.error.issues).toEqual([expect.objectContaining({ path: 'data.ok' })]);
   });
 
   it('keeps per-job order through a retryable failure while other jobs go on', async () => {
@@ -249,7 +253,7 @@ describe('JetStreamConsumerRunner (nats-server)', () => {
     expect(handled).toEqual([next.eventId]);
     expect(runner.stats).toMatchObject({ retried: 2, deadLettered: 1, handled: 1 });
     const [letter] = await deadLetters('exhaust');
-    expect(letter).toMatchObject({ eventId: doomed.eventId, jobId: 'J', reason: { code: 'transient', message: 'still down', exhausted: true, deliveryCount: 3 } });
+    expect(letter).toMatchObject({ eventId: doomed.eventId, jobId: 'J', reason: 'max_deliveries', deliveries: 3, error: { code: 'transient', message: 'still down' } });
   });
 
   it('dead-letters on a terminal handler error at the first delivery', async () => {
@@ -268,7 +272,7 @@ describe('JetStreamConsumerRunner (nats-server)', () => {
     await waitFor(() => drained('terminal'), 'consumer drained');
     expect(calls).toBe(1);
     const [letter] = await deadLetters('terminal');
-    expect(letter!.reason).toMatchObject({ code: 'illegal_state', exhausted: false, deliveryCount: 1 });
+    expect(letter).toMatchObject({ reason: 'terminal_error', deliveries: 1, error: { code: 'illegal_state', name: 'IllegalStateError' } });
   });
 
   it('does not handle an event twice when it is published again under another Nats-Msg-Id', async () => {

@@ -1,59 +1,61 @@
 import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
+import type { FieldIssue } from '#errors';
 import { Headers } from '../conventions.js';
 import type { DeadLetterReason } from './outcome.js';
 
-/** The body of a message on the dead-letter stream: everything needed to understand and replay it. */
+/**
+ * The body of a message on the dead-letter stream (`gpunet.dlq.<consumer>`). Same shape as
+ * `DeadLetter` in contracts, plus the event's identity when the body could be decoded.
+ */
 export interface DeadLetter {
   consumer: string;
-  reason: DeadLetterReason;
-  /** Where the message came from. */
-  original: {
-    stream: string;
-    streamSequence: number;
-    subject: string;
-    /** Every header of the original message. */
-    headers: Record<string, string[]>;
-    /** The original body: as text when it is UTF-8, else base64. */
-    payload: string;
-    payloadEncoding: 'utf8' | 'base64';
-    /** When JetStream stored the original (ISO-8601). */
-    storedAt: string;
-  };
+  stream: string;
+  subject: string;
+  /** Sequence of the original in its stream, decimal text. */
+  streamSequence: string;
+  /** Deliveries before giving up. */
+  deliveries: number;
+  /** `schema_invalid`: payload failed its schema or was not an event (at once); `max_deliveries`: retries ran out; `terminal_error`: retrying cannot help. */
+  reason: 'schema_invalid' | 'max_deliveries' | 'terminal_error';
+  error: { name?: string; code?: string; message: string; issues?: FieldIssue[] };
+  /** Every header of the original message. */
+  headers: Record<string, string[]>;
+  payloadBase64: string;
+  /** ISO-8601. */
+  deadAt: string;
   eventId?: string;
   type?: string;
   jobId?: string;
   correlationId?: string;
-  /** ISO-8601. */
-  deadLetteredAt: string;
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+const SCHEMA_CODES = new Set(['validation_failed', 'malformed_message']);
 
 /** Builds the dead letter of `msg`. */
 export function deadLetterOf(
   msg: JsMsg,
   consumer: string,
-  reason: DeadLetterReason,
+  why: DeadLetterReason,
   known: { eventId?: string | undefined; type?: string | undefined; jobId?: string | undefined; correlationId?: string | undefined },
   now: Date,
 ): DeadLetter {
   const headers: Record<string, string[]> = {};
   if (msg.headers) for (const [k, v] of msg.headers) headers[k] = v;
-  let payload: string;
-  let payloadEncoding: 'utf8' | 'base64';
-  try {
-    payload = utf8.decode(msg.data);
-    payloadEncoding = 'utf8';
-  } catch {
-    payload = Buffer.from(msg.data).toString('base64');
-    payloadEncoding = 'base64';
-  }
+  const error: DeadLetter['error'] = { code: why.code, message: why.message.slice(0, 2000) };
+  if (why.name) error.name = why.name;
+  if (why.issues) error.issues = [...why.issues];
   const letter: DeadLetter = {
     consumer,
-    reason,
-    original: { stream: msg.info.stream, streamSequence: msg.seq, subject: msg.subject, headers, payload, payloadEncoding, storedAt: msg.time.toISOString() },
-    deadLetteredAt: now.toISOString(),
+    stream: msg.info.stream,
+    subject: msg.subject,
+    streamSequence: String(msg.seq),
+    deliveries: why.deliveryCount,
+    reason: why.exhausted ? 'max_deliveries' : SCHEMA_CODES.has(why.code) ? 'schema_invalid' : 'terminal_error',
+    error,
+    headers,
+    payloadBase64: Buffer.from(msg.data).toString('base64'),
+    deadAt: now.toISOString(),
   };
   if (known.eventId) letter.eventId = known.eventId;
   if (known.type) letter.type = known.type;
@@ -69,12 +71,12 @@ export function deadLetterOf(
  */
 export async function publishDeadLetter(js: JetStreamClient, subject: string, letter: DeadLetter): Promise<void> {
   const h = natsHeaders();
-  h.set(Headers.DeadLetterReason, letter.reason.code);
+  h.set(Headers.DeadLetterReason, letter.reason);
   if (letter.type) h.set(Headers.Type, letter.type);
   if (letter.jobId) h.set(Headers.JobId, letter.jobId);
   if (letter.correlationId) h.set(Headers.CorrelationId, letter.correlationId);
   await js.publish(subject, JSON.stringify(letter), {
     headers: h,
-    msgID: `dlq:${letter.consumer}:${letter.original.stream}:${letter.original.streamSequence}`,
+    msgID: `dlq:${letter.consumer}:${letter.stream}:${letter.streamSequence}`,
   });
 }

@@ -17,6 +17,8 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = { maxDeliveries: 5, backoffBase
 export interface DeadLetterReason {
   /** Error code: `validation_failed`, `malformed_message`, a GpunetError code, or `error` for anything else. */
   code: string;
+  /** Error class name, e.g. `ValidationError`. */
+  name?: string;
   message: string;
   issues?: readonly FieldIssue[];
   /** True when the message was retried `maxDeliveries` times; false when the failure was terminal at once. */
@@ -47,11 +49,12 @@ export function failureOutcome(err: unknown, deliveryCount: number, policy: Retr
   const code = err instanceof GpunetError ? err.code : 'error';
   const message = err instanceof Error ? err.message : String(err);
   const issues = err instanceof ValidationError || err instanceof MalformedMessageError ? err.issues : undefined;
+  const name = err instanceof Error ? { name: err.name } : {};
   if (!isRetryable(err)) {
-    return { kind: 'dead_letter', reason: { code, message, ...(issues ? { issues } : {}), exhausted: false, deliveryCount } };
+    return { kind: 'dead_letter', reason: { code, ...name, message, ...(issues ? { issues } : {}), exhausted: false, deliveryCount } };
   }
   if (deliveryCount >= policy.maxDeliveries) {
-    return { kind: 'dead_letter', reason: { code, message, exhausted: true, deliveryCount } };
+    return { kind: 'dead_letter', reason: { code, ...name, message, exhausted: true, deliveryCount } };
   }
   return { kind: 'retry', delayMs: backoffDelayMs(deliveryCount, policy), code, message };
 }

@@ -17,7 +17,7 @@ describe('failureOutcome', () => {
   it('dead-letters a retryable error once maxDeliveries is reached, saying it was exhausted', () => {
     expect(failureOutcome(new TransientError('db down'), 4, policy)).toEqual({
       kind: 'dead_letter',
-      reason: { code: 'transient', message: 'db down', exhausted: true, deliveryCount: 4 },
+      reason: { code: 'transient', name: 'TransientError', message: 'db down', exhausted: true, deliveryCount: 4 },
     });
   });
 

@@ -5,9 +5,12 @@ import { MalformedMessageError, RemoteQueryError } from '../errors.js';
 /** What a query responder sends back: the answer, or an error that names its code (and field issues). */
 export type QueryReply<T = unknown> = { ok: true; data: T } | { ok: false; error: QueryReplyError };
 
+/** Same shape as `ReplyError` in contracts. */
 export interface QueryReplyError {
   code: string;
   message: string;
+  /** Whether the same request may succeed later. */
+  retryable?: boolean;
   issues?: FieldIssue[];
 }
 
@@ -24,6 +27,7 @@ const replySchema = z.discriminatedUnion('ok', [
     error: z.object({
       code: z.string(),
       message: z.string(),
+      retryable: z.boolean().optional(),
       issues: z.array(z.object({ path: z.string(), message: z.string(), fix: z.string().optional() })).optional(),
     }),
   }),
@@ -36,11 +40,11 @@ const replySchema = z.discriminatedUnion('ok', [
  */
 export function errorReply(err: unknown): { ok: false; error: QueryReplyError } {
   if (err instanceof GpunetError) {
-    const error: QueryReplyError = { code: err.code, message: err.message };
+    const error: QueryReplyError = { code: err.code, message: err.message, retryable: err.retryable };
     if (err instanceof ValidationError || err instanceof MalformedMessageError) error.issues = [...err.issues];
     return { ok: false, error };
   }
-  return { ok: false, error: { code: 'internal', message: 'internal error' } };
+  return { ok: false, error: { code: 'internal', message: 'internal error', retryable: false } };
 }
 
 /** Parses a reply body; a body that is not a reply envelope is a MalformedMessageError. */
@@ -66,6 +70,6 @@ export function replyToError(subject: string, error: QueryReplyError): GpunetErr
     case 'illegal_state':
       return new IllegalStateError(error.message);
     default:
-      return new RemoteQueryError(error.code, error.message, subject, error.issues ?? []);
+      return new RemoteQueryError(error.code, error.message, subject, error.issues ?? [], error.retryable);
   }
 }

@@ -70,7 +70,7 @@ async function computeReply(msg: Msg, contract: QueryContract, handler: QueryHan
     try {
       request = msg.data.length === 0 ? undefined : JSON.parse(utf8.decode(msg.data));
     } catch (err) {
-      throw new ValidationError('request body is not JSON', [{ path: '(root)', message: 'not JSON', fix: 'send a JSON body' }], { cause: err });
+      throw new ValidationError('request body is not JSON', [{ path: '', message: 'not JSON', fix: 'send a JSON body' }], { cause: err });
     }
     if (contract.request) {
       const parsed = contract.request.safeParse(request);
@@ -82,7 +82,7 @@ async function computeReply(msg: Msg, contract: QueryContract, handler: QueryHan
       const parsed = contract.response.safeParse(data);
       if (!parsed.success) {
         log.error({ issues: toFieldIssues(parsed.error) }, 'query handler answered outside its response schema');
-        return { ok: false, error: { code: 'internal', message: 'internal error' } };
+        return { ok: false, error: { code: 'internal', message: 'internal error', retryable: false } };
       }
       data = parsed.data;
     }
