@@ -316,8 +316,8 @@ export class SqliteEventStore implements EventStore {
     this.assertOpen();
     const subscription = new CatchUpSubscription({
       fromPosition: options.fromPosition ?? 0n,
-      batchSize: options.batchSize ?? 500,
-      pollIntervalMs: options.pollIntervalMs ?? 250,
+      batchSize: Math.max(1, options.batchSize ?? 500),
+      pollIntervalMs: Math.max(1, options.pollIntervalMs ?? 250),
       // Single writer: every position up to the head is committed, so a filtered read may skip to it.
       readHead: () => this.stmt.headPosition.get()!.head,
       readBatch: (fromPosition, toPosition, maxCount) =>
@@ -335,7 +335,14 @@ export class SqliteEventStore implements EventStore {
 
   async saveCheckpoint(subscriberId: string, position: bigint): Promise<void> {
     this.assertOpen();
-    this.stmt.saveCheckpoint.run(subscriberId, position);
+    try {
+      this.stmt.saveCheckpoint.run(subscriberId, position);
+    } catch (err) {
+      if (isSqliteError(err, 'SQLITE_BUSY')) {
+        throw new TransientError(`save checkpoint of ${subscriberId}: the database stayed locked by another writer`, { cause: err });
+      }
+      throw err;
+    }
   }
 
   async loadCheckpoint(subscriberId: string): Promise<bigint | undefined> {
