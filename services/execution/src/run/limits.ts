@@ -39,20 +39,26 @@ export function hasLimits(limits: ResourceLimits | undefined): limits is Resourc
   return limits !== undefined && Object.values(limits).some((v) => v !== undefined);
 }
 
-/** Problems with a limits object; empty when usable. */
+/** Smallest usable value per limit, and why. */
+const MINIMUM: Partial<Record<keyof ResourceLimits, [number, string]>> = {
+  maxProcesses: [1, 'the job itself is a process'],
+  maxOpenFiles: [4, 'stdin, stdout, stderr and one more'],
+};
+
+/** Problems with a limits object, one per field; empty when usable. */
 export function limitIssues(limits: ResourceLimits | undefined, field = 'limits'): FieldIssue[] {
   const issues: FieldIssue[] = [];
   for (const [key, value] of Object.entries(limits ?? {})) {
+    const path = `${field}.${key}`;
     if (!(key in FLAGS)) {
-      issues.push({ path: `${field}.${key}`, message: 'is not a known limit', fix: `use one of ${Object.keys(FLAGS).join(', ')}` });
-    } else if (value !== undefined && (!Number.isSafeInteger(value) || (value as number) < 0)) {
-      issues.push({ path: `${field}.${key}`, message: 'must be a non-negative integer' });
+      issues.push({ path, message: 'is not a known limit', fix: `use one of ${Object.keys(FLAGS).join(', ')}` });
+      continue;
     }
-  }
-  const { maxProcesses, maxOpenFiles } = limits ?? {};
-  if (maxProcesses === 0) issues.push({ path: `${field}.maxProcesses`, message: 'must be at least 1' });
-  if (maxOpenFiles !== undefined && maxOpenFiles < 4) {
-    issues.push({ path: `${field}.maxOpenFiles`, message: 'must be at least 4', fix: 'stdin, stdout, stderr and one more' });
+    if (value === undefined) continue;
+    const [min, why] = MINIMUM[key as keyof ResourceLimits] ?? [0, ''];
+    if (!Number.isSafeInteger(value) || (value as number) < min) {
+      issues.push({ path, message: `must be an integer of at least ${min}`, ...(why && { fix: why }) });
+    }
   }
   return issues;
 }

@@ -159,6 +159,27 @@ export function runSpecIssues(spec: RunSpec): FieldIssue[] {
   return issues;
 }
 
+/** Helper binaries {@link launchArgv} may wrap the job with, as absolute paths. */
+export interface LaunchTools {
+  /** Required when the spec has limits. */
+  readonly prlimitPath?: string;
+}
+
+/**
+ * The argv that starts a run: the job's command, wrapped by helpers that set up its
+ * confinement and then `exec` it, so the job keeps the pid (and process group) that was
+ * spawned. Today that is `prlimit` for limits; further wrappers (a network namespace, an
+ * unprivileged user) compose the same way. Pure.
+ */
+export function launchArgv(spec: Pick<RunSpec, 'command' | 'args' | 'limits'>, tools: LaunchTools): string[] {
+  let argv = [spec.command, ...(spec.args ?? [])];
+  if (hasLimits(spec.limits)) {
+    if (tools.prlimitPath === undefined) throw new ResourceLimitsUnavailableError('resource limits were asked for without a prlimit binary');
+    argv = [tools.prlimitPath, ...prlimitArgs(spec.limits), '--', ...argv];
+  }
+  return argv;
+}
+
 /**
  * Runs one attempt of a job as a real process and resolves when it and every process of its
  * group are gone.
@@ -193,14 +214,15 @@ export async function runProcess(spec: RunSpec, opts: RunOptions = {}): Promise<
     passEnv: opts.passEnv,
   });
 
-  let argv = [spec.command, ...(spec.args ?? [])];
+  let prlimitPath: string | undefined;
   if (hasLimits(spec.limits)) {
-    const prlimit = await findExecutable(opts.prlimitPath ?? 'prlimit', hostEnv.PATH);
-    if (prlimit === null) {
+    const found = await findExecutable(opts.prlimitPath ?? 'prlimit', hostEnv.PATH);
+    if (found === null) {
       throw new ResourceLimitsUnavailableError(`resource limits were asked for but ${opts.prlimitPath ?? 'prlimit'} (util-linux) was not found`);
     }
-    argv = [prlimit, ...prlimitArgs(spec.limits), '--', ...argv];
+    prlimitPath = found;
   }
+  const argv = launchArgv(spec, { prlimitPath });
 
   const logFile = opts.logFile ?? join(spec.dirs.logs, 'run.log');
   const file = new LogFile(createWriteStream(logFile, { flags: 'a', mode: 0o600 }));
