@@ -10,6 +10,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/ensure.sh"
 cd "$GPUNET_ROOT"
 
 started=$SECONDS
+# Jest's output is teed into the summary below, which would turn its colours off on a terminal.
+if [ -t 1 ]; then export FORCE_COLOR=1; fi
 ensure_node_modules
 ensure_nats_server
 ensure_postgres
