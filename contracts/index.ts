@@ -10,6 +10,7 @@ export * from './events/data.js';
 export * from './events/job.js';
 export * from './events/ledger.js';
 export * from './events/nodes.js';
+export * from './folder-manifest.js';
 export * from './issues.js';
 export * from './job-spec.js';
 export * from './message.js';

@@ -36,54 +36,51 @@ export const EventId = z
   .uuid({ error: fieldError('eventId', 'must be a UUID', 'generate one with a UUID v4 or v7 library') })
   .describe('Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.');
 
+const traceIdError = fieldError('correlation id', 'must be 1–128 characters', 'pass the id you received, or a new UUID');
 /** Correlation and causation ids: opaque, set by whoever started the chain (often a UUID). */
-export const TraceId = z
-  .string({ error: fieldError('correlation id', 'must be 1–128 characters', 'pass the id you received, or a new UUID') })
-  .min(1, { error: fieldError('correlation id', 'must be 1–128 characters', 'pass the id you received, or a new UUID') })
-  .max(128, { error: fieldError('correlation id', 'must be 1–128 characters', 'pass the id you received, or a new UUID') });
+export const TraceId = z.string({ error: traceIdError }).min(1, { error: traceIdError }).max(128, { error: traceIdError });
 
 /** A UTC instant, ISO-8601 with `Z`, e.g. `2025-06-01T12:00:00.000Z`. */
-export const Timestamp = z
-  .iso.datetime({
+export const Timestamp = z.iso
+  .datetime({
     error: fieldError('time', 'must be a UTC ISO-8601 time ending in `Z`', 'write e.g. `2025-06-01T12:00:00.000Z` (`new Date().toISOString()`)'),
   })
   .describe('UTC instant, ISO-8601 with `Z`.');
 
+/** A whole number ≥ 0; `field`, `unit` and `fix` feed the error message. */
+function wholeNumber(field: string, unit: string, fix: string) {
+  const error = fieldError(field, `must be a whole number of ${unit} ≥ 0`, fix);
+  return z.int({ error }).min(0, { error });
+}
+
 /** A whole number of milliseconds, ≥ 0. */
-export const DurationMs = z
-  .int({ error: fieldError('duration', 'must be a whole number of milliseconds ≥ 0', 'write e.g. `5400000` for 1h30m') })
-  .min(0, { error: fieldError('duration', 'must be a whole number of milliseconds ≥ 0', 'write e.g. `5400000` for 1h30m') })
-  .describe('Duration in whole milliseconds.');
+export const DurationMs = wholeNumber('duration', 'milliseconds', 'write e.g. `5400000` for 1h30m').describe('Duration in whole milliseconds.');
 
 /** Money: a whole number of micro-units (1 unit = 1,000,000), ≥ 0, a safe integer. */
-export const Micros = z
-  .int({ error: fieldError('amount', 'must be a whole number of micro-units ≥ 0', 'write e.g. `2500000` for 2.50') })
-  .min(0, { error: fieldError('amount', 'must be a whole number of micro-units ≥ 0', 'write e.g. `2500000` for 2.50') })
-  .describe('Money in integer micro-units (1 unit = 1,000,000 micros); a safe integer, so at most about 9.007e9 units.');
-
-/** ISO 4217 currency code. */
-export const Currency = z
-  .string({ error: fieldError('currency', 'must be a three-letter ISO 4217 code', 'write e.g. `EUR` or `USD`') })
-  .regex(/^[A-Z]{3}$/, { error: fieldError('currency', 'must be a three-letter ISO 4217 code', 'write e.g. `EUR` or `USD`') })
-  .describe('ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.');
-
-/** Lower-case hex sha256, the content address of a blob. */
-export const Sha256 = z
-  .string({ error: fieldError('sha256', 'must be 64 lower-case hex characters', 'use the output of `sha256sum FILE` (first column)') })
-  .regex(/^[0-9a-f]{64}$/, { error: fieldError('sha256', 'must be 64 lower-case hex characters', 'use the output of `sha256sum FILE` (first column)') })
-  .describe('Content address: lower-case hex sha256 of the bytes.');
+export const Micros = wholeNumber('amount', 'micro-units', 'write e.g. `2500000` for 2.50').describe(
+  'Money in integer micro-units (1 unit = 1,000,000 micros); a safe integer, so at most about 9.007e9 units.',
+);
 
 /** A byte count, ≥ 0. */
-export const ByteCount = z
-  .int({ error: fieldError('size', 'must be a whole number of bytes ≥ 0', 'use the file size in bytes, e.g. from `stat -c %s FILE`') })
-  .min(0, { error: fieldError('size', 'must be a whole number of bytes ≥ 0', 'use the file size in bytes, e.g. from `stat -c %s FILE`') })
-  .describe('Size in bytes.');
+export const ByteCount = wholeNumber('size', 'bytes', 'use the file size in bytes, e.g. from `stat -c %s FILE`').describe('Size in bytes.');
 
+const currencyError = fieldError('currency', 'must be a three-letter ISO 4217 code', 'write e.g. `EUR` or `USD`');
+/** ISO 4217 currency code. */
+export const Currency = z
+  .string({ error: currencyError })
+  .regex(/^[A-Z]{3}$/, { error: currencyError })
+  .describe('ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.');
+
+const sha256Error = fieldError('sha256', 'must be 64 lower-case hex characters', 'use the output of `sha256sum FILE` (first column)');
+/** Lower-case hex sha256, the content address of a blob. */
+export const Sha256 = z
+  .string({ error: sha256Error })
+  .regex(/^[0-9a-f]{64}$/, { error: sha256Error })
+  .describe('Content address: lower-case hex sha256 of the bytes.');
+
+const gpuCountError = fieldError('gpus', 'must be a whole number ≥ 1', 'write e.g. `gpus: 2`');
 /** GPU count of a request or a hold, ≥ 1. */
-export const GpuCount = z
-  .int({ error: fieldError('gpus', 'must be a whole number ≥ 1', 'write e.g. `gpus: 2`') })
-  .min(1, { error: fieldError('gpus', 'must be a whole number ≥ 1', 'write e.g. `gpus: 2`') })
-  .describe('Number of GPUs, a whole number ≥ 1.');
+export const GpuCount = z.int({ error: gpuCountError }).min(1, { error: gpuCountError }).describe('Number of GPUs, a whole number ≥ 1.');
 
 const gpuModelError = fieldError(
   'gpuModel',
@@ -109,12 +106,15 @@ export const GpuIndices = z
   })
   .describe('GPU indices on the node, each once; the job sees them through `CUDA_VISIBLE_DEVICES`.');
 
+const decimalError = fieldError(
+  'number',
+  'must be a non-negative integer written as decimal text',
+  'write e.g. `"42"` (a string, so 64-bit values survive JSON)',
+);
 /** A non-negative integer that may exceed 2^53 (event store revisions and positions), as decimal text. */
 export const DecimalString = z
-  .string({ error: fieldError('number', 'must be a non-negative integer written as decimal text', 'write e.g. `"42"` (a string, so 64-bit values survive JSON)') })
-  .regex(/^(?:0|[1-9][0-9]{0,19})$/, {
-    error: fieldError('number', 'must be a non-negative integer written as decimal text', 'write e.g. `"42"` (a string, so 64-bit values survive JSON)'),
-  })
+  .string({ error: decimalError })
+  .regex(/^(?:0|[1-9][0-9]{0,19})$/, { error: decimalError })
   .describe('Non-negative 64-bit integer as decimal text (JSON numbers lose precision above 2^53).');
 
 /** How one run attempt ended. */
@@ -127,7 +127,6 @@ export const JobOutcome = z
       '`cancelled` (on request), `node_lost` (the node vanished; a platform fault), `deadline` (could not finish before the deadline).',
   );
 
+const humanTextError = fieldError('message', 'must be text of at most 2000 characters', 'shorten the text');
 /** A short human-readable explanation (logs, UIs); never parsed by programs. */
-export const HumanText = z
-  .string({ error: fieldError('message', 'must be text of at most 2000 characters', 'shorten the text') })
-  .max(2000, { error: fieldError('message', 'must be text of at most 2000 characters', 'shorten the text') });
+export const HumanText = z.string({ error: humanTextError }).max(2000, { error: humanTextError });

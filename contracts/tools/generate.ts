@@ -7,7 +7,8 @@
  * - `<Event>.json`: the recorded-event envelope whose `data` is that event;
  * - `<Command>.json` / `<Query>.json`: the request; `<Name>.reply.json`: its reply envelope;
  * - `JobSpec.json`: the job spec as people write it (`job.yaml`), `RecordedEvent.json`: any
- *   event envelope, `DeadLetter.json`: a dead letter.
+ *   event envelope, `DeadLetter.json`: a dead letter, `FolderManifest.json`: the blob that
+ *   addresses a folder input.
  * Schemas are generated in `input` mode: they accept exactly what the zod schemas accept
  * (fields with defaults are optional).
  */
@@ -15,6 +16,7 @@ import { z } from 'zod';
 import {
   DeadLetter,
   EVERY_SERVICE,
+  FolderManifest,
   HEADERS,
   JobSpecInput,
   MESSAGES,
@@ -69,6 +71,7 @@ function messageSchemas(): Map<string, JsonObject> {
   }
   out.set('JobSpec', jsonSchema(JobSpecInput, 'JobSpec', 'A job spec as people write it (`job.yaml`, `POST /v1/jobs` `spec`, `SubmitJob.spec`).'));
   out.set('RecordedEvent', jsonSchema(RecordedEventEnvelope, 'RecordedEvent', `Any event on \`${SUBJECT_PREFIX.event}.*\`; check \`data\` with the file named by \`type\`.`));
+  out.set('FolderManifest', jsonSchema(FolderManifest, 'FolderManifest', 'The manifest blob that addresses a folder input.'));
   out.set('DeadLetter', jsonSchema(DeadLetter, 'DeadLetter', `A message a consumer gave up on, on \`${SUBJECT_PREFIX.deadLetter}.<consumer>\`.`));
   return out;
 }
