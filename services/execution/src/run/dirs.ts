@@ -43,6 +43,11 @@ export function runIdIssues(jobId: string, attemptId: string): FieldIssue[] {
   return issues;
 }
 
+/** Tolerates EEXIST, so preparing the same attempt twice is harmless. */
+function existing(err: NodeJS.ErrnoException): void {
+  if (err.code !== 'EEXIST') throw err;
+}
+
 /** Mode of every run directory: only the agent's user (and the job, which runs as it for now). */
 const DIR_MODE = 0o700;
 
@@ -70,9 +75,8 @@ export async function prepareRunDirs(root: string, jobId: string, attemptId: str
     checkpoints: join(attemptRoot, 'checkpoints'),
     logs: join(attemptRoot, 'logs'),
   };
-  for (const dir of [dirs.inputs, dirs.work, dirs.outputs, dirs.checkpoints, dirs.logs]) {
-    await mkdir(dir, { recursive: true, mode: DIR_MODE });
-  }
+  await mkdir(attemptRoot, { recursive: true, mode: DIR_MODE });
+  await Promise.all([dirs.inputs, dirs.work, dirs.outputs, dirs.checkpoints, dirs.logs].map((dir) => mkdir(dir, { mode: DIR_MODE }).catch(existing)));
   return dirs;
 }
 
@@ -96,23 +100,30 @@ export async function sealInputs(inputsDir: string): Promise<void> {
  */
 export async function removeRunDirs(dirs: Pick<RunDirs, 'root'>): Promise<void> {
   try {
-    await walkNoFollow(dirs.root, async (path, mode, isDir) => {
-      if (isDir) await chmod(path, mode | 0o700);
-    });
+    await makeDirsWritable(dirs.root);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
   await rm(dirs.root, { recursive: true, force: true });
 }
 
+/** Only directories matter for removal (unlinking needs write on the parent), so files are not visited. */
+async function makeDirsWritable(dir: string): Promise<void> {
+  const st = await lstat(dir);
+  if (!st.isDirectory()) return;
+  if ((st.mode & 0o700) !== 0o700) await chmod(dir, (st.mode & 0o7777) | 0o700);
+  const entries = await readdir(dir, { withFileTypes: true });
+  await Promise.all(entries.filter((e) => e.isDirectory()).map((e) => makeDirsWritable(join(dir, e.name))));
+}
+
 /** Visits `dir` and everything below it (dirs before their contents), skipping symlinks. */
 async function walkNoFollow(
   dir: string,
-  visit: (path: string, mode: number, isDir: boolean) => Promise<void>,
+  visit: (path: string, mode: number) => Promise<void>,
 ): Promise<void> {
   const st = await lstat(dir);
   if (st.isSymbolicLink()) return;
-  await visit(dir, st.mode & 0o7777, st.isDirectory());
+  await visit(dir, st.mode & 0o7777);
   if (!st.isDirectory()) return;
   for (const entry of await readdir(dir)) {
     await walkNoFollow(join(dir, entry), visit);
