@@ -20,7 +20,11 @@ import {
   getMessage,
   querySubject,
   validateEventData,
+  type AnyEvent,
+  type CommandReply,
+  type EventData,
   type MessageKind,
+  type QueryRequest,
 } from './index.js';
 
 /** The messages the foundation issue names. Names may be improved; this list may only grow. */
@@ -140,6 +144,25 @@ describe('registry', () => {
       { path: 'gpus', message: 'gpus must equal the number of gpuIndices', fix: 'set gpus to gpuIndices.length' },
     ]);
     expect(validateEventData('NoSuchEvent', {})).toEqual({ ok: false, issues: [{ path: 'type', message: 'unknown event type "NoSuchEvent"' }] });
+  });
+
+  it('types payloads by message name (checked by tsc)', () => {
+    const finished: EventData<'JobFinished'> = {
+      jobId: 'job_1',
+      attemptId: 'job_1-a1',
+      nodeId: 'node-1',
+      outcome: 'timeout',
+      exitCode: null,
+      signal: 'SIGKILL',
+      finishedAt: '2025-06-01T12:00:00.000Z',
+    };
+    // @ts-expect-error an outcome outside the six does not type-check
+    const wrong: EventData<'JobFinished'>['outcome'] = 'exploded';
+    const reply: CommandReply<'SubmitJob'> = { jobId: 'job_1', state: 'submitted', submittedAt: finished.finishedAt, duplicate: false };
+    const list: QueryRequest<'ListJobs'> = { limit: 50, states: ['running'] };
+    const event: AnyEvent = { type: 'JobFinished', data: finished };
+    if (event.type === 'JobFinished') expect(event.data.outcome).toBe('timeout');
+    expect([wrong, reply.state, list.limit]).toEqual(['exploded', 'submitted', 50]);
   });
 
   it('describes every field of every message, so the JSON Schemas document themselves', () => {
