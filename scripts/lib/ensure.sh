@@ -69,6 +69,16 @@ node_modules_current() {
   ')
 }
 
+# better-sqlite3 downloads a prebuilt addon when it can reach GitHub and compiles one otherwise,
+# which needs python3, make and a C++ compiler. As root, install them if absent; without root,
+# the build failure itself says what is missing.
+ensure_build_tools() {
+  { command -v python3 && command -v make && command -v g++; } >/dev/null 2>&1 && return 0
+  is_root || return 0
+  note "installing python3, make and g++ in case better-sqlite3 must be compiled"
+  apt_install python3 make g++
+}
+
 ensure_node_modules() {
   step "npm packages"
   ensure_node
@@ -76,12 +86,16 @@ ensure_node_modules() {
     note "node_modules matches package-lock.json"
   else
     note "node_modules is missing or differs from package-lock.json: npm ci"
-    (cd "$GPUNET_ROOT" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci failed (see above)."
+    ensure_build_tools
+    (cd "$GPUNET_ROOT" && npm ci --no-audit --no-fund --loglevel=error) ||
+      die "npm ci failed (see above)." \
+        "If better-sqlite3 failed to build, install a compiler: sudo apt-get install -y python3 make g++"
   fi
   # better-sqlite3 is a native addon built by its install script; a tree installed with
   # --ignore-scripts or for another Node ABI has none or the wrong one.
   if ! (cd "$GPUNET_ROOT" && node -e 'new (require("better-sqlite3"))(":memory:").close()' 2>/dev/null); then
     note "better-sqlite3's native addon does not load: npm rebuild better-sqlite3"
+    ensure_build_tools
     (cd "$GPUNET_ROOT" && npm rebuild better-sqlite3 --loglevel=error) &&
       (cd "$GPUNET_ROOT" && node -e 'new (require("better-sqlite3"))(":memory:").close()') ||
       die "better-sqlite3 cannot be built." "It compiles with python3, make and g++ when no prebuilt binary fits: apt-get install -y python3 make g++"
