@@ -30,7 +30,7 @@ const RELATIVE_PATH = /^(?!\/)(?!(?:.*\/)?\.\.(?:\/|$)).{1,1024}$/;
 /** Environment variable names the job may set; `GPUNET_*` and `CUDA_VISIBLE_DEVICES` belong to the agent. */
 const ENV_NAME = /^(?!GPUNET_)(?!CUDA_VISIBLE_DEVICES$)[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const INPUT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-/** An absolute ISO-8601 time with offset, or `+<duration>` counted from submission. */
+/** A deadline counted from submission: `+<duration>`, e.g. `+6h`. */
 const RELATIVE_DEADLINE = new RegExp(`^\\+${DURATION_PATTERN.source.slice(1)}`);
 
 /** Builds an object schema: strict for what people write, tolerant for what messages carry. */
@@ -42,7 +42,8 @@ const tolerant: ObjectFactory = (shape) => z.object(shape);
 // ── the work ────────────────────────────────────────────────────────────────────────────
 
 function stringList(field: string, example: string, description: string) {
-  const error = fieldError(field, 'must be a list of strings', `quote each item, e.g. \`${field}: ${example}\``);
+  const key = field.slice(field.lastIndexOf('.') + 1);
+  const error = fieldError(field, 'must be a list of strings', `quote each item, e.g. \`${key}: ${example}\``);
   return z.array(z.string({ error }), { error }).max(1000, { error: fieldError(field, 'may hold at most 1000 items', 'pass fewer items') }).describe(description);
 }
 

@@ -60,8 +60,7 @@ function render(value: unknown): string {
 function messageSchemas(): Map<string, JsonObject> {
   const out = new Map<string, JsonObject>();
   for (const def of MESSAGES) {
-    const subject = def.subject;
-    const about = `${def.description} Subject: \`${subject}\`. Schema version ${def.version}.`;
+    const about = `${def.description} Subject: \`${def.subject}\`. Schema version ${def.version}.`;
     if (def.kind === 'event') {
       out.set(def.name, jsonSchema(eventEnvelopeSchema(def.name as EventType), def.name, about, def.version));
     } else {
