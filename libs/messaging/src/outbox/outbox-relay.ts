@@ -1,0 +1,255 @@
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { EventStore, ReadAllFilter, RecordedEvent, Subscription } from '#event-store';
+import { encodeEvent } from '../bus-event.js';
+import { EVENT_SUBJECT_PREFIX } from '../conventions.js';
+import { defaultMessagingLogger, type Logger } from '../logging.js';
+
+export interface OutboxRelayOptions {
+  /** Checkpoint name in the event store. Default `outbox-relay`. One relay process per name. */
+  name?: string;
+  /** Only these events (e.g. `{ streamPrefix: 'job-' }`). Default: all. */
+  filter?: ReadAllFilter;
+  /** Default `gpunet.evt.`. */
+  subjectPrefix?: string;
+  /** Publishes awaiting their PubAck at most. Default 512. */
+  maxInFlight?: number;
+  /** Save the checkpoint once this many more events are acked... Default 1000. */
+  checkpointEvery?: number;
+  /** ...or this long after the first unsaved ack, whichever comes first. Default 250 ms. */
+  checkpointIntervalMs?: number;
+  /** Events read from the store per batch while catching up. Default 500. */
+  batchSize?: number;
+  /** Passed to the store subscription: how often to look for new events when idle. Default: the store's. */
+  pollIntervalMs?: number;
+  /** PubAck timeout per publish. Default 5000 ms. */
+  publishTimeoutMs?: number;
+  /** After a failure, wait this long before resuming (doubling up to retryMaxMs). Default 200 ms. */
+  retryBaseMs?: number;
+  /** Default 5000 ms. */
+  retryMaxMs?: number;
+  /** Default: the messaging pino logger. */
+  logger?: Logger;
+}
+
+export interface OutboxRelayStats {
+  /** Position the relay (re)started from: the saved checkpoint, or 0. */
+  startedFrom: bigint;
+  /** PubAcks received, duplicates included. */
+  published: number;
+  /** PubAcks that JetStream marked duplicate (already on the bus). */
+  duplicates: number;
+  /** Times the pipeline failed and resumed from the last acked position. */
+  restarts: number;
+}
+
+interface InFlight {
+  position: bigint;
+  done: boolean;
+}
+
+/**
+ * Publishes every event appended to the event store to JetStream, in position order, on
+ * `gpunet.evt.<type>` with `Nats-Msg-Id` = event id.
+ *
+ * Delivery is at least once on the relay's side and exactly once on the bus: after a crash the
+ * relay resumes from its saved checkpoint (saved only after PubAcks, so never ahead of the bus)
+ * and re-publishes what followed it; JetStream drops those as duplicates within the stream's
+ * duplicate window. Publishes are pipelined (up to `maxInFlight` awaiting PubAcks) on one
+ * connection, so the stream stores them in position order; the checkpoint advances over the
+ * contiguous prefix of acked events and is saved in batches. On a failed publish the pipeline
+ * drains and resumes from the last contiguous ack.
+ */
+export class OutboxRelay {
+  private readonly name: string;
+  private readonly logger: Logger;
+  private readonly maxInFlight: number;
+  private readonly checkpointEvery: number;
+  private readonly checkpointIntervalMs: number;
+  private readonly subjectPrefix: string;
+  private readonly publishTimeoutMs: number;
+  private readonly inFlight: InFlight[] = [];
+  private inFlightHead = 0;
+  private acked = 0n;
+  private saved = 0n;
+  private unsavedCount = 0;
+  private saving: Promise<void> = Promise.resolve();
+  private saveTimer: NodeJS.Timeout | undefined;
+  private subscription: Subscription | undefined;
+  private loop: Promise<void> | undefined;
+  private stopping = false;
+  private failure: unknown;
+  private capacityWaiter: (() => void) | undefined;
+  private drainWaiter: (() => void) | undefined;
+  readonly stats: OutboxRelayStats = { startedFrom: 0n, published: 0, duplicates: 0, restarts: 0 };
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly js: JetStreamClient,
+    private readonly options: OutboxRelayOptions = {},
+  ) {
+    this.name = options.name ?? 'outbox-relay';
+    this.maxInFlight = options.maxInFlight ?? 512;
+    this.checkpointEvery = options.checkpointEvery ?? 1000;
+    this.checkpointIntervalMs = options.checkpointIntervalMs ?? 250;
+    this.subjectPrefix = options.subjectPrefix ?? EVENT_SUBJECT_PREFIX;
+    this.publishTimeoutMs = options.publishTimeoutMs ?? 5_000;
+    this.logger = (options.logger ?? defaultMessagingLogger()).child({ component: 'outbox-relay', relay: this.name });
+  }
+
+  /** Position of the last event known to be on the bus (contiguously from the start). */
+  get position(): bigint {
+    return this.acked;
+  }
+
+  /** Loads the checkpoint and starts relaying in the background. */
+  async start(): Promise<void> {
+    if (this.loop) return;
+    const checkpoint = (await this.store.loadCheckpoint(this.name)) ?? 0n;
+    this.acked = this.saved = this.stats.startedFrom = checkpoint;
+    this.logger.info({ fromPosition: checkpoint.toString() }, 'relay starting from checkpoint');
+    this.loop = this.run();
+  }
+
+  /** Stops reading, waits for the PubAcks in flight, saves the checkpoint, then resolves. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.capacityWaiter?.();
+    await this.subscription?.close();
+    await this.loop;
+    clearTimeout(this.saveTimer);
+    await this.saveCheckpoint();
+    this.logger.info({ position: this.acked.toString(), ...this.statsForLog() }, 'relay stopped');
+  }
+
+  private async run(): Promise<void> {
+    let retryMs = this.options.retryBaseMs ?? 200;
+    while (!this.stopping) {
+      this.failure = undefined;
+      const sub = this.store.subscribeToAll({
+        fromPosition: this.acked,
+        ...(this.options.filter ? { filter: this.options.filter } : {}),
+        batchSize: this.options.batchSize ?? 500,
+        ...(this.options.pollIntervalMs !== undefined ? { pollIntervalMs: this.options.pollIntervalMs } : {}),
+      });
+      this.subscription = sub;
+      try {
+        for await (const event of sub) {
+          if (this.stopping || this.failure !== undefined) break;
+          this.publish(event);
+          if (this.inFlight.length - this.inFlightHead >= this.maxInFlight) await this.hasCapacity();
+          if (this.failure !== undefined) break;
+        }
+      } catch (err) {
+        this.failure ??= err;
+      } finally {
+        await sub.close();
+      }
+      await this.drained();
+      if (this.failure === undefined || this.stopping) continue;
+      this.stats.restarts++;
+      this.logger.error({ err: this.failure, position: this.acked.toString(), retryInMs: retryMs }, 'relay failed; resuming from the last acked event');
+      await new Promise((r) => setTimeout(r, retryMs));
+      retryMs = Math.min(retryMs * 2, this.options.retryMaxMs ?? 5_000);
+    }
+  }
+
+  private publish(event: RecordedEvent): void {
+    const entry: InFlight = { position: event.position, done: false };
+    this.inFlight.push(entry);
+    const m = encodeEvent(event, this.subjectPrefix);
+    this.js.publish(m.subject, m.payload, { msgID: m.msgID, headers: m.headers, timeout: this.publishTimeoutMs }).then(
+      (ack) => {
+        this.stats.published++;
+        if (ack.duplicate) this.stats.duplicates++;
+        entry.done = true;
+        this.advance();
+      },
+      (err: unknown) => {
+        // The acked position stops before this event (see advance), so it is published again on resume.
+        this.failure ??= err;
+        entry.done = true;
+        this.advance();
+      },
+    );
+  }
+
+  /** Moves the acked position over the contiguous prefix of acked publishes. */
+  private advance(): void {
+    let moved = false;
+    while (this.inFlightHead < this.inFlight.length && this.inFlight[this.inFlightHead]!.done) {
+      // After a failure nothing counts as acked any more: the pipeline drains and resumes from here.
+      if (this.failure === undefined) {
+        this.acked = this.inFlight[this.inFlightHead]!.position;
+        this.unsavedCount++;
+      }
+      this.inFlightHead++;
+      moved = true;
+    }
+    if (this.inFlightHead > 1024 && this.inFlightHead * 2 > this.inFlight.length) {
+      this.inFlight.splice(0, this.inFlightHead);
+      this.inFlightHead = 0;
+    }
+    if (!moved) return;
+    this.capacityWaiter?.();
+    if (this.inFlight.length === this.inFlightHead) this.drainWaiter?.();
+    this.maybeSave();
+  }
+
+  private hasCapacity(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.capacityWaiter = () => {
+        this.capacityWaiter = undefined;
+        resolve();
+      };
+    });
+  }
+
+  /** Resolves once every publish in flight has settled. */
+  private async drained(): Promise<void> {
+    if (this.inFlight.length !== this.inFlightHead) {
+      await new Promise<void>((resolve) => {
+        this.drainWaiter = () => {
+          this.drainWaiter = undefined;
+          resolve();
+        };
+      });
+    }
+    this.inFlight.length = 0;
+    this.inFlightHead = 0;
+  }
+
+  private maybeSave(): void {
+    if (this.acked === this.saved) return;
+    if (this.unsavedCount >= this.checkpointEvery) {
+      this.unsavedCount = 0;
+      void this.saveCheckpoint();
+    } else if (!this.saveTimer) {
+      this.saveTimer = setTimeout(() => {
+        this.saveTimer = undefined;
+        this.unsavedCount = 0;
+        void this.saveCheckpoint();
+      }, this.checkpointIntervalMs);
+      this.saveTimer.unref();
+    }
+  }
+
+  /** Saves the acked position; saves are serialized and never go backwards. */
+  private saveCheckpoint(): Promise<void> {
+    this.saving = this.saving.then(async () => {
+      const position = this.acked;
+      if (position <= this.saved) return;
+      try {
+        await this.store.saveCheckpoint(this.name, position);
+        this.saved = position;
+      } catch (err) {
+        // Not fatal: the next save carries a later position; a crash meanwhile only means more re-publishing.
+        this.logger.warn({ err, position: position.toString() }, 'cannot save relay checkpoint');
+      }
+    });
+    return this.saving;
+  }
+
+  private statsForLog(): Record<string, unknown> {
+    return { ...this.stats, startedFrom: this.stats.startedFrom.toString() };
+  }
+}
