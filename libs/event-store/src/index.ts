@@ -3,3 +3,11 @@ export * from './errors.js';
 export * from './hash-chain.js';
 export * from './append-validation.js';
 export { SqliteEventStore, type SqliteEventStoreOptions } from './sqlite/sqlite-event-store.js';
+export {
+  appendOnClient,
+  openPostgresEventStore,
+  PostgresEventStore,
+  POSTGRES_DEFAULTS,
+  type PostgresAppendSettings,
+  type PostgresEventStoreOptions,
+} from './postgres/index.js';

@@ -11,6 +11,8 @@ import pg from 'pg';
 export class ChangeFeed {
   /** Bumped on every wake-up; a waiter that saw an older value does not wait. */
   private version = 0;
+  /** Highest position some append is known to have committed (notification payloads, own appends). */
+  private known = 0n;
   private waiters = new Set<() => void>();
   private client: pg.Client | undefined;
   private connecting: Promise<void> | undefined;
@@ -29,8 +31,17 @@ export class ChangeFeed {
     return this.version;
   }
 
-  /** Wakes every waiter (called after an append of this process commits). */
-  bump(): void {
+  /**
+   * Highest position known to be committed. A reader whose visibility frontier is not past it
+   * knows an event is on its way (held back by an older transaction still in flight).
+   */
+  get knownPosition(): bigint {
+    return this.known;
+  }
+
+  /** Wakes every waiter; `position`: the last position of the append that committed, when known. */
+  bump(position?: bigint): void {
+    if (position !== undefined && position > this.known) this.known = position;
     this.version++;
     const waiters = this.waiters;
     this.waiters = new Set();
@@ -79,7 +90,7 @@ export class ChangeFeed {
     this.connecting = (async () => {
       try {
         await client.connect();
-        client.on('notification', () => this.bump());
+        client.on('notification', (n) => this.bump(/^\d+$/.test(n.payload ?? '') ? BigInt(n.payload!) : undefined));
         client.on('error', lost);
         client.on('end', lost);
         await client.query(`LISTEN ${this.channel}`);
@@ -93,5 +104,64 @@ export class ChangeFeed {
         this.connecting = undefined;
       }
     })();
+  }
+}
+
+/**
+ * Sends the NOTIFY that wakes other processes' subscriptions, after an append has committed and
+ * at most once per round trip plus `windowMs`: the first append notifies at once, appends during
+ * that NOTIFY or the window after it share one more. Not in the append's transaction: there,
+ * PostgreSQL serializes every notifying commit of the database behind one lock, so concurrent
+ * appenders would stop sharing WAL flushes (docs/decisions/0003-postgres-global-order.md).
+ */
+export class ChangeNotifier {
+  private inFlight: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private pending = false;
+  /** Highest position appended and not yet notified. */
+  private position = 0n;
+
+  constructor(
+    /** Sends one NOTIFY whose payload is the position given. */
+    private readonly send: (position: bigint) => Promise<unknown>,
+    private readonly windowMs = 5,
+  ) {}
+
+  /** Asks for a NOTIFY soon; never throws (a lost notification costs a poll interval). */
+  poke(position: bigint): void {
+    if (position > this.position) this.position = position;
+    if (this.inFlight || this.timer) {
+      this.pending = true;
+      return;
+    }
+    this.fire();
+  }
+
+  /** Sends a last pending NOTIFY and stops. */
+  async close(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.inFlight;
+    if (this.pending) {
+      this.pending = false;
+      await this.send(this.position).catch(() => undefined);
+    }
+  }
+
+  private fire(): void {
+    this.pending = false;
+    this.inFlight = this.send(this.position)
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => {
+        this.inFlight = undefined;
+        this.timer = setTimeout(() => {
+          this.timer = undefined;
+          if (this.pending) this.fire();
+        }, this.windowMs);
+        this.timer.unref();
+      });
   }
 }

@@ -96,6 +96,7 @@ describeEventStoreConformance(postgresHarness('conformance-chain-key'));
 describe('postgres: global order never skips a late commit', () => {
   let db: TestDatabase;
   let store: PostgresEventStore;
+  let other: PostgresEventStore;
   /** Two connections of their own, for transactions held open across steps. */
   let txA: pg.PoolClient;
   let txB: pg.PoolClient;
@@ -103,9 +104,11 @@ describe('postgres: global order never skips a late commit', () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     store = await openPostgresEventStore({ connectionString: db.url, poolSize: 4 });
+    other = await openPostgresEventStore({ connectionString: db.url, poolSize: 1 });
   });
   afterAll(async () => {
     await store?.close();
+    await other?.close();
     await db?.drop();
   });
 
@@ -129,8 +132,8 @@ describe('postgres: global order never skips a late commit', () => {
       await withTwoTransactions(async () => {
         await txA.query('BEGIN');
         const a = await appendOnClient(txA, store.appendSettings, 'late-a', newEvents(2));
-        // B appends to another stream and commits while A is still open.
-        const b = await store.appendToStream('late-b', newEvents(1));
+        // B (another instance, as another service would) appends to another stream and commits while A is still open.
+        const b = await other.appendToStream('late-b', newEvents(1));
         expect(a.position < b.position).toBe(true);
 
         await reader.nothingWithin(400);
@@ -273,6 +276,49 @@ describe('postgres: appends to different streams run concurrently', () => {
     expect(await store.readStream('rolled-back')).toEqual([]);
     expect((await store.appendToStream('rolled-back', newEvents(1), { expectedRevision: 'no_stream' })).nextExpectedRevision).toBe(0n);
     expect((await store.verify()).ok).toBe(true);
+  });
+});
+
+describe('postgres: notifications', () => {
+  let db: TestDatabase;
+  let store: PostgresEventStore;
+  let other: PostgresEventStore;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    store = await openPostgresEventStore({ connectionString: db.url, poolSize: 2 });
+    other = await openPostgresEventStore({ connectionString: db.url, poolSize: 2 });
+  });
+  afterAll(async () => {
+    await store?.close();
+    await other?.close();
+    await db?.drop();
+  });
+
+  it("another instance's append wakes a subscription through LISTEN/NOTIFY, long before its next poll", async () => {
+    const reader = new SubscriptionReader(store.subscribeToAll({ pollIntervalMs: 60_000 }));
+    try {
+      await reader.nothingWithin(300); // first read done, LISTEN connection up, now waiting a minute
+      const started = Date.now();
+      await other.appendToStream('woken', newEvents(1));
+      expect((await reader.take(1, 5_000))[0]!.streamId).toBe('woken');
+      expect(Date.now() - started).toBeLessThan(5_000);
+
+      // An append in a caller's transaction notifies once the caller says it committed.
+      const c = await other.connect();
+      let appended: bigint;
+      try {
+        await c.query('BEGIN');
+        appended = (await appendOnClient(c, other.appendSettings, 'woken', newEvents(1))).position;
+        await c.query('COMMIT');
+      } finally {
+        c.release();
+      }
+      other.notifyAppended(appended);
+      expect((await reader.take(1, 5_000))[0]!.revision).toBe(1n);
+    } finally {
+      await reader.subscription.close();
+    }
   });
 });
 

@@ -15,7 +15,7 @@ import type {
 } from '../event-store.js';
 import { computeEventHash, GENESIS_HASH } from '../hash-chain.js';
 import { appendOnClient, isRetryableDriverError, type PostgresAppendSettings } from './append.js';
-import { ChangeFeed } from './change-feed.js';
+import { ChangeFeed, ChangeNotifier } from './change-feed.js';
 import { channelOf, migrationSql, ORDINAL_BITS, SCHEMA_NAME } from './schema.js';
 import { CatchUpSubscription } from './subscription.js';
 
@@ -36,10 +36,17 @@ export interface PostgresEventStoreOptions {
   chainKey?: string;
   /** Source of `recordedAt`. Default `() => new Date()`. */
   clock?: () => Date;
+  /**
+   * How long `readAll` and `headPosition` wait for this instance's own last append to become
+   * readable. The visibility frontier is the oldest transaction in flight anywhere in the
+   * cluster, so right after an append an older transaction elsewhere may still hold it back
+   * (usually for milliseconds). After this long they answer without it. Default 2000 ms.
+   */
+  readYourWritesMs?: number;
 }
 
 /** Defaults of `PostgresEventStoreOptions`. */
-export const POSTGRES_DEFAULTS = { schema: 'gpunet', poolSize: 10 } as const;
+export const POSTGRES_DEFAULTS = { schema: 'gpunet', poolSize: 10, readYourWritesMs: 2_000 } as const;
 
 /** Bumped when the schema changes; kept in `<schema>.meta`. */
 export const SCHEMA_VERSION = 1;
@@ -48,12 +55,14 @@ export const SCHEMA_VERSION = 1;
 const VERIFY_PAGE = 5_000;
 
 /**
- * Events of transactions older than every transaction still in flight: the gap-free committed
- * prefix of the log. `position` carries the transaction id in its high bits, so the same
- * frontier bounds the position index scan (docs/decisions/0003-postgres-global-order.md).
+ * The visibility frontier of the statement's snapshot: `xmin`, the oldest transaction still in
+ * flight (anywhere in the cluster), and `frontier`, the first position such a transaction could
+ * hold. Events of older transactions (`transaction_id < xmin`) are the gap-free committed prefix
+ * of the log; `position` carries the transaction id in its high bits, so the same bound on
+ * `position` lets the primary key index stop there (docs/decisions/0003-postgres-global-order.md).
  */
-const VISIBLE = `transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-  AND position < (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint << ${ORDINAL_BITS})`;
+const FRONTIER = `(SELECT x.xmin, x.xmin::text::bigint << ${ORDINAL_BITS} AS frontier
+   FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin) x)`;
 
 const COLUMNS = 'position, stream_id, revision, event_id, type, data, metadata, recorded_at, hash';
 
@@ -91,7 +100,11 @@ export class PostgresEventStore implements EventStore {
   private readonly pool: pg.Pool;
   private readonly settings: PostgresAppendSettings;
   private readonly feed: ChangeFeed;
+  private readonly notifier: ChangeNotifier;
   private readonly subscriptions = new Set<CatchUpSubscription>();
+  private readonly readYourWritesMs: number;
+  /** Last position this instance appended: `readAll` and `headPosition` wait until it is readable. */
+  private lastAppended = 0n;
   private closed = false;
 
   /** Prefer `openPostgresEventStore`, which also migrates. */
@@ -108,7 +121,9 @@ export class PostgresEventStore implements EventStore {
     // next query on the pool gets a fresh connection or a TransientError.
     this.pool.on('error', () => undefined);
     this.settings = { schema, chainKey: options.chainKey, clock: options.clock ?? (() => new Date()) };
+    this.readYourWritesMs = options.readYourWritesMs ?? POSTGRES_DEFAULTS.readYourWritesMs;
     this.feed = new ChangeFeed(options.connectionString, channelOf(schema));
+    this.notifier = new ChangeNotifier((position) => this.pool.query('SELECT pg_notify($1, $2)', [channelOf(schema), position.toString()]));
   }
 
   /** The settings `appendOnClient` needs to append on a client of the caller's own transaction. */
@@ -162,7 +177,8 @@ export class PostgresEventStore implements EventStore {
       const client = await this.connect();
       try {
         const result = await appendOnClient(client, this.settings, streamId, events, options);
-        this.feed.bump();
+        if (result.position > this.lastAppended) this.lastAppended = result.position;
+        this.notifyAppended(result.position);
         return result;
       } catch (err) {
         // The same event id raced in from another appender: once that one has committed, a
@@ -175,6 +191,16 @@ export class PostgresEventStore implements EventStore {
     }
   }
 
+  /**
+   * Wakes subscriptions here and, through NOTIFY, in other processes. `appendToStream` calls it;
+   * call it after committing a transaction in which you used `appendOnClient`, or subscribers
+   * elsewhere find those events at their next poll.
+   */
+  notifyAppended(position: bigint): void {
+    this.feed.bump(position);
+    if (!this.closed) this.notifier.poke(position);
+  }
+
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
     const { rows } = await this.query<EventRow>(
       `SELECT ${COLUMNS} FROM ${this.schema}.events WHERE stream_id = $1 AND revision >= $2 ORDER BY revision LIMIT $3`,
@@ -184,30 +210,71 @@ export class PostgresEventStore implements EventStore {
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    return (await this.readOwnWrites(() => this.readPage(options))).events;
+  }
+
+  /**
+   * `readAll`, plus the visibility frontier of the same snapshot: every position below it is
+   * decided (committed or rolled back), none at or above it is returned.
+   */
+  async readPage(options: ReadAllOptions = {}): Promise<{ events: RecordedEvent[]; frontier: bigint }> {
     const params: unknown[] = [(options.fromPosition ?? 0n).toString(), options.maxCount ?? 1000];
-    const where = [`position > $1`, VISIBLE];
+    const where = ['e.position > $1', 'e.position < f.frontier', 'e.transaction_id < f.xmin'];
     if (options.toPosition !== undefined) {
       params.push(options.toPosition.toString());
-      where.push(`position <= $${params.length}`);
+      where.push(`e.position <= $${params.length}`);
     }
     where.push(...filterSql(options.filter, params));
-    const { rows } = await this.query<EventRow>(
-      `SELECT ${COLUMNS} FROM ${this.schema}.events WHERE ${where.join(' AND ')} ORDER BY position LIMIT $2`,
+    // One row per event, or a single row of NULLs carrying the frontier when there is none.
+    const { rows } = await this.query<EventRow & { frontier: string }>(
+      `SELECT f.frontier, page.*
+         FROM ${FRONTIER} f
+         LEFT JOIN LATERAL (
+           SELECT ${COLUMNS.split(', ').map((c) => `e.${c}`).join(', ')} FROM ${this.schema}.events e
+            WHERE ${where.join(' AND ')} ORDER BY e.position LIMIT $2
+         ) page ON true
+        ORDER BY page.position`,
       params,
     );
-    return rows.map(toRecorded);
+    return {
+      events: rows[0]?.position === null ? [] : rows.map(toRecorded),
+      frontier: BigInt(rows[0]!.frontier),
+    };
   }
 
   subscribeToAll(options: SubscribeToAllOptions = {}): Subscription {
     this.assertOpen();
-    const sub = new CatchUpSubscription((o) => this.readAll(o), this.feed, options, (s) => this.subscriptions.delete(s));
+    const sub = new CatchUpSubscription((o) => this.readPage(o), this.feed, options, (s) => this.subscriptions.delete(s));
     this.subscriptions.add(sub);
     return sub;
   }
 
   async headPosition(): Promise<bigint> {
-    const { rows } = await this.query<{ head: string }>(`SELECT coalesce(max(position), 0) AS head FROM ${this.schema}.events WHERE ${VISIBLE}`);
-    return BigInt(rows[0]!.head);
+    const { head } = await this.readOwnWrites(async () => {
+      const { rows } = await this.query<{ head: string | null; frontier: string }>(
+        `SELECT f.frontier,
+                (SELECT e.position FROM ${this.schema}.events e
+                  WHERE e.position < f.frontier AND e.transaction_id < f.xmin
+                  ORDER BY e.position DESC LIMIT 1) AS head
+           FROM ${FRONTIER} f`,
+      );
+      return { head: BigInt(rows[0]!.head ?? 0), frontier: BigInt(rows[0]!.frontier) };
+    });
+    return head;
+  }
+
+  /**
+   * Repeats `read` with short, growing pauses while its frontier has not passed this instance's
+   * last append, for at most `readYourWritesMs`: a caller that appended and then reads the
+   * global log sees its own events, unless an older transaction stays open that long.
+   */
+  private async readOwnWrites<T extends { frontier: bigint }>(read: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.readYourWritesMs;
+    for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, 50)) {
+      const result = await read();
+      if (result.frontier > this.lastAppended || Date.now() >= deadline) return result;
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    }
   }
 
   async saveCheckpoint(subscriberId: string, position: bigint): Promise<void> {
@@ -305,6 +372,7 @@ export class PostgresEventStore implements EventStore {
     if (this.closed) return;
     this.closed = true;
     await Promise.all([...this.subscriptions].map((s) => s.close()));
+    await this.notifier.close();
     await this.feed.close();
     await this.pool.end();
   }
@@ -340,6 +408,7 @@ export class PostgresEventStore implements EventStore {
   }
 }
 
+/** Conditions on the events table aliased `e`. */
 function filterSql(filter: ReadAllFilter | undefined, params: unknown[]): string[] {
   if (!filter) return [];
   const where: string[] = [];
@@ -347,11 +416,11 @@ function filterSql(filter: ReadAllFilter | undefined, params: unknown[]): string
     params.push(v);
     return `$${params.length}`;
   };
-  if (filter.types) where.push(`type = ANY (${param(filter.types)}::text[])`);
+  if (filter.types) where.push(`e.type = ANY (${param(filter.types)}::text[])`);
   // starts_with takes the prefix literally (no LIKE wildcards to escape).
-  if (filter.streamPrefix !== undefined) where.push(`starts_with(stream_id, ${param(filter.streamPrefix)})`);
-  if (filter.jobId !== undefined) where.push(`job_id = ${param(filter.jobId)}`);
-  if (filter.team !== undefined) where.push(`team = ${param(filter.team)}`);
+  if (filter.streamPrefix !== undefined) where.push(`starts_with(e.stream_id, ${param(filter.streamPrefix)})`);
+  if (filter.jobId !== undefined) where.push(`e.job_id = ${param(filter.jobId)}`);
+  if (filter.team !== undefined) where.push(`e.team = ${param(filter.team)}`);
   return where;
 }
 

@@ -38,27 +38,7 @@ export function migrationSql(schema: string): string {
   return `
 CREATE SCHEMA IF NOT EXISTS ${s};
 
-CREATE TABLE IF NOT EXISTS ${s}.events (
-  position       bigint      PRIMARY KEY,
-  transaction_id xid8        NOT NULL DEFAULT pg_current_xact_id(),
-  stream_id      text        NOT NULL,
-  revision       bigint      NOT NULL,
-  event_id       uuid        NOT NULL UNIQUE,
-  type           text        NOT NULL,
-  data           jsonb       NOT NULL,
-  metadata       jsonb       NOT NULL,
-  job_id         text        GENERATED ALWAYS AS (metadata ->> 'jobId') STORED,
-  team           text        GENERATED ALWAYS AS (metadata ->> 'team') STORED,
-  recorded_at    timestamptz NOT NULL,
-  hash           text        NOT NULL,
-  UNIQUE (stream_id, revision)
-);
--- Audit queries read one job / team / type in log order, so position is the second key.
-CREATE INDEX IF NOT EXISTS events_job_id ON ${s}.events (job_id, position) WHERE job_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS events_team ON ${s}.events (team, position) WHERE team IS NOT NULL;
-CREATE INDEX IF NOT EXISTS events_type ON ${s}.events (type, position);
-CREATE INDEX IF NOT EXISTS events_recorded_at ON ${s}.events (recorded_at);
-
+${eventsTableSql(s)}
 CREATE TABLE IF NOT EXISTS ${s}.streams (
   stream_id     text   PRIMARY KEY,
   revision      bigint NOT NULL,
@@ -103,6 +83,35 @@ CREATE OR REPLACE TRIGGER streams_no_truncate BEFORE TRUNCATE ON ${s}.streams
   FOR EACH STATEMENT EXECUTE FUNCTION ${s}.refuse_log_change();
 
 ${appendFunctionSql(s)}
+`;
+}
+
+/**
+ * The `events` table and its indexes, without the guards. Also used by the benchmark for its raw
+ * limit, so that both sides write the same table.
+ */
+export function eventsTableSql(s: string): string {
+  return `
+CREATE TABLE IF NOT EXISTS ${s}.events (
+  position       bigint      PRIMARY KEY,
+  transaction_id xid8        NOT NULL DEFAULT pg_current_xact_id(),
+  stream_id      text        NOT NULL,
+  revision       bigint      NOT NULL,
+  event_id       uuid        NOT NULL UNIQUE,
+  type           text        NOT NULL,
+  data           jsonb       NOT NULL,
+  metadata       jsonb       NOT NULL,
+  job_id         text        GENERATED ALWAYS AS (metadata ->> 'jobId') STORED,
+  team           text        GENERATED ALWAYS AS (metadata ->> 'team') STORED,
+  recorded_at    timestamptz NOT NULL,
+  hash           text        NOT NULL,
+  UNIQUE (stream_id, revision)
+);
+-- Audit queries read one job / team / type in log order, so position is the second key.
+CREATE INDEX IF NOT EXISTS events_job_id ON ${s}.events (job_id, position) WHERE job_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_team ON ${s}.events (team, position) WHERE team IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_type ON ${s}.events (type, position);
+CREATE INDEX IF NOT EXISTS events_recorded_at ON ${s}.events (recorded_at);
 `;
 }
 
