@@ -14,10 +14,11 @@
 import { randomUUID } from 'node:crypto';
 import type { EventMetadata, EventToAppend } from '#event-store';
 import type { BenchAdapter, BenchTarget, RawBenchRow } from './bench-adapter.js';
+import { postgresBenchAdapter } from './postgres.bench-adapter.js';
 import { sqliteBenchAdapter } from './sqlite.bench-adapter.js';
 
 /** Every backend measured; add yours here. */
-const ADAPTERS: BenchAdapter[] = [sqliteBenchAdapter];
+const ADAPTERS: BenchAdapter[] = [sqliteBenchAdapter, postgresBenchAdapter];
 
 const BATCH_SIZES = [1, 100] as const;
 const SECONDS = Number(process.env.GPUNET_BENCH_SECONDS ?? 3);
