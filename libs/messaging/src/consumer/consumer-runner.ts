@@ -151,6 +151,11 @@ export class JetStreamConsumerRunner {
     this.logger = (options.logger ?? defaultMessagingLogger()).child({ consumer: options.durable, stream: options.stream });
   }
 
+  /** The durable consumer's name. */
+  get name(): string {
+    return this.options.durable;
+  }
+
   /** Checks the consumer exists, then consumes until `close()`. Resolves once consuming has begun. */
   async start(): Promise<void> {
     if (this.loop) return;
