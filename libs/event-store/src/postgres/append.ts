@@ -55,10 +55,10 @@ export async function appendOnClient(
   const data = prepared.map((e) => e.dataJson);
   const metadata = prepared.map((e) => e.metadataJson);
   const recordedAt = settings.clock().toISOString();
-  const call = (expectedText: string, tails: string[] | null, hashes: string[] | null, firstPosition: bigint | null, planOnly: boolean) =>
+  const call = (expectedText: string, heads: string[] | null, hashes: string[] | null, firstPosition: bigint | null, planOnly: boolean) =>
     client.query<AppendRow>({
       name: `gpunet_append_${settings.schema}`,
-      text: `SELECT * FROM ${settings.schema}.append_events($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+      text: `SELECT * FROM ${settings.schema}.append_events($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
       values: [
         streamId,
         expectedText,
@@ -68,7 +68,8 @@ export async function appendOnClient(
         metadata,
         recordedAt,
         '[' + JSON.stringify(streamId) + ',"',
-        tails,
+        heads,
+        JSON.stringify(recordedAt),
         hashes,
         firstPosition?.toString() ?? null,
         planOnly,
@@ -77,10 +78,8 @@ export async function appendOnClient(
 
   try {
     if (!settings.chainKey) {
-      const tails = prepared.map(
-        (e, i) => `${JSON.stringify(eventIds[i])},${JSON.stringify(e.type)},${e.dataJson},${e.metadataJson},${JSON.stringify(recordedAt)}]`,
-      );
-      return toResult((await call(String(expected), tails, null, null, false)).rows[0]!);
+      const heads = prepared.map((e, i) => `${JSON.stringify(eventIds[i])},${JSON.stringify(e.type)}`);
+      return toResult((await call(String(expected), heads, null, null, false)).rows[0]!);
     }
     return await inTransaction(client, async () => {
       const plan = (await call(String(expected), null, null, null, true)).rows[0]!;

@@ -119,10 +119,12 @@ CREATE INDEX IF NOT EXISTS events_recorded_at ON ${s}.events (recorded_at);
  * append_events: one append, atomically, on the caller's transaction.
  *
  * p_expected: 'any' | 'no_stream' | 'stream_exists' | a decimal revision.
- * p_data / p_metadata: canonical JSON texts (also what the hash covers).
- * p_hash_prefix / p_hash_tails: the canonical JSON body of each event's hash without the
- *   revision and position, which only this function knows: body = prefix || revision || '","' ||
- *   position || '",' || tail (see hash-chain.ts). NULL when the caller hashes (HMAC chain key).
+ * p_data / p_metadata: canonical JSON texts, stored and hashed as sent.
+ * p_hash_prefix / p_hash_heads / p_recorded_at_json: the pieces of each event's canonical hash
+ *   body that only the caller serializes: prefix = '[' || JSON(streamId) || ',"', head =
+ *   JSON(eventId) || ',' || JSON(type). body = prefix || revision || '","' || position || '",' ||
+ *   head || ',' || data || ',' || metadata || ',' || recorded_at_json || ']' (see
+ *   computeEventHashCanonical in hash-chain.ts). NULL when the caller hashes (HMAC chain key).
  * p_hashes / p_first_position: hashes computed by the caller from an earlier p_plan_only call in
  *   the same transaction, and the first position that plan returned.
  * p_plan_only: lock and check, return the plan (current head, first position), write nothing.
@@ -140,7 +142,8 @@ CREATE OR REPLACE FUNCTION ${s}.append_events(
   p_metadata       text[],
   p_recorded_at    timestamptz,
   p_hash_prefix    text,
-  p_hash_tails     text[],
+  p_hash_heads     text[],
+  p_recorded_at_json text,
   p_hashes         text[] DEFAULT NULL,
   p_first_position bigint DEFAULT NULL,
   p_plan_only      boolean DEFAULT false
@@ -237,7 +240,8 @@ BEGIN
     v_hashes := array_fill(NULL::text, ARRAY[n]);
     FOR i IN 1 .. n LOOP
       v_prev := encode(sha256(convert_to(
-        v_prev || E'\\n' || p_hash_prefix || (v_rev + i)::text || '","' || (v_first + i - 1)::text || '",' || p_hash_tails[i],
+        v_prev || E'\\n' || p_hash_prefix || (v_rev + i)::text || '","' || (v_first + i - 1)::text || '",' || p_hash_heads[i]
+          || ',' || p_data[i] || ',' || p_metadata[i] || ',' || p_recorded_at_json || ']',
         'UTF8')), 'hex');
       v_hashes[i] := v_prev;
     END LOOP;
