@@ -4,7 +4,6 @@
  * Prints one JSON line `{"startedFrom":"<position>"}` once relaying, then relays until SIGTERM
  * (graceful stop) or SIGKILL (the crash under test).
  */
-import { jetstream } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { SqliteEventStore } from '#event-store';
 import { pino } from 'pino';
@@ -17,7 +16,7 @@ if (!path || !servers) {
 }
 const store = new SqliteEventStore({ path });
 const nc = await connect({ servers });
-const relay = new OutboxRelay(store, jetstream(nc), {
+const relay = new OutboxRelay(store, nc, {
   name,
   checkpointEvery: 200,
   checkpointIntervalMs: 50,

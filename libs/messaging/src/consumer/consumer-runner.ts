@@ -45,7 +45,7 @@ export interface ConsumerRunnerOptions {
   schemas?: Readonly<Record<string, z.ZodType>>;
   /** Keys (jobs) handled at the same time at most; one key is always handled one message at a time. Default 16. */
   concurrency?: number;
-  /** Default: 5 deliveries, backoff 1 s doubling to 30 s (capped below the consumer's ack wait). */
+  /** Default: 5 deliveries, backoff 1 s doubling to 30 s, and never beyond half the consumer's ack wait. */
   retry?: Partial<RetryPolicy>;
   /** Default: a MemoryInbox of 100,000 entries. Pass a durable one where duplicates may arrive after a restart. */
   inbox?: Inbox;
@@ -136,6 +136,8 @@ export class JetStreamConsumerRunner {
   private holdTimeoutMs = 30_000;
   private closing = false;
   private idleWaiters: (() => void)[] = [];
+  private pendingAcks: JsMsg[] = [];
+  private ackTimer: NodeJS.Immediate | undefined;
   readonly stats: ConsumerRunnerStats = { received: 0, handled: 0, duplicates: 0, skipped: 0, retried: 0, deadLettered: 0 };
 
   constructor(
@@ -167,7 +169,9 @@ export class JetStreamConsumerRunner {
     // A nak delay at or beyond the ack wait would let later held messages expire first.
     const maxDelay = Math.max(1, Math.floor(ackWaitMs / 2));
     if (this.policy.backoffMaxMs > maxDelay) {
-      this.logger.warn({ backoffMaxMs: this.policy.backoffMaxMs, ackWaitMs }, 'backoff capped at half the ack wait to keep per-key order');
+      if (this.options.retry?.backoffMaxMs !== undefined) {
+        this.logger.warn({ backoffMaxMs: this.policy.backoffMaxMs, ackWaitMs }, 'backoff capped at half the ack wait to keep per-key order');
+      }
       this.policy.backoffMaxMs = maxDelay;
       this.policy.backoffBaseMs = Math.min(this.policy.backoffBaseMs, maxDelay);
     }
@@ -191,6 +195,7 @@ export class JetStreamConsumerRunner {
     for (const e of waiting) e.msg.nak(HAND_BACK_DELAY_MS);
     for (const s of this.keys.values()) s.queue = [];
     await this.whenIdle();
+    this.flushAcks();
     clearInterval(this.heartbeat);
     if (this.ownsInbox) await this.inbox.close();
     this.logger.info({ handedBack: waiting.length, ...this.stats }, 'consumer closed');
@@ -367,7 +372,7 @@ export class JetStreamConsumerRunner {
     const { msg } = entry;
     switch (outcome.kind) {
       case 'ack':
-        msg.ack();
+        this.ack(msg);
         if (outcome.reason === 'handled') this.stats.handled++;
         else if (outcome.reason === 'duplicate') {
           this.stats.duplicates++;
@@ -409,6 +414,24 @@ export class JetStreamConsumerRunner {
         return outcome;
       }
     }
+  }
+
+  /**
+   * Acks go out together once per event-loop turn: the NATS client writes to the socket once per
+   * microtask turn, and handlers finish in separate turns, so acking inline would cost one socket
+   * write per message.
+   */
+  private ack(msg: JsMsg): void {
+    this.pendingAcks.push(msg);
+    this.ackTimer ??= setImmediate(() => this.flushAcks());
+  }
+
+  private flushAcks(): void {
+    clearImmediate(this.ackTimer);
+    this.ackTimer = undefined;
+    const acks = this.pendingAcks;
+    this.pendingAcks = [];
+    for (const m of acks) m.ack();
   }
 
   /** The entry's logger, with jobId and correlationId bound; created on first use. */

@@ -85,7 +85,7 @@ describe('OutboxRelay (SQLite store → nats-server)', () => {
     await freshStream('EVT_A', 'a.evt.');
     const store = new SqliteEventStore({ path: join(dir, 'a.db') });
     for (let j = 0; j < 10; j++) await store.appendToStream(`job-${j}`, events(`job-${j}`, 30));
-    const relay = new OutboxRelay(store, js, { name: 'relay-a', subjectPrefix: 'a.evt.', logger, maxInFlight: 64, checkpointEvery: 50 });
+    const relay = new OutboxRelay(store, nc, { name: 'relay-a', subjectPrefix: 'a.evt.', logger, maxInFlight: 64, checkpointEvery: 50 });
     await relay.start();
     await waitFor(async () => (await messageCount('EVT_A')) === 300, '300 events on the bus');
     await relay.stop();
@@ -99,7 +99,7 @@ describe('OutboxRelay (SQLite store → nats-server)', () => {
 
     // A restarted relay starts at its checkpoint: only the new events are published.
     await store.appendToStream('job-x', events('job-x', 5));
-    const again = new OutboxRelay(store, js, { name: 'relay-a', subjectPrefix: 'a.evt.', logger });
+    const again = new OutboxRelay(store, nc, { name: 'relay-a', subjectPrefix: 'a.evt.', logger });
     await again.start();
     await waitFor(async () => (await messageCount('EVT_A')) === 305, '305 events on the bus');
     await again.stop();

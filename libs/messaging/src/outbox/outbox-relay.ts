@@ -1,8 +1,9 @@
-import type { JetStreamClient } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { EventStore, ReadAllFilter, RecordedEvent, Subscription } from '#event-store';
 import { encodeEvent } from '../bus-event.js';
 import { EVENT_SUBJECT_PREFIX } from '../conventions.js';
 import { defaultMessagingLogger, type Logger } from '../logging.js';
+import { PipelinedPublisher } from './pipelined-publisher.js';
 
 export interface OutboxRelayOptions {
   /** Checkpoint name in the event store. Default `outbox-relay`. One relay process per name. */
@@ -21,6 +22,8 @@ export interface OutboxRelayOptions {
   batchSize?: number;
   /** Passed to the store subscription: how often to look for new events when idle. Default: the store's. */
   pollIntervalMs?: number;
+  /** Events handed to the NATS client in one go (one socket write). Default 64. */
+  publishBatch?: number;
   /** PubAck timeout per publish. Default 5000 ms. */
   publishTimeoutMs?: number;
   /** After a failure, wait this long before resuming (doubling up to retryMaxMs). Default 200 ms. */
@@ -54,10 +57,10 @@ interface InFlight {
  * Delivery is at least once on the relay's side and exactly once on the bus: after a crash the
  * relay resumes from its saved checkpoint (saved only after PubAcks, so never ahead of the bus)
  * and re-publishes what followed it; JetStream drops those as duplicates within the stream's
- * duplicate window. Publishes are pipelined (up to `maxInFlight` awaiting PubAcks) on one
- * connection, so the stream stores them in position order; the checkpoint advances over the
- * contiguous prefix of acked events and is saved in batches. On a failed publish the pipeline
- * drains and resumes from the last contiguous ack.
+ * duplicate window. Publishes are pipelined (up to `maxInFlight` awaiting PubAcks, see
+ * PipelinedPublisher) on one connection, so the stream stores them in position order; the
+ * checkpoint advances over the contiguous prefix of acked events and is saved in batches. On a
+ * failed publish the pipeline drains and resumes from the last contiguous ack.
  */
 export class OutboxRelay {
   private readonly name: string;
@@ -79,12 +82,20 @@ export class OutboxRelay {
   private stopping = false;
   private failure: unknown;
   private capacityWaiter: (() => void) | undefined;
+  private batch: RecordedEvent[] = [];
+  private flushTimer: NodeJS.Immediate | undefined;
+  private readonly publishBatch: number;
   private drainWaiter: (() => void) | undefined;
+  private publisher: PipelinedPublisher | undefined;
   readonly stats: OutboxRelayStats = { startedFrom: 0n, published: 0, duplicates: 0, restarts: 0 };
 
+  /**
+   * @param store the service's event store (the outbox)
+   * @param nc connection to the NATS server with JetStream; left open by `stop()`
+   */
   constructor(
     private readonly store: EventStore,
-    private readonly js: JetStreamClient,
+    private readonly nc: NatsConnection,
     private readonly options: OutboxRelayOptions = {},
   ) {
     this.name = options.name ?? 'outbox-relay';
@@ -93,6 +104,7 @@ export class OutboxRelay {
     this.checkpointIntervalMs = options.checkpointIntervalMs ?? 250;
     this.subjectPrefix = options.subjectPrefix ?? EVENT_SUBJECT_PREFIX;
     this.publishTimeoutMs = options.publishTimeoutMs ?? 5_000;
+    this.publishBatch = options.publishBatch ?? 64;
     this.logger = (options.logger ?? defaultMessagingLogger()).child({ component: 'outbox-relay', relay: this.name });
   }
 
@@ -107,6 +119,7 @@ export class OutboxRelay {
     const checkpoint = (await this.store.loadCheckpoint(this.name)) ?? 0n;
     this.acked = this.saved = this.stats.startedFrom = checkpoint;
     this.logger.info({ fromPosition: checkpoint.toString() }, 'relay starting from checkpoint');
+    this.publisher = new PipelinedPublisher(this.nc, this.publishTimeoutMs);
     this.loop = this.run();
   }
 
@@ -117,6 +130,7 @@ export class OutboxRelay {
     await this.subscription?.close();
     await this.loop;
     clearTimeout(this.saveTimer);
+    this.publisher?.close();
     await this.saveCheckpoint();
     this.logger.info({ position: this.acked.toString(), ...this.statsForLog() }, 'relay stopped');
   }
@@ -135,13 +149,20 @@ export class OutboxRelay {
       try {
         for await (const event of sub) {
           if (this.stopping || this.failure !== undefined) break;
-          this.publish(event);
-          if (this.inFlight.length - this.inFlightHead >= this.maxInFlight) await this.hasCapacity();
+          this.batch.push(event);
+          const inFlight = this.inFlight.length - this.inFlightHead + this.batch.length;
+          if (this.batch.length >= this.publishBatch || inFlight >= this.maxInFlight) this.publishBatched();
+          else this.flushTimer ??= setImmediate(() => this.publishBatched());
+          if (inFlight >= this.maxInFlight) await this.hasCapacity();
           if (this.failure !== undefined) break;
         }
       } catch (err) {
         this.failure ??= err;
       } finally {
+        // Unpublished events are not acked, so the next round (or the next process) reads them again.
+        this.batch = [];
+        clearImmediate(this.flushTimer);
+        this.flushTimer = undefined;
         await sub.close();
       }
       await this.drained();
@@ -153,18 +174,34 @@ export class OutboxRelay {
     }
   }
 
+  /**
+   * Publishes the events read so far in one synchronous run. The NATS client writes its outbound
+   * buffer to the socket once per microtask turn, so publishing from inside the `for await` loop
+   * (one event per turn) would cost one socket write per event; this way a batch shares one.
+   */
+  private publishBatched(): void {
+    clearImmediate(this.flushTimer);
+    this.flushTimer = undefined;
+    const batch = this.batch;
+    this.batch = [];
+    for (const event of batch) this.publish(event);
+  }
+
   private publish(event: RecordedEvent): void {
     const entry: InFlight = { position: event.position, done: false };
     this.inFlight.push(entry);
     const m = encodeEvent(event, this.subjectPrefix);
-    this.js.publish(m.subject, m.payload, { msgID: m.msgID, headers: m.headers, timeout: this.publishTimeoutMs }).then(
+    this.publisher!.publish(
+      m.subject,
+      m.payload,
+      m.headers,
       (ack) => {
         this.stats.published++;
         if (ack.duplicate) this.stats.duplicates++;
         entry.done = true;
         this.advance();
       },
-      (err: unknown) => {
+      (err) => {
         // The acked position stops before this event (see advance), so it is published again on resume.
         this.failure ??= err;
         entry.done = true;
