@@ -17,12 +17,12 @@ export interface PostgresAppendSettings {
 }
 
 interface AppendRow {
-  outcome: 'appended' | 'duplicate' | 'plan';
-  next_expected_revision: string | null;
-  last_position: string | null;
-  current_revision: string;
-  head_hash: string;
-  first_position: string | null;
+  o_outcome: 'appended' | 'duplicate' | 'plan';
+  o_next_expected_revision: string | null;
+  o_last_position: string | null;
+  o_current_revision: string;
+  o_head_hash: string;
+  o_first_position: string | null;
 }
 
 /**
@@ -35,10 +35,8 @@ interface AppendRow {
  * The caller's transaction must be READ COMMITTED (the default): the head lock waits for a
  * concurrent appender and then reads its committed head.
  *
- * Throws WrongExpectedVersionError, IdempotencyConflictError, ValidationError; a unique
- * violation on `event_id` (the same id appended concurrently) surfaces as a retryable
- * TransientError, since the caller's transaction is aborted and only a retry can tell a
- * duplicate from a conflict.
+ * Throws WrongExpectedVersionError, IdempotencyConflictError, ValidationError, and
+ * TransientError when the database is unreachable.
  */
 export async function appendOnClient(
   client: pg.ClientBase,
@@ -83,10 +81,10 @@ export async function appendOnClient(
     }
     return await inTransaction(client, async () => {
       const plan = (await call(String(expected), null, null, null, true)).rows[0]!;
-      if (plan.outcome === 'duplicate') return toResult(plan);
-      const revision = BigInt(plan.current_revision);
-      const first = BigInt(plan.first_position!);
-      let prev = plan.head_hash;
+      if (plan.o_outcome === 'duplicate') return toResult(plan);
+      const revision = BigInt(plan.o_current_revision);
+      const first = BigInt(plan.o_first_position!);
+      let prev = plan.o_head_hash;
       const hashes = prepared.map((e, i) => {
         prev = computeEventHashCanonical(
           prev,
@@ -105,7 +103,7 @@ export async function appendOnClient(
 }
 
 function toResult(row: AppendRow): AppendResult {
-  return { nextExpectedRevision: BigInt(row.next_expected_revision!), position: BigInt(row.last_position!) };
+  return { nextExpectedRevision: BigInt(row.o_next_expected_revision!), position: BigInt(row.o_last_position!) };
 }
 
 /** Runs `fn` in the client's current transaction, or in one of its own when there is none. */
@@ -138,13 +136,6 @@ export function mapAppendError(err: unknown, streamId: string, expected: Expecte
       return Object.assign(new IdempotencyConflictError(e.message, e.detail ?? ''), { cause: err });
     case SQLSTATE.transactionFull:
       return new ValidationError(e.message, [{ path: 'events', message: e.message, fix: 'split the work over several transactions' }], { cause: err });
-    case '23505':
-      if (e.constraint?.endsWith('event_id_key')) {
-        return new TransientError(`an event of this batch was appended concurrently to ${streamId}; retry to learn whether it is a duplicate`, {
-          cause: err,
-        });
-      }
-      return err;
     case '22P05': // untranslatable character, e.g. \u0000 in a JSON string: jsonb refuses it
     case '22021':
       return new ValidationError(`event data cannot be stored: ${e.message}`, [{ path: 'events', message: e.message }], { cause: err });

@@ -264,6 +264,48 @@ describe('postgres: appends to different streams run concurrently', () => {
     }
   });
 
+  it('several appends in one caller transaction continue its positions, also after a rolled-back savepoint', async () => {
+    const c = await store.connect();
+    const positions: bigint[] = [];
+    try {
+      await c.query('BEGIN');
+      positions.push((await appendOnClient(c, store.appendSettings, 'tx-a', newEvents(2))).position);
+      await c.query('SAVEPOINT sp');
+      await appendOnClient(c, store.appendSettings, 'tx-b', newEvents(3));
+      await c.query('ROLLBACK TO SAVEPOINT sp');
+      positions.push((await appendOnClient(c, store.appendSettings, 'tx-b', newEvents(1))).position);
+      positions.push((await appendOnClient(c, store.appendSettings, 'tx-a', newEvents(1))).position);
+      await c.query('COMMIT');
+    } finally {
+      c.release();
+    }
+    // One transaction: consecutive positions, the savepoint's events gone and their positions reused.
+    expect(positions.map((p) => p - positions[0]!)).toEqual([0n, 1n, 2n]);
+    expect((await store.readStream('tx-a')).map((e) => e.revision)).toEqual([0n, 1n, 2n]);
+    expect((await store.readStream('tx-b')).map((e) => e.revision)).toEqual([0n]);
+    expect((await store.verify()).ok).toBe(true);
+  });
+
+  it('the same event raced into two streams: the second waits for the first, then gets a conflict, not a duplicate row', async () => {
+    const [e] = newEvents(1);
+    const a = await store.connect();
+    try {
+      await a.query('BEGIN');
+      await appendOnClient(a, store.appendSettings, 'race-1', [e!]);
+      const second = store.appendToStream('race-2', [e!]).then(
+        () => 'appended',
+        (err: Error) => err.name,
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      await a.query('COMMIT');
+      expect(await within(2_000, second)).toBe('IdempotencyConflictError');
+    } finally {
+      await a.query('ROLLBACK').catch(() => undefined);
+      a.release();
+    }
+    expect(await store.readStream('race-2')).toEqual([]);
+  });
+
   it('a rolled-back caller transaction leaves no event, no stream head and no hole in the chain', async () => {
     const c = await store.connect();
     try {

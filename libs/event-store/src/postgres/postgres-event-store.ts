@@ -123,7 +123,10 @@ export class PostgresEventStore implements EventStore {
     this.settings = { schema, chainKey: options.chainKey, clock: options.clock ?? (() => new Date()) };
     this.readYourWritesMs = options.readYourWritesMs ?? POSTGRES_DEFAULTS.readYourWritesMs;
     this.feed = new ChangeFeed(options.connectionString, channelOf(schema));
-    this.notifier = new ChangeNotifier((position) => this.pool.query('SELECT pg_notify($1, $2)', [channelOf(schema), position.toString()]));
+    // A notification is a hint: its transaction need not wait for a WAL flush.
+    this.notifier = new ChangeNotifier((position) =>
+      this.pool.query(`SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)`, [channelOf(schema), position.toString()]),
+    );
   }
 
   /** The settings `appendOnClient` needs to append on a client of the caller's own transaction. */
@@ -172,22 +175,14 @@ export class PostgresEventStore implements EventStore {
   }
 
   async appendToStream(streamId: string, events: readonly EventToAppend[], options?: AppendOptions): Promise<AppendResult> {
-    this.assertOpen();
-    for (let attempt = 1; ; attempt++) {
-      const client = await this.connect();
-      try {
-        const result = await appendOnClient(client, this.settings, streamId, events, options);
-        if (result.position > this.lastAppended) this.lastAppended = result.position;
-        this.notifyAppended(result.position);
-        return result;
-      } catch (err) {
-        // The same event id raced in from another appender: once that one has committed, a
-        // retry tells a duplicate (original result) from a conflict.
-        const raced = err instanceof TransientError && (err.cause as { code?: string } | undefined)?.code === '23505';
-        if (!raced || attempt > 1) throw err;
-      } finally {
-        client.release();
-      }
+    const client = await this.connect();
+    try {
+      const result = await appendOnClient(client, this.settings, streamId, events, options);
+      if (result.position > this.lastAppended) this.lastAppended = result.position;
+      this.notifyAppended(result.position);
+      return result;
+    } finally {
+      client.release();
     }
   }
 

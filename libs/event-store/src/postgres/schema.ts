@@ -57,7 +57,7 @@ CREATE TABLE IF NOT EXISTS ${s}.checkpoints (
 -- can still bypass them with session_replication_role = replica, which the tests' tamper hooks do.
 CREATE OR REPLACE FUNCTION ${s}.refuse_log_change() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
-  RAISE EXCEPTION 'gpunet event store: % on %.% refused, the event log is append-only', TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME
+  RAISE EXCEPTION 'gpunet event store: % on %.% refused (the log is append-only, stream heads only move forward)', TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME
     USING ERRCODE = '${SQLSTATE.appendOnly}';
 END
 $fn$;
@@ -67,19 +67,11 @@ CREATE OR REPLACE TRIGGER events_no_truncate BEFORE TRUNCATE ON ${s}.events
   FOR EACH STATEMENT EXECUTE FUNCTION ${s}.refuse_log_change();
 
 -- Stream heads only move forward and are never removed, so a stray statement cannot hide a
--- deleted tail by rewinding the head.
-CREATE OR REPLACE FUNCTION ${s}.refuse_head_rewind() RETURNS trigger LANGUAGE plpgsql AS $fn$
-BEGIN
-  IF TG_OP = 'DELETE' OR NEW.stream_id <> OLD.stream_id OR NEW.revision <= OLD.revision THEN
-    RAISE EXCEPTION 'gpunet event store: stream heads only move forward (% on %)', TG_OP, OLD.stream_id
-      USING ERRCODE = '${SQLSTATE.appendOnly}';
-  END IF;
-  RETURN NEW;
-END
-$fn$;
-CREATE OR REPLACE TRIGGER streams_forward_only BEFORE UPDATE OR DELETE ON ${s}.streams
-  FOR EACH ROW EXECUTE FUNCTION ${s}.refuse_head_rewind();
-CREATE OR REPLACE TRIGGER streams_no_truncate BEFORE TRUNCATE ON ${s}.streams
+-- deleted tail by rewinding the head. The WHEN clause keeps the trigger off the append's path.
+CREATE OR REPLACE TRIGGER streams_forward_only BEFORE UPDATE ON ${s}.streams
+  FOR EACH ROW WHEN (NEW.stream_id <> OLD.stream_id OR NEW.revision <= OLD.revision)
+  EXECUTE FUNCTION ${s}.refuse_log_change();
+CREATE OR REPLACE TRIGGER streams_no_delete BEFORE DELETE OR TRUNCATE ON ${s}.streams
   FOR EACH STATEMENT EXECUTE FUNCTION ${s}.refuse_log_change();
 
 ${appendFunctionSql(s)}
@@ -115,6 +107,9 @@ CREATE INDEX IF NOT EXISTS events_recorded_at ON ${s}.events (recorded_at);
 `;
 }
 
+/** Transaction-local setting holding `<xid>:<next ordinal>` between appends of one transaction. */
+const ORDINAL_SETTING = 'gpunet.append_ordinal';
+
 /**
  * append_events: one append, atomically, on the caller's transaction.
  *
@@ -129,10 +124,61 @@ CREATE INDEX IF NOT EXISTS events_recorded_at ON ${s}.events (recorded_at);
  *   the same transaction, and the first position that plan returned.
  * p_plan_only: lock and check, return the plan (current head, first position), write nothing.
  *
- * Returns outcome 'appended' | 'duplicate' | 'plan'.
+ * Returns o_outcome 'appended' | 'duplicate' | 'plan', with the stream's revision and head before
+ * the append, its first and last position and the next expected revision.
+ *
+ * Every statement on the hot path is an equality or a unique-index lookup, so no cached plan
+ * depends on table statistics (a fresh, fast-growing table once turned an `= ANY` probe into a
+ * sequential scan per append).
  */
 function appendFunctionSql(s: string): string {
   return `
+-- The events of a batch already recorded, compared with the batch. Raises IdempotencyConflict
+-- when one was recorded in another stream or with another payload, or when only part of the
+-- batch was recorded, or not as one run; o_found = 0: none recorded; o_found = n: a retry.
+-- Rows at positions [p_skip_from, p_skip_to) (the caller's own insert) are not "recorded before".
+CREATE OR REPLACE FUNCTION ${s}.match_recorded(
+  p_stream_id text, p_event_ids uuid[], p_types text[], p_data text[], p_metadata text[],
+  p_skip_from bigint, p_skip_to bigint,
+  OUT o_found int, OUT o_last_revision bigint, OUT o_last_position bigint
+) LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_row      record;
+  v_in_order boolean := true;
+  v_first_id uuid;
+BEGIN
+  o_found := 0;
+  FOR v_row IN
+    SELECT b.id, e.stream_id, e.revision, e.position,
+           (e.type = b.type AND e.data = b.data::jsonb AND e.metadata = b.metadata::jsonb) AS same
+      FROM unnest(p_event_ids, p_types, p_data, p_metadata) WITH ORDINALITY AS b(id, type, data, metadata, ord)
+      LEFT JOIN LATERAL (
+        SELECT * FROM ${s}.events r
+         WHERE r.event_id = b.id AND (p_skip_from IS NULL OR r.position < p_skip_from OR r.position >= p_skip_to)
+      ) e ON true
+     ORDER BY b.ord
+  LOOP
+    CONTINUE WHEN v_row.stream_id IS NULL; -- not recorded before
+    IF v_row.stream_id <> p_stream_id THEN
+      RAISE EXCEPTION 'event % is already recorded in stream %', v_row.id, v_row.stream_id
+        USING ERRCODE = '${SQLSTATE.idempotencyConflict}', DETAIL = v_row.id::text;
+    ELSIF NOT v_row.same THEN
+      RAISE EXCEPTION 'event % is already recorded with a different payload', v_row.id
+        USING ERRCODE = '${SQLSTATE.idempotencyConflict}', DETAIL = v_row.id::text;
+    END IF;
+    v_in_order := v_in_order AND (o_found = 0 OR v_row.revision = o_last_revision + 1);
+    o_found := o_found + 1;
+    o_last_revision := v_row.revision;
+    o_last_position := v_row.position;
+    v_first_id := coalesce(v_first_id, v_row.id);
+  END LOOP;
+  IF o_found > 0 AND (o_found < cardinality(p_event_ids) OR NOT v_in_order) THEN
+    RAISE EXCEPTION 'the batch partly overlaps an earlier append (event % is already recorded, not as this batch)', v_first_id
+      USING ERRCODE = '${SQLSTATE.idempotencyConflict}', DETAIL = v_first_id::text;
+  END IF;
+END
+$fn$;
+
 CREATE OR REPLACE FUNCTION ${s}.append_events(
   p_stream_id      text,
   p_expected       text,
@@ -146,24 +192,26 @@ CREATE OR REPLACE FUNCTION ${s}.append_events(
   p_recorded_at_json text,
   p_hashes         text[] DEFAULT NULL,
   p_first_position bigint DEFAULT NULL,
-  p_plan_only      boolean DEFAULT false
-) RETURNS TABLE (outcome text, next_expected_revision bigint, last_position bigint, current_revision bigint, head_hash text, first_position bigint)
-LANGUAGE plpgsql AS $fn$
+  p_plan_only      boolean DEFAULT false,
+  OUT o_outcome    text,
+  OUT o_next_expected_revision bigint,
+  OUT o_last_position bigint,
+  OUT o_current_revision bigint,
+  OUT o_head_hash  text,
+  OUT o_first_position bigint
+) LANGUAGE plpgsql AS $fn$
 DECLARE
   n         int := cardinality(p_event_ids);
   v_rev     bigint;
   v_head    text;
   v_xid     bigint;
-  v_base    bigint;
+  v_ordinal bigint := 0;
+  v_counter text;
   v_first   bigint;
   v_hashes  text[];
   v_prev    text;
-  v_row     record;
-  v_found   int := 0;
-  v_in_order boolean := true;
-  v_last_rev bigint;
-  v_last_pos bigint;
-  v_dup_id  uuid;
+  v_count   int;
+  v_match   record;
 BEGIN
   -- 1. Lock the stream head; a new stream gets a placeholder row (revision -1) to lock, which
   --    this transaction always either advances or rolls back.
@@ -179,62 +227,41 @@ BEGIN
     END IF;
   END IF;
 
-  -- 2. Idempotency, before the revision check: a retried batch carries the revision it expected
-  --    back then. Done under the head lock, so a concurrent first attempt is visible.
-  IF EXISTS (SELECT 1 FROM ${s}.events e WHERE e.event_id = ANY (p_event_ids)) THEN
-    FOR v_row IN
-      SELECT b.id, e.stream_id, e.revision, e.position,
-             (e.type = b.type AND e.data = b.data::jsonb AND e.metadata = b.metadata::jsonb) AS same
-        FROM unnest(p_event_ids, p_types, p_data, p_metadata) WITH ORDINALITY AS b(id, type, data, metadata, ord)
-        LEFT JOIN ${s}.events e ON e.event_id = b.id
-       ORDER BY b.ord
-    LOOP
-      CONTINUE WHEN v_row.stream_id IS NULL; -- not recorded yet
-      IF v_row.stream_id <> p_stream_id THEN
-        RAISE EXCEPTION 'event % is already recorded in stream %', v_row.id, v_row.stream_id
-          USING ERRCODE = '${SQLSTATE.idempotencyConflict}', DETAIL = v_row.id::text;
-      ELSIF NOT v_row.same THEN
-        RAISE EXCEPTION 'event % is already recorded with a different payload', v_row.id
-          USING ERRCODE = '${SQLSTATE.idempotencyConflict}', DETAIL = v_row.id::text;
-      END IF;
-      v_in_order := v_in_order AND (v_found = 0 OR v_row.revision = v_last_rev + 1);
-      v_found := v_found + 1;
-      v_last_rev := v_row.revision;
-      v_last_pos := v_row.position;
-      v_dup_id := coalesce(v_dup_id, v_row.id);
-    END LOOP;
-    IF v_found = n AND v_in_order THEN
-      RETURN QUERY SELECT 'duplicate'::text, v_last_rev, v_last_pos, v_rev, v_head, NULL::bigint;
-      RETURN;
-    END IF;
-    RAISE EXCEPTION 'the batch partly overlaps an earlier append (event % is already recorded, not as this batch)', v_dup_id
-      USING ERRCODE = '${SQLSTATE.idempotencyConflict}', DETAIL = v_dup_id::text;
+  -- 2. Positions: this transaction's id above ${ORDINAL_BITS} ordinal bits; a later append of the
+  --    same transaction continues the ordinal (kept in a transaction-local setting, which a
+  --    rolled-back savepoint rewinds together with its rows).
+  v_xid := pg_current_xact_id()::text::bigint;
+  v_counter := current_setting('${ORDINAL_SETTING}', true);
+  IF v_counter LIKE v_xid::text || ':%' THEN
+    v_ordinal := split_part(v_counter, ':', 2)::bigint;
   END IF;
+  IF v_ordinal + n > ${2 ** ORDINAL_BITS} THEN
+    RAISE EXCEPTION 'a transaction holds at most ${2 ** ORDINAL_BITS} events' USING ERRCODE = '${SQLSTATE.transactionFull}';
+  END IF;
+  v_first := (v_xid << ${ORDINAL_BITS}) + v_ordinal;
 
-  -- 3. Expected revision. DETAIL carries the actual revision (-1: no stream).
+  -- 3. Expected revision. A retried batch carries the revision it expected back then: when the
+  --    batch is already recorded, as this batch, the retry gets the original result.
+  --    DETAIL carries the actual revision (-1: no stream).
   IF (p_expected = 'no_stream' AND v_rev <> -1)
      OR (p_expected = 'stream_exists' AND v_rev = -1)
      OR (p_expected NOT IN ('any', 'no_stream', 'stream_exists') AND v_rev <> p_expected::bigint) THEN
+    SELECT * INTO v_match FROM ${s}.match_recorded(p_stream_id, p_event_ids, p_types, p_data, p_metadata, NULL, NULL);
+    IF v_match.o_found = n THEN
+      o_outcome := 'duplicate'; o_next_expected_revision := v_match.o_last_revision; o_last_position := v_match.o_last_position;
+      RETURN;
+    END IF;
     RAISE EXCEPTION 'stream %: expected revision %, actual %', p_stream_id, p_expected, v_rev
       USING ERRCODE = '${SQLSTATE.wrongExpectedVersion}', DETAIL = v_rev::text;
   END IF;
 
-  -- 4. Positions: this transaction's id above ${ORDINAL_BITS} ordinal bits, continuing after any
-  --    earlier append of the same transaction (only this transaction can hold that range).
-  v_xid := pg_current_xact_id()::text::bigint;
-  v_base := v_xid << ${ORDINAL_BITS};
-  SELECT coalesce(max(e.position) + 1, v_base) INTO v_first
-    FROM ${s}.events e WHERE e.position >= v_base AND e.position < v_base + ${2 ** ORDINAL_BITS};
-  IF v_first + n > v_base + ${2 ** ORDINAL_BITS} THEN
-    RAISE EXCEPTION 'a transaction holds at most ${2 ** ORDINAL_BITS} events' USING ERRCODE = '${SQLSTATE.transactionFull}';
-  END IF;
-
+  o_current_revision := v_rev; o_head_hash := v_head; o_first_position := v_first;
   IF p_plan_only THEN
-    RETURN QUERY SELECT 'plan'::text, NULL::bigint, NULL::bigint, v_rev, v_head, v_first;
+    o_outcome := 'plan';
     RETURN;
   END IF;
 
-  -- 5. The hash chain, continuing from the stream head.
+  -- 4. The hash chain, continuing from the stream head.
   IF p_hashes IS NULL THEN
     v_prev := v_head;
     v_hashes := array_fill(NULL::text, ARRAY[n]);
@@ -253,14 +280,29 @@ BEGIN
     v_hashes := p_hashes;
   END IF;
 
-  -- 6. Insert, 7. advance the head.
+  -- 5. Insert. Event ids are idempotency keys: the unique index finds a recorded one (waiting
+  --    for a concurrent first attempt to commit or roll back), and only then is the batch compared.
   INSERT INTO ${s}.events (position, stream_id, revision, event_id, type, data, metadata, recorded_at, hash)
   SELECT v_first + u.ord - 1, p_stream_id, v_rev + u.ord, u.id, u.type, u.data::jsonb, u.metadata::jsonb, p_recorded_at, u.hash
-    FROM unnest(p_event_ids, p_types, p_data, p_metadata, v_hashes) WITH ORDINALITY AS u(id, type, data, metadata, hash, ord);
+    FROM unnest(p_event_ids, p_types, p_data, p_metadata, v_hashes) WITH ORDINALITY AS u(id, type, data, metadata, hash, ord)
+  ON CONFLICT (event_id) DO NOTHING;
+  GET DIAGNOSTICS v_count = ROW_COUNT;
+  IF v_count < n THEN
+    -- Raises (rolling back this insert) unless the whole batch was recorded before, as one run.
+    SELECT * INTO v_match FROM ${s}.match_recorded(p_stream_id, p_event_ids, p_types, p_data, p_metadata, v_first, v_first + n);
+    IF v_match.o_found < n THEN -- only an id repeated within the batch conflicts with this insert
+      RAISE EXCEPTION 'an event id repeats within the batch' USING ERRCODE = '${SQLSTATE.idempotencyConflict}';
+    END IF;
+    o_outcome := 'duplicate'; o_next_expected_revision := v_match.o_last_revision; o_last_position := v_match.o_last_position;
+    RETURN;
+  END IF;
+
+  -- 6. Advance the head and this transaction's ordinal.
   UPDATE ${s}.streams SET revision = v_rev + n, head_hash = v_hashes[n], head_position = v_first + n - 1
    WHERE stream_id = p_stream_id;
+  PERFORM set_config('${ORDINAL_SETTING}', v_xid::text || ':' || (v_ordinal + n)::text, true);
 
-  RETURN QUERY SELECT 'appended'::text, v_rev + n, v_first + n - 1, v_rev, v_head, v_first;
+  o_outcome := 'appended'; o_next_expected_revision := v_rev + n; o_last_position := v_first + n - 1;
 END
 $fn$;
 `;
