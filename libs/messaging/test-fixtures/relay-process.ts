@@ -15,7 +15,7 @@ if (!path || !servers) {
   process.exit(2);
 }
 const store = new SqliteEventStore({ path });
-const nc = await connect({ servers });
+const nc = await connect({ servers, noAsyncTraces: true });
 const relay = new OutboxRelay(store, nc, {
   name,
   checkpointEvery: 200,

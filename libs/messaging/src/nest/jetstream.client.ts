@@ -14,6 +14,7 @@ import { toFieldIssues } from '../zod-issues.js';
 export interface JetStreamClientOptions {
   /** NATS servers. Default `nats://127.0.0.1:4222`. Ignored when `connection` is given. */
   servers?: string | string[];
+  /** Further connection options; default `noAsyncTraces: true` (see JetStreamServerOptions). */
   connectionOptions?: Omit<NodeConnectionOptions, 'servers'>;
   /** Use this connection instead of opening one; `close()` leaves it open. */
   connection?: NatsConnection;
@@ -52,6 +53,8 @@ export class BusRecord<T = unknown> {
 }
 
 type ClientStatus = 'connected' | 'disconnected' | 'reconnecting';
+/** Connection status events that `on()` listens to. */
+type StatusEvents = Record<ClientStatus, () => void>;
 
 /**
  * Nest ClientProxy for the JetStream transport. `emit('<EventType>', data | BusRecord)` publishes
@@ -62,7 +65,7 @@ type ClientStatus = 'connected' | 'disconnected' | 'reconnecting';
  * Events that change state should normally be appended to the event store and reach the bus
  * through the outbox relay; `emit` is for producers without a store of their own.
  */
-export class JetStreamClient extends ClientProxy<Record<string, Function>, ClientStatus> {
+export class JetStreamClient extends ClientProxy<StatusEvents, ClientStatus> {
   private nc: NatsConnection | undefined;
   private js: NatsJetStreamClient | undefined;
   private connecting: Promise<NatsConnection> | undefined;
@@ -75,7 +78,7 @@ export class JetStreamClient extends ClientProxy<Record<string, Function>, Clien
   /** Connects once; later calls return the same connection. */
   connect(): Promise<NatsConnection> {
     this.connecting ??= (async () => {
-      const nc = this.options.connection ?? (await connect({ servers: this.options.servers ?? 'nats://127.0.0.1:4222', ...this.options.connectionOptions }));
+      const nc = this.options.connection ?? (await connect({ servers: this.options.servers ?? 'nats://127.0.0.1:4222', noAsyncTraces: true, ...this.options.connectionOptions }));
       this.nc = nc;
       this.js = jetstream(nc);
       this._status$.next('connected');
@@ -101,8 +104,8 @@ export class JetStreamClient extends ClientProxy<Record<string, Function>, Clien
     return this.nc as T;
   }
 
-  override on<EventKey extends string = string, EventCallback extends Function = Function>(event: EventKey, callback: EventCallback): void {
-    this.emitter.on(event, callback as unknown as (...args: unknown[]) => void);
+  override on<EventKey extends keyof StatusEvents = keyof StatusEvents, EventCallback extends StatusEvents[EventKey] = StatusEvents[EventKey]>(event: EventKey, callback: EventCallback): void {
+    this.emitter.on(event, callback);
   }
 
   protected publish(packet: ReadPacket, callback: (packet: WritePacket) => void): () => void {
