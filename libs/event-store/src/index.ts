@@ -11,3 +11,4 @@ export {
   type PostgresAppendSettings,
   type PostgresEventStoreOptions,
 } from './postgres/index.js';
+export { openEventStore, parseEventStoreUrl, type EventStoreLocation, type OpenEventStoreOptions } from './open-event-store.js';
