@@ -30,8 +30,8 @@ export interface PostgresEventStoreOptions {
   /**
    * HMAC key of the hash chain: without it anyone with write access to the database can forge
    * a consistent chain. With it the hashes are computed in this process (the key never reaches
-   * the server), which costs a transaction of three round trips per append instead of one
-   * statement. Default none (sha256).
+   * the server), which costs four round trips per append (BEGIN, plan, write, COMMIT) instead
+   * of one statement. Default none (sha256).
    */
   chainKey?: string;
   /** Source of `recordedAt`. Default `() => new Date()`. */
