@@ -95,10 +95,11 @@ describe('JetStreamConsumerRunner (nats-server)', () => {
       Counted: { schema: z.object({ n: z.number().int() }), handle: (e) => void seen.push((e.data as { n: number }).n) },
     });
     for (let n = 0; n < 50; n++) await publish(testEvent('Counted', { n }, { jobId: `job-${n % 5}` }));
-    await waitFor(() => seen.length === 50, '50 events handled');
+    await publish(testEvent('SomethingElse', {}, { jobId: 'job-0' })); // no route: acked and skipped
+    await waitFor(() => seen.length === 50 && runner.stats.skipped === 1, '50 events handled, 1 skipped');
     await waitFor(() => drained('basic'), 'consumer drained');
     expect([...seen].sort((a, b) => a - b)).toEqual([...Array(50).keys()]);
-    expect(runner.stats).toMatchObject({ handled: 50, retried: 0, deadLettered: 0 });
+    expect(runner.stats).toMatchObject({ handled: 50, skipped: 1, retried: 0, deadLettered: 0 });
   });
 
   it('dead-letters a poison message at once, with the reason, and keeps handling the good ones after it', async () => {

@@ -107,6 +107,23 @@ describe('OutboxRelay (SQLite store → nats-server)', () => {
     await store.close();
   });
 
+  it('keeps retrying while no stream captures its subjects, then publishes everything once one does', async () => {
+    const store = new SqliteEventStore({ path: join(dir, 'nostream.db') });
+    await store.appendToStream('job-n', events('job-n', 20));
+    const relay = new OutboxRelay(store, nc, { name: 'relay-n', subjectPrefix: 'n.evt.', logger, retryBaseMs: 20, retryMaxMs: 50, publishTimeoutMs: 300 });
+    try {
+      await relay.start();
+      await waitFor(() => relay.stats.restarts >= 2, 'two failed rounds');
+      expect(relay.position).toBe(0n);
+      await freshStream('EVT_N', 'n.evt.');
+      await waitFor(async () => (await messageCount('EVT_N')) === 20 && relay.position === (await store.headPosition()), 'all 20 published');
+    } finally {
+      await relay.stop();
+    }
+    expect((await readAll('EVT_N')).map((m) => m.msgId)).toEqual((await store.readAll()).map((e) => e.eventId));
+    await store.close();
+  });
+
   it('resumes after the relay process is killed with SIGKILL mid-stream: every event on the bus exactly once', async () => {
     const build: ChildBuild = await buildForChildProcesses();
     const children: ChildProcess[] = [];

@@ -203,7 +203,11 @@ export class OutboxRelay {
       },
       (err) => {
         // The acked position stops before this event (see advance), so it is published again on resume.
-        this.failure ??= err;
+        if (this.failure === undefined) {
+          this.failure = err;
+          // Wake the read loop, which may be idle waiting for new events, so the round ends and resumes.
+          void this.subscription?.close();
+        }
         entry.done = true;
         this.advance();
       },
