@@ -33,7 +33,7 @@ export { answer, serveQuery, type QueryContext, type QueryHandler, type ServeQue
 
 export { OutboxRelay, type OutboxRelayOptions, type OutboxRelayStats } from './outbox/outbox-relay.js';
 
-export { JetStreamServer, type ConsumerBinding, type JetStreamServerOptions } from './nest/jetstream.server.js';
+export { JETSTREAM_TRANSPORT, JetStreamServer, type ConsumerBinding, type JetStreamServerOptions } from './nest/jetstream.server.js';
 export { BusRecord, JetStreamClient, type BusRecordOptions, type JetStreamClientOptions } from './nest/jetstream.client.js';
 export { JetStreamContext, NatsQueryContext } from './nest/jetstream.context.js';
 export { JetStreamExceptionFilter, JetStreamTransportModule } from './nest/jetstream-exception.filter.js';

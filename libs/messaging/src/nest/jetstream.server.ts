@@ -48,6 +48,9 @@ export interface JetStreamServerOptions {
   logger?: Logger;
 }
 
+/** Transport id of JetStreamServer, to pin a handler in a hybrid app: `@EventPattern('X', JETSTREAM_TRANSPORT)`. */
+export const JETSTREAM_TRANSPORT = Symbol.for('gpunet.jetstream');
+
 type ServerStatus = 'connected' | 'disconnected' | 'reconnecting';
 /** Connection status events that `on()` listens to. */
 type StatusEvents = Record<ServerStatus, () => void>;
@@ -73,6 +76,9 @@ function isNestGenericError(err: unknown): boolean {
  * decorator's type argument: `@EventPattern<string>('JobSubmitted')`.
  */
 export class JetStreamServer extends Server<StatusEvents, ServerStatus> implements CustomTransportStrategy {
+  override transportId = JETSTREAM_TRANSPORT;
+  /** Handler failures reach the consumer runner, which logs and settles them; Nest need not log them too. */
+  override readonly propagatesEventHandlerErrors = true;
   private nc: NatsConnection | undefined;
   private ownsConnection = false;
   private readonly runners: JetStreamConsumerRunner[] = [];
