@@ -184,7 +184,7 @@ export class JetStreamConsumerRunner {
 
   /**
    * Stops fetching, lets the handlers in progress finish and settle their message, hands back
-   * (nak without delay, in stream order) what was fetched but not started, then resolves.
+   * (nak with a 1 ms delay, in stream order) what was fetched but not started, then resolves.
    */
   async close(): Promise<void> {
     if (this.closing) return this.whenIdle();
