@@ -8,7 +8,8 @@ import { z } from 'zod';
 import { fieldError, strictObject } from './issues.js';
 import { JobSpecInput } from './job-spec.js';
 import { defineCommand } from './message.js';
-import { JobId, Timestamp } from './primitives.js';
+import { OutputFile } from './events/data.js';
+import { AttemptId, ByteCount, JobId, NodeId, Sha256, TeamId, Timestamp } from './primitives.js';
 import { JobState } from './queries.js';
 
 const idempotencyKeyError = fieldError(
@@ -60,6 +61,33 @@ export const CancelJobReply = z
   .describe('Where the job stands after the request.');
 export type CancelJobReply = z.output<typeof CancelJobReply>;
 
+export const StoreOutputs = z
+  .object({
+    jobId: JobId,
+    team: TeamId,
+    attemptId: AttemptId,
+    nodeId: NodeId,
+    files: z.array(OutputFile).describe('Output files already uploaded to the object store under the team, by content address.'),
+    truncated: z.boolean().default(false).describe('True when files were left out because `outputs.maxBytes` was reached.'),
+    logs: z
+      .array(z.object({ stream: z.enum(['stdout', 'stderr']).describe('Which stream.'), sha256: Sha256, size: ByteCount }))
+      .default([])
+      .describe('The captured stdout and stderr, uploaded like outputs.'),
+  })
+  .describe('Internal: an execution agent asks storage to record the outputs of one attempt after uploading them.');
+export type StoreOutputs = z.output<typeof StoreOutputs>;
+
+export const StoreOutputsReply = z
+  .object({
+    jobId: JobId,
+    attemptId: AttemptId,
+    files: z.int().min(0).describe('Number of files recorded.'),
+    totalBytes: ByteCount.describe('Sum of their sizes.'),
+    duplicate: z.boolean().describe('True when this attempt\'s outputs were already recorded (a retried request).'),
+  })
+  .describe('The recorded outputs.');
+export type StoreOutputsReply = z.output<typeof StoreOutputsReply>;
+
 export const commands = [
   defineCommand({
     name: 'SubmitJob',
@@ -76,5 +104,13 @@ export const commands = [
     description: 'Cancel one of the caller\'s jobs. Cancelling an ended job is not an error: the reply says nothing changed.',
     schema: CancelJob,
     replySchema: CancelJobReply,
+  }),
+  defineCommand({
+    name: 'StoreOutputs',
+    version: 1,
+    handler: 'storage',
+    description: 'Internal (execution → storage): record the outputs of an attempt whose blobs are uploaded. Idempotent per attempt.',
+    schema: StoreOutputs,
+    replySchema: StoreOutputsReply,
   }),
 ] as const;

@@ -13,6 +13,7 @@ export * from './events/nodes.js';
 export * from './folder-manifest.js';
 export * from './issues.js';
 export * from './job-spec.js';
+export * from './logs.js';
 export * from './message.js';
 export * from './primitives.js';
 export * from './queries.js';

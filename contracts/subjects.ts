@@ -17,18 +17,24 @@ export const SUBJECT_PREFIX = {
   command: `${SUBJECT_ROOT}.cmd`,
   query: `${SUBJECT_ROOT}.qry`,
   deadLetter: `${SUBJECT_ROOT}.dlq`,
+  heartbeat: `${SUBJECT_ROOT}.hb`,
+  logs: `${SUBJECT_ROOT}.logs`,
 } as const;
 
 /** The JetStream streams, with the subjects each one captures. Retention and limits live in `deploy/`. */
 export const STREAMS = {
   events: { name: 'GPUNET_EVENTS', subjects: [`${SUBJECT_PREFIX.event}.>`] },
   deadLetters: { name: 'GPUNET_DLQ', subjects: [`${SUBJECT_PREFIX.deadLetter}.>`] },
+  /** Job log lines, `gpunet.logs.<jobId>`; limited by age and size in `deploy/`. */
+  logs: { name: 'GPUNET_LOGS', subjects: [`${SUBJECT_PREFIX.logs}.>`] },
 } as const;
 
 /** Name of the event stream. */
 export const EVENTS_STREAM = STREAMS.events.name;
 /** Name of the dead-letter stream. */
 export const DLQ_STREAM = STREAMS.deadLetters.name;
+/** Name of the job-log stream. */
+export const LOGS_STREAM = STREAMS.logs.name;
 
 /** The services of a gpunet network; queries are addressed to one of them. */
 export const SERVICE_NAMES = ['intake', 'placement', 'execution', 'storage', 'ledger'] as const;
@@ -88,4 +94,14 @@ export function querySubject<const S extends ServiceName, const N extends string
 /** `gpunet.dlq.<consumer>`: where a consumer's poison messages go. */
 export function deadLetterSubject<const C extends string>(consumer: C): `gpunet.dlq.${C}` {
   return `${SUBJECT_PREFIX.deadLetter}.${token(consumer) as C}`;
+}
+
+/** `gpunet.hb.<nodeId>`: an agent's heartbeats, core NATS only (not stored: liveness, not history). */
+export function heartbeatSubject<const N extends string>(nodeId: N): `gpunet.hb.${N}` {
+  return `${SUBJECT_PREFIX.heartbeat}.${token(nodeId) as N}`;
+}
+
+/** `gpunet.logs.<jobId>`: log lines of a job's runs, in JetStream stream `GPUNET_LOGS`. */
+export function logSubject<const J extends string>(jobId: J): `gpunet.logs.${J}` {
+  return `${SUBJECT_PREFIX.logs}.${token(jobId) as J}`;
 }

@@ -135,6 +135,18 @@ export const ComputeReleased = z.object({
 });
 export type ComputeReleased = z.output<typeof ComputeReleased>;
 
+export const JOB_WITHDRAWAL_OUTCOMES = ['cancelled', 'deadline'] as const;
+export const JobWithdrawn = z.object({
+  jobId: JobId,
+  team: TeamId,
+  outcome: z
+    .enum(JOB_WITHDRAWAL_OUTCOMES)
+    .describe('`cancelled`: the team cancelled it while it was queued; `deadline`: its deadline passed before it could run.'),
+  message: HumanText.optional().describe('Detail for people.'),
+  withdrawnAt: Timestamp.describe('When placement took the job out of the queue.'),
+});
+export type JobWithdrawn = z.output<typeof JobWithdrawn>;
+
 export const jobEvents = [
   defineEvent({
     name: 'JobSubmitted',
@@ -198,6 +210,13 @@ export const jobEvents = [
     producers: ['placement'],
     description: 'An attempt was lost through no fault of the job; the job waits for a new placement.',
     schema: JobRequeued,
+  }),
+  defineEvent({
+    name: 'JobWithdrawn',
+    version: 1,
+    producers: ['placement'],
+    description: 'A queued job left the queue without running (cancelled, or its deadline passed). It never held compute: billed 0.',
+    schema: JobWithdrawn,
   }),
   defineEvent({
     name: 'ComputeReleased',
