@@ -24,6 +24,7 @@ const common = {
     '^#event-store$': '<rootDir>/libs/event-store/src/index.ts',
     '^#messaging$': '<rootDir>/libs/messaging/src/index.ts',
     '^#errors$': '<rootDir>/libs/errors/src/index.ts',
+    '^#service-kit$': '<rootDir>/libs/service-kit/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   testEnvironment: 'node',

@@ -1,0 +1,51 @@
+import { ValidationError, type FieldIssue } from '#errors';
+import { z } from 'zod';
+
+/**
+ * Environment every service reads. Keys are the variable names, so an error names exactly what
+ * to set. Defaults suit a local network started by `gpunet up`.
+ */
+export const baseConfig = z.object({
+  /** NATS server(s), comma-separated. */
+  GPUNET_NATS_URL: z.string().min(1).default('nats://127.0.0.1:4222'),
+  /** `sqlite:<path>` (embedded default) or `postgres://…`. */
+  GPUNET_STORE_URL: z.string().min(1).default('sqlite:.gpunet/events.db'),
+  /** pino level. */
+  GPUNET_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Instance id: names this process's consumer, relay checkpoint and streams. Default: the service name. */
+  GPUNET_INSTANCE: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'letters, digits, _ and - (at most 64), starting with a letter or digit')
+    .optional(),
+  /** Topology file to provision; default `deploy/topology.yaml` of this checkout. */
+  GPUNET_TOPOLOGY_FILE: z.string().optional(),
+  /** Optional HMAC key for the event store's hash chain. */
+  GPUNET_CHAIN_KEY: z.string().min(16).optional(),
+});
+export type BaseConfig = z.output<typeof baseConfig>;
+
+/**
+ * Reads and validates the environment once at start. Each bad variable becomes one issue that
+ * names it and says what to set; nothing starts with a half-valid config.
+ */
+export function loadConfig<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv = process.env): BaseConfig & z.output<S> {
+  const merged = baseConfig.extend(schema.shape);
+  const result = merged.safeParse(env);
+  if (result.success) return result.data as BaseConfig & z.output<S>;
+  const issues: FieldIssue[] = result.error.issues.map((i) => {
+    const name = String(i.path[0] ?? '(environment)');
+    const value = env[name];
+    return {
+      path: name,
+      message: `${i.message}${value === undefined ? ' (not set)' : ` (got ${JSON.stringify(value)})`}`,
+      fix: `set ${name} in the environment${describeOf(schema, name)}`,
+    };
+  });
+  throw new ValidationError(`invalid configuration: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, issues);
+}
+
+function describeOf(schema: z.ZodObject, name: string): string {
+  const field = (schema.shape as Record<string, z.ZodType | undefined>)[name] ?? (baseConfig.shape as Record<string, z.ZodType | undefined>)[name];
+  const text = field?.description;
+  return text ? ` (${text})` : '';
+}

@@ -1,0 +1,75 @@
+import { validateEventData, type EventData, type EventType } from '#contracts';
+import { ValidationError } from '#errors';
+import type { AppendResult, EventMetadata, EventStore, ExpectedRevision } from '#event-store';
+import type { Clock } from './clock.js';
+import { derivedId, newId } from './ids.js';
+
+/** The event that caused an append: its id and metadata carry over. */
+export interface Cause {
+  eventId: string;
+  metadata: Pick<EventMetadata, 'correlationId'> & Partial<EventMetadata>;
+}
+
+/** One event to append: a contract type and its data. */
+export type NewEvent = { [T in EventType]: { type: T; data: EventData<T>; discriminator?: string } }[EventType];
+
+export interface AppendContext {
+  /** Default `any`. */
+  expectedRevision?: ExpectedRevision;
+  /** The event being handled: ids are derived from it and correlation carries over. */
+  cause?: Cause;
+  /** Correlation id when there is no cause (e.g. an HTTP request id). Default: a new id. */
+  correlationId?: string;
+  /** Causation id when there is no cause event (e.g. the request id). */
+  causationId?: string;
+  /** Default: from the data's `jobId`, else the cause's. */
+  jobId?: string;
+  /** Default: from the data's `team`, else the cause's. */
+  team?: string;
+}
+
+/**
+ * Appends contract-checked events with complete metadata. With a cause, every event id is
+ * derived from `cause.eventId + type (+ discriminator)`: handling a redelivered message again
+ * appends the same ids, which the store turns into a no-op.
+ */
+export class EventWriter {
+  constructor(
+    private readonly store: EventStore,
+    private readonly producer: string,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The id an event of `type` caused by `causeEventId` gets. */
+  eventIdFor(causeEventId: string, type: string, discriminator?: string): string {
+    return derivedId(causeEventId, type, ...(discriminator === undefined ? [] : [discriminator]));
+  }
+
+  async append(streamId: string, events: readonly NewEvent[], ctx: AppendContext = {}): Promise<AppendResult> {
+    const occurredAt = this.clock.now().toISOString();
+    const correlationId = ctx.cause?.metadata.correlationId ?? ctx.correlationId ?? newId();
+    const prepared = events.map((e, i) => {
+      const checked = validateEventData(e.type, e.data);
+      if (!checked.ok) {
+        throw new ValidationError(
+          `${e.type} does not match its contract: ${checked.issues.map((x) => `${x.path}: ${x.message}`).join('; ')}`,
+          checked.issues.map((x) => ({ ...x, path: `events.${i}.data.${x.path}` })),
+        );
+      }
+      const data = checked.value as Record<string, unknown>;
+      const jobId = ctx.jobId ?? (typeof data.jobId === 'string' ? data.jobId : ctx.cause?.metadata.jobId);
+      const team = ctx.team ?? (typeof data.team === 'string' ? data.team : ctx.cause?.metadata.team);
+      const metadata: EventMetadata = {
+        correlationId,
+        causationId: ctx.cause?.eventId ?? ctx.causationId ?? correlationId,
+        producer: this.producer,
+        occurredAt,
+        ...(jobId ? { jobId } : {}),
+        ...(team ? { team } : {}),
+      };
+      const eventId = ctx.cause ? this.eventIdFor(ctx.cause.eventId, e.type, e.discriminator) : newId();
+      return { eventId, type: e.type, data, metadata };
+    });
+    return this.store.appendToStream(streamId, prepared, { expectedRevision: ctx.expectedRevision ?? 'any' });
+  }
+}

@@ -1,0 +1,263 @@
+import { Commands, Queries, querySubject, Events, type ServiceName } from '#contracts';
+import { openEventStore, parseEventStoreUrl, type EventStore } from '#event-store';
+import {
+  JetStreamServer,
+  JetStreamTransportModule,
+  OutboxRelay,
+  PostgresInbox,
+  SqliteInbox,
+  serveQuery,
+  type ConsumerBinding,
+  type Inbox,
+  type QueryContract,
+} from '#messaging';
+import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { Module, type DynamicModule, type INestApplicationContext, type Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import pg from 'pg';
+import { pino, type Logger } from 'pino';
+import 'reflect-metadata';
+import type { z } from 'zod';
+import { systemClock, type Clock } from './clock.js';
+import { loadConfig, type BaseConfig } from './config.js';
+import { EventWriter } from './event-writer.js';
+import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, NATS_CONNECTION, SERVICE_CONFIG, SERVICE_CONTEXT } from './tokens.js';
+import { defaultTopologyFile, topologyFor } from './topology.js';
+
+/** Everything a service's providers may need, built once at start. */
+export interface ServiceContext<C = BaseConfig> {
+  readonly name: ServiceName;
+  /** This process: the service name, or e.g. an execution agent's node id. */
+  readonly instance: string;
+  readonly config: C;
+  readonly logger: Logger;
+  readonly store: EventStore;
+  readonly writer: EventWriter;
+  readonly clock: Clock;
+  readonly nc: NatsConnection;
+  readonly inbox: Inbox;
+  readonly startedAt: Date;
+}
+
+/** What a service declares; `runService` does the rest. */
+export interface ServiceDefinition<S extends z.ZodObject = z.ZodObject> {
+  name: ServiceName;
+  /** Service-specific environment variables (keys are the names); merged with `baseConfig`. */
+  config?: S;
+  /** The Nest module with the service's controllers and providers. */
+  module: Type<unknown>;
+  /** Instance id when GPUNET_INSTANCE is unset. Default: the service name. */
+  instance?: (config: BaseConfig & z.output<S>) => string;
+  /** Durable consumers this process runs. Default: one named after the instance. `[]`: none. */
+  consumers?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => ConsumerBinding[];
+  /** Stream-id prefix of the events this process writes (its relay publishes those). Default `<name>-`. */
+  streamPrefix?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => string;
+  /** Also serve HTTP (intake). */
+  http?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => { port: number; host?: string };
+  /** After store and NATS are open, before anything is consumed (e.g. fold state from the store). */
+  onStart?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => Promise<void> | void;
+  /** Before the store and NATS close on shutdown. */
+  onStop?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => Promise<void> | void;
+  /** Overrides for tests: environment (default process.env) and clock. */
+  env?: NodeJS.ProcessEnv;
+  clock?: Clock;
+}
+
+/** Identity helper so that a definition's config type flows into its callbacks. */
+export function defineService<S extends z.ZodObject>(def: ServiceDefinition<S>): ServiceDefinition<S> {
+  return def;
+}
+
+export interface RunningService<C = BaseConfig> {
+  readonly ctx: ServiceContext<C>;
+  readonly app: INestApplicationContext;
+  /** The HTTP address when the service serves HTTP. */
+  readonly httpUrl?: string;
+  /** Graceful stop: consumers finish or hand back the message in hand, the relay flushes, connections close. */
+  stop(): Promise<void>;
+}
+
+/** Commands and queries this service answers, as subject → request/response schemas. */
+function queryContracts(name: ServiceName): Record<string, QueryContract> {
+  const out: Record<string, QueryContract> = {};
+  for (const c of Object.values(Commands)) if (c.handler === name) out[c.subject] = { request: c.schema, response: c.replySchema };
+  for (const q of Object.values(Queries)) if (q.service === name) out[q.subject] = { request: q.schema, response: q.replySchema };
+  return out;
+}
+
+const eventSchemas: Record<string, z.ZodType> = Object.fromEntries(Object.values(Events).map((e) => [e.name, e.schema]));
+
+/**
+ * Starts one service process: config → logger → event store → NATS → topology → Nest app with
+ * the JetStream strategy (and HTTP when asked) → outbox relay → health. Returns a handle for
+ * in-process tests; `main.ts` files use `runServiceMain`, which also wires SIGTERM.
+ */
+export async function startService<S extends z.ZodObject>(def: ServiceDefinition<S>): Promise<RunningService<BaseConfig & z.output<S>>> {
+  type C = BaseConfig & z.output<S>;
+  const config = loadConfig((def.config ?? ({ shape: {} } as unknown as S)) as S, def.env ?? process.env) as C;
+  const instance = config.GPUNET_INSTANCE ?? def.instance?.(config) ?? def.name;
+  const logger = pino({ level: config.GPUNET_LOG_LEVEL, base: { service: def.name, instance } });
+  const clock = def.clock ?? systemClock;
+  const startedAt = clock.now();
+
+  const location = parseEventStoreUrl(config.GPUNET_STORE_URL);
+  if (location.kind === 'sqlite') mkdirSync(dirname(location.path), { recursive: true });
+  const store = await openEventStore(config.GPUNET_STORE_URL, { ...(config.GPUNET_CHAIN_KEY ? { chainKey: config.GPUNET_CHAIN_KEY } : {}) });
+  let inboxPool: pg.Pool | undefined;
+  let inbox: Inbox;
+  if (location.kind === 'sqlite') inbox = new SqliteInbox({ path: location.path });
+  else {
+    inboxPool = new pg.Pool({ connectionString: location.connectionString, max: 2 });
+    inbox = new PostgresInbox(inboxPool);
+  }
+  const nc = await connect({
+    servers: config.GPUNET_NATS_URL.split(',').map((s) => s.trim()),
+    name: `gpunet-${def.name}-${instance}`,
+    noAsyncTraces: true,
+    maxReconnectAttempts: -1,
+  });
+  const writer = new EventWriter(store, def.name, clock);
+  const ctx: ServiceContext<C> = { name: def.name, instance, config, logger, store, writer, clock, nc, inbox, startedAt };
+
+  const bindings = def.consumers ? def.consumers(ctx) : [{ durable: instance }];
+  const durables = bindings.map((b) => b.durable);
+  const topology = await topologyFor(config.GPUNET_TOPOLOGY_FILE ?? defaultTopologyFile(), instance, durables);
+
+  await def.onStart?.(ctx);
+
+  @Module({})
+  class KitModule {}
+  const kit: DynamicModule = {
+    module: KitModule,
+    global: true,
+    providers: [
+      { provide: SERVICE_CONFIG, useValue: config },
+      { provide: SERVICE_CONTEXT, useValue: ctx },
+      { provide: LOGGER, useValue: logger },
+      { provide: EVENT_STORE, useValue: store },
+      { provide: EVENT_WRITER, useValue: writer },
+      { provide: CLOCK, useValue: clock },
+      { provide: NATS_CONNECTION, useValue: nc },
+    ],
+    exports: [SERVICE_CONFIG, SERVICE_CONTEXT, LOGGER, EVENT_STORE, EVENT_WRITER, CLOCK, NATS_CONNECTION],
+  };
+  @Module({ imports: [kit, JetStreamTransportModule, def.module] })
+  class RootModule {}
+
+  const strategy = new JetStreamServer({
+    connection: nc,
+    topology,
+    consumers: bindings.map((b) => ({ inbox, ...b })),
+    events: eventSchemas,
+    queries: queryContracts(def.name),
+    queue: def.name,
+    logger,
+  });
+
+  let app: INestApplicationContext;
+  let httpUrl: string | undefined;
+  const http = def.http?.(ctx);
+  if (http) {
+    const web = await NestFactory.create<NestExpressApplication>(RootModule, { logger: false, bodyParser: true });
+    web.connectMicroservice({ strategy }, { inheritAppConfig: true });
+    await web.startAllMicroservices();
+    const host = http.host ?? '127.0.0.1';
+    await web.listen(http.port, host);
+    const address = web.getHttpServer().address();
+    const port = typeof address === 'object' && address ? address.port : http.port;
+    httpUrl = `http://${host}:${port}`;
+    app = web;
+  } else {
+    const micro = await NestFactory.createMicroservice(RootModule, { strategy, logger: false });
+    await micro.listen();
+    app = micro;
+  }
+
+  const relay = new OutboxRelay(store, nc, {
+    name: `relay-${instance}`,
+    filter: { streamPrefix: def.streamPrefix?.(ctx) ?? `${def.name}-` },
+    logger,
+  });
+  await relay.start();
+
+  const health: Subscription = serveQuery(
+    nc,
+    querySubject(def.name, 'Health'),
+    { request: Queries.Health.schema, response: Queries.Health.replySchema },
+    async () => {
+      const checks: { name: string; ok: boolean; detail?: string }[] = [];
+      try {
+        await store.headPosition();
+        checks.push({ name: 'event-store', ok: true });
+      } catch (err) {
+        checks.push({ name: 'event-store', ok: false, detail: (err as Error).message });
+      }
+      checks.push(nc.isClosed() ? { name: 'nats', ok: false, detail: 'connection closed' } : { name: 'nats', ok: true });
+      const now = clock.now();
+      return {
+        service: def.name,
+        instance,
+        status: checks.every((c) => c.ok) ? 'ok' : 'failing',
+        startedAt: startedAt.toISOString(),
+        uptimeMs: Math.max(0, now.getTime() - startedAt.getTime()),
+        checks,
+        checkedAt: now.toISOString(),
+      };
+    },
+    { logger },
+  );
+
+  logger.info({ consumers: durables, http: httpUrl, store: location.kind }, 'service started');
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      logger.info('stopping');
+      await app.close(); // consumers finish or hand back the message in hand
+      await def.onStop?.(ctx);
+      await relay.stop();
+      health.unsubscribe();
+      await nc.drain().catch(() => undefined);
+      await inbox.close();
+      await inboxPool?.end();
+      await store.close();
+      logger.info('stopped');
+    })());
+  return { ctx, app, ...(httpUrl ? { httpUrl } : {}), stop };
+}
+
+/**
+ * `main.ts` entry: starts the service and stops it cleanly on SIGTERM/SIGINT (exit 0), or exits
+ * 1 with the reason when start fails or stopping takes longer than `GPUNET_STOP_TIMEOUT_MS` (20 s).
+ */
+export async function runServiceMain<S extends z.ZodObject>(def: ServiceDefinition<S>): Promise<void> {
+  let running: RunningService<BaseConfig & z.output<S>>;
+  try {
+    running = await startService(def);
+  } catch (err) {
+    const e = err as Error & { issues?: unknown };
+    process.stderr.write(`${def.name}: cannot start: ${e.message}\n`);
+    if (e.issues) process.stderr.write(`${JSON.stringify(e.issues, null, 2)}\n`);
+    process.exit(1);
+  }
+  const onSignal = (signal: NodeJS.Signals) => {
+    running.ctx.logger.info({ signal }, 'signal received');
+    const timer = setTimeout(() => {
+      running.ctx.logger.error('stop timed out');
+      process.exit(1);
+    }, Number(process.env.GPUNET_STOP_TIMEOUT_MS ?? 20_000));
+    timer.unref();
+    running.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        running.ctx.logger.error({ err }, 'stop failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+}
