@@ -261,3 +261,6 @@ export async function runServiceMain<S extends z.ZodObject>(def: ServiceDefiniti
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
 }
+
+/** Alias of `runServiceMain`, the entry point of a service's `main.ts`. */
+export const runService = runServiceMain;
