@@ -5,15 +5,19 @@
  * charge = gpus × billableMs × ratePerGpuHour / 3,600,000, computed exactly in bigint, then
  * rounded once per attempt line, half up (0.5 micro rounds away from zero). Nothing else rounds.
  */
+import { ROUNDING_RULE_PER_LINE_HALF_UP } from '#contracts';
+import { IllegalStateError } from '#errors';
 
 export const MS_PER_HOUR = 3_600_000n;
 
 /** The rounding rule's name, recorded on every usage line so a replay can tell which rule applied. */
-export const ROUNDING_RULE = 'per-line-half-up-micros';
+export const ROUNDING_RULE = ROUNDING_RULE_PER_LINE_HALF_UP;
 
 /** One version of the price list: rates per GPU model, in force from `effectiveFrom` on. */
 export interface PriceListVersion {
   version: number;
+  /** ISO 4217 code of every rate of this version (e.g. `EUR`). */
+  currency: string;
   /** Epoch ms from which this version applies (inclusive). */
   effectiveFrom: number;
   /** Micro-units per GPU per hour, keyed by GPU model name (e.g. `A100-80GB`). */
@@ -25,16 +29,19 @@ export interface PriceListVersion {
 export interface Rate {
   priceListVersion: number;
   rateMicrosPerGpuHour: number;
+  currency: string;
 }
 
-/** Thrown when no version covers the time, or the model has no rate. */
-export class NoPriceError extends Error {
+/**
+ * No version covers the time, or the version in force has no rate for the model and no default.
+ * Terminal: retrying cannot help until someone publishes a price list that covers it.
+ */
+export class NoPriceError extends IllegalStateError {
   constructor(
     readonly gpuModel: string,
     readonly at: number,
   ) {
-    super(`no price for GPU model ${gpuModel} at ${new Date(at).toISOString()}`);
-    this.name = 'NoPriceError';
+    super(`no price for GPU model ${gpuModel} at ${new Date(at).toISOString()}: publish a price list that names it or has a default rate`);
   }
 }
 
@@ -50,7 +57,7 @@ export function rateAt(versions: readonly PriceListVersion[], gpuModel: string, 
   }
   const rate = best?.ratesMicrosPerGpuHour[gpuModel] ?? best?.defaultRateMicrosPerGpuHour;
   if (!best || rate === undefined) throw new NoPriceError(gpuModel, at);
-  return { priceListVersion: best.version, rateMicrosPerGpuHour: rate };
+  return { priceListVersion: best.version, rateMicrosPerGpuHour: rate, currency: best.currency };
 }
 
 /** Exact charge in micros for one attempt line, rounded half up. All inputs are non-negative integers. */

@@ -1,13 +1,13 @@
 import fc from 'fast-check';
 import { billableMs, chargeMicros, NoPriceError, rateAt, type PriceListVersion } from './pricing.js';
 
-const v1: PriceListVersion = { version: 1, effectiveFrom: 0, ratesMicrosPerGpuHour: { A100: 2_000_000 }, defaultRateMicrosPerGpuHour: 1_000_000 };
-const v2: PriceListVersion = { version: 2, effectiveFrom: 1_000, ratesMicrosPerGpuHour: { A100: 3_000_000 } };
+const v1: PriceListVersion = { version: 1, currency: 'EUR', effectiveFrom: 0, ratesMicrosPerGpuHour: { A100: 2_000_000 }, defaultRateMicrosPerGpuHour: 1_000_000 };
+const v2: PriceListVersion = { version: 2, currency: 'EUR', effectiveFrom: 1_000, ratesMicrosPerGpuHour: { A100: 3_000_000 } };
 
 describe('rateAt', () => {
   it('takes the latest version in force at the time', () => {
-    expect(rateAt([v1, v2], 'A100', 999)).toEqual({ priceListVersion: 1, rateMicrosPerGpuHour: 2_000_000 });
-    expect(rateAt([v2, v1], 'A100', 1_000)).toEqual({ priceListVersion: 2, rateMicrosPerGpuHour: 3_000_000 });
+    expect(rateAt([v1, v2], 'A100', 999)).toEqual({ priceListVersion: 1, rateMicrosPerGpuHour: 2_000_000, currency: 'EUR' });
+    expect(rateAt([v2, v1], 'A100', 1_000)).toEqual({ priceListVersion: 2, rateMicrosPerGpuHour: 3_000_000, currency: 'EUR' });
   });
   it('uses the default rate for unnamed models, and refuses when there is none', () => {
     expect(rateAt([v1], 'T4', 5).rateMicrosPerGpuHour).toBe(1_000_000);

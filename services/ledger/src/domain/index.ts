@@ -1,0 +1,5 @@
+/** The ledger's pure core: pricing, the price book, usage lines and the charges read model. */
+export * from './pricing.js';
+export * from './price-list.js';
+export * from './usage.js';
+export * from './charges.js';
