@@ -1,0 +1,101 @@
+/**
+ * Every job's view in memory, kept by applying the store's events in position order, and the
+ * team-scoped list over them. Pure: the caller feeds events (fold at start, then follow).
+ */
+import { ValidationError } from '#errors';
+import type { JobState, JobView, ListJobsReply } from '#contracts';
+import { evolveJob, jobIdOf, toSummary, type JobEvent, type JobRecord } from './job-view.js';
+
+/** What `JobViews.list` takes: the parsed `ListJobs` request. */
+export interface ListQuery {
+  states?: readonly JobState[] | undefined;
+  limit: number;
+  cursor?: string | undefined;
+}
+
+const CURSOR = /^p(0|[1-9][0-9]{0,19})$/;
+
+/** Cursors name the submit position of the last job of a page, so a page never shifts when jobs are added. */
+function encodeCursor(position: bigint): string {
+  return `p${position}`;
+}
+
+function decodeCursor(cursor: string): bigint {
+  const m = CURSOR.exec(cursor);
+  if (!m) {
+    throw new ValidationError('cursor is not one this service handed out', [
+      { path: 'cursor', message: 'is not a `nextCursor` of a previous reply', fix: 'pass `nextCursor` unchanged, or leave it out to start over' },
+    ]);
+  }
+  return BigInt(m[1]!);
+}
+
+export class JobViews {
+  private readonly records = new Map<string, JobRecord>();
+  /** Job ids per team in submit order (oldest first). */
+  private readonly byTeam = new Map<string, string[]>();
+  private head = 0n;
+
+  /** Position of the last event applied (0n before any). */
+  get position(): bigint {
+    return this.head;
+  }
+
+  /** Number of jobs known. */
+  get size(): number {
+    return this.records.size;
+  }
+
+  /**
+   * Applies one event. Events must come in position order; one at or before `position` is a
+   * replay and ignored. Returns the job's record when the event changed it.
+   */
+  apply(event: JobEvent): JobRecord | undefined {
+    if (event.position <= this.head) return undefined;
+    this.head = event.position;
+    const jobId = jobIdOf(event);
+    if (jobId === undefined) return undefined;
+    const before = this.records.get(jobId);
+    const after = evolveJob(before, event);
+    if (after === undefined || after === before) return undefined;
+    this.records.set(jobId, after);
+    if (before === undefined) {
+      const list = this.byTeam.get(after.view.team) ?? [];
+      list.push(jobId);
+      this.byTeam.set(after.view.team, list);
+    }
+    return after;
+  }
+
+  /** Marks everything up to `position` as seen (a read that found no more events). */
+  advanceTo(position: bigint): void {
+    if (position > this.head) this.head = position;
+  }
+
+  get(jobId: string): JobView | undefined {
+    return this.records.get(jobId)?.view;
+  }
+
+  /** One page of a team's jobs, newest first, optionally only those in some states. */
+  list(team: string, query: ListQuery): ListJobsReply {
+    const ids = this.byTeam.get(team) ?? [];
+    const before = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+    const states = query.states && query.states.length > 0 ? new Set(query.states) : undefined;
+    const page: JobRecord[] = [];
+    let more = false;
+    for (let i = ids.length - 1; i >= 0; i--) {
+      const record = this.records.get(ids[i]!)!;
+      if (before !== undefined && record.submittedPosition >= before) continue;
+      if (states && !states.has(record.view.state)) continue;
+      if (page.length === query.limit) {
+        more = true;
+        break;
+      }
+      page.push(record);
+    }
+    return {
+      jobs: page.map((r) => toSummary(r.view)),
+      nextCursor: more ? encodeCursor(page.at(-1)!.submittedPosition) : null,
+    };
+  }
+}

@@ -1,0 +1,89 @@
+import { ValidationError } from '#errors';
+import type { EventData } from '#contracts';
+import { JobViews } from './job-views.js';
+import type { JobEvent } from './job-view.js';
+
+const spec: EventData<'JobSubmitted'>['spec'] = {
+  work: { kind: 'script', script: { inline: 'true' }, args: [], env: {} },
+  data: { inputs: [] },
+  request: { gpus: 1, timeLimitMs: 60_000, network: false },
+  outputs: { globs: ['**'] },
+};
+
+let position = 0n;
+function event(type: string, jobId: string, data: Record<string, unknown>): JobEvent {
+  position += 1n;
+  return { type, position, data: { jobId, ...data }, metadata: { occurredAt: '2025-06-01T00:00:00.000Z', jobId } };
+}
+const submit = (jobId: string, team = 'team-a') => event('JobSubmitted', jobId, { team, spec, submittedAt: '2025-06-01T00:00:00.000Z' });
+const stage = (jobId: string) => event('InputsStaged', jobId, { inputs: [], totalBytes: 0, stagedAt: '2025-06-01T00:00:01.000Z' });
+
+describe('JobViews (all jobs in memory)', () => {
+  let views: JobViews;
+  beforeEach(() => {
+    position = 0n;
+    views = new JobViews();
+  });
+
+  it('given events of several jobs: each job has its view and the position is the last applied', () => {
+    for (const e of [submit('j1'), submit('j2'), stage('j1')]) views.apply(e);
+    expect(views.get('j1')?.state).toBe('staged');
+    expect(views.get('j2')?.state).toBe('submitted');
+    expect(views.get('nope')).toBeUndefined();
+    expect(views.position).toBe(3n);
+    expect(views.size).toBe(2);
+  });
+
+  it('ignores replays: an event at or before the position changes nothing', () => {
+    const s = submit('j1');
+    const st = stage('j1');
+    views.apply(s);
+    views.apply(st);
+    expect(views.apply(st)).toBeUndefined();
+    expect(views.apply(s)).toBeUndefined();
+    expect(views.get('j1')?.timeline).toHaveLength(2);
+  });
+
+  it('lists a team\'s jobs newest first, never another team\'s', () => {
+    for (const e of [submit('j1'), submit('x1', 'team-b'), submit('j2'), submit('j3')]) views.apply(e);
+    expect(views.list('team-a', { limit: 50 }).jobs.map((j) => j.jobId)).toEqual(['j3', 'j2', 'j1']);
+    expect(views.list('team-b', { limit: 50 }).jobs.map((j) => j.jobId)).toEqual(['x1']);
+    expect(views.list('team-c', { limit: 50 })).toEqual({ jobs: [], nextCursor: null });
+  });
+
+  it('filters by state', () => {
+    for (const e of [submit('j1'), submit('j2'), submit('j3'), stage('j1'), stage('j3')]) views.apply(e);
+    expect(views.list('team-a', { limit: 50, states: ['staged'] }).jobs.map((j) => j.jobId)).toEqual(['j3', 'j1']);
+    expect(views.list('team-a', { limit: 50, states: ['submitted', 'staged'] }).jobs).toHaveLength(3);
+    expect(views.list('team-a', { limit: 50, states: [] }).jobs).toHaveLength(3);
+  });
+
+  it('pages with a cursor that stays put when newer jobs arrive', () => {
+    for (let i = 1; i <= 5; i++) views.apply(submit(`j${i}`));
+    const first = views.list('team-a', { limit: 2 });
+    expect(first.jobs.map((j) => j.jobId)).toEqual(['j5', 'j4']);
+    expect(first.nextCursor).not.toBeNull();
+    views.apply(submit('j6'));
+    const second = views.list('team-a', { limit: 2, cursor: first.nextCursor! });
+    expect(second.jobs.map((j) => j.jobId)).toEqual(['j3', 'j2']);
+    const last = views.list('team-a', { limit: 2, cursor: second.nextCursor! });
+    expect(last).toMatchObject({ jobs: [{ jobId: 'j1' }], nextCursor: null });
+  });
+
+  it('a full last page has no next cursor', () => {
+    for (let i = 1; i <= 2; i++) views.apply(submit(`j${i}`));
+    expect(views.list('team-a', { limit: 2 }).nextCursor).toBeNull();
+  });
+
+  it('refuses a cursor it did not hand out, naming the field', () => {
+    const err = (() => {
+      try {
+        views.list('team-a', { limit: 2, cursor: 'garbage' });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(ValidationError);
+    expect((err as ValidationError).issues[0]).toMatchObject({ path: 'cursor' });
+  });
+});
