@@ -3,3 +3,4 @@ export * from './pricing.js';
 export * from './price-list.js';
 export * from './usage.js';
 export * from './charges.js';
+export * from './streams.js';

@@ -1,0 +1,28 @@
+/**
+ * Event store stream ids the ledger writes and reads, as docs/design/lifecycle.md fixes them.
+ * The ledger writes only streams starting with `ledger-`; it reads the others.
+ */
+
+/** Prefix of every stream the ledger writes (its outbox relay publishes these). */
+export const LEDGER_STREAM_PREFIX = 'ledger-';
+
+/** `ledger-pricelist`: every PriceListPublished, version 1 first. */
+export const PRICE_LIST_STREAM = `${LEDGER_STREAM_PREFIX}pricelist`;
+
+/** Prefix of the usage streams, one per job. */
+export const USAGE_STREAM_PREFIX = `${LEDGER_STREAM_PREFIX}usage-`;
+
+/** `ledger-usage-<jobId>`: the UsageRecorded lines of one job, one per attempt. */
+export function usageStreamId(jobId: string): string {
+  return `${USAGE_STREAM_PREFIX}${jobId}`;
+}
+
+/** `execution-<nodeId>-attempt-<attemptId>`: written by the agent of that node (ComputeHeld … ComputeReleased). */
+export function attemptStreamId(nodeId: string, attemptId: string): string {
+  return `execution-${nodeId}-attempt-${attemptId}`;
+}
+
+/** `intake-job-<jobId>`: written by intake; JobSubmitted names the team that pays. */
+export function intakeJobStreamId(jobId: string): string {
+  return `intake-job-${jobId}`;
+}

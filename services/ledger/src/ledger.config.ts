@@ -1,0 +1,36 @@
+import { Currency, GpuModel, Micros } from '#contracts';
+import type { BaseConfig } from '#service-kit';
+import { z } from 'zod';
+import { DEFAULT_CURRENCY, DEFAULT_PRICES } from './domain/index.js';
+
+const pricesHelp = 'JSON of micro-units per GPU-hour by GPU model, `default` for unnamed models, e.g. {"default": 2000000, "A100": 3500000}';
+
+/** `GPUNET_PRICES`: JSON text → a non-empty map of GPU model → micros per GPU-hour. */
+const Prices = z
+  .string()
+  .default(JSON.stringify(DEFAULT_PRICES))
+  .transform((text, ctx) => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: `is not JSON: ${pricesHelp}` });
+      return z.NEVER;
+    }
+  })
+  .pipe(
+    z
+      .record(GpuModel, Micros)
+      .refine((prices) => Object.keys(prices).length > 0, `names no price: ${pricesHelp}`),
+  )
+  .describe(pricesHelp);
+
+/** The ledger's own environment variables (merged with the kit's base ones). */
+export const LedgerConfig = z.object({
+  /** Prices of the first price list, published once when `ledger-pricelist` is empty. */
+  GPUNET_PRICES: Prices,
+  /** Currency of the first price list. */
+  GPUNET_CURRENCY: Currency.default(DEFAULT_CURRENCY).describe('ISO 4217 code of the first price list, e.g. EUR'),
+});
+
+/** The whole typed configuration a ledger process reads once at start. */
+export type LedgerConfig = BaseConfig & z.output<typeof LedgerConfig>;

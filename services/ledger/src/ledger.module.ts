@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { ChargesController } from './charges/charges.controller.js';
+import { PriceBookService } from './prices/price-book.service.js';
+import { PricesController } from './prices/prices.controller.js';
+import { UsageController } from './usage/usage.controller.js';
+import { UsageRecorderService } from './usage/usage-recorder.service.js';
+
+/** The ledger: price lists, one usage line per finished attempt, charges by query. */
+@Module({
+  controllers: [UsageController, PricesController, ChargesController],
+  providers: [PriceBookService, UsageRecorderService],
+})
+export class LedgerModule {}

@@ -1,0 +1,5 @@
+import 'reflect-metadata';
+import { runServiceMain } from '#service-kit';
+import { ledgerService } from './ledger.service.js';
+
+await runServiceMain(ledgerService);

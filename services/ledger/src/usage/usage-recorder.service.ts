@@ -1,0 +1,88 @@
+import type { JobFinished, JobSubmitted, UsageRecorded } from '#contracts';
+import { IllegalStateError } from '#errors';
+import type { EventStore, RecordedEvent } from '#event-store';
+import type { BusEvent } from '#messaging';
+import { CLOCK, EVENT_STORE, EVENT_WRITER, type Clock, type EventWriter } from '#service-kit';
+import { Inject, Injectable } from '@nestjs/common';
+import type { Logger } from 'pino';
+import { attemptStreamId, computeHeldOf, intakeJobStreamId, usageFor, usageStreamId } from '../domain/index.js';
+import { PriceBookService } from '../prices/price-book.service.js';
+
+/** What handling one JobFinished did. */
+export type UsageOutcome =
+  | { kind: 'recorded'; line: UsageRecorded }
+  | { kind: 'already_recorded'; line: UsageRecorded }
+  | { kind: 'never_held' };
+
+/**
+ * Turns a JobFinished into the attempt's UsageRecorded line: reads the attempt's ComputeHeld from
+ * the store, prices it, and appends it to `ledger-usage-<jobId>`.
+ *
+ * Exactly once per attempt, whatever is redelivered or restarted: the usage stream is read first
+ * and an attempt that has a line gets no second one; the append expects the revision that read
+ * saw (a concurrent handler makes it fail and retry, then find the line); and the event id is
+ * derived from the JobFinished event and the attempt id, so a repeated append is the store's no-op.
+ */
+@Injectable()
+export class UsageRecorderService {
+  constructor(
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(EVENT_WRITER) private readonly writer: EventWriter,
+    @Inject(CLOCK) private readonly clock: Clock,
+    private readonly prices: PriceBookService,
+  ) {}
+
+  async onJobFinished(finished: JobFinished, event: BusEvent, log: Logger): Promise<UsageOutcome> {
+    const attemptEvents = await this.store.readStream(attemptStreamId(finished.nodeId, finished.attemptId));
+    const held = computeHeldOf(attemptEvents);
+    if (!held) {
+      log.info({ attemptId: finished.attemptId, outcome: finished.outcome }, 'attempt never held compute: no usage line, nothing billed');
+      return { kind: 'never_held' };
+    }
+
+    const usageStream = usageStreamId(finished.jobId);
+    const recorded = await this.store.readStream(usageStream);
+    const existing = recorded.find((e) => e.type === 'UsageRecorded' && (e.data as UsageRecorded).attemptId === finished.attemptId);
+    if (existing) {
+      log.info({ attemptId: finished.attemptId }, 'usage of the attempt already recorded');
+      return { kind: 'already_recorded', line: existing.data as UsageRecorded };
+    }
+
+    const heldEvent = attemptEvents.find((e) => e.type === 'ComputeHeld')!;
+    const team = await this.teamOf(finished.jobId, heldEvent, event);
+    const line = usageFor(held, finished, await this.prices.versions(), { team, recordedAt: this.clock.now().toISOString() });
+    if (!line) return { kind: 'never_held' };
+
+    const last = recorded[recorded.length - 1];
+    await this.writer.append(usageStream, [{ type: 'UsageRecorded', data: line, discriminator: finished.attemptId }], {
+      expectedRevision: last ? last.revision : 'no_stream',
+      cause: event,
+    });
+    log.info(
+      {
+        attemptId: line.attemptId,
+        team,
+        outcome: line.outcome,
+        billableMs: line.billableMs,
+        amountMicros: line.amountMicros,
+        currency: line.currency,
+        priceListVersion: line.priceListVersion,
+        ...(line.waivedReason ? { waivedReason: line.waivedReason } : {}),
+      },
+      'usage recorded',
+    );
+    return { kind: 'recorded', line };
+  }
+
+  /**
+   * The team that pays: carried in the metadata of the agent's events (copied along the causation
+   * chain from JobSubmitted), else read from intake's JobSubmitted, which is the authority.
+   */
+  private async teamOf(jobId: string, held: RecordedEvent, finished: BusEvent): Promise<string> {
+    const carried = held.metadata.team ?? finished.metadata.team;
+    if (carried) return carried;
+    const submitted = (await this.store.readStream(intakeJobStreamId(jobId))).find((e) => e.type === 'JobSubmitted');
+    if (submitted) return (submitted.data as JobSubmitted).team;
+    throw new IllegalStateError(`job ${jobId}: no team in the attempt's events and no JobSubmitted in ${intakeJobStreamId(jobId)}; cannot tell who pays`);
+  }
+}
