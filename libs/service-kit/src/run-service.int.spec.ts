@@ -66,7 +66,7 @@ describe('service kit', () => {
   });
 
   it('answers its health query', async () => {
-    const reply = await requestQuery(nc, querySubject('storage', 'Health'), {}, { timeoutMs: 3_000 });
+    const reply = await requestQuery(nc, querySubject('storage', 'Health'), {}, {}, { timeoutMs: 3_000 });
     expect(reply).toMatchObject({ service: 'storage', instance: 'storage', status: 'ok' });
   });
 

@@ -26,7 +26,14 @@ function sqliteHarness(extra: Omit<SqliteEventStoreOptions, 'path'> = {}): Confo
       const direct = (fn: (db: Database.Database) => void, unguarded = false): void => {
         const db = new Database(path, { timeout: 5_000 });
         try {
-          if (!unguarded) return fn(db);
+          // Rethrown in this realm: better-sqlite3 may build its errors in another test file's VM context.
+          if (!unguarded) {
+            try {
+              return fn(db);
+            } catch (err) {
+              throw new Error(String((err as { message?: unknown }).message), { cause: err });
+            }
+          }
           db.transaction(() => {
             db.exec(DROP_EVENT_GUARDS);
             fn(db);

@@ -95,7 +95,9 @@ function matchesExpected(expected: ExpectedRevision, actual: bigint | 'no_stream
 }
 
 function isSqliteError(err: unknown, code: string): err is Error & { code: string } {
-  return err instanceof Error && (err as { code?: unknown }).code === code;
+  // Not `instanceof Error`: better-sqlite3's native side keeps the SqliteError class of the first
+  // realm that loaded it, so under Jest's per-file VM contexts (or any vm realm) it may not be ours.
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code && typeof (err as { message?: unknown }).message === 'string';
 }
 
 /**
