@@ -14,7 +14,6 @@ import {
   FINAL_JOB_STATES,
   type AttemptView,
   type EventData,
-  type JobOutcome,
   type JobState,
   type JobSummary,
   type JobView,
@@ -36,12 +35,6 @@ export interface JobRecord {
   readonly submittedPosition: bigint;
   /** Position of the last event applied; an event at or before it is a replay and changes nothing. */
   readonly lastPosition: bigint;
-}
-
-/** Data of `JobWithdrawn` as far as the view reads it (placement: a queued job ended without running). */
-interface WithdrawnData {
-  jobId: string;
-  outcome: JobOutcome;
 }
 
 const FINAL = new Set<JobState>(FINAL_JOB_STATES);
@@ -208,7 +201,7 @@ function applyChange(view: JobView, event: JobEvent): JobView {
       return final ? view : { ...view, state: 'staged' };
     case 'JobWithdrawn': {
       if (final) return view;
-      const d = event.data as WithdrawnData;
+      const d = event.data as EventData<'JobWithdrawn'>;
       return { ...view, state: d.outcome, outcome: d.outcome };
     }
     case 'OutputsStored': {

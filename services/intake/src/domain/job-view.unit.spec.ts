@@ -145,7 +145,7 @@ describe('job view (fold of every event of a job)', () => {
       submitted(),
       staged(),
       ev('JobCancelRequested', { jobId: JOB, team: 'team-ml', requestedAt: at(2) }),
-      ev('JobWithdrawn', { jobId: JOB, outcome: 'cancelled', withdrawnAt: at(3) }),
+      ev('JobWithdrawn', { jobId: JOB, team: 'team-ml', outcome: 'cancelled', withdrawnAt: at(3) }),
     );
     expect(view).toMatchObject({ state: 'cancelled', outcome: 'cancelled', attempts: [], updatedAt: at(3) });
   });

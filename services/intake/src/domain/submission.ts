@@ -19,7 +19,7 @@ import { ValidationError } from '#errors';
 import { v5 as uuidv5 } from 'uuid';
 import { isFinalState } from './job-view.js';
 
-/** UUID v5 namespace of the ids intake derives (job ids from idempotency keys, event ids from job ids). */
+/** UUID v5 namespace of the job ids intake derives from idempotency keys. Never change it: it would orphan every key. */
 export const INTAKE_ID_NAMESPACE = '3d0a8f8e-6f0b-4c4e-9a57-2b8f1c6e7d41';
 
 /** Stream intake writes a job's events to. */
@@ -39,11 +39,6 @@ export function jobIdFromUuid(uuid: string): string {
 export function idempotentJobId(team: string, idempotencyKey: string): string {
   // NUL cannot occur in a team id nor in a key (visible ASCII), so the pair is unambiguous.
   return jobIdFromUuid(uuidv5(`${team}\u0000${idempotencyKey}`, INTAKE_ID_NAMESPACE));
-}
-
-/** Event id of a job's JobSubmitted, derived from the job id so a retried submit cannot record it twice. */
-export function submittedEventId(jobId: string): string {
-  return uuidv5(`${jobId}:JobSubmitted`, INTAKE_ID_NAMESPACE);
 }
 
 /** A validated submit request. */

@@ -1,6 +1,6 @@
 import { ID_PATTERN, JobId } from '#contracts';
 import { ValidationError } from '#errors';
-import { decideCancel, decideSubmit, idempotentJobId, jobIdFromUuid, parseSubmission, resolveDeadline, submittedEventId } from './submission.js';
+import { decideCancel, decideSubmit, idempotentJobId, jobIdFromUuid, parseSubmission, resolveDeadline } from './submission.js';
 
 const now = new Date('2025-06-01T12:00:00.000Z');
 const spec = { work: { kind: 'script', script: { inline: 'echo hi' } }, request: { gpus: 1, timeLimit: '1h' } };
@@ -29,11 +29,6 @@ describe('job ids', () => {
     expect(idempotentJobId('team-a', 'k1')).not.toBe(idempotentJobId('team-a', 'k2'));
     // No ambiguity from concatenation.
     expect(idempotentJobId('team-a', 'bc')).not.toBe(idempotentJobId('team-ab', 'c'));
-  });
-
-  it('the JobSubmitted event id derives from the job id', () => {
-    expect(submittedEventId('job_1')).toBe(submittedEventId('job_1'));
-    expect(submittedEventId('job_1')).not.toBe(submittedEventId('job_2'));
   });
 });
 

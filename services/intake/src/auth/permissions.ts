@@ -1,0 +1,36 @@
+/**
+ * What each role may do. Every key acts within its own team only: a job of another team is
+ * forbidden to every role, `admin` included (operators read other teams through the store).
+ */
+import { ForbiddenError } from '../common/errors.js';
+import type { ApiRole, Principal } from './api-keys.js';
+
+export type Action = 'jobs:submit' | 'jobs:cancel' | 'jobs:read' | 'charges:read';
+
+/**
+ * - `producer`: submits, cancels and reads its team's jobs and charges;
+ * - `compliance`: reads jobs (state, timeline, logs, outputs) and charges, changes nothing;
+ * - `billing`: reads charges only;
+ * - `admin`: everything within its team.
+ */
+export const ROLE_ACTIONS: Readonly<Record<ApiRole, readonly Action[]>> = {
+  producer: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read'],
+  compliance: ['jobs:read', 'charges:read'],
+  billing: ['charges:read'],
+  admin: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read'],
+};
+
+/** Throws ForbiddenError unless the caller's role allows the action. */
+export function authorize(principal: Principal, action: Action): void {
+  if (!ROLE_ACTIONS[principal.role].includes(action)) {
+    const roles = (Object.keys(ROLE_ACTIONS) as ApiRole[]).filter((r) => ROLE_ACTIONS[r].includes(action));
+    throw new ForbiddenError(`API key \`${principal.keyId}\` has role ${principal.role}, which may not do ${action}; that needs a key with role ${roles.join(' or ')}`);
+  }
+}
+
+/** Throws ForbiddenError when the job belongs to another team. */
+export function assertOwnJob(principal: Principal, job: { jobId: string; team: string }): void {
+  if (job.team !== principal.team) {
+    throw new ForbiddenError(`job ${job.jobId} belongs to another team; your API key is for team ${principal.team}`);
+  }
+}
