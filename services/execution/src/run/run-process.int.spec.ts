@@ -107,6 +107,22 @@ describe('runProcess: environment and directories', () => {
     expect(result).toMatchObject({ startedAt: 1000, endedAt: 2000 });
   });
 
+  it('tells onSpawn the group id and start time before the job\'s first line is read', async () => {
+    const seen: string[] = [];
+    const { result } = await run(spec(await script('echo "pgid $(ps -o pgid= $$ | tr -d \' \')"')), {
+      onSpawn: (pid, startedAt) => seen.push(`spawn ${pid} ${startedAt}`),
+      onLog: (line) => seen.push(line),
+    });
+    expect(seen).toEqual([`spawn ${result.pid} ${result.startedAt}`, `pgid ${result.pid}`]);
+  });
+
+  it('does not call onSpawn for a command that cannot be started', async () => {
+    let called = false;
+    const { result } = await run(spec('no-such-command-gpunet'), { onSpawn: () => (called = true) });
+    expect(result.outcome).toBe('failed');
+    expect(called).toBe(false);
+  });
+
   it('refuses a command path outside the run before starting anything', async () => {
     await expect(runProcess(spec('/bin/true'))).rejects.toThrow(ValidationError);
     await expect(runProcess(spec('../../../../../bin/true'))).rejects.toThrow(ValidationError);

@@ -50,6 +50,13 @@ export interface RunOptions {
   readonly signal?: AbortSignal;
   /** Receives each log line live. Should not throw; if it does it is detached and the run goes on. */
   readonly onLog?: LogListener;
+  /**
+   * Called once the process has started, with its pid (= process group id) and the clock ms it
+   * started at, before any of its output is read: the agent records the start and the group id
+   * (so a restarted agent can find and kill a group its predecessor left behind). Not called when
+   * the process could not be started. Should not throw; an error is logged and the run goes on.
+   */
+  readonly onSpawn?: (pid: number, startedAt: number) => void;
   /** Default `<dirs.logs>/run.log`; appended to, so a restarted agent does not erase a log. */
   readonly logFile?: string;
   /** Cap on kept job output. Default 64 MiB. */
@@ -350,6 +357,11 @@ class Execution {
       return { ...base, outcome: 'failed', terminatedBy: null, startedAt, endedAt: this.clock.now(), error };
     }
     this.pgid = child.pid;
+    try {
+      this.opts.onSpawn?.(child.pid, startedAt);
+    } catch (err) {
+      this.capture.system(`[gpunet] start listener failed: ${(err as Error)?.message ?? String(err)}`);
+    }
     const outputClosed = this.captureOutput(child);
     this.armTimers();
     const onAbort = () => this.terminate('cancel');
