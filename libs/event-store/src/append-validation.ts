@@ -47,6 +47,8 @@ export function prepareAppend(streamId: unknown, events: unknown, options?: Appe
     if (typeof e.eventId !== 'string' || !UUID.test(e.eventId)) {
       issues.push({ path: `${at}.eventId`, message: 'must be a UUID', fix: 'generate one with uuid v4 or v7; it is the idempotency key' });
     } else {
+      // One spelling per id: PostgreSQL's uuid type lower-cases, so every adapter does.
+      e = { ...e, eventId: e.eventId.toLowerCase() };
       const first = seen.get(e.eventId);
       if (first !== undefined) {
         issues.push({ path: `${at}.eventId`, message: `duplicates events.${first}.eventId within the batch`, fix: 'give every event its own id' });

@@ -41,4 +41,10 @@ describe('prepareAppend', () => {
     expect(issuesOf(() => prepareAppend('s', [{ ...ok, metadata: { ...ok.metadata, producer: undefined } }]))).toEqual(['events.0.metadata.producer']);
     expect(issuesOf(() => prepareAppend('s', [ok], { expectedRevision: -1n }))).toEqual(['options.expectedRevision']);
   });
+
+  it('spells every event id in lower case, so both adapters store and hash the same id', () => {
+    const upper = { ...ok, eventId: ok.eventId.toUpperCase() };
+    expect(prepareAppend('s', [upper])[0]?.eventId).toBe(ok.eventId.toLowerCase());
+    expect(issuesOf(() => prepareAppend('s', [ok, upper]))).toEqual(['events.1.eventId']);
+  });
 });

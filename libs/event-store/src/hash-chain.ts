@@ -13,6 +13,10 @@ export function canonicalJson(value: unknown): string {
 }
 
 function sortKeys(value: unknown): unknown {
+  // As JSON.stringify does: a Date (or anything with toJSON) stands for what toJSON returns.
+  if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+    return sortKeys((value as { toJSON: () => unknown }).toJSON());
+  }
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};

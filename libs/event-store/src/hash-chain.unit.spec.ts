@@ -60,3 +60,10 @@ describe('hash chain', () => {
     expect(computeEventHash(GENESIS_HASH, e, 'k')).not.toBe(h);
   });
 });
+
+describe('canonicalJson', () => {
+  it('serializes values with toJSON as JSON.stringify does, keys sorted', () => {
+    const at = new Date('2026-11-30T05:00:00.000Z');
+    expect(canonicalJson({ b: at, a: [at] })).toBe('{"a":["2026-11-30T05:00:00.000Z"],"b":"2026-11-30T05:00:00.000Z"}');
+  });
+});
