@@ -21,9 +21,11 @@ const common = {
   transform: { '^.+\\.ts$': swc },
   moduleNameMapper: {
     '^#contracts$': '<rootDir>/contracts/index.ts',
+    '^#sdk$': '<rootDir>/libs/sdk/src/index.ts',
     '^#event-store$': '<rootDir>/libs/event-store/src/index.ts',
     '^#messaging$': '<rootDir>/libs/messaging/src/index.ts',
     '^#errors$': '<rootDir>/libs/errors/src/index.ts',
+    '^#blobs$': '<rootDir>/libs/blobs/src/index.ts',
     '^#service-kit$': '<rootDir>/libs/service-kit/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },

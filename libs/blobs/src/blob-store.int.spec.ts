@@ -1,0 +1,250 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ValidationError } from '#errors';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Objm } from '@nats-io/obj';
+import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
+import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
+import { BlobStore } from './blob-store.js';
+import { BlobIntegrityError, BlobNotFoundError, BlobStoreUnavailableError, FolderInputError } from './errors.js';
+import { BLOB_BUCKET } from './names.js';
+import type { TransferProgress } from './progress.js';
+
+const MiB = 1024 * 1024;
+const sha = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+describe('BlobStore against a real nats-server', () => {
+  let server: TestNatsServer;
+  let nc: NatsConnection;
+  let blobs: BlobStore;
+  let dir: string;
+
+  beforeAll(async () => {
+    server = await startNatsServer();
+    nc = await connect({ servers: server.url });
+    blobs = await BlobStore.open(nc);
+    dir = await mkdtemp(join(tmpdir(), 'gpunet-blobs-'));
+  });
+
+  afterAll(async () => {
+    await nc?.close();
+    await server?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  async function file(name: string, bytes: Uint8Array): Promise<string> {
+    const path = join(dir, name);
+    await mkdir(join(path, '..'), { recursive: true });
+    await writeFile(path, bytes);
+    return path;
+  }
+
+  /** Bytes this connection sent while `fn` ran (client-side counter of the NATS protocol). */
+  async function bytesSentDuring<T>(fn: () => Promise<T>): Promise<{ result: T; sent: number }> {
+    await nc.flush();
+    const before = nc.stats().outBytes;
+    const result = await fn();
+    await nc.flush();
+    return { result, sent: nc.stats().outBytes - before };
+  }
+
+  it('round-trips a multi-chunk file and reports progress up to the total', async () => {
+    const bytes = randomBytes(3 * MiB + 12345);
+    const path = await file('round-trip.bin', bytes);
+    const seen: TransferProgress[] = [];
+
+    const up = await blobs.uploadFile('team-a', path, { onProgress: (p) => seen.push(p) });
+
+    expect(up).toEqual({ sha256: sha(bytes), size: bytes.length, skipped: false });
+    const uploading = seen.filter((p) => p.phase === 'uploading');
+    expect(seen.filter((p) => p.phase === 'hashing').at(-1)).toEqual({ phase: 'hashing', bytesDone: bytes.length, bytesTotal: bytes.length });
+    expect(uploading.length).toBeGreaterThanOrEqual(4);
+    expect(uploading.at(-1)).toEqual({ phase: 'uploading', bytesDone: bytes.length, bytesTotal: bytes.length });
+    expect(uploading.map((p) => p.bytesDone)).toEqual([...uploading.map((p) => p.bytesDone)].sort((a, b) => a - b));
+
+    const dest = join(dir, 'out', 'round-trip.bin');
+    const downloading: TransferProgress[] = [];
+    const down = await blobs.downloadTo('team-a', up.sha256, dest, { size: up.size, onProgress: (p) => downloading.push(p) });
+
+    expect(down).toEqual({ sha256: up.sha256, size: up.size });
+    expect(Buffer.compare(await readFile(dest), bytes)).toBe(0);
+    expect(downloading.at(-1)).toEqual({ phase: 'downloading', bytesDone: bytes.length, bytesTotal: bytes.length });
+    expect(await blobs.stat('team-a', up.sha256)).toMatchObject({ sha256: up.sha256, size: up.size, digestMatches: true });
+  });
+
+  it('skips a blob the team already holds: the second upload moves no content bytes', async () => {
+    const bytes = randomBytes(2 * MiB);
+    const path = await file('skip.bin', bytes);
+
+    const first = await bytesSentDuring(() => blobs.uploadFile('team-a', path));
+    const phases: string[] = [];
+    const second = await bytesSentDuring(() => blobs.uploadFile('team-a', path, { onProgress: (p) => phases.push(p.phase) }));
+
+    expect(first.result.skipped).toBe(false);
+    expect(first.sent).toBeGreaterThan(bytes.length);
+    expect(second.result).toEqual({ sha256: sha(bytes), size: bytes.length, skipped: true });
+    expect(second.sent).toBeLessThan(4096); // one info request, no chunk
+    expect(phases).not.toContain('uploading');
+  });
+
+  it('detects a blob whose stored bytes differ from its address and leaves no file behind', async () => {
+    const original = randomBytes(300_000);
+    const address = sha(original);
+    const originalPath = await file('original.bin', original);
+    const raw = await new Objm(nc).open(BLOB_BUCKET);
+    const dest = join(dir, 'tampered', 'x.bin');
+    // Someone writes other bytes under the name: the record's digest no longer matches the name.
+    await raw.putBlob({ name: `team-a/${address}` }, randomBytes(300_000));
+
+    await expect(blobs.downloadTo('team-a', address, dest)).rejects.toBeInstanceOf(BlobIntegrityError);
+    await expect(stat(dest)).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(await blobs.exists('team-a', address)).toBe(false);
+    expect(await blobs.stat('team-a', address)).toMatchObject({ digestMatches: false });
+    // Uploading the original repairs the name: a mismatching record is not taken as "held".
+    expect((await blobs.uploadFile('team-a', originalPath)).skipped).toBe(false);
+    await blobs.downloadTo('team-a', address, dest);
+    expect(Buffer.compare(await readFile(dest), original)).toBe(0);
+
+    // Worse: the record claims the right digest but the chunks hold other bytes. Only hashing
+    // the bytes while writing catches this.
+    await raw.putBlob({ name: `team-a/${address}` }, randomBytes(300_000));
+    const metaToken = Buffer.from(`team-a/${address}`).toString('base64').replaceAll('+', '-').replaceAll('/', '_'); // padded base64url, as the client names it
+    const metaSubject = `$O.${BLOB_BUCKET}.M.${metaToken}`;
+    const jsm = await jetstreamManager(nc);
+    const record = (await jsm.streams.getMessage(`OBJ_${BLOB_BUCKET}`, { last_by_subj: metaSubject }))!.json<Record<string, unknown>>();
+    const h = headers();
+    h.set('Nats-Rollup', 'sub');
+    await jetstream(nc).publish(metaSubject, JSON.stringify({ ...record, digest: `SHA-256=${Buffer.from(address, 'hex').toString('base64')}` }), { headers: h });
+    expect(await blobs.stat('team-a', address)).toMatchObject({ digestMatches: true });
+
+    const tamperedDest = join(dir, 'tampered', 'y.bin');
+    await expect(blobs.downloadTo('team-a', address, tamperedDest)).rejects.toBeInstanceOf(BlobIntegrityError);
+    await expect(stat(tamperedDest)).rejects.toMatchObject({ code: 'ENOENT' });
+    expect((await readdir(join(dir, 'tampered'))).filter((n) => n.endsWith('.part'))).toEqual([]);
+  });
+
+  it('fails a download that receives nothing instead of waiting forever', async () => {
+    const bytes = randomBytes(5000);
+    const up = await blobs.uploadFile('team-c', await file('stalled.bin', bytes));
+    // Damage the record: it now points at chunks that do not exist.
+    const metaSubject = `$O.${BLOB_BUCKET}.M.${Buffer.from(`team-c/${up.sha256}`).toString('base64').replaceAll('+', '-').replaceAll('/', '_')}`;
+    const jsm = await jetstreamManager(nc);
+    const record = (await jsm.streams.getMessage(`OBJ_${BLOB_BUCKET}`, { last_by_subj: metaSubject }))!.json<Record<string, unknown>>();
+    const h = headers();
+    h.set('Nats-Rollup', 'sub');
+    await jetstream(nc).publish(metaSubject, JSON.stringify({ ...record, nuid: 'no-such-chunks' }), { headers: h });
+
+    const impatient = await BlobStore.open(nc, { stallTimeoutMs: 300 });
+    const dest = join(dir, 'stalled-out.bin');
+    await expect(impatient.downloadTo('team-c', up.sha256, dest)).rejects.toBeInstanceOf(BlobStoreUnavailableError);
+    await expect(stat(dest)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('refuses a download whose size differs from the one asked for, before moving bytes', async () => {
+    const bytes = randomBytes(1000);
+    const up = await blobs.uploadFile('team-a', await file('sized.bin', bytes));
+    await expect(blobs.downloadTo('team-a', up.sha256, join(dir, 'sized-out.bin'), { size: 999 })).rejects.toBeInstanceOf(BlobIntegrityError);
+    await expect(stat(join(dir, 'sized-out.bin'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('keeps teams apart: another team neither sees, skips on, nor removes a team\'s blob', async () => {
+    const bytes = randomBytes(500_000);
+    const path = await file('isolated.bin', bytes);
+    const a = await blobs.uploadFile('team-a', path);
+
+    expect(await blobs.exists('team-b', a.sha256)).toBe(false);
+    expect(await blobs.stat('team-b', a.sha256)).toBeUndefined();
+    await expect(blobs.downloadTo('team-b', a.sha256, join(dir, 'b.bin'))).rejects.toBeInstanceOf(BlobNotFoundError);
+    expect(await blobs.remove('team-b', a.sha256)).toBe(false);
+
+    // Team b uploading the same bytes moves them: a skip would tell b that someone holds them.
+    const b = await bytesSentDuring(() => blobs.uploadFile('team-b', path));
+    expect(b.result.skipped).toBe(false);
+    expect(b.sent).toBeGreaterThan(bytes.length);
+
+    expect(await blobs.remove('team-b', a.sha256)).toBe(true);
+    expect(await blobs.exists('team-b', a.sha256)).toBe(false);
+    expect(await blobs.exists('team-a', a.sha256)).toBe(true);
+    expect(await blobs.remove('team-b', a.sha256)).toBe(false);
+  });
+
+  it('refuses a team id or hash that could address outside the team', async () => {
+    await expect(blobs.exists('team-a/../team-b', 'a'.repeat(64))).rejects.toBeInstanceOf(ValidationError);
+    await expect(blobs.exists('team-a', 'A'.repeat(64))).rejects.toBeInstanceOf(ValidationError);
+  });
+
+  it('round-trips a folder: files, nesting, an executable, an empty file, duplicates stored once', async () => {
+    const src = join(dir, 'dataset');
+    const shared = randomBytes(200_000);
+    await file('dataset/train/part-0.bin', randomBytes(1.5 * MiB));
+    await file('dataset/train/part-1.bin', shared);
+    await file('dataset/copy-of-part-1.bin', shared);
+    await file('dataset/empty.txt', new Uint8Array(0));
+    await chmod(await file('dataset/run.sh', Buffer.from('#!/bin/sh\necho hi\n')), 0o755);
+    const total = 1.5 * MiB + 2 * 200_000 + 18;
+
+    const phases: TransferProgress[] = [];
+    const up = await blobs.uploadFolder('team-a', src, { onProgress: (p) => phases.push(p) });
+
+    expect(up.files).toBe(5);
+    expect(up.totalBytes).toBe(total);
+    expect(up.bytesUploaded).toBe(total - 200_000 + up.size); // the duplicate moved once
+    expect(up.manifest.entries.map((e) => e.path)).toEqual(['copy-of-part-1.bin', 'empty.txt', 'run.sh', 'train/part-0.bin', 'train/part-1.bin']);
+    expect(up.manifest.entries.find((e) => e.path === 'run.sh')?.executable).toBe(true);
+    expect(phases.filter((p) => p.phase === 'hashing').at(-1)).toMatchObject({ bytesDone: total, bytesTotal: total });
+    expect(phases.filter((p) => p.phase === 'uploading').at(-1)).toMatchObject({ bytesDone: total - 200_000, bytesTotal: total - 200_000 });
+    // The folder's address is its manifest blob.
+    expect(sha(await blobs.readBytes('team-a', up.sha256))).toBe(up.sha256);
+
+    const inputs = join(dir, 'inputs');
+    const got = await blobs.downloadInput('team-a', { kind: 'folder', sha256: up.sha256, size: up.size, path: 'data/ds' }, inputs);
+    expect(got).toEqual({ path: join(inputs, 'data/ds'), files: 5, bytes: total });
+    for (const entry of up.manifest.entries) {
+      expect(sha(await readFile(join(inputs, 'data/ds', entry.path)))).toBe(entry.sha256);
+    }
+    expect((await stat(join(inputs, 'data/ds/run.sh'))).mode & 0o111).not.toBe(0);
+    expect((await stat(join(inputs, 'data/ds/empty.txt'))).mode & 0o111).toBe(0);
+
+    const again = await bytesSentDuring(() => blobs.uploadFolder('team-a', src));
+    expect(again.result).toMatchObject({ sha256: up.sha256, skipped: true, bytesUploaded: 0 });
+    expect(again.sent).toBeLessThan(16 * 1024);
+  });
+
+  it('materializes a file input and refuses a path that leaves the input directory', async () => {
+    const bytes = randomBytes(4096);
+    const up = await blobs.uploadFile('team-a', await file('input.bin', bytes));
+    const inputs = join(dir, 'inputs-file');
+    const got = await blobs.downloadInput('team-a', { kind: 'file', sha256: up.sha256, size: up.size, path: 'a/b/input.bin' }, inputs);
+    expect(got).toEqual({ path: join(inputs, 'a/b/input.bin'), files: 1, bytes: 4096 });
+    await expect(blobs.downloadInput('team-a', { kind: 'file', sha256: up.sha256, size: up.size, path: '../escape.bin' }, inputs)).rejects.toBeInstanceOf(FolderInputError);
+  });
+
+  it('refuses to keep a file that changed between hashing and sending', async () => {
+    const path = await file('growing.bin', randomBytes(100_000));
+    let appended = false;
+    const error = await blobs
+      .uploadFile('team-a', path, {
+        onProgress: (p) => {
+          if (p.phase === 'hashing' && p.bytesDone === p.bytesTotal && !appended) {
+            appended = true;
+            appendFileSync(path, 'more');
+          }
+        },
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BlobIntegrityError);
+    const hashedAs = (error as BlobIntegrityError).expected.sha256;
+    expect(await blobs.stat('team-a', hashedAs)).toBeUndefined();
+  });
+
+  it('removes a blob; removing it again says there was none', async () => {
+    const up = await blobs.uploadFile('team-a', await file('gone.bin', randomBytes(10_000)));
+    expect(await blobs.remove('team-a', up.sha256)).toBe(true);
+    expect(await blobs.exists('team-a', up.sha256)).toBe(false);
+    expect(await blobs.remove('team-a', up.sha256)).toBe(false);
+    await expect(blobs.downloadTo('team-a', up.sha256, join(dir, 'gone-out.bin'))).rejects.toBeInstanceOf(BlobNotFoundError);
+  });
+});

@@ -1,0 +1,473 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { copyFile, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { encodeFolderManifest, FolderManifest, type FolderManifestEntry } from '#contracts';
+import { GpunetError } from '#errors';
+import { Objm, StorageType, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { BlobIntegrityError, BlobNotFoundError, BlobStoreUnavailableError, FolderInputError, ManifestInvalidError } from './errors.js';
+import { listFolder } from './folder.js';
+import { hashBytes, hashFile, READ_CHUNK_BYTES, type BlobDigest } from './hash.js';
+import { BLOB_BUCKET, blobName, digestToHex } from './names.js';
+import { mapLimit } from './pool.js';
+import { PhaseCounter, type ProgressListener } from './progress.js';
+
+/** Options of {@link BlobStore.open}. */
+export interface BlobStoreOptions {
+  /** Object Store bucket. Default `gpunet-blobs` ({@link BLOB_BUCKET}). */
+  bucket?: string;
+  /** Create the bucket when it does not exist (file storage). Default `true`; `false` fails when it is missing. */
+  create?: boolean;
+  /** Replicas of a bucket this call creates. Default 1. */
+  replicas?: number;
+  /** Most bytes the bucket may hold (a bucket this call creates); -1 = no limit. Default -1. */
+  maxBytes?: number;
+  /** Bytes per stored chunk (one JetStream message each); the client clamps it to the server's `max_payload`. Default 1 MiB. */
+  chunkBytes?: number;
+  /** Files a folder upload or download moves at once. Default 4. */
+  concurrency?: number;
+  /** Largest blob {@link BlobStore.readBytes} holds in memory (e.g. a folder manifest). Default 64 MiB. */
+  maxInMemoryBytes?: number;
+  /**
+   * A download that receives nothing for this long fails (retryable) instead of waiting forever:
+   * the client waits for chunks that a damaged record may point at but that do not exist. Default 30 s.
+   */
+  stallTimeoutMs?: number;
+}
+
+const DEFAULTS = { bucket: BLOB_BUCKET, create: true, replicas: 1, maxBytes: -1, chunkBytes: 1024 * 1024, concurrency: 4, maxInMemoryBytes: 64 * 1024 * 1024, stallTimeoutMs: 30_000 };
+
+/** Result of an upload: the blob's address and whether its bytes were already stored. */
+export interface UploadResult extends BlobDigest {
+  /** True when the team already held this blob (same name, size and digest): no bytes moved. */
+  skipped: boolean;
+}
+
+/** Result of a folder upload. `sha256`/`size` are the manifest blob's: the folder input's address. */
+export interface FolderUploadResult extends UploadResult {
+  manifest: FolderManifest;
+  /** Number of files in the folder. */
+  files: number;
+  /** Sum of the file sizes. */
+  totalBytes: number;
+  /** Bytes actually sent (files not already stored, plus the manifest when it was new). */
+  bytesUploaded: number;
+}
+
+/** What the store knows of a blob without reading it. */
+export interface BlobStat extends BlobDigest {
+  /** When the object was last written (ISO-8601). */
+  storedAt: string;
+  /** Digest the uploader recorded, as hex; undefined when the object has none we can read. */
+  recordedSha256: string | undefined;
+  /** True when the recorded digest equals the address: the name does not lie about the bytes. */
+  digestMatches: boolean;
+}
+
+/** An input to materialize: a file, or a folder by its manifest, placed at `path` under the destination. */
+export interface InputBlobRef {
+  kind: 'file' | 'folder';
+  sha256: string;
+  size: number;
+  /** Relative path under the destination directory, e.g. `data/train`. */
+  path: string;
+}
+
+/** What {@link BlobStore.downloadInput} wrote. */
+export interface MaterializedInput {
+  /** Absolute path of the file or folder. */
+  path: string;
+  files: number;
+  /** Bytes of file content written (the manifest not counted). */
+  bytes: number;
+}
+
+interface ProgressOption {
+  onProgress?: ProgressListener;
+}
+
+/**
+ * Content-addressed blobs on the NATS Object Store (nats-server 2.6.3 or later; JetStream on).
+ *
+ * Every blob is stored under `<team>/<sha256>` (see {@link blobName}): a team only ever
+ * addresses its own objects, so nothing tells it whether another team stored the same bytes.
+ * Uploads hash first and skip a blob the team already holds; downloads verify sha256 and size
+ * while writing and never leave a partial file. Errors: {@link BlobNotFoundError},
+ * {@link BlobIntegrityError}, {@link ManifestInvalidError}, {@link FolderInputError}, and
+ * {@link BlobStoreUnavailableError} (retryable) when the store does not answer.
+ */
+export class BlobStore {
+  private constructor(
+    private readonly os: ObjectStore,
+    private readonly options: typeof DEFAULTS,
+  ) {}
+
+  /** Opens (by default creating) the blob bucket on a connection the caller owns and closes. */
+  static async open(nc: NatsConnection, options: BlobStoreOptions = {}): Promise<BlobStore> {
+    const o = { ...DEFAULTS, ...definedOnly(options) };
+    const objm = new Objm(nc);
+    const os = await guard(`open bucket ${o.bucket}`, () =>
+      o.create ? objm.create(o.bucket, { storage: StorageType.File, replicas: o.replicas, max_bytes: o.maxBytes }) : objm.open(o.bucket),
+    );
+    return new BlobStore(os, o);
+  }
+
+  /** Streamed sha256 and size of a local file (the address it would be stored under). */
+  hashFile(path: string, options: ProgressOption = {}): Promise<BlobDigest> {
+    return hashFile(path, options);
+  }
+
+  /**
+   * Stores a file as a team blob: hashes it (`hashing` progress), and unless the team already
+   * holds an intact object of that name and size, streams it in chunks (`uploading` progress).
+   * A file that changes between hashing and sending is detected: the object is deleted and a
+   * {@link BlobIntegrityError} thrown.
+   */
+  async uploadFile(team: string, path: string, options: ProgressOption = {}): Promise<UploadResult> {
+    const digest = await hashFile(path, options);
+    return this.uploadHashed(team, path, digest, options.onProgress);
+  }
+
+  /** Stores bytes held in memory (small blobs such as manifests), skipping them when already held. */
+  async uploadBytes(team: string, bytes: Uint8Array): Promise<UploadResult> {
+    const digest = hashBytes(bytes);
+    const name = blobName(team, digest.sha256);
+    if (await this.holds(name, digest)) return { ...digest, skipped: true };
+    const info = await guard(`put ${name}`, () => this.os.putBlob(this.meta(name), bytes));
+    await this.checkStored(name, info, digest);
+    return { ...digest, skipped: false };
+  }
+
+  /**
+   * Stores every file of a folder, then its manifest ({@link encodeFolderManifest}, canonical so
+   * equal folders get equal addresses); the manifest's sha256 and size address the folder input.
+   * Progress: `hashing` over all bytes, then `uploading` over the bytes not already stored.
+   */
+  async uploadFolder(team: string, dir: string, options: ProgressOption = {}): Promise<FolderUploadResult> {
+    blobName(team, '0'.repeat(64)); // refuse a bad team before reading gigabytes
+    const files = await listFolder(dir);
+    const totalBytes = files.reduce((n, f) => n + f.size, 0);
+    const { concurrency } = this.options;
+
+    const hashing = new PhaseCounter('hashing', totalBytes, options.onProgress);
+    const digests = await mapLimit(files, concurrency, (f) => hashFile(f.absolutePath, { onProgress: hashing.forFile(f.path) }));
+    if (files.length === 0) hashing.add(0);
+
+    // Identical files are stored once; which of them is read does not matter.
+    const bySha = new Map<string, { absolutePath: string; path: string; digest: BlobDigest }>();
+    files.forEach((f, i) => bySha.set(digests[i]!.sha256, { absolutePath: f.absolutePath, path: f.path, digest: digests[i]! }));
+    const unique = [...bySha.values()];
+    const held = await mapLimit(unique, concurrency, (u) => this.holds(blobName(team, u.digest.sha256), u.digest));
+    const toSend = unique.filter((_, i) => !held[i]);
+    const sendBytes = toSend.reduce((n, u) => n + u.digest.size, 0);
+
+    const uploading = new PhaseCounter('uploading', sendBytes, options.onProgress);
+    await mapLimit(toSend, concurrency, (u) => this.putFile(blobName(team, u.digest.sha256), u.absolutePath, u.digest, uploading.forFile(u.path)));
+    if (toSend.length === 0) uploading.add(0);
+
+    const entries: FolderManifestEntry[] = files.map((f, i) => ({
+      path: f.path,
+      sha256: digests[i]!.sha256,
+      size: digests[i]!.size,
+      ...(f.executable ? { executable: true } : {}),
+    }));
+    let encoded: string;
+    try {
+      encoded = encodeFolderManifest(entries);
+    } catch (err) {
+      throw new FolderInputError(`${dir} cannot be described as a folder input: ${(err as Error).message}`, [], { cause: err });
+    }
+    const manifest = FolderManifest.parse(JSON.parse(encoded));
+    const stored = await this.uploadBytes(team, Buffer.from(encoded, 'utf8'));
+    return {
+      ...stored,
+      manifest,
+      files: files.length,
+      totalBytes,
+      bytesUploaded: sendBytes + (stored.skipped ? 0 : stored.size),
+    };
+  }
+
+  /** True when the team holds an intact blob with this address (its recorded digest equals the address). */
+  async exists(team: string, sha256: string): Promise<boolean> {
+    return (await this.stat(team, sha256))?.digestMatches === true;
+  }
+
+  /** What the store records of the team's blob, or undefined when it holds none. Reads no content. */
+  async stat(team: string, sha256: string): Promise<BlobStat | undefined> {
+    const name = blobName(team, sha256);
+    const info = await guard(`stat ${name}`, () => this.os.info(name));
+    if (info === null || info.deleted) return undefined;
+    const recordedSha256 = digestToHex(info.digest);
+    return { sha256, size: info.size, storedAt: info.mtime, recordedSha256, digestMatches: recordedSha256 === sha256 };
+  }
+
+  /**
+   * Writes the team's blob to `destPath`, hashing as it writes: the bytes go to a temporary file
+   * beside the destination and are renamed into place only when sha256 (and `size`, if given)
+   * match, so a reader never sees a partial or wrong file. `mode` sets the file's permission bits.
+   */
+  async downloadTo(team: string, sha256: string, destPath: string, options: ProgressOption & { size?: number; mode?: number } = {}): Promise<BlobDigest> {
+    const name = blobName(team, sha256);
+    const result = await guard(`get ${name}`, () => this.os.get(name));
+    if (result === null) throw new BlobNotFoundError(team, sha256);
+    result.error.catch(() => undefined); // read below; a stream given up on must not reject unobserved
+    const recorded = digestToHex(result.info.digest);
+    const sizeWrong = options.size !== undefined && result.info.size !== options.size;
+    if (recorded !== sha256 || sizeWrong) {
+      // Known wrong from the record alone: move no bytes.
+      await result.data.cancel().catch(() => undefined);
+      throw integrityError(name, { sha256, ...(options.size === undefined ? {} : { size: options.size }) }, { ...(recorded ? { sha256: recorded } : {}), size: result.info.size });
+    }
+
+    await mkdir(dirname(destPath), { recursive: true });
+    const temp = `${destPath}.${randomBytes(6).toString('hex')}.part`;
+    let handle: FileHandle | undefined = await open(temp, 'wx', options.mode ?? 0o644);
+    try {
+      const hash = createHash('sha256');
+      const total = result.info.size;
+      let done = 0;
+      const reader = result.data.getReader();
+      for (;;) {
+        let chunk: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          chunk = await withStallTimeout(reader.read(), this.options.stallTimeoutMs, () => {
+            void reader.cancel().catch(() => undefined);
+            return new BlobStoreUnavailableError(`reading ${name}: no data for ${this.options.stallTimeoutMs} ms (${done} of ${total} bytes received)`);
+          });
+        } catch (err) {
+          if (err instanceof GpunetError) throw err;
+          throw /digests do not match|corrupt/.test(String((err as Error)?.message))
+            ? integrityError(name, { sha256, size: total }, {}, err)
+            : new BlobStoreUnavailableError(`reading ${name} from the object store failed: ${(err as Error)?.message}`, { cause: err });
+        }
+        if (chunk.done) break;
+        hash.update(chunk.value);
+        await handle.write(chunk.value);
+        done += chunk.value.length;
+        options.onProgress?.({ phase: 'downloading', bytesDone: done, bytesTotal: total });
+      }
+      if (total === 0) options.onProgress?.({ phase: 'downloading', bytesDone: 0, bytesTotal: 0 });
+      const streamError = await result.error.catch((err: unknown) => err);
+      if (streamError) throw integrityError(name, { sha256, size: total }, {}, streamError);
+      const actual = { sha256: hash.digest('hex'), size: done };
+      if (actual.sha256 !== sha256 || (options.size !== undefined && actual.size !== options.size)) {
+        throw integrityError(name, { sha256, ...(options.size === undefined ? {} : { size: options.size }) }, actual);
+      }
+      if (options.mode !== undefined) await handle.chmod(options.mode); // the umask may have narrowed the open mode
+      await handle.close();
+      handle = undefined;
+      await rename(temp, destPath);
+      return actual;
+    } catch (err) {
+      await handle?.close().catch(() => undefined);
+      await unlink(temp).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /**
+   * Reads a whole blob into memory, verified against its address. For small blobs only: refuses
+   * (ValidationError) one larger than `maxInMemoryBytes`.
+   */
+  async readBytes(team: string, sha256: string, options: { size?: number } = {}): Promise<Uint8Array> {
+    const name = blobName(team, sha256);
+    const stat = await this.stat(team, sha256);
+    if (!stat) throw new BlobNotFoundError(team, sha256);
+    if (options.size !== undefined && stat.size !== options.size) throw integrityError(name, { sha256, size: options.size }, { size: stat.size });
+    if (stat.size > this.options.maxInMemoryBytes) {
+      throw new BlobIntegrityError(`${name} is ${stat.size} bytes, more than the ${this.options.maxInMemoryBytes} read into memory`, { sha256 }, { size: stat.size });
+    }
+    let bytes: Uint8Array | null;
+    try {
+      bytes = await this.os.getBlob(name);
+    } catch (err) {
+      throw /digests do not match|corrupt/.test(String((err as Error)?.message))
+        ? integrityError(name, { sha256 }, {}, err)
+        : new BlobStoreUnavailableError(`reading ${name} from the object store failed: ${(err as Error)?.message}`, { cause: err });
+    }
+    if (bytes === null) throw new BlobNotFoundError(team, sha256);
+    const actual = hashBytes(bytes);
+    if (actual.sha256 !== sha256) throw integrityError(name, { sha256 }, actual);
+    return bytes;
+  }
+
+  /**
+   * Reads and validates a folder manifest blob. Throws {@link ManifestInvalidError} naming what is
+   * wrong when the bytes are not a `gpunet.folder/1` manifest.
+   */
+  async readFolderManifest(team: string, sha256: string, options: { size?: number } = {}): Promise<FolderManifest> {
+    const bytes = await this.readBytes(team, sha256, options);
+    return parseFolderManifest(bytes, sha256);
+  }
+
+  /**
+   * Materializes an input under `destDir` at `ref.path`: a file blob, or every file of a folder
+   * manifest (executable entries get mode 0755). Paths that would leave `destDir` are refused.
+   * Progress: `downloading` over the bytes of all files.
+   */
+  async downloadInput(team: string, ref: InputBlobRef, destDir: string, options: ProgressOption = {}): Promise<MaterializedInput> {
+    const root = resolve(destDir);
+    // A folder may fill the whole input directory (`path: .`); a file needs a name of its own.
+    const target = inside(root, ref.path, ref.kind === 'folder');
+    if (ref.kind === 'file') {
+      const digest = await this.downloadTo(team, ref.sha256, target, { size: ref.size, ...(options.onProgress ? { onProgress: options.onProgress } : {}) });
+      return { path: target, files: 1, bytes: digest.size };
+    }
+    const manifest = await this.readFolderManifest(team, ref.sha256, { size: ref.size });
+    await mkdir(target, { recursive: true });
+    const bytes = manifest.entries.reduce((n, e) => n + e.size, 0);
+    const downloading = new PhaseCounter('downloading', bytes, options.onProgress);
+    // A blob listed under several paths moves once and is copied locally for the others.
+    const groups = new Map<string, FolderManifestEntry[]>();
+    for (const entry of manifest.entries) groups.set(entry.sha256, [...(groups.get(entry.sha256) ?? []), entry]);
+    await mapLimit([...groups.values()], this.options.concurrency, async ([first, ...rest]) => {
+      const firstPath = inside(target, first!.path);
+      await this.downloadTo(team, first!.sha256, firstPath, { size: first!.size, mode: first!.executable ? 0o755 : 0o644, onProgress: downloading.forFile(first!.path) });
+      for (const entry of rest) {
+        const path = inside(target, entry.path);
+        await mkdir(dirname(path), { recursive: true });
+        await copyFile(firstPath, path);
+        const handle = await open(path, 'r');
+        await handle.chmod(entry.executable ? 0o755 : 0o644).finally(() => handle.close());
+        downloading.add(entry.size, entry.path);
+      }
+    });
+    if (manifest.entries.length === 0) downloading.add(0);
+    return { path: target, files: manifest.entries.length, bytes };
+  }
+
+  /** Deletes the team's blob; true when there was one. Other teams' copies of the same bytes are untouched. */
+  async remove(team: string, sha256: string): Promise<boolean> {
+    const name = blobName(team, sha256);
+    const info = await guard(`stat ${name}`, () => this.os.info(name));
+    if (info === null || info.deleted) return false;
+    await guard(`delete ${name}`, () => this.os.delete(name));
+    return true;
+  }
+
+  private meta(name: string) {
+    return { name, options: { max_chunk_size: this.options.chunkBytes } };
+  }
+
+  /** True when `name` holds exactly these bytes by its record: same size and recorded digest. */
+  private async holds(name: string, digest: BlobDigest): Promise<boolean> {
+    const info = await guard(`stat ${name}`, () => this.os.info(name));
+    return info !== null && !info.deleted && info.size === digest.size && digestToHex(info.digest) === digest.sha256;
+  }
+
+  private async uploadHashed(team: string, path: string, digest: BlobDigest, onProgress: ProgressListener | undefined): Promise<UploadResult> {
+    const name = blobName(team, digest.sha256);
+    if (await this.holds(name, digest)) return { ...digest, skipped: true };
+    await this.putFile(name, path, digest, onProgress);
+    return { ...digest, skipped: false };
+  }
+
+  /** Streams a file into `name`; the stored digest must be the one hashed before, or the object goes. */
+  private async putFile(name: string, path: string, digest: BlobDigest, onProgress: ProgressListener | undefined): Promise<void> {
+    const handle = await open(path, 'r');
+    try {
+      let offset = 0;
+      const stream = new ReadableStream<Uint8Array>(
+        {
+          async pull(controller) {
+            const buffer = Buffer.allocUnsafe(READ_CHUNK_BYTES);
+            const { bytesRead } = await handle.read(buffer, 0, buffer.length, offset);
+            if (bytesRead === 0) {
+              controller.close();
+              return;
+            }
+            offset += bytesRead;
+            controller.enqueue(buffer.subarray(0, bytesRead));
+            onProgress?.({ phase: 'uploading', bytesDone: offset, bytesTotal: Math.max(digest.size, offset) });
+          },
+        },
+        { highWaterMark: 1 },
+      );
+      const info = await guard(`put ${name}`, () => this.os.put(this.meta(name), stream));
+      if (digest.size === 0) onProgress?.({ phase: 'uploading', bytesDone: 0, bytesTotal: 0 });
+      await this.checkStored(name, info, digest);
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** A put whose bytes differ from the hash they are named by must not stay under that name. */
+  private async checkStored(name: string, info: ObjectInfo, digest: BlobDigest): Promise<void> {
+    const stored = digestToHex(info.digest);
+    if (stored === digest.sha256 && info.size === digest.size) return;
+    await guard(`delete ${name}`, () => this.os.delete(name)).catch(() => undefined);
+    throw new BlobIntegrityError(
+      `${name}: the file changed while it was uploaded (hashed ${digest.size} bytes as ${digest.sha256}, sent ${info.size} bytes as ${stored}); upload it again once it is no longer being written`,
+      digest,
+      { ...(stored ? { sha256: stored } : {}), size: info.size },
+    );
+  }
+}
+
+/** Parses manifest bytes; the error names each problem. */
+export function parseFolderManifest(bytes: Uint8Array, sha256 = 'manifest'): FolderManifest {
+  let json: unknown;
+  try {
+    json = JSON.parse(Buffer.from(bytes).toString('utf8'));
+  } catch (err) {
+    throw new ManifestInvalidError(`folder manifest ${sha256} is not JSON: ${(err as Error).message}`, [{ path: sha256, message: 'not JSON', fix: 'upload the folder again with `gpunet` so its manifest is written for you' }], { cause: err });
+  }
+  const parsed = FolderManifest.safeParse(json);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => ({ path: i.path.join('.') || sha256, message: i.message }));
+    throw new ManifestInvalidError(
+      `folder manifest ${sha256} is not a valid folder manifest: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`,
+      issues.map((i) => ({ ...i, fix: 'upload the folder again with `gpunet` so its manifest is written for you' })),
+    );
+  }
+  return parsed.data;
+}
+
+function integrityError(name: string, expected: { sha256: string; size?: number }, actual: { sha256?: string; size?: number }, cause?: unknown): BlobIntegrityError {
+  const got = [actual.sha256 && `sha256 ${actual.sha256}`, actual.size !== undefined && `${actual.size} bytes`].filter(Boolean).join(', ');
+  const want = [`sha256 ${expected.sha256}`, expected.size !== undefined && `${expected.size} bytes`].filter(Boolean).join(', ');
+  return new BlobIntegrityError(
+    `${name} does not hold the bytes its address names (expected ${want}${got ? `, found ${got}` : ''}); upload the original file again`,
+    expected,
+    actual,
+    cause === undefined ? undefined : { cause },
+  );
+}
+
+/** `relativePath` resolved under `root`; refuses anything that would leave it. */
+function inside(root: string, relativePath: string, rootItself = false): string {
+  const path = resolve(root, relativePath);
+  const rel = relative(root, path);
+  if (isAbsolute(relativePath) || (rel === '' && !rootItself) || rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) {
+    throw new FolderInputError(`input path \`${relativePath}\` leaves ${root}`, [{ path: relativePath, message: 'leaves the input directory', fix: 'use a relative path without `..`' }]);
+  }
+  return path;
+}
+
+/** Runs an object store call; a failure that is not already ours becomes retryable. */
+async function guard<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof GpunetError) throw err;
+    throw new BlobStoreUnavailableError(`object store: ${what} failed: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+  }
+}
+
+/** `promise`, or the error `onStall` makes when it takes longer than `ms`. */
+async function withStallTimeout<T>(promise: Promise<T>, ms: number, onStall: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const stalled = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onStall()), ms);
+  });
+  try {
+    return await Promise.race([promise, stalled]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
