@@ -1,0 +1,114 @@
+/**
+ * Free GPUs during one scheduling pass, and gang fitting: every GPU of a job on one node, of one
+ * model, lowest indices first. A pass takes from its own snapshot, so it can never hand out one
+ * GPU twice or a GPU an attempt holds.
+ */
+import { freeGpuIndices, type GpuRequest, type NodeRecord } from './state.js';
+
+/** The GPUs of one attempt: one node, one model. */
+export interface Gang {
+  nodeId: string;
+  gpuModel: string;
+  /** Ascending. */
+  gpuIndices: number[];
+}
+
+interface NodeFree {
+  nodeId: string;
+  /** Model → free indices, ascending; models in the order of their lowest index on the node. */
+  byModel: Map<string, number[]>;
+  count: number;
+}
+
+/** Free capacity for one pass, over registered nodes in first-fit order. */
+export class PassCapacity {
+  private readonly nodes: NodeFree[];
+  private free = 0;
+
+  /** `nodes`: registered nodes in first-fit order. */
+  constructor(nodes: readonly NodeRecord[]) {
+    this.nodes = nodes.map((node) => {
+      const models = new Map(node.gpus.map((g) => [g.index, g.model]));
+      const byModel = new Map<string, number[]>();
+      const indices = freeGpuIndices(node);
+      for (const i of indices) {
+        const model = models.get(i)!;
+        const list = byModel.get(model);
+        if (list) list.push(i);
+        else byModel.set(model, [i]);
+      }
+      this.free += indices.length;
+      return { nodeId: node.nodeId, byModel, count: indices.length };
+    });
+  }
+
+  /** Free GPUs left in this pass, over all nodes and models. */
+  get totalFree(): number {
+    return this.free;
+  }
+
+  /** Free GPU indices per node and model left in this pass (for queries and tests). */
+  snapshot(): { nodeId: string; gpuModel: string; gpuIndices: number[] }[] {
+    return this.nodes.flatMap((n) => [...n.byModel].map(([gpuModel, idx]) => ({ nodeId: n.nodeId, gpuModel, gpuIndices: [...idx] })));
+  }
+
+  /** The first node (in order) with enough free GPUs of the requested model (of any one model when none is asked), lowest indices first. */
+  fit(request: Pick<GpuRequest, 'gpus' | 'gpuModel'>): Gang | undefined {
+    if (request.gpus > this.free) return undefined;
+    for (const node of this.nodes) {
+      if (node.count < request.gpus) continue;
+      if (request.gpuModel !== undefined) {
+        const free = node.byModel.get(request.gpuModel);
+        if (free && free.length >= request.gpus) return { nodeId: node.nodeId, gpuModel: request.gpuModel, gpuIndices: free.slice(0, request.gpus) };
+        continue;
+      }
+      for (const [gpuModel, free] of node.byModel) {
+        if (free.length >= request.gpus) return { nodeId: node.nodeId, gpuModel, gpuIndices: free.slice(0, request.gpus) };
+      }
+    }
+    return undefined;
+  }
+
+  /** Takes a gang out of the pass's free GPUs. Throws when one of its GPUs is not free: a bug in a policy, never to be written down. */
+  take(gang: Gang): void {
+    const node = this.nodes.find((n) => n.nodeId === gang.nodeId);
+    const free = node?.byModel.get(gang.gpuModel);
+    if (!node || !free || !gang.gpuIndices.every((i) => free.includes(i))) {
+      throw new GangNotFreeError(gang);
+    }
+    const rest = free.filter((i) => !gang.gpuIndices.includes(i));
+    if (rest.length > 0) node.byModel.set(gang.gpuModel, rest);
+    else node.byModel.delete(gang.gpuModel);
+    node.count -= gang.gpuIndices.length;
+    this.free -= gang.gpuIndices.length;
+  }
+}
+
+/** A policy tried to take GPUs that are not free in this pass. */
+export class GangNotFreeError extends Error {
+  constructor(readonly gang: Gang) {
+    super(`GPUs ${gang.gpuIndices.join(',')} (${gang.gpuModel}) of node ${gang.nodeId} are not free in this pass`);
+    this.name = 'GangNotFreeError';
+  }
+}
+
+/** The most GPUs of one model a single node offers (busy or not), and where. */
+export interface LargestNode {
+  nodeId: string;
+  gpuModel: string;
+  gpus: number;
+}
+
+/**
+ * The largest node for a request: most GPUs of `gpuModel` on one node, or of any single model
+ * when none is asked. Undefined when no registered node has that model at all.
+ */
+export function largestNode(nodes: readonly NodeRecord[], gpuModel: string | undefined): LargestNode | undefined {
+  let best: LargestNode | undefined;
+  for (const node of nodes) {
+    const counts = new Map<string, number>();
+    for (const g of node.gpus) if (gpuModel === undefined || g.model === gpuModel) counts.set(g.model, (counts.get(g.model) ?? 0) + 1);
+    for (const [model, gpus] of counts) if (!best || gpus > best.gpus) best = { nodeId: node.nodeId, gpuModel: model, gpus };
+  }
+  return best;
+}

@@ -1,0 +1,101 @@
+/**
+ * decide: what placement records after looking at its state once (one pass). Pure: the clock is
+ * an argument, the state is only read.
+ *
+ * In order:
+ * 1. withdraw every queued job whose team asked to cancel it (`JobWithdrawn`, outcome `cancelled`);
+ * 2. reject every never-placed job that no registered node could ever hold (`JobRejected`,
+ *    `unsatisfiable`, naming the largest node); with no node registered yet, jobs wait instead;
+ * 3. requeue every job whose attempt ended `node_lost` (`JobRequeued`); it keeps its submit position;
+ * 4. place: the policy (first fit by default) puts placeable jobs on free GPUs (`JobPlaced`).
+ * A job gets at most one of 1–3 and, after a requeue, possibly a placement in the same pass.
+ */
+import type { EventData, FieldIssue } from '#contracts';
+import { attemptIdFor } from './attempt-id.js';
+import { largestNode, PassCapacity } from './capacity.js';
+import { firstFit, type PlacementPolicy } from './policy.js';
+import { registeredNodes, type JobRecord, type NodeRecord, type PlacementState } from './state.js';
+
+/** One event placement decided to append, to the job's placement stream. */
+export type PlacementDecision =
+  | { type: 'JobPlaced'; data: EventData<'JobPlaced'> }
+  | { type: 'JobRequeued'; data: EventData<'JobRequeued'> }
+  | { type: 'JobWithdrawn'; data: EventData<'JobWithdrawn'> }
+  | { type: 'JobRejected'; data: EventData<'JobRejected'> };
+
+export interface DecideOptions {
+  /** Default: {@link firstFit}. */
+  policy?: PlacementPolicy;
+}
+
+/** The decisions of one pass over `state` at `now`. */
+export function decide(state: PlacementState, now: Date, options: DecideOptions = {}): PlacementDecision[] {
+  const at = now.toISOString();
+  const nodes = registeredNodes(state);
+  const out: PlacementDecision[] = [];
+  const candidates: JobRecord[] = [];
+
+  for (const job of state.queue) {
+    if (job.cancelRequested) {
+      // A lost job with a cancel ends with its JobFinished (evolve); only queued ones are withdrawn.
+      if (job.phase !== 'lost') out.push(withdrawn(job, at));
+      continue;
+    }
+    if (job.attempts.length === 0 && nodes.length > 0) {
+      const why = unsatisfiable(job, nodes);
+      if (why) {
+        out.push({ type: 'JobRejected', data: { jobId: job.jobId, team: job.team, reason: 'unsatisfiable', message: why.message, issues: [why.issue], rejectedAt: at } });
+        continue;
+      }
+    }
+    if (job.phase === 'lost') {
+      const previous = job.attempts[job.attempts.length - 1]!;
+      out.push({ type: 'JobRequeued', data: { jobId: job.jobId, previousAttemptId: previous.attemptId, reason: 'node_lost', nextAttempt: previous.attempt + 1, requeuedAt: at } });
+      candidates.push(job);
+      continue;
+    }
+    if (job.phase === 'queued') candidates.push(job);
+  }
+
+  if (candidates.length === 0 || nodes.length === 0) return out;
+  const policy = options.policy ?? firstFit;
+  for (const { job, gang } of policy(candidates, new PassCapacity(nodes), now)) {
+    const attempt = (job.attempts[job.attempts.length - 1]?.attempt ?? 0) + 1;
+    out.push({
+      type: 'JobPlaced',
+      data: {
+        jobId: job.jobId,
+        attemptId: attemptIdFor(job.jobId, attempt),
+        attempt,
+        nodeId: gang.nodeId,
+        gpuIndices: gang.gpuIndices,
+        gpuModel: gang.gpuModel,
+        placedAt: at,
+      },
+    });
+  }
+  return out;
+}
+
+function withdrawn(job: JobRecord, at: string): PlacementDecision {
+  return { type: 'JobWithdrawn', data: { jobId: job.jobId, team: job.team, outcome: 'cancelled', message: 'Cancelled while queued; it never held compute.', withdrawnAt: at } };
+}
+
+/** Why no registered node can ever hold the job, or undefined when one can. */
+function unsatisfiable(job: JobRecord, nodes: readonly NodeRecord[]): { message: string; issue: FieldIssue } | undefined {
+  const { gpus, gpuModel } = job.request;
+  const largest = largestNode(nodes, gpuModel);
+  if (largest && largest.gpus >= gpus) return undefined;
+  if (!largest) {
+    const models = [...new Set(nodes.flatMap((n) => n.gpus.map((g) => g.model)))].sort();
+    return {
+      message: `no node offers GPUs of model ${gpuModel}; the network has ${models.join(', ')}`,
+      issue: { path: 'request.gpuModel', message: `no node offers GPU model ${gpuModel}`, fix: `ask for one of ${models.join(', ')}, or leave gpuModel out` },
+    };
+  }
+  const what = gpuModel === undefined ? `${gpus} GPUs of one model` : `${gpus} GPUs of model ${gpuModel}`;
+  return {
+    message: `the job asks for ${what} on one node, but the largest node has ${largest.gpus} (${largest.nodeId}: ${largest.gpus} × ${largest.gpuModel})`,
+    issue: { path: 'request.gpus', message: `more GPUs than any node has (largest: ${largest.gpus})`, fix: `ask for at most ${largest.gpus} GPUs` },
+  };
+}

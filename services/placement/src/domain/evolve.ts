@@ -1,0 +1,224 @@
+/**
+ * evolve: applies one recorded event to placement's state. Every case is idempotent, because
+ * placement applies its own decisions as soon as they are appended and then sees them again on
+ * the bus, and because a redelivered message may be handled twice.
+ *
+ * Facts are never refused: an event that contradicts the state (a GPU placed twice, a release
+ * of an unknown attempt) is recorded as well as it can be, never thrown away or thrown at.
+ */
+import type { EventData, NodeHeartbeat } from '#contracts';
+import { currentAttempt, type JobRecord, type NodeRecord, type PlacementState } from './state.js';
+
+/** The event types placement folds (and consumes from the bus). */
+export const PLACEMENT_EVENT_TYPES = [
+  'JobSubmitted',
+  'InputsStaged',
+  'StagingFailed',
+  'JobCancelRequested',
+  'JobRejected',
+  'JobPlaced',
+  'JobRequeued',
+  'JobWithdrawn',
+  'NodeRegistered',
+  'ComputeHeld',
+  'JobFinished',
+  'ComputeReleased',
+] as const;
+export type PlacementEventType = (typeof PLACEMENT_EVENT_TYPES)[number];
+
+/** A recorded event placement folds: type, data, and its global store position (the queue order). */
+export type PlacementEvent = {
+  [T in PlacementEventType]: { type: T; data: EventData<T>; position: bigint };
+}[PlacementEventType];
+
+/** Is this an event type placement folds? */
+export function isPlacementEventType(type: string): type is PlacementEventType {
+  return (PLACEMENT_EVENT_TYPES as readonly string[]).includes(type);
+}
+
+/** Applies `event` to `state` in place and returns it. */
+export function evolve(state: PlacementState, event: PlacementEvent): PlacementState {
+  if (event.position > state.position) state.position = event.position;
+  switch (event.type) {
+    case 'JobSubmitted': {
+      const d = event.data;
+      if (state.jobs.has(d.jobId)) return state;
+      const job: JobRecord = {
+        jobId: d.jobId,
+        team: d.team,
+        submitPosition: event.position,
+        submittedAt: d.submittedAt,
+        request: {
+          gpus: d.spec.request.gpus,
+          timeLimitMs: d.spec.request.timeLimitMs,
+          ...(d.spec.request.gpuModel !== undefined ? { gpuModel: d.spec.request.gpuModel } : {}),
+        },
+        phase: 'waiting_inputs',
+        staged: false,
+        cancelRequested: false,
+        attempts: [],
+      };
+      state.jobs.set(job.jobId, job);
+      enqueue(state, job);
+      return state;
+    }
+    case 'InputsStaged': {
+      const job = state.jobs.get(event.data.jobId);
+      if (!job) return state;
+      job.staged = true;
+      if (job.phase === 'waiting_inputs') job.phase = 'queued';
+      return state;
+    }
+    case 'StagingFailed':
+      return endIfQueued(state, event.data.jobId, 'staging_failed');
+    case 'JobCancelRequested': {
+      const job = state.jobs.get(event.data.jobId);
+      if (!job) return state;
+      job.cancelRequested = true;
+      // A lost attempt of a job the team wants gone is not run again; its JobFinished said it all.
+      if (job.phase === 'lost') end(state, job, 'finished');
+      return state;
+    }
+    case 'JobRejected':
+      return endIfQueued(state, event.data.jobId, 'rejected');
+    case 'JobWithdrawn':
+      return endIfQueued(state, event.data.jobId, 'withdrawn');
+    case 'JobPlaced': {
+      const d = event.data;
+      const job = state.jobs.get(d.jobId);
+      if (job?.attempts.some((a) => a.attemptId === d.attemptId)) return state;
+      if (!job && state.holders.has(d.attemptId)) return state;
+      hold(state, d.nodeId, d.attemptId, d.gpuIndices);
+      if (job) {
+        job.attempts.push({ attemptId: d.attemptId, attempt: d.attempt, nodeId: d.nodeId, gpuIndices: [...d.gpuIndices], gpuModel: d.gpuModel, placedAt: d.placedAt });
+        if (job.phase !== 'ended') {
+          job.phase = 'placed';
+          dequeue(state, job);
+        }
+      }
+      return state;
+    }
+    case 'JobRequeued': {
+      const job = state.jobs.get(event.data.jobId);
+      if (!job || job.phase !== 'lost' || currentAttempt(job)?.attemptId !== event.data.previousAttemptId) return state;
+      job.phase = 'queued';
+      return state;
+    }
+    case 'NodeRegistered': {
+      const d = event.data;
+      const node = nodeRecord(state, d.nodeId);
+      node.registered = true;
+      node.gpus = d.gpus.map((g) => ({ index: g.index, model: g.model })).sort((a, b) => a.index - b.index);
+      node.heartbeatIntervalMs = d.heartbeatIntervalMs;
+      node.registeredAt = d.registeredAt;
+      return state;
+    }
+    case 'ComputeHeld': {
+      const attempt = findAttempt(state, event.data.jobId, event.data.attemptId);
+      if (attempt && attempt.heldAt === undefined) attempt.heldAt = event.data.heldAt;
+      return state;
+    }
+    case 'JobFinished': {
+      const d = event.data;
+      const job = state.jobs.get(d.jobId);
+      const attempt = findAttempt(state, d.jobId, d.attemptId);
+      if (!job || !attempt || attempt.outcome !== undefined) return state;
+      attempt.outcome = d.outcome;
+      attempt.finishedAt = d.finishedAt;
+      if (job.phase !== 'placed' || currentAttempt(job) !== attempt) return state;
+      if (d.outcome === 'node_lost' && !job.cancelRequested) {
+        job.phase = 'lost';
+        enqueue(state, job);
+      } else {
+        end(state, job, 'finished');
+      }
+      return state;
+    }
+    case 'ComputeReleased': {
+      const d = event.data;
+      release(state, d.attemptId);
+      const attempt = findAttempt(state, d.jobId, d.attemptId);
+      if (attempt) attempt.released = true;
+      return state;
+    }
+  }
+}
+
+/** Records a heartbeat's arrival (placement clock, epoch ms). Liveness only; it never changes holds. */
+export function observeHeartbeat(state: PlacementState, heartbeat: NodeHeartbeat, receivedAt: number): PlacementState {
+  const node = nodeRecord(state, heartbeat.nodeId);
+  node.lastHeartbeatAt = receivedAt;
+  node.lastHeartbeatSequence = heartbeat.sequence;
+  return state;
+}
+
+function nodeRecord(state: PlacementState, nodeId: string): NodeRecord {
+  let node = state.nodes.get(nodeId);
+  if (!node) {
+    node = { nodeId, registered: false, order: state.nodes.size, gpus: [], holds: new Map(), busy: new Map() };
+    state.nodes.set(nodeId, node);
+  }
+  return node;
+}
+
+function hold(state: PlacementState, nodeId: string, attemptId: string, indices: readonly number[]): void {
+  const node = nodeRecord(state, nodeId);
+  if (node.holds.has(attemptId)) return;
+  node.holds.set(attemptId, [...indices]);
+  for (const i of indices) node.busy.set(i, (node.busy.get(i) ?? 0) + 1);
+  state.holders.set(attemptId, nodeId);
+}
+
+function release(state: PlacementState, attemptId: string): void {
+  const nodeId = state.holders.get(attemptId);
+  if (nodeId === undefined) return;
+  state.holders.delete(attemptId);
+  const node = state.nodes.get(nodeId)!;
+  const indices = node.holds.get(attemptId) ?? [];
+  node.holds.delete(attemptId);
+  for (const i of indices) {
+    const n = (node.busy.get(i) ?? 1) - 1;
+    if (n > 0) node.busy.set(i, n);
+    else node.busy.delete(i);
+  }
+}
+
+function findAttempt(state: PlacementState, jobId: string, attemptId: string) {
+  return state.jobs.get(jobId)?.attempts.find((a) => a.attemptId === attemptId);
+}
+
+/** Ends a job that is still in the queue; a placed job's end comes from its attempt. */
+function endIfQueued(state: PlacementState, jobId: string, why: 'staging_failed' | 'rejected' | 'withdrawn'): PlacementState {
+  const job = state.jobs.get(jobId);
+  if (job && job.phase !== 'placed' && job.phase !== 'ended') end(state, job, why);
+  return state;
+}
+
+function end(state: PlacementState, job: JobRecord, why: NonNullable<JobRecord['end']>): void {
+  dequeue(state, job);
+  job.phase = 'ended';
+  job.end = why;
+}
+
+/** Inserts in submit order (binary search: submissions arrive almost sorted, requeues do not). */
+function enqueue(state: PlacementState, job: JobRecord): void {
+  const i = queueIndex(state.queue, job.submitPosition);
+  if (state.queue[i] !== job) state.queue.splice(i, 0, job);
+}
+
+function dequeue(state: PlacementState, job: JobRecord): void {
+  const i = queueIndex(state.queue, job.submitPosition);
+  if (state.queue[i] === job) state.queue.splice(i, 1);
+}
+
+/** First index whose submitPosition is ≥ `position` (submit positions are unique per job). */
+function queueIndex(q: readonly JobRecord[], position: bigint): number {
+  let lo = 0;
+  let hi = q.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (q[mid]!.submitPosition < position) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

@@ -1,0 +1,11 @@
+/**
+ * Placement's pure core: state folded by `evolve`, decisions of one pass by `decide`, the gang
+ * fitting and the policy it uses. No framework, no I/O, clock injected.
+ */
+export * from './attempt-id.js';
+export * from './capacity.js';
+export * from './decide.js';
+export * from './evolve.js';
+export * from './policy.js';
+export * from './queue-view.js';
+export * from './state.js';

@@ -1,0 +1,63 @@
+/**
+ * What the queue looks like to people (`gpunet status`): each waiting job with its place in line
+ * and why it waits, and each node with its free GPUs. Read after a pass, so a staged job still in
+ * the queue is one that did not fit.
+ */
+import { freeGpuIndices, registeredNodes, type JobRecord, type PlacementState } from './state.js';
+
+/**
+ * Why a job waits, as a reason code in the manner of Slurm's. Later policies add `Priority`,
+ * `Reservation`, `DeadlineUnreachable`.
+ */
+export type PendingReason =
+  /** Its inputs are not staged yet. */
+  | 'Inputs'
+  /** No node has enough free GPUs of its model now. */
+  | 'Resources'
+  /** No node is registered. */
+  | 'NoNodes'
+  /** Its attempt was lost; it is being requeued. */
+  | 'Requeue'
+  /** A cancel was requested; it is being withdrawn. */
+  | 'Cancelling';
+
+export interface PendingJobView {
+  job: JobRecord;
+  /** 1-based place in line (submit order). */
+  position: number;
+  reason: PendingReason;
+}
+
+export interface NodeView {
+  nodeId: string;
+  gpus: number;
+  gpuModels: string[];
+  freeGpuIndices: number[];
+  /** Attempts holding GPUs there now. */
+  holds: { attemptId: string; gpuIndices: readonly number[] }[];
+  lastHeartbeatAt?: number;
+}
+
+/** The waiting jobs in line, and the registered nodes in first-fit order. */
+export function queueView(state: PlacementState): { pending: PendingJobView[]; nodes: NodeView[] } {
+  const nodes = registeredNodes(state);
+  const pending = state.queue.map((job, i): PendingJobView => ({ job, position: i + 1, reason: reasonOf(job, nodes.length > 0) }));
+  return {
+    pending,
+    nodes: nodes.map((n) => ({
+      nodeId: n.nodeId,
+      gpus: n.gpus.length,
+      gpuModels: [...new Set(n.gpus.map((g) => g.model))],
+      freeGpuIndices: freeGpuIndices(n),
+      holds: [...n.holds].map(([attemptId, gpuIndices]) => ({ attemptId, gpuIndices })),
+      ...(n.lastHeartbeatAt !== undefined ? { lastHeartbeatAt: n.lastHeartbeatAt } : {}),
+    })),
+  };
+}
+
+function reasonOf(job: JobRecord, anyNode: boolean): PendingReason {
+  if (job.cancelRequested) return 'Cancelling';
+  if (job.phase === 'lost') return 'Requeue';
+  if (job.phase === 'waiting_inputs') return 'Inputs';
+  return anyNode ? 'Resources' : 'NoNodes';
+}

@@ -1,0 +1,137 @@
+/**
+ * Placement's state: the node inventory (GPUs, which attempt holds which GPU, liveness) and the
+ * queue (jobs in submit order with their request and where they stand). Folded from events by
+ * `evolve`; read by `decide` and by queries. Pure data: no clock, no I/O.
+ *
+ * The state is mutable and owned by one caller: `evolve` updates it in place (folding a long
+ * history must not copy the whole inventory per event); `decide` only reads it.
+ */
+
+/** What a job asks for. Issue-4 policies add priority inputs beside it, not inside it. */
+export interface GpuRequest {
+  /** GPUs, all on one node and of one model. */
+  gpus: number;
+  /** Required model; absent: any model (still one model per job). */
+  gpuModel?: string;
+  /** Longest one attempt may run once started, in ms; reservations will be computed from it. */
+  timeLimitMs: number;
+}
+
+/** One GPU of a node. */
+export interface NodeGpu {
+  index: number;
+  model: string;
+}
+
+/** A node as placement knows it. */
+export interface NodeRecord {
+  nodeId: string;
+  /** False while the node is known only from a placement or a heartbeat (its NodeRegistered not yet applied). */
+  registered: boolean;
+  /** Registration order, the first-fit scan order; stable across re-registrations. */
+  order: number;
+  /** Every GPU the node offers, ascending index. */
+  gpus: NodeGpu[];
+  /** Attempt id → the GPU indices it holds here, from JobPlaced until ComputeReleased. */
+  holds: Map<string, readonly number[]>;
+  /**
+   * GPU index → number of attempts holding it. 1 normally; more would break the invariant, and
+   * is still counted (the GPU stays busy until every holder released it) rather than hidden.
+   */
+  busy: Map<number, number>;
+  heartbeatIntervalMs?: number;
+  registeredAt?: string;
+  /** Placement clock (epoch ms) when the last heartbeat arrived; node-loss detection reads it. */
+  lastHeartbeatAt?: number;
+  /** Sequence of the last heartbeat, so gaps are visible. */
+  lastHeartbeatSequence?: number;
+}
+
+/** Where a job stands, as far as placement is concerned. */
+export type JobPhase =
+  /** Submitted; its inputs are not staged yet. */
+  | 'waiting_inputs'
+  /** Staged (or requeued): placeable. */
+  | 'queued'
+  /** An attempt is placed; the agent runs it. */
+  | 'placed'
+  /** The attempt ended `node_lost`: it goes back to the queue (JobRequeued). */
+  | 'lost'
+  /** Nothing more to place: finished, withdrawn, rejected, or staging failed. */
+  | 'ended';
+
+/** One run attempt as placement records it. */
+export interface AttemptRecord {
+  attemptId: string;
+  attempt: number;
+  nodeId: string;
+  gpuIndices: readonly number[];
+  gpuModel: string;
+  placedAt: string;
+  /** Agent clock, from ComputeHeld. */
+  heldAt?: string;
+  /** From JobFinished. */
+  outcome?: string;
+  finishedAt?: string;
+  /** From ComputeReleased: the GPUs are free again. */
+  released?: boolean;
+}
+
+/** Why a job left placement's hands. */
+export type JobEnd = 'finished' | 'withdrawn' | 'rejected' | 'staging_failed';
+
+/** A job as placement knows it. */
+export interface JobRecord {
+  jobId: string;
+  team: string;
+  /** Store position of JobSubmitted: the queue order. */
+  submitPosition: bigint;
+  submittedAt: string;
+  request: GpuRequest;
+  phase: JobPhase;
+  staged: boolean;
+  cancelRequested: boolean;
+  /** Attempts placed so far, oldest first. */
+  attempts: AttemptRecord[];
+  /** Set once phase is `ended`. */
+  end?: JobEnd;
+}
+
+/** The whole state. Create with {@link initialState}. */
+export interface PlacementState {
+  nodes: Map<string, NodeRecord>;
+  jobs: Map<string, JobRecord>;
+  /** Jobs not placed and not ended (waiting_inputs, queued, lost), ascending submitPosition. */
+  queue: JobRecord[];
+  /** Attempt id → node id of every hold not yet released. */
+  holders: Map<string, string>;
+  /** Highest store position applied. */
+  position: bigint;
+}
+
+/** An empty state: no nodes, no jobs. */
+export function initialState(): PlacementState {
+  return { nodes: new Map(), jobs: new Map(), queue: [], holders: new Map(), position: 0n };
+}
+
+/** GPU indices of a node held by no attempt, ascending. */
+export function freeGpuIndices(node: NodeRecord): number[] {
+  const free: number[] = [];
+  for (const gpu of node.gpus) if (!node.busy.has(gpu.index)) free.push(gpu.index);
+  return free;
+}
+
+/** Is this GPU held by some attempt now? */
+export function isBusy(state: PlacementState, nodeId: string, index: number): boolean {
+  return state.nodes.get(nodeId)?.busy.has(index) ?? false;
+}
+
+/** The attempt that currently represents the job (the latest one), if any. */
+export function currentAttempt(job: JobRecord): AttemptRecord | undefined {
+  return job.attempts[job.attempts.length - 1];
+}
+
+/** Registered nodes in first-fit order. */
+export function registeredNodes(state: PlacementState): NodeRecord[] {
+  return [...state.nodes.values()].filter((n) => n.registered).sort((a, b) => a.order - b.order);
+}
