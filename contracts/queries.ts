@@ -14,7 +14,7 @@ import { UsageRecorded } from './events/ledger.js';
 import { FieldIssue, fieldError, strictObject } from './issues.js';
 import { JobSpec } from './job-spec.js';
 import { EVERY_SERVICE, defineQuery } from './message.js';
-import { AttemptId, ByteCount, Currency, DurationMs, GpuIndices, GpuModel, JobId, JobOutcome, Micros, NodeId, TeamId, Timestamp } from './primitives.js';
+import { AttemptId, ByteCount, Currency, DurationMs, GpuIndex, GpuIndices, GpuModel, JobId, JobOutcome, Micros, NodeId, TeamId, Timestamp } from './primitives.js';
 import { SERVICE_NAMES } from './subjects.js';
 
 // ── job read model ────────────────────────────────────────────────────────────────────────
@@ -202,6 +202,52 @@ export const GetChargesReply = z
   .describe('Charges, as the ledger recorded them.');
 export type GetChargesReply = z.output<typeof GetChargesReply>;
 
+const queueLimitError = fieldError('limit', 'must be a whole number from 1 to 1000', 'write e.g. `limit: 100`');
+export const GetQueue = strictObject(
+  {
+    team: TeamId.optional().describe('Only this team\'s jobs (their place in line stays global). Default: every team.'),
+    jobId: JobId.optional().describe('Only this job, e.g. to show its place in line.'),
+    limit: z.int({ error: queueLimitError }).min(1, { error: queueLimitError }).max(1000, { error: queueLimitError }).default(100).describe('Most jobs listed, 1–1000. Default 100.'),
+  },
+  'GetQueue',
+).describe('Internal: the jobs waiting for GPUs, in line, and the nodes with their free GPUs.');
+export type GetQueue = z.output<typeof GetQueue>;
+
+export const GetQueueReply = z
+  .object({
+    pending: z
+      .array(
+        z.object({
+          jobId: JobId,
+          team: TeamId,
+          position: z.int().min(1).describe('Place in line, 1 first (submit order).'),
+          reason: z
+            .string()
+            .describe('Why it waits, a Slurm-style code: `Inputs` (not staged yet), `Resources` (no node has enough free GPUs of its model), `NoNodes`, `Requeue`, `Cancelling`; more may be added.'),
+          gpus: z.int().min(1).describe('GPUs requested.'),
+          gpuModel: GpuModel.optional().describe('GPU model requested, if any.'),
+          attempt: z.int().min(1).describe('Number of the attempt it waits for (2 or more after a requeue).'),
+          submittedAt: Timestamp.describe('When intake accepted the job.'),
+        }),
+      )
+      .describe('Waiting jobs, first in line first.'),
+    totalPending: z.int().min(0).describe('All waiting jobs, before the filters and the limit.'),
+    nodes: z
+      .array(
+        z.object({
+          nodeId: NodeId,
+          gpus: z.int().min(0).describe('GPUs the node offers.'),
+          gpuModels: z.array(GpuModel).describe('Models among them.'),
+          freeGpuIndices: z.array(GpuIndex).describe('GPUs held by no attempt.'),
+          lastHeartbeatAt: Timestamp.optional().describe('When placement last heard from the node (placement clock).'),
+        }),
+      )
+      .describe('Registered nodes, in placement order.'),
+    at: Timestamp.describe('When this answer was made.'),
+  })
+  .describe('The queue as placement sees it.');
+export type GetQueueReply = z.output<typeof GetQueueReply>;
+
 export const queries = [
   defineQuery({
     name: 'GetJob',
@@ -234,5 +280,13 @@ export const queries = [
     description: 'Usage lines and totals of a team, or of one job.',
     schema: GetCharges,
     replySchema: GetChargesReply,
+  }),
+  defineQuery({
+    name: 'GetQueue',
+    version: 1,
+    service: 'placement',
+    description: 'The jobs waiting for GPUs, in line with why each waits, and the nodes with their free GPUs.',
+    schema: GetQueue,
+    replySchema: GetQueueReply,
   }),
 ] as const;
