@@ -1,0 +1,269 @@
+import {
+  CancelJobReply,
+  FINAL_JOB_STATES,
+  GetChargesReply,
+  JobView,
+  ListJobsReply,
+  LogLine,
+  SubmitJobReply,
+  type JobState,
+} from '#contracts';
+import { BlobStore } from '#blobs';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { pollDelayMs, type PollBackoff } from './backoff.js';
+import { writeVerified, type DownloadProgress } from './download.js';
+import { ClientConfigError, GpunetApiError, GpunetProtocolError, JobFileError, WaitTimeoutError } from './errors.js';
+import { HttpTransport, type HttpTransportOptions } from './http.js';
+import { uploadJobInputs, type UploadedInputs, type UploadInputsOptions } from './inputs.js';
+import { parseJobFileText, unresolvedInputs, type JobFileSpec } from './job-file.js';
+import { parseNdjson } from './ndjson.js';
+import { JobEvents, JobOutputs } from './replies.js';
+
+/** Options of {@link GpunetClient}. */
+export interface GpunetClientOptions {
+  /** Base URL of the intake API, e.g. `http://127.0.0.1:8080`. */
+  baseUrl: string;
+  /** The team's API key (`Authorization: Bearer`). */
+  apiKey: string;
+  /** NATS server(s), comma-separated; needed only to upload inputs ({@link GpunetClient.uploadInputs}). */
+  natsUrl?: string;
+  /** The API key's team; blobs are stored per team. Needed only to upload inputs. */
+  team?: string;
+  /** HTTP details: timeout (30 s), retries of safe requests (2), fetch. */
+  http?: Omit<HttpTransportOptions, 'baseUrl' | 'apiKey'>;
+}
+
+/** Options of {@link GpunetClient.waitFor}. */
+export interface WaitOptions {
+  /** Called with each new view of the job (state or anything else changed), and the one before. */
+  onUpdate?: (view: JobView, previous: JobView | undefined) => void;
+  /** Give up after this long with a {@link WaitTimeoutError}. Default: wait as long as it takes. */
+  timeoutMs?: number;
+  /** Poll spacing: 200 ms growing ×1.5 up to 2 s while nothing changes. */
+  backoff?: PollBackoff;
+  signal?: AbortSignal;
+}
+
+/** What {@link GpunetClient.downloadOutput} wrote. */
+export interface DownloadedOutput {
+  path: string;
+  dest: string;
+  sha256: string;
+  size: number;
+}
+
+const enc = encodeURIComponent;
+const FINAL = new Set<string>(FINAL_JOB_STATES);
+
+/** True for a state a job never leaves (completed, failed, timeout, cancelled, node_lost, deadline, rejected). */
+export function isFinalState(state: JobState | string): boolean {
+  return FINAL.has(state);
+}
+
+/**
+ * A typed client of a gpunet network for producers: submit jobs, follow them, fetch their
+ * logs, timeline, outputs and charges. Talks HTTP to intake; uploads inputs straight to the
+ * NATS Object Store (content-addressed, skipping what the team already holds).
+ *
+ * Every reply is checked against the contract; failures are {@link GpunetApiError} (the
+ * server's code, message and field issues), {@link GpunetUnreachableError},
+ * {@link GpunetProtocolError}. Call {@link close} when done if inputs were uploaded.
+ */
+export class GpunetClient {
+  private readonly http: HttpTransport;
+  private nats?: Promise<NatsConnection>;
+  private blobs?: Promise<BlobStore>;
+
+  constructor(private readonly options: GpunetClientOptions) {
+    this.http = new HttpTransport({ ...options.http, baseUrl: options.baseUrl, apiKey: options.apiKey });
+  }
+
+  /**
+   * Submits a job: a spec object (the `JobSpecInput` shape, addresses filled in) or the text of
+   * a job.yaml. Safe to retry: without `idempotencyKey` a fresh one is made per call and reused
+   * for this call's own retries, so a lost answer never creates the job twice.
+   * A spec with `from:` inputs not yet uploaded is refused here: call {@link uploadInputs} first.
+   */
+  async submit(spec: JobFileSpec | string, options: { idempotencyKey?: string } = {}): Promise<SubmitJobReply> {
+    const body = typeof spec === 'string' ? parseJobFileText(spec) : spec;
+    const pending = unresolvedInputs(body);
+    if (pending.length > 0) {
+      throw new JobFileError(
+        `the spec names local inputs (\`from:\`) that are not uploaded: ${pending.join(', ')}`,
+        pending.map((path) => ({ path: `${path}.from`, message: 'is a local path, not a content address', fix: 'upload it first with `uploadInputs(spec, baseDir)` (the CLI does this for you)' })),
+      );
+    }
+    const idempotencyKey = options.idempotencyKey ?? randomUUID();
+    return this.http.json(
+      { method: 'POST', path: '/v1/jobs', body: { spec: body, idempotencyKey }, headers: { 'idempotency-key': idempotencyKey }, idempotent: true },
+      SubmitJobReply,
+    );
+  }
+
+  /** One job: state, spec, attempts, outputs and timeline. */
+  getJob(jobId: string, options: { signal?: AbortSignal } = {}): Promise<JobView> {
+    return this.http.json({ method: 'GET', path: `/v1/jobs/${enc(jobId)}`, ...(options.signal ? { signal: options.signal } : {}) }, JobView);
+  }
+
+  /** The team's jobs, newest first, one page (`nextCursor` for the next), optionally only in some states. */
+  listJobs(options: { state?: JobState | readonly JobState[]; limit?: number; cursor?: string } = {}): Promise<ListJobsReply> {
+    const states = options.state === undefined ? undefined : typeof options.state === 'string' ? [options.state] : options.state;
+    return this.http.json(
+      {
+        method: 'GET',
+        path: '/v1/jobs',
+        query: { state: states, limit: options.limit?.toString(), cursor: options.cursor },
+      },
+      ListJobsReply,
+    );
+  }
+
+  /** Cancels a job; cancelling an ended job changes nothing (`cancelRequested: false`). */
+  cancel(jobId: string, options: { reason?: string } = {}): Promise<CancelJobReply> {
+    return this.http.json(
+      { method: 'POST', path: `/v1/jobs/${enc(jobId)}/cancel`, body: options.reason ? { reason: options.reason } : {}, idempotent: true },
+      CancelJobReply,
+    );
+  }
+
+  /**
+   * The job's log lines (`{ ts, stream, line, attemptId }`) as they are read from the NDJSON
+   * endpoint. With `follow`, the stream stays open until the job ends (or `signal` aborts).
+   */
+  async *logs(jobId: string, options: { follow?: boolean; signal?: AbortSignal } = {}): AsyncGenerator<LogLine> {
+    const response = await this.http.send({
+      method: 'GET',
+      path: `/v1/jobs/${enc(jobId)}/logs`,
+      query: { follow: options.follow ? '1' : undefined },
+      headers: { accept: 'application/x-ndjson' },
+      ...(options.follow ? { timeoutMs: 0 } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    if (!response.body) return;
+    let n = 0;
+    for await (const item of parseNdjson(response.body)) {
+      n += 1;
+      const parsed = LogLine.safeParse(item);
+      if (!parsed.success) throw new GpunetProtocolError(`log line ${n} of job ${jobId} does not match the LogLine contract: ${parsed.error.message}`);
+      yield parsed.data;
+    }
+  }
+
+  /** Every event of the job from every service, in store order, each with its time and producer. */
+  async events(jobId: string): Promise<JobEvents> {
+    return this.http.json({ method: 'GET', path: `/v1/jobs/${enc(jobId)}/events` }, JobEvents);
+  }
+
+  /** The job's stored output files (path, size, sha256); `stored: false` until storage recorded them. */
+  outputs(jobId: string): Promise<JobOutputs> {
+    return this.http.json({ method: 'GET', path: `/v1/jobs/${enc(jobId)}/outputs` }, JobOutputs);
+  }
+
+  /**
+   * Downloads one output file to `dest` (a file path), verified against the sha256 and size the
+   * job recorded; `dest` only ever holds the complete, correct file. Pass `expected` (from
+   * {@link outputs}) to save the lookup.
+   */
+  async downloadOutput(
+    jobId: string,
+    path: string,
+    dest: string,
+    options: { onProgress?: (p: DownloadProgress) => void; expected?: { sha256: string; size: number } } = {},
+  ): Promise<DownloadedOutput> {
+    let expected = options.expected;
+    if (!expected) {
+      const listed = (await this.outputs(jobId)).files.find((f) => f.path === path);
+      if (!listed) throw new GpunetApiError(404, 'not_found', `job ${jobId} has no stored output \`${path}\`; list them with \`outputs(jobId)\``);
+      expected = listed;
+    }
+    const response = await this.http.send({ method: 'GET', path: `/v1/jobs/${enc(jobId)}/outputs/${path.split('/').map(enc).join('/')}`, timeoutMs: 0, headers: { accept: '*/*' } });
+    const body: AsyncIterable<Uint8Array> = response.body ?? (async function* () {})();
+    const written = await writeVerified(body, dest, { path, ...expected }, options.onProgress);
+    return { path, dest, ...written };
+  }
+
+  /** Downloads every stored output of the job under `destDir`, keeping their relative paths. */
+  async downloadOutputs(jobId: string, destDir: string, options: { onProgress?: (p: DownloadProgress) => void } = {}): Promise<DownloadedOutput[]> {
+    const { files } = await this.outputs(jobId);
+    const done: DownloadedOutput[] = [];
+    for (const f of files) done.push(await this.downloadOutput(jobId, f.path, join(destDir, ...f.path.split('/')), { ...options, expected: f }));
+    return done;
+  }
+
+  /** Usage lines and totals of the team, or of one job, as the ledger recorded them. */
+  charges(options: { jobId?: string; from?: string; to?: string } = {}): Promise<GetChargesReply> {
+    return this.http.json({ method: 'GET', path: '/v1/charges', query: { jobId: options.jobId, from: options.from, to: options.to } }, GetChargesReply);
+  }
+
+  /**
+   * Polls the job until it reaches a final state and returns that view. Polls quickly after a
+   * change and slows down (to 2 s) while nothing happens.
+   */
+  async waitFor(jobId: string, options: WaitOptions = {}): Promise<JobView> {
+    const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
+    let last: JobView | undefined;
+    let unchanged = 0;
+    for (;;) {
+      const view = await this.getJob(jobId, options.signal ? { signal: options.signal } : {});
+      if (!last || view.state !== last.state || view.updatedAt !== last.updatedAt || view.timeline.length !== last.timeline.length) {
+        options.onUpdate?.(view, last);
+        unchanged = 0;
+      } else unchanged += 1;
+      last = view;
+      if (isFinalState(view.state)) return view;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new WaitTimeoutError(jobId, options.timeoutMs!, view.state);
+      await sleep(Math.min(pollDelayMs(unchanged, options.backoff), left), options.signal);
+    }
+  }
+
+  /**
+   * Uploads the local files and folders a job file names with `from:` (relative to `baseDir`,
+   * usually the job file's directory) and returns the spec with their content addresses, ready
+   * for {@link submit}. Blobs the team already holds are not sent again. Needs `natsUrl` and `team`.
+   */
+  async uploadInputs(spec: JobFileSpec | string, baseDir: string, options: UploadInputsOptions = {}): Promise<UploadedInputs> {
+    const body = typeof spec === 'string' ? parseJobFileText(spec) : spec;
+    const team = this.options.team;
+    if (!team) throw new ClientConfigError('team', 'uploading inputs needs the API key\'s team (option `team`): blobs are stored per team');
+    return uploadJobInputs(await this.blobStore(), team, body, baseDir, options);
+  }
+
+  /** Closes the NATS connection opened for uploads, if any. */
+  async close(): Promise<void> {
+    const nats = this.nats;
+    this.nats = undefined;
+    this.blobs = undefined;
+    if (nats) await (await nats.catch(() => undefined))?.close();
+  }
+
+  private blobStore(): Promise<BlobStore> {
+    if (!this.options.natsUrl) {
+      return Promise.reject(new ClientConfigError('natsUrl', 'uploading inputs needs the NATS URL (option `natsUrl`, e.g. nats://127.0.0.1:4222)'));
+    }
+    const servers = this.options.natsUrl.split(',').map((s) => s.trim());
+    this.nats ??= connect({ servers, name: 'gpunet-sdk', noAsyncTraces: true }).catch((err: unknown) => {
+      this.nats = undefined;
+      throw new ClientConfigError('natsUrl', `cannot connect to NATS at ${this.options.natsUrl}: ${(err as Error).message}`, { cause: err });
+    });
+    this.blobs ??= this.nats.then((nc) => BlobStore.open(nc));
+    return this.blobs;
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason as Error);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason as Error);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
