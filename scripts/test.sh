@@ -68,6 +68,17 @@ for r in "${results[@]}"; do
   printf '    %-11s %-14s %4ss  %s\n' "$name" "$status" "$secs" "$detail"
 done
 printf '    total %ss\n' "$((SECONDS - started))"
+# One plain closing line over every tier, for readers and tools that look only at the end.
+passed_total=0
+failed_total=0
+for r in "${results[@]}"; do
+  IFS='|' read -r _ _ _ detail <<<"$r"
+  p=$(grep -oE '[0-9]+ passed' <<<"$detail" | grep -oE '[0-9]+' || true)
+  f=$(grep -oE '[0-9]+ failed' <<<"$detail" | grep -oE '[0-9]+' || true)
+  passed_total=$((passed_total + ${p:-0}))
+  failed_total=$((failed_total + ${f:-0}))
+done
+printf '\ntests: %s passed, %s failed\n' "$passed_total" "$failed_total"
 if [ "$failed" -ne 0 ]; then
   printf '\nnpm test FAILED\n' >&2
   exit 1
