@@ -1,0 +1,241 @@
+/**
+ * Which staged inputs some job still needs: a small reference read model folded from the event
+ * store, and the removal plans derived from it.
+ *
+ * A job holds its inputs while it may still run (submitted … running, and after a `node_lost`
+ * attempt, which placement requeues). It becomes final when its staging fails, it is rejected or
+ * withdrawn, or an attempt that did not end `node_lost` releases its compute. From then on each
+ * input is kept for its `keepMs` (0 when the spec says nothing) counted from that moment, so
+ * related jobs can reuse it. A blob of a team is removed once no job of that team needs it, and
+ * `DataRemoved` records it; blobs are team-scoped, so teams never share a reference.
+ *
+ * Folder inputs are addressed by their manifest; their files are blobs of their own, possibly
+ * shared with other folders or file inputs. Plans therefore take `filesOf`, the files of each
+ * manifest, which the caller reads from the object store (manifests are immutable).
+ */
+import type {
+  BlobRef,
+  ComputeReleased,
+  DataRemoved,
+  JobFinished,
+  JobOutcome,
+  JobRejected,
+  JobRequeued,
+  JobSubmitted,
+  JobWithdrawn,
+  StagingFailed,
+} from '#contracts';
+
+/** An event as the model needs it (a recorded event or a bus event). */
+export interface RefEvent {
+  eventId: string;
+  type: string;
+  data: unknown;
+  metadata: { correlationId: string };
+}
+
+/** The event a removal is recorded as caused by: ids derive from it, correlation carries over. */
+export interface CauseRef {
+  eventId: string;
+  metadata: { correlationId: string };
+}
+
+export interface RefInput {
+  name: string;
+  kind: 'file' | 'folder';
+  sha256: string;
+  size: number;
+  /** How long after the job became final the input is kept; 0: not kept. */
+  keepMs: number;
+}
+
+export interface JobRefs {
+  jobId: string;
+  team: string;
+  inputs: RefInput[];
+  /** Set once the job can no longer run: when, and the event that made it so. */
+  final: { atMs: number; cause: CauseRef } | undefined;
+  /** Outcome of each finished attempt, to tell a released `node_lost` attempt (requeued) from an end. */
+  outcomes: Map<string, JobOutcome>;
+  /** Input blobs (sha256) already removed. */
+  removed: Set<string>;
+}
+
+export interface DataRefs {
+  jobs: Map<string, JobRefs>;
+  /** Job ids by team, for the team-wide "still needed" question. */
+  byTeam: Map<string, Set<string>>;
+}
+
+/** Event types the model folds; all others leave it unchanged. */
+export const DATA_REF_EVENT_TYPES = [
+  'JobSubmitted',
+  'StagingFailed',
+  'JobRejected',
+  'JobWithdrawn',
+  'JobFinished',
+  'ComputeReleased',
+  'JobRequeued',
+  'DataRemoved',
+] as const;
+
+export function initialDataRefs(): DataRefs {
+  return { jobs: new Map(), byTeam: new Map() };
+}
+
+/**
+ * Folds one event into the model (in place). Idempotent: applying an event twice changes
+ * nothing more, so live events may overlap the fold at start.
+ */
+export function evolve(model: DataRefs, event: RefEvent): void {
+  switch (event.type) {
+    case 'JobSubmitted': {
+      const e = event.data as JobSubmitted;
+      if (model.jobs.has(e.jobId)) return;
+      const inputs = e.spec.data.inputs.map((i) => ({ name: i.name, kind: i.kind, sha256: i.sha256, size: i.size, keepMs: i.keepMs ?? 0 }));
+      model.jobs.set(e.jobId, { jobId: e.jobId, team: e.team, inputs, final: undefined, outcomes: new Map(), removed: new Set() });
+      const ids = model.byTeam.get(e.team) ?? new Set<string>();
+      ids.add(e.jobId);
+      model.byTeam.set(e.team, ids);
+      return;
+    }
+    case 'StagingFailed':
+      return finish(model, (event.data as StagingFailed).jobId, (event.data as StagingFailed).failedAt, event);
+    case 'JobRejected':
+      return finish(model, (event.data as JobRejected).jobId, (event.data as JobRejected).rejectedAt, event);
+    case 'JobWithdrawn':
+      return finish(model, (event.data as JobWithdrawn).jobId, (event.data as JobWithdrawn).withdrawnAt, event);
+    case 'JobFinished': {
+      const e = event.data as JobFinished;
+      model.jobs.get(e.jobId)?.outcomes.set(e.attemptId, e.outcome);
+      return;
+    }
+    case 'ComputeReleased': {
+      const e = event.data as ComputeReleased;
+      const job = model.jobs.get(e.jobId);
+      // A node_lost attempt is requeued by placement: the job still needs its inputs.
+      if (!job || job.outcomes.get(e.attemptId) === 'node_lost') return;
+      return finish(model, e.jobId, e.releasedAt, event);
+    }
+    case 'JobRequeued': {
+      const job = model.jobs.get((event.data as JobRequeued).jobId);
+      if (job) job.final = undefined;
+      return;
+    }
+    case 'DataRemoved': {
+      const e = event.data as DataRemoved;
+      if (e.scope !== 'inputs' || e.nodeId !== undefined || e.jobId === undefined) return;
+      const team = model.jobs.get(e.jobId)?.team;
+      if (team === undefined) return;
+      // The blob is gone for every job of the team that is done with it, not only the one named.
+      const gone = new Set(e.blobs.map((b) => b.sha256));
+      for (const id of model.byTeam.get(team) ?? []) {
+        const job = model.jobs.get(id)!;
+        if (!job.final) continue;
+        for (const input of job.inputs) if (gone.has(input.sha256)) job.removed.add(input.sha256);
+        prune(model, job);
+      }
+      return;
+    }
+  }
+}
+
+function finish(model: DataRefs, jobId: string, at: string, cause: RefEvent): void {
+  const job = model.jobs.get(jobId);
+  if (!job || job.final) return;
+  job.final = { atMs: Date.parse(at), cause: { eventId: cause.eventId, metadata: { correlationId: cause.metadata.correlationId } } };
+  prune(model, job);
+}
+
+/** A final job with nothing left to remove needs no place in the model. */
+function prune(model: DataRefs, job: JobRefs): void {
+  if (!job.final || job.inputs.some((i) => !job.removed.has(i.sha256))) return;
+  model.jobs.delete(job.jobId);
+  const ids = model.byTeam.get(job.team);
+  ids?.delete(job.jobId);
+  if (ids?.size === 0) model.byTeam.delete(job.team);
+}
+
+/** The files of a folder manifest; empty when the manifest is unknown (it cannot be materialized then). */
+export type FilesOf = (team: string, manifestSha256: string) => readonly BlobRef[];
+
+/** One `DataRemoved` to record after deleting `blobs`. */
+export interface Removal {
+  jobId: string;
+  team: string;
+  reason: 'job_released' | 'retention_expired';
+  /** Every blob to delete, each once: the inputs and the files of folder inputs that no job needs. */
+  blobs: BlobRef[];
+  cause: CauseRef;
+  /** Stable for the same removal, so a repeated plan records under the same event id. */
+  discriminator: string;
+}
+
+/** Folder inputs whose manifests a plan may read: those of the given teams' jobs not yet removed. */
+export function foldersToRead(model: DataRefs, teams: Iterable<string>): { team: string; sha256: string; size: number }[] {
+  const out: { team: string; sha256: string; size: number }[] = [];
+  for (const team of teams) {
+    for (const id of model.byTeam.get(team) ?? []) {
+      const job = model.jobs.get(id)!;
+      for (const input of job.inputs) if (input.kind === 'folder' && !job.removed.has(input.sha256)) out.push({ team, sha256: input.sha256, size: input.size });
+    }
+  }
+  return out;
+}
+
+/** Teams with at least one final job that still has inputs: where a sweep may find work. */
+export function teamsWithFinalJobs(model: DataRefs, only?: string): string[] {
+  if (only !== undefined) {
+    const job = model.jobs.get(only);
+    return job?.final ? [job.team] : [];
+  }
+  const teams = new Set<string>();
+  for (const job of model.jobs.values()) if (job.final) teams.add(job.team);
+  return [...teams];
+}
+
+/**
+ * The removals due at `nowMs`: inputs of final jobs whose keep has passed and that no job of the
+ * same team still needs (an unfinished job, or a final one still keeping it), with the files of
+ * folder inputs that nothing else needs. `only` restricts the plan to one job (its release).
+ */
+export function planRemovals(model: DataRefs, nowMs: number, filesOf: FilesOf, only?: string): Removal[] {
+  const removals: Removal[] = [];
+  for (const team of teamsWithFinalJobs(model, only)) {
+    const jobs = [...(model.byTeam.get(team) ?? [])].map((id) => model.jobs.get(id)!);
+    const expand = (input: RefInput): readonly BlobRef[] => (input.kind === 'folder' ? filesOf(team, input.sha256) : []);
+
+    const needed = new Set<string>();
+    for (const job of jobs) {
+      for (const input of job.inputs) {
+        if (job.removed.has(input.sha256) || (job.final && job.final.atMs + input.keepMs <= nowMs)) continue;
+        needed.add(input.sha256);
+        for (const file of expand(input)) needed.add(file.sha256);
+      }
+    }
+
+    const planned = new Set<string>();
+    for (const job of jobs) {
+      if (!job.final || (only !== undefined && job.jobId !== only)) continue;
+      const byReason = new Map<Removal['reason'], BlobRef[]>();
+      for (const input of job.inputs) {
+        if (job.removed.has(input.sha256) || needed.has(input.sha256) || job.final.atMs + input.keepMs > nowMs) continue;
+        const reason = input.keepMs > 0 ? 'retention_expired' : 'job_released';
+        const blobs = byReason.get(reason) ?? [];
+        for (const blob of [{ sha256: input.sha256, size: input.size }, ...expand(input)]) {
+          if (needed.has(blob.sha256) || planned.has(blob.sha256)) continue;
+          planned.add(blob.sha256);
+          blobs.push({ sha256: blob.sha256, size: blob.size });
+        }
+        byReason.set(reason, blobs);
+      }
+      for (const [reason, blobs] of byReason) {
+        // Empty when another job's removal takes the same blobs: its DataRemoved settles them for this job too.
+        if (blobs.length === 0) continue;
+        const discriminator = `${reason}:${blobs.map((b) => b.sha256).sort().join(',')}`;
+        removals.push({ jobId: job.jobId, team, reason, blobs, cause: job.final.cause, discriminator });
+      }
+    }
+  }
+  return removals;
+}

@@ -1,0 +1,184 @@
+import type { BlobRef, DataRemoved } from '#contracts';
+import { evolve, foldersToRead, initialDataRefs, planRemovals, type DataRefs, type FilesOf, type RefEvent } from './data-refs.js';
+import { at, sha, submitted, T0, type InputSketch } from './fixtures.js';
+
+const HOUR = 3_600_000;
+let seq = 0;
+const ev = (type: string, data: unknown): RefEvent => ({ eventId: `evt-${++seq}`, type, data, metadata: { correlationId: 'corr' } });
+const noFolders: FilesOf = () => [];
+
+function given(...events: RefEvent[]): DataRefs {
+  const model = initialDataRefs();
+  for (const e of events) evolve(model, e);
+  return model;
+}
+const submit = (jobId: string, inputs: InputSketch[], team = 'team-a') => ev('JobSubmitted', submitted(jobId, inputs, team));
+const finished = (jobId: string, attempt: string, outcome: string, ms = 1000) =>
+  ev('JobFinished', { jobId, attemptId: attempt, nodeId: 'node-1', outcome, exitCode: 0, signal: null, finishedAt: at(ms) });
+const released = (jobId: string, attempt: string, ms = 1000) => ev('ComputeReleased', { jobId, attemptId: attempt, nodeId: 'node-1', gpuIndices: [0], releasedAt: at(ms) });
+const removed = (jobId: string, blobs: BlobRef[]): RefEvent =>
+  ev('DataRemoved', { jobId, scope: 'inputs', blobs, reason: 'job_released', removedAt: at(2000) } satisfies DataRemoved);
+const shas = (blobs: readonly BlobRef[]) => blobs.map((b) => b.sha256).sort();
+
+describe('data references', () => {
+  it('given a released job whose inputs nobody else uses, plans their removal as job_released, caused by the release', () => {
+    const release = released('job-1', 'a1');
+    const model = given(submit('job-1', [{ name: 'x', sha256: sha('a1') }, { name: 'y', sha256: sha('b2'), size: 3 }]), finished('job-1', 'a1', 'completed'), release);
+
+    const plan = planRemovals(model, T0 + 1000, noFolders, 'job-1');
+
+    expect(plan).toEqual([
+      {
+        jobId: 'job-1',
+        team: 'team-a',
+        reason: 'job_released',
+        blobs: [
+          { sha256: sha('a1'), size: 10 },
+          { sha256: sha('b2'), size: 3 },
+        ],
+        cause: { eventId: release.eventId, metadata: { correlationId: 'corr' } },
+        discriminator: `job_released:${sha('a1')},${sha('b2')}`,
+      },
+    ]);
+  });
+
+  it('given an unfinished job of the team using the same blob, keeps it until that job is released too', () => {
+    const model = given(
+      submit('job-1', [{ name: 'x', sha256: sha('a1') }, { name: 'own', sha256: sha('c3') }]),
+      submit('job-2', [{ name: 'x', sha256: sha('a1') }]),
+      finished('job-1', 'a1', 'failed'),
+      released('job-1', 'a1'),
+    );
+    expect(planRemovals(model, T0 + 1000, noFolders, 'job-1').flatMap((r) => shas(r.blobs))).toEqual([sha('c3')]);
+
+    evolve(model, removed('job-1', [{ sha256: sha('c3'), size: 10 }]));
+    evolve(model, finished('job-2', 'b1', 'completed', 5000));
+    evolve(model, released('job-2', 'b1', 5000));
+
+    const plan = planRemovals(model, T0 + 5000, noFolders, 'job-2');
+    expect(plan.map((r) => [r.jobId, shas(r.blobs)])).toEqual([['job-2', [sha('a1')]]]);
+
+    // Recording it settles job-1's reference too: nothing is left for a sweep.
+    evolve(model, removed('job-2', plan[0]!.blobs));
+    expect(planRemovals(model, T0 + 10 * HOUR, noFolders)).toEqual([]);
+    expect(model.jobs.size).toBe(0);
+  });
+
+  it('given another team using the same bytes, removes this team\'s copy anyway: teams share nothing', () => {
+    const model = given(
+      submit('job-1', [{ name: 'x', sha256: sha('a1') }], 'team-a'),
+      submit('job-2', [{ name: 'x', sha256: sha('a1') }], 'team-b'),
+      finished('job-1', 'a1', 'completed'),
+      released('job-1', 'a1'),
+    );
+    expect(planRemovals(model, T0 + 1000, noFolders, 'job-1')).toMatchObject([{ team: 'team-a', blobs: [{ sha256: sha('a1') }] }]);
+  });
+
+  it('given a kept input, removes it only once its keep has passed, as retention_expired', () => {
+    const model = given(
+      submit('job-1', [{ name: 'x', sha256: sha('a1'), keepMs: HOUR }, { name: 'y', sha256: sha('b2') }]),
+      finished('job-1', 'a1', 'completed'),
+      released('job-1', 'a1'),
+    );
+    expect(planRemovals(model, T0 + 1000, noFolders, 'job-1').map((r) => [r.reason, shas(r.blobs)])).toEqual([['job_released', [sha('b2')]]]);
+    evolve(model, removed('job-1', [{ sha256: sha('b2'), size: 10 }]));
+
+    expect(planRemovals(model, T0 + 1000 + HOUR - 1, noFolders)).toEqual([]);
+    expect(planRemovals(model, T0 + 1000 + HOUR, noFolders).map((r) => [r.reason, shas(r.blobs)])).toEqual([['retention_expired', [sha('a1')]]]);
+  });
+
+  it('given a kept input of a finished job, a later job reusing it holds it past the keep', () => {
+    const model = given(
+      submit('job-1', [{ name: 'x', sha256: sha('a1'), keepMs: HOUR }]),
+      finished('job-1', 'a1', 'completed'),
+      released('job-1', 'a1'),
+      submit('job-2', [{ name: 'x', sha256: sha('a1') }]),
+    );
+    expect(planRemovals(model, T0 + 2 * HOUR, noFolders)).toEqual([]);
+  });
+
+  it('given an attempt lost with its node, keeps the inputs for the requeued attempt', () => {
+    const model = given(submit('job-1', [{ name: 'x', sha256: sha('a1') }]), finished('job-1', 'a1', 'node_lost'), released('job-1', 'a1'));
+    expect(model.jobs.get('job-1')?.final).toBeUndefined();
+    expect(planRemovals(model, T0 + 1000, noFolders, 'job-1')).toEqual([]);
+
+    evolve(model, ev('JobRequeued', { jobId: 'job-1', previousAttemptId: 'a1', reason: 'node_lost', nextAttempt: 2, requeuedAt: at(1500) }));
+    evolve(model, finished('job-1', 'a2', 'completed', 3000));
+    evolve(model, released('job-1', 'a2', 3000));
+    expect(planRemovals(model, T0 + 3000, noFolders, 'job-1')).toMatchObject([{ blobs: [{ sha256: sha('a1') }] }]);
+  });
+
+  it.each([
+    ['StagingFailed', { jobId: 'job-1', reason: 'blob_missing', message: 'x', failedAt: at(100) }],
+    ['JobRejected', { jobId: 'job-1', team: 'team-a', reason: 'unsatisfiable', message: 'x', issues: [], rejectedAt: at(100) }],
+    ['JobWithdrawn', { jobId: 'job-1', team: 'team-a', outcome: 'cancelled', withdrawnAt: at(100) }],
+  ])('given a job ended by %s, a sweep removes what it uploaded', (type, data) => {
+    const model = given(submit('job-1', [{ name: 'x', sha256: sha('a1') }]), ev(type, data));
+    expect(planRemovals(model, T0 + 100, noFolders).map((r) => [r.jobId, r.reason, shas(r.blobs)])).toEqual([['job-1', 'job_released', [sha('a1')]]]);
+  });
+
+  it('given a folder input, removes the manifest and the files no other input of the team needs', () => {
+    const manifest = sha('f0');
+    const files: Record<string, BlobRef[]> = {
+      [manifest]: [
+        { sha256: sha('a1'), size: 1 },
+        { sha256: sha('b2'), size: 2 },
+      ],
+    };
+    const filesOf: FilesOf = (team, m) => (team === 'team-a' ? (files[m] ?? []) : []);
+    const model = given(
+      submit('job-1', [{ name: 'ds', sha256: manifest, kind: 'folder', size: 300 }]),
+      submit('job-2', [{ name: 'part', sha256: sha('b2'), size: 2 }]),
+      finished('job-1', 'a1', 'completed'),
+      released('job-1', 'a1'),
+    );
+    expect(foldersToRead(model, ['team-a'])).toEqual([{ team: 'team-a', sha256: manifest, size: 300 }]);
+
+    const plan = planRemovals(model, T0 + 1000, filesOf, 'job-1');
+
+    expect(plan.map((r) => shas(r.blobs))).toEqual([[sha('a1'), manifest].sort()]);
+  });
+
+  it('given an unfinished folder input sharing a file with a released file input, keeps that file', () => {
+    const manifest = sha('f0');
+    const filesOf: FilesOf = (_team, m) => (m === manifest ? [{ sha256: sha('a1'), size: 1 }] : []);
+    const model = given(
+      submit('job-1', [{ name: 'x', sha256: sha('a1'), size: 1 }]),
+      submit('job-2', [{ name: 'ds', sha256: manifest, kind: 'folder' }]),
+      finished('job-1', 'a1', 'completed'),
+      released('job-1', 'a1'),
+    );
+    expect(planRemovals(model, T0 + 1000, filesOf, 'job-1')).toEqual([]);
+  });
+
+  it('is idempotent: events applied twice, and a removal recorded twice, change nothing more', () => {
+    const events = [submit('job-1', [{ name: 'x', sha256: sha('a1') }]), finished('job-1', 'a1', 'completed'), released('job-1', 'a1')];
+    const once = given(...events);
+    const twice = given(...events, ...events);
+    expect(planRemovals(twice, T0 + 1000, noFolders)).toEqual(planRemovals(once, T0 + 1000, noFolders));
+
+    const gone = removed('job-1', [{ sha256: sha('a1'), size: 10 }]);
+    evolve(twice, gone);
+    evolve(twice, gone);
+    expect(twice.jobs.size).toBe(0);
+    expect(twice.byTeam.size).toBe(0);
+  });
+
+  it('forgets a final job without inputs at once', () => {
+    const model = given(submit('job-1', []), finished('job-1', 'a1', 'completed'), released('job-1', 'a1'));
+    expect(model.jobs.size).toBe(0);
+  });
+
+  it('plans a blob shared by two expired jobs once', () => {
+    const model = given(
+      submit('job-1', [{ name: 'x', sha256: sha('a1') }]),
+      submit('job-2', [{ name: 'x', sha256: sha('a1') }]),
+      ev('JobWithdrawn', { jobId: 'job-1', team: 'team-a', outcome: 'cancelled', withdrawnAt: at(10) }),
+      ev('JobWithdrawn', { jobId: 'job-2', team: 'team-a', outcome: 'cancelled', withdrawnAt: at(10) }),
+    );
+    const plan = planRemovals(model, T0 + 10, noFolders);
+    expect(plan.flatMap((r) => shas(r.blobs))).toEqual([sha('a1')]);
+    evolve(model, removed(plan[0]!.jobId, plan[0]!.blobs));
+    expect(model.jobs.size).toBe(0);
+  });
+});

@@ -1,0 +1,4 @@
+export * from './data-refs.js';
+export * from './outputs.js';
+export * from './staging.js';
+export * from './streams.js';
