@@ -1,0 +1,293 @@
+/**
+ * The OpenAPI 3.1 document of intake's HTTP API, assembled from the contracts' zod schemas
+ * (`z.toJSONSchema`, JSON Schema 2020-12, the 3.1 dialect). Request bodies are rendered as
+ * input (fields with defaults optional), answers as output. Served at `GET /openapi.json`.
+ */
+import {
+  CancelJob,
+  CancelJobReply,
+  GetChargesReply,
+  JOB_STATES,
+  JobId,
+  JobSpecInput,
+  JobView,
+  ListJobsReply,
+  LogLine,
+  SubmitJob,
+  SubmitJobReply,
+} from '#contracts';
+import { z } from 'zod';
+import { Healthz, JobEvents, JobOutputs } from '../jobs/job-records.js';
+import { ErrorBody, RETRY_AFTER_SECONDS } from './http-errors.js';
+
+type Json = { [key: string]: unknown };
+
+/** Version of the HTTP API document; bump the minor on additions. */
+export const API_VERSION = '1.0.0';
+
+/** Schemas by component name, and whether they describe what clients send (input) or receive (output). */
+const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> = {
+  SubmitJob: { schema: SubmitJob, io: 'input' },
+  JobSpec: { schema: JobSpecInput, io: 'input' },
+  CancelRequest: { schema: CancelJob.omit({ jobId: true }), io: 'input' },
+  SubmitJobReply: { schema: SubmitJobReply, io: 'output' },
+  CancelJobReply: { schema: CancelJobReply, io: 'output' },
+  JobView: { schema: JobView, io: 'output' },
+  ListJobsReply: { schema: ListJobsReply, io: 'output' },
+  JobEvents: { schema: JobEvents, io: 'output' },
+  JobOutputs: { schema: JobOutputs, io: 'output' },
+  LogLine: { schema: LogLine, io: 'output' },
+  GetChargesReply: { schema: GetChargesReply, io: 'output' },
+  Healthz: { schema: Healthz, io: 'output' },
+  Error: { schema: ErrorBody, io: 'output' },
+};
+
+/**
+ * zod spells out calendar rules in every date-time pattern (hundreds of characters, repeated);
+ * `format: date-time` already says it, so keep only what the format does not: `Z` or an offset.
+ */
+function shortenDateTime(ctx: { jsonSchema: Json }): void {
+  const js = ctx.jsonSchema;
+  if (js.format !== 'date-time' || typeof js.pattern !== 'string') return;
+  js.pattern = js.pattern.includes('[+-]')
+    ? '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(?:\\.\\d+)?(?:Z|[+-]\\d{2}:\\d{2})$'
+    : '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(?:\\.\\d+)?Z$';
+}
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any', override: shortenDateTime }) as Json;
+  return rest;
+}
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (name: string) => ({ 'application/json': { schema: ref(name) } });
+const errorResponse = (name: string) => ({ $ref: `#/components/responses/${name}` });
+
+const jobIdParam = {
+  name: 'jobId',
+  in: 'path',
+  required: true,
+  description: 'The job, e.g. `job_0197a0e211117abc8def0123456789ab`.',
+  schema: jsonSchema(JobId, 'input'),
+};
+
+/** Errors every authenticated route can answer. */
+const AUTH_ERRORS = { '401': errorResponse('Unauthorized'), '403': errorResponse('Forbidden'), '503': errorResponse('Unavailable') };
+const JOB_ERRORS = { '400': errorResponse('BadRequest'), ...AUTH_ERRORS, '404': errorResponse('NotFound') };
+
+/** Every route intake serves, as `METHOD /openapi/path`; the tests hold the app to this list. */
+export const ROUTES = [
+  'POST /v1/jobs',
+  'GET /v1/jobs',
+  'GET /v1/jobs/{jobId}',
+  'POST /v1/jobs/{jobId}/cancel',
+  'GET /v1/jobs/{jobId}/logs',
+  'GET /v1/jobs/{jobId}/events',
+  'GET /v1/jobs/{jobId}/outputs',
+  'GET /v1/jobs/{jobId}/outputs/{path}',
+  'GET /v1/charges',
+  'GET /healthz',
+  'GET /openapi.json',
+] as const;
+
+function paths(): Json {
+  return {
+    '/v1/jobs': {
+      post: {
+        operationId: 'submitJob',
+        summary: 'Submit a job',
+        description:
+          'Validates the spec, records `JobSubmitted` and answers 201 with the job id. The body is a `SubmitJob` (`{ spec, idempotencyKey? }`) or the bare spec. ' +
+          'With an `Idempotency-Key` (header or body) a retry answers 200 with the original job (`duplicate: true`); another spec under a used key is 409. ' +
+          'An invalid spec is 400 naming each bad field and its fix, and records nothing.',
+        parameters: [
+          {
+            name: 'Idempotency-Key',
+            in: 'header',
+            required: false,
+            description: 'Makes the submit safe to retry: the same key (per team) returns the job first created with it. 1–128 visible ASCII characters.',
+            schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,128}$' },
+          },
+        ],
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: { oneOf: [ref('SubmitJob'), ref('JobSpec')] } } },
+        },
+        responses: {
+          '201': { description: 'The job was created.', headers: { Location: { description: 'The job\'s URL.', schema: { type: 'string' } } }, content: json('SubmitJobReply') },
+          '200': { description: 'The Idempotency-Key was used before with the same spec: the original job (`duplicate: true`).', content: json('SubmitJobReply') },
+          '400': errorResponse('BadRequest'),
+          ...AUTH_ERRORS,
+          '409': errorResponse('Conflict'),
+          '413': errorResponse('TooLarge'),
+        },
+      },
+      get: {
+        operationId: 'listJobs',
+        summary: 'List the team\'s jobs, newest first',
+        parameters: [
+          {
+            name: 'state',
+            in: 'query',
+            required: false,
+            description: 'Only jobs in these states; repeat the parameter or separate with commas, e.g. `state=running,placed`.',
+            schema: { type: 'array', items: { type: 'string', enum: [...JOB_STATES] } },
+            style: 'form',
+            explode: true,
+          },
+          { name: 'limit', in: 'query', required: false, description: 'Most jobs per page, 1–500. Default 50.', schema: { type: 'integer', minimum: 1, maximum: 500, default: 50 } },
+          { name: 'cursor', in: 'query', required: false, description: '`nextCursor` of the previous page.', schema: { type: 'string', minLength: 1, maxLength: 512 } },
+        ],
+        responses: { '200': { description: 'One page of jobs.', content: json('ListJobsReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS },
+      },
+    },
+    '/v1/jobs/{jobId}': {
+      get: {
+        operationId: 'getJob',
+        summary: 'One job: state, spec, attempts, outputs and timeline',
+        parameters: [jobIdParam],
+        responses: { '200': { description: 'The job.', content: json('JobView') }, ...JOB_ERRORS },
+      },
+    },
+    '/v1/jobs/{jobId}/cancel': {
+      post: {
+        operationId: 'cancelJob',
+        summary: 'Cancel a job',
+        description: 'A queued job ends at once; a running one is stopped (SIGTERM, grace, SIGKILL) and billed up to its end. Cancelling an ended job changes nothing (`cancelRequested: false`).',
+        parameters: [jobIdParam],
+        requestBody: { required: false, content: json('CancelRequest') },
+        responses: { '200': { description: 'Where the job stands after the request.', content: json('CancelJobReply') }, ...JOB_ERRORS },
+      },
+    },
+    '/v1/jobs/{jobId}/logs': {
+      get: {
+        operationId: 'jobLogs',
+        summary: 'The job\'s log lines',
+        description:
+          'NDJSON, one `LogLine` per line, in the order the agent published them. With `Accept: text/plain`: `<time> <stream> <line>` per line, times in the API key\'s time zone (UTC by default). ' +
+          '`follow=1` keeps the response open and streams new lines until the job reaches a final state.',
+        parameters: [
+          jobIdParam,
+          { name: 'follow', in: 'query', required: false, description: 'Stream new lines until the job ends (`1`/`true`).', schema: { type: 'boolean', default: false } },
+        ],
+        responses: {
+          '200': {
+            description: 'The lines.',
+            content: {
+              'application/x-ndjson': { schema: ref('LogLine') },
+              'text/plain': { schema: { type: 'string' } },
+            },
+          },
+          ...JOB_ERRORS,
+        },
+      },
+    },
+    '/v1/jobs/{jobId}/events': {
+      get: {
+        operationId: 'jobEvents',
+        summary: 'The job\'s timeline: every event of it from every service',
+        parameters: [jobIdParam],
+        responses: { '200': { description: 'The events, in store order.', content: json('JobEvents') }, ...JOB_ERRORS },
+      },
+    },
+    '/v1/jobs/{jobId}/outputs': {
+      get: {
+        operationId: 'jobOutputs',
+        summary: 'The job\'s stored output files',
+        parameters: [jobIdParam],
+        responses: { '200': { description: 'The files (empty until `OutputsStored`).', content: json('JobOutputs') }, ...JOB_ERRORS },
+      },
+    },
+    '/v1/jobs/{jobId}/outputs/{path}': {
+      get: {
+        operationId: 'downloadOutput',
+        summary: 'Download one output file',
+        description: 'The file\'s bytes, verified against its sha256 and size before they are sent. `{path}` is the file\'s path as listed and may contain `/`.',
+        parameters: [jobIdParam, { name: 'path', in: 'path', required: true, description: 'Path as in the outputs list, e.g. `model/weights.bin`.', schema: { type: 'string' } }],
+        responses: {
+          '200': {
+            description: 'The file.',
+            headers: {
+              ETag: { description: 'The file\'s sha256, quoted.', schema: { type: 'string' } },
+              'Content-Length': { description: 'Its size in bytes.', schema: { type: 'integer' } },
+            },
+            content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } },
+          },
+          ...JOB_ERRORS,
+          '502': errorResponse('BadGateway'),
+        },
+      },
+    },
+    '/v1/charges': {
+      get: {
+        operationId: 'getCharges',
+        summary: 'The team\'s charges, from the ledger',
+        parameters: [
+          { name: 'jobId', in: 'query', required: false, description: 'Only this job\'s charges.', schema: { type: 'string' } },
+          { name: 'from', in: 'query', required: false, description: 'Only attempts finished at or after this UTC time.', schema: { type: 'string', format: 'date-time' } },
+          { name: 'to', in: 'query', required: false, description: 'Only attempts finished before this UTC time.', schema: { type: 'string', format: 'date-time' } },
+        ],
+        responses: { '200': { description: 'Usage lines and totals.', content: json('GetChargesReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
+      },
+    },
+    '/healthz': {
+      get: {
+        operationId: 'healthz',
+        summary: 'Liveness of this intake process',
+        security: [],
+        responses: { '200': { description: 'Intake serves.', content: json('Healthz') } },
+      },
+    },
+    '/openapi.json': {
+      get: {
+        operationId: 'openapi',
+        summary: 'This document',
+        security: [],
+        responses: { '200': { description: 'The OpenAPI 3.1 document.', content: { 'application/json': { schema: { type: 'object' } } } } },
+      },
+    },
+  };
+}
+
+function errorResponses(): Json {
+  const body = json('Error');
+  const retryAfter = { 'Retry-After': { description: `Seconds to wait before retrying (${RETRY_AFTER_SECONDS}).`, schema: { type: 'integer' } } };
+  return {
+    BadRequest: { description: 'Invalid input (`validation_failed`): `issues` names each bad field with its fix. Nothing was recorded.', content: body },
+    Unauthorized: {
+      description: 'No API key, or an unknown one (`unauthorized`). Send `Authorization: Bearer <key>`.',
+      headers: { 'WWW-Authenticate': { description: '`Bearer realm="gpunet"`.', schema: { type: 'string' } } },
+      content: body,
+    },
+    Forbidden: { description: 'Another team\'s job, or an action the key\'s role may not do (`forbidden`).', content: body },
+    NotFound: { description: 'No such job or file (`not_found`).', content: body },
+    Conflict: { description: 'The Idempotency-Key was used with a different spec (`idempotency_conflict`).', content: body },
+    TooLarge: { description: 'The body is too large (`payload_too_large`).', content: body },
+    Unavailable: { description: 'A dependency is busy or down; retry after `Retry-After` seconds (`retryable: true`).', headers: retryAfter, content: body },
+    BadGateway: { description: 'Another service answered with an error, or a stored blob does not match its address.', content: body },
+  };
+}
+
+/** The whole document. Pure and deterministic: the same contracts give the same document. */
+export function openApiDocument(): Json {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'gpunet intake',
+      version: API_VERSION,
+      description:
+        'Submit, follow and cancel GPU batch jobs. Authenticate with your team\'s API key: `Authorization: Bearer <key>`. ' +
+        'The same commands and queries are on NATS (`gpunet.cmd.SubmitJob`, `gpunet.cmd.CancelJob`, `gpunet.qry.intake.GetJob`, `gpunet.qry.intake.ListJobs`) with the same schemas.',
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+    },
+    security: [{ bearerAuth: [] }],
+    paths: paths(),
+    components: {
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'A team API key. Its team owns what it submits; its role says what it may do (producer, compliance, billing, admin).' },
+      },
+      schemas: Object.fromEntries(Object.entries(COMPONENTS).map(([name, { schema, io }]) => [name, jsonSchema(schema, io)])),
+      responses: errorResponses(),
+    },
+  };
+}

@@ -1,0 +1,189 @@
+import type { CancelJobReply, EventData, JobView, ListJobs, ListJobsReply, SubmitJobReply } from '#contracts';
+import { NotFoundError } from '#errors';
+import { IdempotencyConflictError, WrongExpectedVersionError, type EventStore, type RecordedEvent } from '#event-store';
+import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, newId, type Clock, type EventWriter } from '#service-kit';
+import { Inject, Injectable } from '@nestjs/common';
+import type { Logger } from 'pino';
+import { assertOwnJob, authorize } from '../auth/permissions.js';
+import type { Principal } from '../auth/api-keys.js';
+import { eventTime } from '../domain/job-view.js';
+import { decideCancel, decideSubmit, idempotentJobId, intakeStreamId, jobIdFromUuid, parseSubmission } from '../domain/submission.js';
+import type { JobEventRecord, JobEvents, JobOutputs } from './job-records.js';
+import { JobViewsFeed } from './job-views.feed.js';
+
+/** How long a submit or cancel waits for the read model to include its own event (read-your-writes). */
+const READ_YOUR_WRITES_MS = 2_000;
+/** Appends a cancel retries when another cancel of the same job raced it. */
+const CANCEL_ATTEMPTS = 3;
+
+/** Where a request came from, for the events it causes. */
+export interface RequestTrace {
+  correlationId?: string | undefined;
+}
+
+/** A submit's answer and whether it created the job (HTTP 201) or found it (200). */
+export interface SubmitOutcome {
+  reply: SubmitJobReply;
+  created: boolean;
+}
+
+/**
+ * The jobs use cases, one code path for HTTP and NATS: submit, cancel, read one, list, timeline.
+ * Authorization is checked here, so no transport can skip it.
+ */
+@Injectable()
+export class JobsService {
+  constructor(
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(EVENT_WRITER) private readonly writer: EventWriter,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(LOGGER) private readonly logger: Logger,
+    private readonly feed: JobViewsFeed,
+  ) {}
+
+  /**
+   * Validates and records a job. `body` is a `SubmitJob` or a bare spec; `idempotencyKey` the
+   * header. With a key the job id is derived from (team, key): a retry finds the job (duplicate),
+   * another spec under the key is an IdempotencyConflictError. Nothing is appended for an invalid spec.
+   */
+  async submit(principal: Principal, body: unknown, idempotencyKey: string | undefined, trace: RequestTrace = {}): Promise<SubmitOutcome> {
+    authorize(principal, 'jobs:submit');
+    const now = this.clock.now();
+    const submission = parseSubmission(body, idempotencyKey, now);
+    const key = submission.idempotencyKey;
+    const jobId = key === undefined ? jobIdFromUuid(newId()) : idempotentJobId(principal.team, key);
+    const streamId = intakeStreamId(jobId);
+    const decide = async () =>
+      decideSubmit({
+        jobId,
+        team: principal.team,
+        submission,
+        submittedBy: principal.keyId,
+        now,
+        existing: key === undefined ? undefined : await this.readSubmitted(streamId),
+      });
+
+    let decision = await decide();
+    if (decision.kind === 'append') {
+      try {
+        const result = await this.writer.append(streamId, [{ type: 'JobSubmitted', data: decision.event }], {
+          expectedRevision: 'no_stream',
+          // The job id stands as the cause: the event id derives from it, so a retry racing the first submit cannot record a second one.
+          cause: { eventId: jobId, metadata: { correlationId: trace.correlationId ?? newId() } },
+        });
+        await this.feed.waitFor(result.position, READ_YOUR_WRITES_MS);
+        this.logger.info({ jobId, team: principal.team, keyId: principal.keyId, correlationId: trace.correlationId }, 'job submitted');
+        return { created: true, reply: { jobId, state: this.feed.get(jobId)?.state ?? 'submitted', submittedAt: decision.event.submittedAt, duplicate: false } };
+      } catch (err) {
+        // A concurrent submit with the same key won the race: answer as its retry.
+        if (key === undefined || !(err instanceof WrongExpectedVersionError || err instanceof IdempotencyConflictError)) throw err;
+        decision = await decide();
+        if (decision.kind === 'append') throw err;
+      }
+    }
+    if (decision.kind === 'conflict') {
+      throw new IdempotencyConflictError(
+        `the Idempotency-Key \`${key}\` was already used by your team for job ${jobId} with a different spec; ` +
+          'send the same spec to get that job back, or use a new key for a new job',
+        this.writer.eventIdFor(jobId, 'JobSubmitted'),
+      );
+    }
+    const original = decision.original;
+    return { created: false, reply: { jobId, state: this.feed.get(jobId)?.state ?? 'submitted', submittedAt: original.submittedAt, duplicate: true } };
+  }
+
+  /** Asks to cancel a job; an ended job is left as it is (`cancelRequested: false`). */
+  async cancel(principal: Principal, jobId: string, reason: string | undefined, trace: RequestTrace = {}): Promise<CancelJobReply> {
+    authorize(principal, 'jobs:cancel');
+    const streamId = intakeStreamId(jobId);
+    for (let attempt = 1; ; attempt++) {
+      const events = await this.store.readStream(streamId);
+      const submitted = this.submittedOf(events);
+      if (!submitted) throw new NotFoundError(`job ${jobId} does not exist`);
+      assertOwnJob(principal, submitted);
+      const decision = decideCancel({
+        submitted,
+        alreadyRequested: events.some((e) => e.type === 'JobCancelRequested'),
+        state: this.feed.get(jobId)?.state,
+        reason,
+        requestedBy: principal.keyId,
+        now: this.clock.now(),
+      });
+      if (decision.kind === 'noop') return { jobId, state: this.feed.get(jobId)?.state ?? 'submitted', cancelRequested: decision.cancelRequested };
+      try {
+        const result = await this.writer.append(streamId, [{ type: 'JobCancelRequested', data: decision.event }], {
+          expectedRevision: events.at(-1)!.revision,
+          ...(trace.correlationId ? { correlationId: trace.correlationId } : {}),
+        });
+        await this.feed.waitFor(result.position, READ_YOUR_WRITES_MS);
+        this.logger.info({ jobId, team: principal.team, keyId: principal.keyId, correlationId: trace.correlationId }, 'job cancel requested');
+        return { jobId, state: this.feed.get(jobId)?.state ?? 'submitted', cancelRequested: true };
+      } catch (err) {
+        // Another cancel of this job landed first: look again (it will usually be a no-op now).
+        if (!(err instanceof WrongExpectedVersionError) || attempt >= CANCEL_ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  /** One of the caller's jobs. */
+  get(principal: Principal, jobId: string): JobView {
+    authorize(principal, 'jobs:read');
+    const view = this.feed.get(jobId);
+    if (!view) throw new NotFoundError(`job ${jobId} does not exist`);
+    assertOwnJob(principal, view);
+    return view;
+  }
+
+  /** A page of the caller's jobs, newest first. */
+  list(principal: Principal, query: ListJobs): ListJobsReply {
+    authorize(principal, 'jobs:read');
+    return this.feed.views.list(principal.team, query);
+  }
+
+  /** Every event of one of the caller's jobs, from every service, in store order. */
+  async events(principal: Principal, jobId: string): Promise<JobEvents> {
+    this.get(principal, jobId);
+    const events: JobEventRecord[] = [];
+    let from = 0n;
+    for (;;) {
+      const batch = await this.store.readAll({ fromPosition: from, maxCount: 1_000, filter: { jobId } });
+      if (batch.length === 0) break;
+      for (const e of batch) events.push(toRecord(e));
+      from = batch.at(-1)!.position;
+    }
+    return { jobId, events };
+  }
+
+  /** The stored outputs of one of the caller's jobs. */
+  outputs(principal: Principal, jobId: string): JobOutputs {
+    const view = this.get(principal, jobId);
+    const out = view.outputs;
+    return { jobId, stored: out !== undefined, files: out?.files ?? [], totalBytes: out?.totalBytes ?? 0, truncated: out?.truncated ?? false };
+  }
+
+  private async readSubmitted(streamId: string): Promise<EventData<'JobSubmitted'> | undefined> {
+    return this.submittedOf(await this.store.readStream(streamId, { maxCount: 1 }));
+  }
+
+  private submittedOf(events: readonly RecordedEvent[]): EventData<'JobSubmitted'> | undefined {
+    const first = events[0];
+    return first?.type === 'JobSubmitted' ? (first.data as EventData<'JobSubmitted'>) : undefined;
+  }
+}
+
+function toRecord(e: RecordedEvent): JobEventRecord {
+  return {
+    position: e.position.toString(),
+    streamId: e.streamId,
+    revision: e.revision.toString(),
+    eventId: e.eventId,
+    type: e.type,
+    at: eventTime(e),
+    producer: e.metadata.producer,
+    occurredAt: e.metadata.occurredAt,
+    recordedAt: e.recordedAt,
+    correlationId: e.metadata.correlationId,
+    causationId: e.metadata.causationId,
+    data: e.data,
+  };
+}
