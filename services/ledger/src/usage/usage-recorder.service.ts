@@ -1,6 +1,6 @@
 import type { JobFinished, JobSubmitted, UsageRecorded } from '#contracts';
 import { IllegalStateError } from '#errors';
-import type { EventStore, RecordedEvent } from '#event-store';
+import { IdempotencyConflictError, WrongExpectedVersionError, type EventStore, type RecordedEvent } from '#event-store';
 import type { BusEvent } from '#messaging';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, type Clock, type EventWriter } from '#service-kit';
 import { Inject, Injectable } from '@nestjs/common';
@@ -20,8 +20,8 @@ export type UsageOutcome =
  *
  * Exactly once per attempt, whatever is redelivered or restarted: the usage stream is read first
  * and an attempt that has a line gets no second one; the append expects the revision that read
- * saw (a concurrent handler makes it fail and retry, then find the line); and the event id is
- * derived from the JobFinished event and the attempt id, so a repeated append is the store's no-op.
+ * saw and derives its event id from the JobFinished event and the attempt id, so a concurrent
+ * handler of the same attempt fails there and finds the winner's line instead.
  */
 @Injectable()
 export class UsageRecorderService {
@@ -42,10 +42,10 @@ export class UsageRecorderService {
 
     const usageStream = usageStreamId(finished.jobId);
     const recorded = await this.store.readStream(usageStream);
-    const existing = recorded.find((e) => e.type === 'UsageRecorded' && (e.data as UsageRecorded).attemptId === finished.attemptId);
+    const existing = lineOf(recorded, finished.attemptId);
     if (existing) {
       log.info({ attemptId: finished.attemptId }, 'usage of the attempt already recorded');
-      return { kind: 'already_recorded', line: existing.data as UsageRecorded };
+      return { kind: 'already_recorded', line: existing };
     }
 
     const heldEvent = attemptEvents.find((e) => e.type === 'ComputeHeld')!;
@@ -54,10 +54,20 @@ export class UsageRecorderService {
     if (!line) return { kind: 'never_held' };
 
     const last = recorded[recorded.length - 1];
-    await this.writer.append(usageStream, [{ type: 'UsageRecorded', data: line, discriminator: finished.attemptId }], {
-      expectedRevision: last ? last.revision : 'no_stream',
-      cause: event,
-    });
+    try {
+      await this.writer.append(usageStream, [{ type: 'UsageRecorded', data: line, discriminator: finished.attemptId }], {
+        expectedRevision: last ? last.revision : 'no_stream',
+        cause: event,
+      });
+    } catch (err) {
+      // Another handler of the same JobFinished won the race (its line has another recordedAt,
+      // hence the id clash): that line stands. Any other reason to fail is reported as it is.
+      if (!(err instanceof WrongExpectedVersionError || err instanceof IdempotencyConflictError)) throw err;
+      const raced = lineOf(await this.store.readStream(usageStream), finished.attemptId);
+      if (!raced) throw err;
+      log.info({ attemptId: finished.attemptId }, 'usage of the attempt recorded meanwhile by another handler');
+      return { kind: 'already_recorded', line: raced };
+    }
     log.info(
       {
         attemptId: line.attemptId,
@@ -85,4 +95,10 @@ export class UsageRecorderService {
     if (submitted) return (submitted.data as JobSubmitted).team;
     throw new IllegalStateError(`job ${jobId}: no team in the attempt's events and no JobSubmitted in ${intakeJobStreamId(jobId)}; cannot tell who pays`);
   }
+}
+
+/** The usage line of an attempt among the events of a usage stream. */
+function lineOf(events: readonly RecordedEvent[], attemptId: string): UsageRecorded | undefined {
+  const found = events.find((e) => e.type === 'UsageRecorded' && (e.data as UsageRecorded).attemptId === attemptId);
+  return found?.data as UsageRecorded | undefined;
 }
