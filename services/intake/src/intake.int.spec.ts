@@ -1,0 +1,388 @@
+/**
+ * Intake booted in-process by the service kit against a real nats-server and a temporary SQLite
+ * store, exercised over HTTP with `fetch` and over NATS request/reply. Other services' events
+ * are appended to the store as those services would (their own streams, their producer name).
+ */
+import { BlobStore } from '#blobs';
+import { Commands, GetCharges, GetChargesReply, LogLine, Queries, logSubject, type EventData, type EventType, type JobView } from '#contracts';
+import type { EventStore } from '#event-store';
+import { serveQuery } from '#messaging';
+import { startService, type RunningService } from '#service-kit';
+import { jetstream } from '@nats-io/jetstream';
+import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
+import { keyDigest } from './auth/api-keys.js';
+import { intakeService } from './intake.service.js';
+
+const KEY_A = 'key-of-team-a-producer-0000000001';
+const KEY_A_AUDIT = 'key-of-team-a-compliance-00000002';
+const KEY_B = 'key-of-team-b-producer-0000000003';
+
+const spec = (gpus = 1) => ({ name: 'train', work: { kind: 'script', script: { inline: 'echo hi' } }, request: { gpus, timeLimit: '1h' } });
+
+describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
+  let nats: TestNatsServer;
+  let dir: string;
+  let svc: RunningService;
+  let store: EventStore;
+  let nc: NatsConnection;
+  let url: string;
+
+  const env = () => ({
+    GPUNET_NATS_URL: nats.url,
+    GPUNET_STORE_URL: `sqlite:${join(dir, 'events.db')}`,
+    GPUNET_LOG_LEVEL: 'silent',
+    GPUNET_HTTP_PORT: '0',
+    GPUNET_API_KEYS_FILE: join(dir, 'keys.yaml'),
+  });
+
+  beforeAll(async () => {
+    nats = await startNatsServer();
+    dir = await mkdtemp(join(tmpdir(), 'gpunet-intake-'));
+    await writeFile(
+      join(dir, 'keys.yaml'),
+      [
+        `- { id: ci-a, key: ${KEY_A}, team: team-a, role: producer, timeZone: Europe/Berlin }`,
+        `- { id: audit-a, sha256: ${keyDigest(KEY_A_AUDIT)}, team: team-a, role: compliance }`,
+        `- { id: ci-b, key: ${KEY_B}, team: team-b, role: producer }`,
+      ].join('\n'),
+    );
+    svc = await startService(intakeService({ env: env() }));
+    store = svc.ctx.store;
+    url = svc.httpUrl!;
+    nc = await connect({ servers: nats.url });
+  }, 30_000);
+
+  afterAll(async () => {
+    await nc?.close();
+    await svc?.stop();
+    await nats?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  // ── helpers ────────────────────────────────────────────────────────────────────────────
+
+  async function http(path: string, init: { method?: string; key?: string | null; body?: unknown; headers?: Record<string, string> } = {}) {
+    const headers: Record<string, string> = { ...init.headers };
+    if (init.key !== null) headers.authorization = `Bearer ${init.key ?? KEY_A}`;
+    if (init.body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(`${url}${path}`, { method: init.method ?? 'GET', headers, ...(init.body !== undefined ? { body: typeof init.body === 'string' ? init.body : JSON.stringify(init.body) } : {}) });
+    const text = await res.text();
+    const json = res.headers.get('content-type')?.includes('application/json') ? (JSON.parse(text) as Record<string, any>) : undefined;
+    return { status: res.status, headers: res.headers, text, json: json ?? {} };
+  }
+
+  async function submit(body: unknown = spec(), key = KEY_A, idempotencyKey?: string) {
+    const res = await http('/v1/jobs', { method: 'POST', key, body, ...(idempotencyKey ? { headers: { 'idempotency-key': idempotencyKey } } : {}) });
+    return res;
+  }
+
+  async function submitted(body: unknown = spec(), key = KEY_A): Promise<string> {
+    const res = await submit(body, key);
+    expect(res.status).toBe(201);
+    return res.json.jobId as string;
+  }
+
+  /** Appends an event as another service would: to its own stream, under its producer name. */
+  async function record<T extends EventType>(producer: string, streamId: string, type: T, data: EventData<T>): Promise<bigint> {
+    const jobId = (data as { jobId?: string }).jobId;
+    const result = await store.appendToStream(streamId, [
+      { eventId: randomUUID(), type, data, metadata: { correlationId: randomUUID(), causationId: randomUUID(), producer, occurredAt: new Date().toISOString(), ...(jobId ? { jobId } : {}) } },
+    ]);
+    return result.position;
+  }
+
+  async function view(jobId: string, until: (v: JobView) => boolean = () => true): Promise<JobView> {
+    const end = Date.now() + 5_000;
+    for (;;) {
+      const res = await http(`/v1/jobs/${jobId}`);
+      if (res.status === 200 && until(res.json as JobView)) return res.json as JobView;
+      if (Date.now() > end) throw new Error(`job ${jobId} did not reach the expected view: ${res.text}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  const now = (offsetMs = 0) => new Date(Date.now() + offsetMs).toISOString();
+  const staged = (jobId: string) => record('storage', `storage-job-${jobId}`, 'InputsStaged', { jobId, inputs: [], totalBytes: 0, stagedAt: now() });
+  const withdrawn = (jobId: string, team = 'team-a') => record('placement', `placement-job-${jobId}`, 'JobWithdrawn', { jobId, team, outcome: 'cancelled', withdrawnAt: now() });
+
+  async function jobSubmittedCount(): Promise<number> {
+    return (await store.readAll({ maxCount: 100_000, filter: { types: ['JobSubmitted'] } })).length;
+  }
+
+  // ── auth ───────────────────────────────────────────────────────────────────────────────
+
+  it('401 without a key or with an unknown one, saying how to pass one; health and the document are open', async () => {
+    for (const key of [null, 'not-a-key-anyone-was-given-xxxx']) {
+      const res = await http('/v1/jobs', { key });
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toBe('Bearer realm="gpunet"');
+      expect(res.json.error).toMatchObject({ code: 'unauthorized', message: expect.stringContaining('Authorization: Bearer <key>') });
+    }
+    expect((await http('/healthz', { key: null })).json).toMatchObject({ status: 'ok' });
+    expect((await http('/openapi.json', { key: null })).json).toMatchObject({ openapi: '3.1.0' });
+    expect((await http('/v1/nothing-here')).json.error.code).toBe('not_found');
+  });
+
+  it('403 for another team\'s job, and for an action the key\'s role may not do', async () => {
+    const jobId = await submitted();
+    const other = await http(`/v1/jobs/${jobId}`, { key: KEY_B });
+    expect(other.status).toBe(403);
+    expect(other.json.error.code).toBe('forbidden');
+    expect((await http(`/v1/jobs/${jobId}/events`, { key: KEY_B })).status).toBe(403);
+    expect((await http(`/v1/jobs/${jobId}/cancel`, { method: 'POST', key: KEY_B })).status).toBe(403);
+    // Compliance reads, but may not submit or cancel.
+    expect((await http(`/v1/jobs/${jobId}`, { key: KEY_A_AUDIT })).status).toBe(200);
+    expect((await submit(spec(), KEY_A_AUDIT)).status).toBe(403);
+    expect((await http(`/v1/jobs/${jobId}/cancel`, { method: 'POST', key: KEY_A_AUDIT })).status).toBe(403);
+    // Team B does not see team A's jobs in its list.
+    expect((await http('/v1/jobs', { key: KEY_B })).json.jobs.map((j: { jobId: string }) => j.jobId)).not.toContain(jobId);
+  });
+
+  // ── submit ─────────────────────────────────────────────────────────────────────────────
+
+  it('400 names each bad field and its fix, and writes no event', async () => {
+    const before = await jobSubmittedCount();
+    const res = await submit({ work: { kind: 'script', script: { inline: 'x' } }, request: { gpus: 0, timeLimit: 'forever', gpu: 'A100' } });
+    expect(res.status).toBe(400);
+    expect(res.json.error.code).toBe('validation_failed');
+    const issues = res.json.error.issues as { path: string; message: string; fix: string }[];
+    expect(issues.map((i) => i.path).sort()).toEqual(['request.gpu', 'request.gpus', 'request.timeLimit']);
+    for (const i of issues) expect(i.fix).toEqual(expect.any(String));
+    expect((await submit('{not json')).json.error).toMatchObject({ code: 'validation_failed', issues: [{ path: '' }] });
+    expect((await submit({ spec: spec(), idempotencyKey: 'has spaces in it' })).json.error.issues[0].path).toBe('idempotencyKey');
+    expect(await jobSubmittedCount()).toBe(before);
+  });
+
+  it('submits a bare spec or a SubmitJob, 201, and the job reads back at once (read-your-writes)', async () => {
+    const res = await submit({ spec: spec(2) });
+    expect(res.status).toBe(201);
+    expect(res.headers.get('location')).toBe(`/v1/jobs/${res.json.jobId}`);
+    expect(res.json).toMatchObject({ jobId: expect.stringMatching(/^job_[0-9a-f]{32}$/), state: 'submitted', duplicate: false });
+    const got = await http(`/v1/jobs/${res.json.jobId}`);
+    expect(got.status).toBe(200);
+    expect(got.json).toMatchObject({ jobId: res.json.jobId, team: 'team-a', name: 'train', state: 'submitted', spec: { request: { gpus: 2, timeLimitMs: 3_600_000 } } });
+    const [event] = await store.readStream(`intake-job-${res.json.jobId}`);
+    expect(event).toMatchObject({ type: 'JobSubmitted', data: { team: 'team-a', submittedBy: 'ci-a' }, metadata: { producer: 'intake', jobId: res.json.jobId, team: 'team-a' } });
+    expect((await http('/v1/jobs/job_doesnotexist')).status).toBe(404);
+    expect((await http('/v1/jobs/not.an.id')).json.error.issues[0].path).toBe('jobId');
+  });
+
+  it('is idempotent on Idempotency-Key: same key and spec → same job (200, duplicate); another spec → 409; one event', async () => {
+    const key = `retry-${randomUUID()}`;
+    const first = await submit(spec(), KEY_A, key);
+    expect(first.status).toBe(201);
+    const again = await submit(spec(), KEY_A, key);
+    expect(again.status).toBe(200);
+    expect(again.json).toEqual({ ...first.json, duplicate: true });
+    // The same key through the body is the same key.
+    expect((await submit({ spec: spec(), idempotencyKey: key })).json).toMatchObject({ jobId: first.json.jobId, duplicate: true });
+    const conflict = await submit(spec(4), KEY_A, key);
+    expect(conflict.status).toBe(409);
+    expect(conflict.json.error).toMatchObject({ code: 'idempotency_conflict', message: expect.stringContaining('different spec') });
+    // Another team's same key is another job.
+    expect((await submit(spec(), KEY_B, key)).json.jobId).not.toBe(first.json.jobId);
+    expect(await store.readStream(`intake-job-${first.json.jobId}`)).toHaveLength(1);
+  });
+
+  it('concurrent retries with one key create one job', async () => {
+    const key = `burst-${randomUUID()}`;
+    const answers = await Promise.all(Array.from({ length: 6 }, () => submit(spec(), KEY_A, key)));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 200, 200, 201]);
+    expect(new Set(answers.map((a) => a.json.jobId)).size).toBe(1);
+    expect(await store.readStream(`intake-job-${answers[0]!.json.jobId}`)).toHaveLength(1);
+  });
+
+  // ── views, list, cancel, timeline ───────────────────────────────────────────────────────
+
+  it('follows other services\' events into the view, and lists by state with paging', async () => {
+    const [j1, j2, j3] = [await submitted(), await submitted(), await submitted()];
+    await staged(j1);
+    await staged(j3);
+    await view(j3, (v) => v.state === 'staged');
+    const stagedList = await http('/v1/jobs?state=staged&limit=500');
+    const ids = stagedList.json.jobs.map((j: { jobId: string }) => j.jobId);
+    expect(ids.indexOf(j3)).toBeLessThan(ids.indexOf(j1)); // newest first
+    expect(ids).not.toContain(j2);
+    expect(stagedList.json.jobs.every((j: { state: string }) => j.state === 'staged')).toBe(true);
+    expect((await http('/v1/jobs?state=staged,submitted&limit=500')).json.jobs.map((j: { jobId: string }) => j.jobId)).toEqual(expect.arrayContaining([j1, j2, j3]));
+
+    const page1 = await http('/v1/jobs?limit=2');
+    expect(page1.json.jobs.map((j: { jobId: string }) => j.jobId)).toEqual([j3, j2]);
+    const page2 = await http(`/v1/jobs?limit=2&cursor=${encodeURIComponent(page1.json.nextCursor)}`);
+    expect(page2.json.jobs[0].jobId).toBe(j1);
+    expect((await http('/v1/jobs?state=nope')).json.error.issues[0]).toMatchObject({ path: 'state', fix: expect.any(String) });
+  });
+
+  it('cancels: JobCancelRequested once; again changes nothing; an ended job is left as it is', async () => {
+    const jobId = await submitted();
+    const res = await http(`/v1/jobs/${jobId}/cancel`, { method: 'POST', body: { reason: 'wrong data' } });
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({ jobId, state: 'submitted', cancelRequested: true });
+    expect((await http(`/v1/jobs/${jobId}/cancel`, { method: 'POST' })).json.cancelRequested).toBe(true);
+    const events = await store.readStream(`intake-job-${jobId}`);
+    expect(events.map((e) => e.type)).toEqual(['JobSubmitted', 'JobCancelRequested']);
+    expect(events[1]!.data).toMatchObject({ reason: 'wrong data', requestedBy: 'ci-a', team: 'team-a' });
+    expect((await view(jobId)).cancelRequested).toBe(true);
+
+    await withdrawn(jobId);
+    await view(jobId, (v) => v.state === 'cancelled');
+    const ended = await http(`/v1/jobs/${jobId}/cancel`, { method: 'POST' });
+    expect(ended.json).toEqual({ jobId, state: 'cancelled', cancelRequested: false });
+    expect(await store.readStream(`intake-job-${jobId}`)).toHaveLength(2);
+    expect((await http('/v1/jobs/job_nope/cancel', { method: 'POST' })).status).toBe(404);
+    expect((await http(`/v1/jobs/${jobId}/cancel`, { method: 'POST', body: { reason: 'x'.repeat(501) } })).json.error.issues[0].path).toBe('reason');
+  });
+
+  it('shows the timeline: every event of the job from every service, in store order, with producer and time', async () => {
+    const jobId = await submitted();
+    await staged(jobId);
+    const attemptId = `${jobId}-a1`;
+    await record('placement', `placement-job-${jobId}`, 'JobPlaced', { jobId, attemptId, attempt: 1, nodeId: 'node-1', gpuIndices: [0], gpuModel: 'A100', placedAt: now() });
+    await record('execution', `execution-node-1-attempt-${attemptId}`, 'ComputeHeld', { jobId, attemptId, nodeId: 'node-1', gpuIndices: [0], gpuModel: 'A100', gpus: 1, heldAt: now() });
+    await record('execution', `execution-node-1-attempt-${attemptId}`, 'JobStarted', { jobId, attemptId, nodeId: 'node-1', startedAt: now() });
+    const v = await view(jobId, (x) => x.state === 'running');
+    expect(v.attempts).toEqual([expect.objectContaining({ attemptId, nodeId: 'node-1', heldAt: expect.any(String), startedAt: expect.any(String) })]);
+    const res = await http(`/v1/jobs/${jobId}/events`);
+    expect(res.status).toBe(200);
+    const events = res.json.events as { type: string; producer: string; position: string; at: string; data: { jobId: string } }[];
+    expect(events.map((e) => [e.type, e.producer])).toEqual([
+      ['JobSubmitted', 'intake'],
+      ['InputsStaged', 'storage'],
+      ['JobPlaced', 'placement'],
+      ['ComputeHeld', 'execution'],
+      ['JobStarted', 'execution'],
+    ]);
+    const positions = events.map((e) => BigInt(e.position));
+    expect([...positions].sort((a, b) => (a < b ? -1 : 1))).toEqual(positions);
+    for (const e of events) expect(e.data.jobId).toBe(jobId);
+    expect(v.timeline.map((t) => t.type)).toEqual(events.map((e) => e.type));
+  });
+
+  // ── logs, outputs, charges ───────────────────────────────────────────────────────────────
+
+  it('serves logs from JetStream as NDJSON or text, and follows them until the job ends', async () => {
+    const jobId = await submitted();
+    const js = jetstream(nc);
+    const line = (n: number, stream: 'stdout' | 'stderr' = 'stdout'): LogLine => ({ ts: '2025-06-01T12:00:00.000Z', stream, line: `line ${n}`, attemptId: `${jobId}-a1` });
+    expect((await http(`/v1/jobs/${jobId}/logs`)).text).toBe('');
+    for (const n of [1, 2]) await js.publish(logSubject(jobId), JSON.stringify(line(n)));
+    await js.publish(logSubject(jobId), 'not a log line');
+    await js.publish(logSubject(jobId), JSON.stringify(line(3, 'stderr')));
+
+    const nd = await http(`/v1/jobs/${jobId}/logs`);
+    expect(nd.headers.get('content-type')).toContain('application/x-ndjson');
+    expect(nd.text.trimEnd().split('\n').map((l) => JSON.parse(l))).toEqual([line(1), line(2), line(3, 'stderr')]);
+    const text = await http(`/v1/jobs/${jobId}/logs`, { headers: { accept: 'text/plain' } });
+    // In the key's time zone (Europe/Berlin, UTC+2 in June).
+    expect(text.text.split('\n')[0]).toBe('2025-06-01 14:00:00.000 stdout line 1');
+
+    const following = fetch(`${url}/v1/jobs/${jobId}/logs?follow=1`, { headers: { authorization: `Bearer ${KEY_A}` } });
+    const res = await following;
+    expect(res.status).toBe(200);
+    const body = res.text();
+    await js.publish(logSubject(jobId), JSON.stringify(line(4)));
+    await new Promise((r) => setTimeout(r, 100));
+    await withdrawn(jobId);
+    const lines = (await body).trimEnd().split('\n').map((l) => (JSON.parse(l) as LogLine).line);
+    expect(lines).toEqual(['line 1', 'line 2', 'line 3', 'line 4']);
+    expect((await http(`/v1/jobs/${jobId}/logs`, { key: KEY_B })).status).toBe(403);
+  });
+
+  it('lists stored outputs and streams one from the object store, verified', async () => {
+    const jobId = await submitted();
+    expect((await http(`/v1/jobs/${jobId}/outputs`)).json).toEqual({ jobId, stored: false, files: [], totalBytes: 0, truncated: false });
+    const blobs = await BlobStore.open(nc);
+    const bytes = new TextEncoder().encode('weights '.repeat(1000));
+    const blob = await blobs.uploadBytes('team-a', bytes);
+    const files = [{ path: 'model/weights.bin', sha256: blob.sha256, size: blob.size }];
+    await record('storage', `storage-job-${jobId}`, 'OutputsStored', { jobId, attemptId: `${jobId}-a1`, files, totalBytes: blob.size, truncated: false, logs: [], storedAt: now() });
+    await view(jobId, (v) => v.outputs !== undefined);
+    expect((await http(`/v1/jobs/${jobId}/outputs`)).json).toEqual({ jobId, stored: true, files, totalBytes: blob.size, truncated: false });
+
+    const res = await fetch(`${url}/v1/jobs/${jobId}/outputs/model/weights.bin`, { headers: { authorization: `Bearer ${KEY_A}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('etag')).toBe(`"${blob.sha256}"`);
+    expect(new Uint8Array(await res.arrayBuffer())).toEqual(bytes);
+    expect((await http(`/v1/jobs/${jobId}/outputs/model/other.bin`)).status).toBe(404);
+    expect((await http(`/v1/jobs/${jobId}/outputs/model/weights.bin`, { key: KEY_B })).status).toBe(403);
+  });
+
+  it('asks the ledger for the team\'s charges; 503 with Retry-After while no ledger answers', async () => {
+    const down = await http('/v1/charges');
+    expect(down.status).toBe(503);
+    expect(down.headers.get('retry-after')).toMatch(/^\d+$/);
+    const asked: unknown[] = [];
+    const ledger = serveQuery(nc, Queries.GetCharges.subject, { request: GetCharges, response: GetChargesReply }, (req) => {
+      asked.push(req);
+      return { team: (req as { team: string }).team, lines: [], totals: [], billableMs: 0 };
+    });
+    await nc.flush();
+    try {
+      const res = await http('/v1/charges?jobId=job_123&team=team-b');
+      expect(res.status).toBe(200);
+      expect(res.json).toEqual({ team: 'team-a', lines: [], totals: [], billableMs: 0 });
+      // The team comes from the key, never from the query.
+      expect(asked).toEqual([{ team: 'team-a', jobId: 'job_123' }]);
+      expect((await http('/v1/charges?from=yesterday')).json.error.issues[0].path).toBe('from');
+    } finally {
+      ledger.unsubscribe();
+    }
+  });
+
+  // ── NATS command API ───────────────────────────────────────────────────────────────────
+
+  async function overNats(subject: string, body: unknown, key: string | null = KEY_A, extra: Record<string, string> = {}) {
+    const h = natsHeaders();
+    if (key !== null) h.set('Authorization', `Bearer ${key}`);
+    for (const [k, v] of Object.entries(extra)) h.set(k, v);
+    const msg = await nc.request(subject, JSON.stringify(body), { timeout: 5_000, headers: h });
+    return msg.json<{ ok: boolean; data?: any; error?: { code: string; message: string; issues?: { path: string; fix?: string }[] } }>();
+  }
+
+  it('takes the same commands and queries on NATS, with the same auth and schemas', async () => {
+    expect(await overNats(Commands.SubmitJob.subject, { spec: spec() }, null)).toMatchObject({ ok: false, error: { code: 'unauthorized', message: expect.stringContaining('Authorization: Bearer') } });
+    const bad = await overNats(Commands.SubmitJob.subject, { spec: { ...spec(), request: { gpus: 0, timeLimit: '1h' } } });
+    expect(bad).toMatchObject({ ok: false, error: { code: 'validation_failed' } });
+    expect(bad.error!.issues!.map((i) => i.path)).toEqual(['spec.request.gpus']);
+
+    const key = `nats-${randomUUID()}`;
+    const created = await overNats(Commands.SubmitJob.subject, { spec: spec() }, KEY_A, { 'Idempotency-Key': key });
+    expect(created).toMatchObject({ ok: true, data: { state: 'submitted', duplicate: false } });
+    const jobId = created.data.jobId as string;
+    // The same key over HTTP finds the same job: one code path.
+    expect((await submit(spec(), KEY_A, key)).json).toMatchObject({ jobId, duplicate: true });
+    expect(await overNats(Commands.SubmitJob.subject, { spec: spec(3), idempotencyKey: key })).toMatchObject({ ok: false, error: { code: 'idempotency_conflict' } });
+
+    expect(await overNats(Queries.GetJob.subject, { jobId })).toMatchObject({ ok: true, data: { jobId, team: 'team-a', state: 'submitted' } });
+    expect(await overNats(Queries.GetJob.subject, { jobId }, KEY_B)).toMatchObject({ ok: false, error: { code: 'forbidden' } });
+    expect(await overNats(Queries.GetJob.subject, { jobId: 'job_missing' })).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    const list = await overNats(Queries.ListJobs.subject, { states: ['submitted'], limit: 500 });
+    expect(list.ok).toBe(true);
+    expect(list.data.jobs.map((j: { jobId: string }) => j.jobId)).toContain(jobId);
+    expect(await overNats(Queries.ListJobs.subject, { limit: 0 })).toMatchObject({ ok: false, error: { code: 'validation_failed', issues: [{ path: 'limit' }] } });
+
+    expect(await overNats(Commands.CancelJob.subject, { jobId, reason: 'over NATS' }, KEY_A_AUDIT)).toMatchObject({ ok: false, error: { code: 'forbidden' } });
+    expect(await overNats(Commands.CancelJob.subject, { jobId, reason: 'over NATS' })).toEqual({ ok: true, data: { jobId, state: 'submitted', cancelRequested: true } });
+    expect((await http(`/v1/jobs/${jobId}`)).json.cancelRequested).toBe(true);
+  });
+
+  // ── restart ────────────────────────────────────────────────────────────────────────────
+
+  it('after a restart, folds the store back into the same views', async () => {
+    const jobId = await submitted();
+    await staged(jobId);
+    const before = await view(jobId, (v) => v.state === 'staged');
+    const listBefore = (await http('/v1/jobs?limit=500')).json;
+    await svc.stop();
+    svc = await startService(intakeService({ env: env() }));
+    store = svc.ctx.store;
+    url = svc.httpUrl!;
+    expect((await http(`/v1/jobs/${jobId}`)).json).toEqual(before);
+    expect((await http('/v1/jobs?limit=500')).json).toEqual(listBefore);
+  }, 30_000);
+});
