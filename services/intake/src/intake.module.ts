@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { Module, type Type } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { Authenticator } from './auth/authenticator.js';
 import { ChargesHttpController } from './charges/charges.http.controller.js';
@@ -13,9 +13,29 @@ import { LogsHttpController } from './logs/logs.http.controller.js';
 import { OutputFiles } from './outputs/output-files.js';
 import { OutputsHttpController } from './outputs/outputs.http.controller.js';
 
-/** Intake: the HTTP API and the NATS command API over one set of use cases. */
-@Module({
-  controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, HealthHttpController, JobsNatsController],
-  providers: [Authenticator, JobViewsFeed, JobsService, JobLogs, OutputFiles, { provide: APP_FILTER, useClass: ErrorFilter }],
-})
-export class IntakeModule {}
+/** What intake builds before Nest starts: both must be ready before the first request on either transport. */
+export interface IntakeStartState {
+  authenticator: Authenticator;
+  /** Already folded from the store. */
+  feed: JobViewsFeed;
+}
+
+/**
+ * Intake's Nest module: the HTTP API and the NATS command API over one set of use cases.
+ * `started` hands over what the service's `onStart` built (it runs before Nest resolves providers).
+ */
+export function intakeModule(started: () => IntakeStartState): Type<unknown> {
+  @Module({
+    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, HealthHttpController, JobsNatsController],
+    providers: [
+      { provide: Authenticator, useFactory: () => started().authenticator },
+      { provide: JobViewsFeed, useFactory: () => started().feed },
+      JobsService,
+      JobLogs,
+      OutputFiles,
+      { provide: APP_FILTER, useClass: ErrorFilter },
+    ],
+  })
+  class IntakeModule {}
+  return IntakeModule;
+}

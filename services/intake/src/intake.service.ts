@@ -1,18 +1,36 @@
 import { defineService } from '#service-kit';
+import { ApiKeyRing } from './auth/api-keys.js';
+import { Authenticator } from './auth/authenticator.js';
 import { IntakeConfig } from './config.js';
-import { IntakeModule } from './intake.module.js';
+import { intakeModule, type IntakeStartState } from './intake.module.js';
+import { JobViewsFeed } from './jobs/job-views.feed.js';
 
 /**
  * Intake as a kit service: HTTP on GPUNET_HTTP_HOST:GPUNET_HTTP_PORT plus the NATS command API.
- * No durable consumer: its job views follow the event store itself (see JobViewsFeed).
+ * Before either transport takes a request, `onStart` reads the API keys and folds every job's
+ * view from the store. No durable consumer: the views follow the event store itself.
  */
 export function intakeService(overrides: { env?: NodeJS.ProcessEnv } = {}) {
+  let state: IntakeStartState | undefined;
+  const started = () => {
+    if (!state) throw new Error('intake: the module was built before onStart ran');
+    return state;
+  };
   return defineService({
     name: 'intake',
     config: IntakeConfig,
-    module: IntakeModule,
+    module: intakeModule(started),
     consumers: () => [],
     http: (ctx) => ({ port: ctx.config.GPUNET_HTTP_PORT, host: ctx.config.GPUNET_HTTP_HOST }),
+    onStart: async (ctx) => {
+      const authenticator = new Authenticator(await ApiKeyRing.load(ctx.config.GPUNET_API_KEYS_FILE));
+      const feed = new JobViewsFeed(ctx.store, ctx.logger);
+      await feed.start();
+      state = { authenticator, feed };
+    },
+    onStop: async () => {
+      await state?.feed.close();
+    },
     ...overrides,
   });
 }

@@ -1,7 +1,5 @@
 import type { JobView } from '#contracts';
 import type { EventStore, RecordedEvent, Subscription } from '#event-store';
-import { EVENT_STORE, LOGGER } from '#service-kit';
-import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { jobIdOf } from '../domain/job-view.js';
 import { JobViews } from '../domain/job-views.js';
@@ -14,12 +12,12 @@ const RESUBSCRIBE_DELAY_MS = 1_000;
 type Watcher = (view: JobView) => void;
 
 /**
- * Keeps every job's view in memory: folds the whole store at start (before the app serves
- * anything), then follows it with `subscribeToAll` from that position. The store, not the bus:
- * it is one ordered log of every service's events, so the views never see events out of order.
+ * Keeps every job's view in memory: `start()` folds the whole store (the service calls it before
+ * it serves anything), then follows it with `subscribeToAll` from that position. The store, not
+ * the bus: it is one ordered log of every service's events, so the views never see events out of
+ * order, and it needs no consumer of its own.
  */
-@Injectable()
-export class JobViewsFeed implements OnModuleInit, OnApplicationShutdown {
+export class JobViewsFeed {
   readonly views = new JobViews();
   private subscription: Subscription | undefined;
   private following: Promise<void> | undefined;
@@ -28,11 +26,12 @@ export class JobViewsFeed implements OnModuleInit, OnApplicationShutdown {
   private waiters: { position: bigint; resolve: (reached: boolean) => void }[] = [];
 
   constructor(
-    @Inject(EVENT_STORE) private readonly store: EventStore,
-    @Inject(LOGGER) private readonly logger: Logger,
+    private readonly store: EventStore,
+    private readonly logger: Logger,
   ) {}
 
-  async onModuleInit(): Promise<void> {
+  /** Folds the store up to its head, then follows it in the background. */
+  async start(): Promise<void> {
     const started = Date.now();
     let events = 0;
     for (;;) {
@@ -45,7 +44,8 @@ export class JobViewsFeed implements OnModuleInit, OnApplicationShutdown {
     this.following = this.follow();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Stops following; pending `waitFor` calls resolve false. */
+  async close(): Promise<void> {
     this.closed = true;
     await this.subscription?.close();
     await this.following;
