@@ -9,3 +9,4 @@ export { listFolder, type FolderFile } from './folder.js';
 export { hashBytes, hashFile, type BlobDigest } from './hash.js';
 export { BLOB_BUCKET, blobName, digestToHex, isSha256 } from './names.js';
 export type { ProgressListener, TransferPhase, TransferProgress } from './progress.js';
+export { mapLimit } from './pool.js';

@@ -1,0 +1,326 @@
+/**
+ * The storage service in-process (the kit's `startService`) against a real nats-server and a
+ * SQLite store file. Fake intake and execution agents append their events to their own streams
+ * and their own outbox relays publish them, as the real services do; blobs are uploaded with
+ * `#blobs` as the CLI and the agent do.
+ */
+import { BlobStore } from '#blobs';
+import { commandSubject, DeadLetter, type EventData, type JobOutcome, type RecordedEventEnvelope, type StoreOutputsReply } from '#contracts';
+import { SqliteEventStore, type RecordedEvent } from '#event-store';
+import { OutboxRelay, requestQuery } from '#messaging';
+import { EventWriter, startService, systemClock, type RunningService } from '#service-kit';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
+import { storageService } from './storage.service.js';
+
+async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+interface InputSketch {
+  name: string;
+  sha256: string;
+  size: number;
+  kind?: 'file' | 'folder';
+  keepMs?: number;
+}
+
+describe('storage service against nats-server and a SQLite store', () => {
+  let nats: TestNatsServer;
+  let dir: string;
+  let env: Record<string, string>;
+  let storage: RunningService;
+  let store: SqliteEventStore;
+  let nc: NatsConnection;
+  let blobs: BlobStore;
+  let relays: OutboxRelay[];
+  let intake: EventWriter;
+  let agent: EventWriter;
+
+  const start = () => startService({ ...storageService, env });
+
+  async function upload(team: string, bytes: Uint8Array, name = randomUUID()): Promise<{ sha256: string; size: number }> {
+    const path = join(dir, 'files', name);
+    await writeFile(path, bytes);
+    const { sha256, size } = await blobs.uploadFile(team, path);
+    return { sha256, size };
+  }
+
+  async function submit(jobId: string, inputs: InputSketch[], team = 'team-a'): Promise<void> {
+    const data: EventData<'JobSubmitted'> = {
+      jobId,
+      team,
+      submittedAt: new Date().toISOString(),
+      spec: {
+        work: { kind: 'script', script: { inline: 'true' }, args: [], env: {} },
+        data: { inputs: inputs.map((i) => ({ name: i.name, path: i.name, kind: i.kind ?? 'file', sha256: i.sha256, size: i.size, ...(i.keepMs ? { keepMs: i.keepMs } : {}) })) },
+        request: { gpus: 1, timeLimitMs: 60_000, network: false },
+        outputs: { globs: ['**'] },
+      },
+    };
+    await intake.append(`intake-job-${jobId}`, [{ type: 'JobSubmitted', data }], { expectedRevision: 'no_stream', correlationId: `corr-${jobId}` });
+  }
+
+  /** The fake agent ends an attempt: JobFinished then ComputeReleased in the attempt's stream. */
+  async function release(jobId: string, attempt = 1, outcome: JobOutcome = 'completed'): Promise<void> {
+    const attemptId = `${jobId}-a${attempt}`;
+    const base = { jobId, attemptId, nodeId: 'node-1' };
+    const now = new Date().toISOString();
+    await agent.append(
+      `execution-node-1-attempt-${attemptId}`,
+      [
+        { type: 'JobFinished', data: { ...base, outcome, exitCode: outcome === 'completed' ? 0 : null, signal: null, finishedAt: now } },
+        { type: 'ComputeReleased', data: { ...base, gpuIndices: [0], releasedAt: now } },
+      ],
+      { correlationId: `corr-${jobId}` },
+    );
+  }
+
+  const storageEvents = (jobId: string): Promise<RecordedEvent[]> => store.readStream(`storage-job-${jobId}`);
+  const decided = (jobId: string) =>
+    waitFor(`staging of ${jobId}`, async () => (await storageEvents(jobId)).find((e) => e.type === 'InputsStaged' || e.type === 'StagingFailed'));
+  const removalsOf = async (jobId: string) => (await storageEvents(jobId)).filter((e) => e.type === 'DataRemoved').map((e) => e.data as EventData<'DataRemoved'>);
+
+  beforeAll(async () => {
+    nats = await startNatsServer();
+    dir = await mkdtemp(join(tmpdir(), 'gpunet-storage-'));
+    await mkdir(join(dir, 'files'));
+    const dbPath = join(dir, 'events.db');
+    env = {
+      GPUNET_NATS_URL: nats.url,
+      GPUNET_STORE_URL: `sqlite:${dbPath}`,
+      GPUNET_LOG_LEVEL: 'silent',
+      GPUNET_STORAGE_SWEEP_INTERVAL: '200ms',
+      GPUNET_STORAGE_MAX_DELIVERIES: '3',
+    };
+    storage = await start(); // provisions GPUNET_EVENTS before the fakes' relays publish
+    store = new SqliteEventStore({ path: dbPath });
+    nc = await connect({ servers: nats.url });
+    blobs = await BlobStore.open(nc);
+    intake = new EventWriter(store, 'intake', systemClock);
+    agent = new EventWriter(store, 'execution', systemClock);
+    const silent = pino({ level: 'silent' });
+    relays = [
+      new OutboxRelay(store, nc, { name: 'relay-test-intake', filter: { streamPrefix: 'intake-' }, logger: silent }),
+      new OutboxRelay(store, nc, { name: 'relay-test-agent', filter: { streamPrefix: 'execution-' }, logger: silent }),
+    ];
+    for (const r of relays) await r.start();
+  }, 30_000);
+
+  afterAll(async () => {
+    for (const r of relays ?? []) await r.stop();
+    await storage?.stop();
+    await nc?.close();
+    await store?.close();
+    await nats?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('stages a job whose file and folder inputs are uploaded, caused by its JobSubmitted', async () => {
+    const file = await upload('team-a', randomBytes(200_000));
+    await mkdir(join(dir, 'ds/sub'), { recursive: true });
+    await writeFile(join(dir, 'ds/a.bin'), randomBytes(1000));
+    await writeFile(join(dir, 'ds/sub/b.bin'), randomBytes(2000));
+    const folder = await blobs.uploadFolder('team-a', join(dir, 'ds'));
+
+    await submit('job-ok', [
+      { name: 'weights', ...file },
+      { name: 'dataset', kind: 'folder', sha256: folder.sha256, size: folder.size },
+    ]);
+    const staged = await decided('job-ok');
+
+    expect(staged.type).toBe('InputsStaged');
+    expect(staged.data).toMatchObject({
+      jobId: 'job-ok',
+      inputs: [
+        { name: 'weights', ...file },
+        { name: 'dataset', sha256: folder.sha256, size: folder.size },
+      ],
+      totalBytes: file.size + folder.size,
+    });
+    const [submitted] = await store.readStream('intake-job-job-ok');
+    expect(staged.metadata).toMatchObject({ producer: 'storage', jobId: 'job-ok', team: 'team-a', correlationId: 'corr-job-ok', causationId: submitted!.eventId });
+  });
+
+  it('fails staging with what is missing and what to do; a size that differs from the spec is named too', async () => {
+    const present = await upload('team-a', randomBytes(100));
+    const absent = { sha256: 'ab'.repeat(32), size: 5 };
+    await submit('job-missing', [{ name: 'present', ...present }, { name: 'absent', ...absent }]);
+    await submit('job-size', [{ name: 'wrong-size', sha256: present.sha256, size: 99 }]);
+
+    const missing = await decided('job-missing');
+    expect(missing.type).toBe('StagingFailed');
+    expect(missing.data).toMatchObject({ jobId: 'job-missing', inputName: 'absent', reason: 'blob_missing' });
+    expect((missing.data as { message: string }).message).toMatch(/input `absent` .* is not in the object store.*Upload the inputs/);
+
+    expect((await decided('job-size')).data).toMatchObject({ reason: 'size_mismatch', inputName: 'wrong-size' });
+  });
+
+  it('fails staging of a folder one of whose files is gone, naming the file', async () => {
+    await mkdir(join(dir, 'ds2'), { recursive: true });
+    const lost = randomBytes(700);
+    await writeFile(join(dir, 'ds2/kept.bin'), randomBytes(300));
+    await writeFile(join(dir, 'ds2/lost.bin'), lost);
+    const folder = await blobs.uploadFolder('team-a', join(dir, 'ds2'));
+    const lostSha = folder.manifest.entries.find((e) => e.path === 'lost.bin')!.sha256;
+    await blobs.remove('team-a', lostSha);
+
+    await submit('job-folder', [{ name: 'dataset', kind: 'folder', sha256: folder.sha256, size: folder.size }]);
+
+    const failed = await decided('job-folder');
+    expect(failed.data).toMatchObject({ reason: 'blob_missing', inputName: 'dataset' });
+    expect((failed.data as { message: string }).message).toContain('file `lost.bin` of input `dataset`');
+  });
+
+  it('never stages from another team\'s blobs', async () => {
+    const theirs = await upload('team-b', randomBytes(500));
+    await submit('job-other-team', [{ name: 'x', ...theirs }], 'team-a');
+    expect((await decided('job-other-team')).data).toMatchObject({ reason: 'blob_missing' });
+  });
+
+  it('dead-letters a malformed JobSubmitted and keeps going', async () => {
+    const eventId = randomUUID();
+    const envelope = {
+      eventId,
+      type: 'JobSubmitted',
+      data: { jobId: 'job-bad', team: 'team-a' }, // no spec, no submittedAt
+      metadata: { correlationId: 'corr-bad', causationId: 'corr-bad', producer: 'intake', occurredAt: new Date().toISOString() },
+    };
+    await jetstream(nc).publish('gpunet.evt.JobSubmitted', JSON.stringify(envelope), { msgID: eventId });
+
+    const jsm = await jetstreamManager(nc);
+    const dead = await waitFor('the dead letter', async () => {
+      const m = await jsm.streams.getMessage('GPUNET_DLQ', { last_by_subj: 'gpunet.dlq.storage' }).catch(() => null);
+      return m ? DeadLetter.parse(m.json()) : undefined;
+    });
+    expect(dead).toMatchObject({ consumer: 'storage', reason: 'schema_invalid', subject: 'gpunet.evt.JobSubmitted' });
+    expect(JSON.parse(Buffer.from(dead.payloadBase64, 'base64').toString()) as RecordedEventEnvelope).toMatchObject({ eventId });
+
+    const input = await upload('team-a', randomBytes(50));
+    await submit('job-after-poison', [{ name: 'x', ...input }]);
+    expect((await decided('job-after-poison')).type).toBe('InputsStaged');
+    expect(await storageEvents('job-bad')).toEqual([]);
+  });
+
+  it('records outputs once per attempt, and refuses blobs that are not stored by field', async () => {
+    await submit('job-out', []);
+    await decided('job-out');
+    const model = await upload('team-a', randomBytes(3000));
+    const metrics = await upload('team-a', Buffer.from('{"loss":0.1}'));
+    const stdout = await upload('team-a', Buffer.from('epoch 1\n'));
+    const request = {
+      jobId: 'job-out',
+      team: 'team-a',
+      attemptId: 'job-out-a1',
+      nodeId: 'node-1',
+      files: [
+        { path: 'model/weights.bin', ...model },
+        { path: 'metrics.json', ...metrics },
+      ],
+      logs: [{ stream: 'stdout', ...stdout }],
+    };
+
+    const first = await requestQuery<StoreOutputsReply>(nc, commandSubject('StoreOutputs'), request, {}, { correlationId: 'corr-out' });
+    const again = await requestQuery<StoreOutputsReply>(nc, commandSubject('StoreOutputs'), request);
+
+    expect(first).toEqual({ jobId: 'job-out', attemptId: 'job-out-a1', files: 2, totalBytes: model.size + metrics.size, duplicate: false });
+    expect(again).toEqual({ ...first, duplicate: true });
+    const stored = (await storageEvents('job-out')).filter((e) => e.type === 'OutputsStored');
+    expect(stored).toHaveLength(1);
+    expect(stored[0]!.data).toMatchObject({ attemptId: 'job-out-a1', files: request.files, logs: request.logs, totalBytes: model.size + metrics.size, truncated: false });
+    expect(stored[0]!.metadata).toMatchObject({ correlationId: 'corr-out', team: 'team-a', jobId: 'job-out', producer: 'storage' });
+
+    const missing = { ...request, attemptId: 'job-out-a2', files: [{ path: 'gone.bin', sha256: 'cd'.repeat(32), size: 1 }] };
+    const refused = await requestQuery(nc, commandSubject('StoreOutputs'), missing).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'validation_failed', issues: [expect.objectContaining({ path: 'files.0' })] });
+
+    const wrongTeam = await requestQuery(nc, commandSubject('StoreOutputs'), { ...request, attemptId: 'job-out-a3', team: 'team-b' }).catch((e: unknown) => e);
+    expect(wrongTeam).toMatchObject({ code: 'validation_failed' });
+    expect((await storageEvents('job-out')).filter((e) => e.type === 'OutputsStored')).toHaveLength(1);
+  });
+
+  it('removes a released job\'s inputs unless another unfinished job of the team needs them', async () => {
+    const shared = await upload('team-a', randomBytes(1000));
+    const own = await upload('team-a', randomBytes(1000));
+    await submit('job-r1', [{ name: 'shared', ...shared }, { name: 'own', ...own }]);
+    await submit('job-r2', [{ name: 'shared', ...shared }]);
+    await decided('job-r1');
+    await decided('job-r2');
+
+    await release('job-r1');
+    const [first] = await waitFor('job-r1 removal', async () => ((await removalsOf('job-r1')).length > 0 ? removalsOf('job-r1') : undefined));
+    expect(first).toMatchObject({ jobId: 'job-r1', scope: 'inputs', reason: 'job_released', blobs: [own] });
+    expect(await blobs.exists('team-a', own.sha256)).toBe(false);
+    expect(await blobs.exists('team-a', shared.sha256)).toBe(true);
+
+    await release('job-r2');
+    await waitFor('job-r2 removal', async () => (await removalsOf('job-r2')).length > 0);
+    expect(await removalsOf('job-r2')).toMatchObject([{ blobs: [shared], reason: 'job_released' }]);
+    expect(await blobs.exists('team-a', shared.sha256)).toBe(false);
+  });
+
+  it('keeps the inputs of an attempt lost with its node for the requeue', async () => {
+    const input = await upload('team-a', randomBytes(1000));
+    await submit('job-lost', [{ name: 'x', ...input }]);
+    await decided('job-lost');
+    await release('job-lost', 1, 'node_lost');
+    // The same release path, for a marker job: once it is done, job-lost's release was handled too.
+    const marker = await upload('team-a', randomBytes(10));
+    await submit('job-marker', [{ name: 'x', ...marker }]);
+    await decided('job-marker');
+    await release('job-marker');
+    await waitFor('the marker removal', async () => (await removalsOf('job-marker')).length > 0);
+
+    expect(await removalsOf('job-lost')).toEqual([]);
+    expect(await blobs.exists('team-a', input.sha256)).toBe(true);
+  });
+
+  it('keeps an input for its keep, then removes it as retention_expired', async () => {
+    const kept = await upload('team-a', randomBytes(1000));
+    await submit('job-keep', [{ name: 'x', ...kept, keepMs: 1500 }]);
+    await decided('job-keep');
+    const releasedAt = Date.now();
+    await release('job-keep');
+
+    const [removal] = await waitFor('the retention removal', async () => ((await removalsOf('job-keep')).length > 0 ? removalsOf('job-keep') : undefined), 10_000);
+    expect(Date.now() - releasedAt).toBeGreaterThanOrEqual(1500);
+    expect(removal).toMatchObject({ reason: 'retention_expired', blobs: [kept] });
+    expect(await blobs.exists('team-a', kept.sha256)).toBe(false);
+  });
+
+  it('rebuilds its references from the store after a restart', async () => {
+    const shared = await upload('team-a', randomBytes(1000));
+    await submit('job-s1', [{ name: 'x', ...shared }]);
+    await submit('job-s2', [{ name: 'x', ...shared }]);
+    await decided('job-s1');
+    await decided('job-s2');
+
+    await storage.stop();
+    storage = await start();
+
+    await release('job-s1');
+    const marker = await upload('team-a', randomBytes(11));
+    await submit('job-marker-2', [{ name: 'x', ...marker }]);
+    await decided('job-marker-2');
+    await release('job-marker-2');
+    await waitFor('the marker removal', async () => (await removalsOf('job-marker-2')).length > 0);
+    expect(await removalsOf('job-s1')).toEqual([]); // job-s2, known only from the store, still needs it
+    expect(await blobs.exists('team-a', shared.sha256)).toBe(true);
+
+    await release('job-s2');
+    await waitFor('job-s2 removal', async () => (await removalsOf('job-s2')).length > 0);
+    expect(await blobs.exists('team-a', shared.sha256)).toBe(false);
+  }, 30_000);
+});
