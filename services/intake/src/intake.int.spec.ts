@@ -22,6 +22,9 @@ const KEY_A = 'key-of-team-a-producer-0000000001';
 const KEY_A_AUDIT = 'key-of-team-a-compliance-00000002';
 const KEY_B = 'key-of-team-b-producer-0000000003';
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed JSON answers; expect() checks their shapes
+type JsonBody = Record<string, any>;
+
 const spec = (gpus = 1) => ({ name: 'train', work: { kind: 'script', script: { inline: 'echo hi' } }, request: { gpus, timeLimit: '1h' } });
 
 describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
@@ -72,7 +75,7 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     if (init.body !== undefined) headers['content-type'] = 'application/json';
     const res = await fetch(`${url}${path}`, { method: init.method ?? 'GET', headers, ...(init.body !== undefined ? { body: typeof init.body === 'string' ? init.body : JSON.stringify(init.body) } : {}) });
     const text = await res.text();
-    const json = res.headers.get('content-type')?.includes('application/json') ? (JSON.parse(text) as Record<string, any>) : undefined;
+    const json = res.headers.get('content-type')?.includes('application/json') ? (JSON.parse(text) as JsonBody) : undefined;
     return { status: res.status, headers: res.headers, text, json: json ?? {} };
   }
 
@@ -341,7 +344,7 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     if (key !== null) h.set('Authorization', `Bearer ${key}`);
     for (const [k, v] of Object.entries(extra)) h.set(k, v);
     const msg = await nc.request(subject, JSON.stringify(body), { timeout: 5_000, headers: h });
-    return msg.json<{ ok: boolean; data?: any; error?: { code: string; message: string; issues?: { path: string; fix?: string }[] } }>();
+    return msg.json<{ ok: boolean; data?: JsonBody; error?: { code: string; message: string; issues?: { path: string; fix?: string }[] } }>();
   }
 
   it('takes the same commands and queries on NATS, with the same auth and schemas', async () => {
@@ -353,7 +356,7 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     const key = `nats-${randomUUID()}`;
     const created = await overNats(Commands.SubmitJob.subject, { spec: spec() }, KEY_A, { 'Idempotency-Key': key });
     expect(created).toMatchObject({ ok: true, data: { state: 'submitted', duplicate: false } });
-    const jobId = created.data.jobId as string;
+    const jobId = created.data!.jobId as string;
     // The same key over HTTP finds the same job: one code path.
     expect((await submit(spec(), KEY_A, key)).json).toMatchObject({ jobId, duplicate: true });
     expect(await overNats(Commands.SubmitJob.subject, { spec: spec(3), idempotencyKey: key })).toMatchObject({ ok: false, error: { code: 'idempotency_conflict' } });
@@ -363,7 +366,7 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     expect(await overNats(Queries.GetJob.subject, { jobId: 'job_missing' })).toMatchObject({ ok: false, error: { code: 'not_found' } });
     const list = await overNats(Queries.ListJobs.subject, { states: ['submitted'], limit: 500 });
     expect(list.ok).toBe(true);
-    expect(list.data.jobs.map((j: { jobId: string }) => j.jobId)).toContain(jobId);
+    expect(list.data!.jobs.map((j: { jobId: string }) => j.jobId)).toContain(jobId);
     expect(await overNats(Queries.ListJobs.subject, { limit: 0 })).toMatchObject({ ok: false, error: { code: 'validation_failed', issues: [{ path: 'limit' }] } });
 
     expect(await overNats(Commands.CancelJob.subject, { jobId, reason: 'over NATS' }, KEY_A_AUDIT)).toMatchObject({ ok: false, error: { code: 'forbidden' } });

@@ -1,6 +1,6 @@
 import { CancelJob, formatIssues, type CancelJobReply, type JobView, type ListJobsReply, type SubmitJobReply } from '#contracts';
 import { ValidationError } from '#errors';
-import { Body, Controller, Get, Headers, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { Body, Controller, Get, Headers, Param, Post, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { Authenticator } from '../auth/authenticator.js';
 import { correlationIdOf, jobIdParam, listQuery } from '../http/request.js';
