@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
 import { keyDigest } from './auth/api-keys.js';
+import { ROUTES } from './http/openapi.js';
 import { intakeService } from './intake.service.js';
 
 const KEY_A = 'key-of-team-a-producer-0000000001';
@@ -129,6 +130,15 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     expect((await http('/healthz', { key: null })).json).toMatchObject({ status: 'ok' });
     expect((await http('/openapi.json', { key: null })).json).toMatchObject({ openapi: '3.1.0' });
     expect((await http('/v1/nothing-here')).json.error.code).toBe('not_found');
+  });
+
+  it('serves every route the OpenAPI document lists', async () => {
+    for (const route of ROUTES) {
+      const [method, path] = route.split(' ') as [string, string];
+      const res = await http(path.replace('{jobId}', 'job_unknown').replace('{path}', 'a/b.bin'), { method, ...(method === 'POST' ? { body: {} } : {}) });
+      // Nest answers an unknown route "Cannot <METHOD> <path>"; a served route answers for itself (here mostly: no such job).
+      expect([route, res.json.error?.message ?? '']).toEqual([route, expect.not.stringMatching(/^Cannot /)]);
+    }
   });
 
   it('403 for another team\'s job, and for an action the key\'s role may not do', async () => {
@@ -302,15 +312,22 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     const blobs = await BlobStore.open(nc);
     const bytes = new TextEncoder().encode('weights '.repeat(1000));
     const blob = await blobs.uploadBytes('team-a', bytes);
-    const files = [{ path: 'model/weights.bin', sha256: blob.sha256, size: blob.size }];
-    await record('storage', `storage-job-${jobId}`, 'OutputsStored', { jobId, attemptId: `${jobId}-a1`, files, totalBytes: blob.size, truncated: false, logs: [], storedAt: now() });
+    const files = [
+      { path: 'model/weights.bin', sha256: blob.sha256, size: blob.size },
+      { path: 'model/w b.bin', sha256: blob.sha256, size: blob.size },
+    ];
+    await record('storage', `storage-job-${jobId}`, 'OutputsStored', { jobId, attemptId: `${jobId}-a1`, files, totalBytes: 2 * blob.size, truncated: false, logs: [], storedAt: now() });
     await view(jobId, (v) => v.outputs !== undefined);
-    expect((await http(`/v1/jobs/${jobId}/outputs`)).json).toEqual({ jobId, stored: true, files, totalBytes: blob.size, truncated: false });
+    expect((await http(`/v1/jobs/${jobId}/outputs`)).json).toEqual({ jobId, stored: true, files, totalBytes: 2 * blob.size, truncated: false });
 
     const res = await fetch(`${url}/v1/jobs/${jobId}/outputs/model/weights.bin`, { headers: { authorization: `Bearer ${KEY_A}` } });
     expect(res.status).toBe(200);
     expect(res.headers.get('etag')).toBe(`"${blob.sha256}"`);
     expect(new Uint8Array(await res.arrayBuffer())).toEqual(bytes);
+    // Path segments arrive encoded, as the SDK sends them.
+    const spaced = await fetch(`${url}/v1/jobs/${jobId}/outputs/model/w%20b.bin`, { headers: { authorization: `Bearer ${KEY_A}` } });
+    expect(spaced.status).toBe(200);
+    expect((await spaced.arrayBuffer()).byteLength).toBe(blob.size);
     expect((await http(`/v1/jobs/${jobId}/outputs/model/other.bin`)).status).toBe(404);
     expect((await http(`/v1/jobs/${jobId}/outputs/model/weights.bin`, { key: KEY_B })).status).toBe(403);
   });
