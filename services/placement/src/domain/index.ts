@@ -9,3 +9,4 @@ export * from './evolve.js';
 export * from './policy.js';
 export * from './queue-view.js';
 export * from './state.js';
+export * from './streams.js';

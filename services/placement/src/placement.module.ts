@@ -1,0 +1,12 @@
+import { Module } from '@nestjs/common';
+import { HeartbeatsListener } from './heartbeats/heartbeats.listener.js';
+import { QueueController } from './queue/queue.controller.js';
+import { SchedulerController } from './scheduler/scheduler.controller.js';
+import { SchedulerService } from './scheduler/scheduler.service.js';
+
+/** Placement: the node inventory, the queue and the passes that place jobs on GPUs. */
+@Module({
+  controllers: [SchedulerController, QueueController],
+  providers: [SchedulerService, HeartbeatsListener],
+})
+export class PlacementModule {}

@@ -1,0 +1,15 @@
+import { defineService } from '#service-kit';
+import { PLACEMENT_STREAM_PREFIX } from './domain/index.js';
+import { PlacementModule } from './placement.module.js';
+
+/**
+ * The placement process: one durable consumer `placement` (deploy/topology.yaml) handling one
+ * message at a time, because placement's state is global (every GPU of every node) and two passes
+ * must never race for a GPU. Its relay publishes the `placement-` streams. Run one per network.
+ */
+export const placementService = defineService({
+  name: 'placement',
+  module: PlacementModule,
+  consumers: () => [{ durable: 'placement', concurrency: 1 }],
+  streamPrefix: () => PLACEMENT_STREAM_PREFIX,
+});

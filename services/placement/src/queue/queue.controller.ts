@@ -1,0 +1,45 @@
+import { querySubject, type GetQueue, type GetQueueReply } from '#contracts';
+import { CLOCK, type Clock } from '#service-kit';
+import { Controller, Inject } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import { queueView } from '../domain/index.js';
+import { SchedulerService } from '../scheduler/scheduler.service.js';
+
+/** Answers `gpunet.qry.placement.GetQueue` from the live state (for `gpunet status`). */
+@Controller()
+export class QueueController {
+  constructor(
+    private readonly scheduler: SchedulerService,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+
+  @MessagePattern(querySubject('placement', 'GetQueue'))
+  getQueue(@Payload() query: GetQueue): GetQueueReply {
+    const view = queueView(this.scheduler.state);
+    const pending = view.pending
+      .filter((p) => (query.team === undefined || p.job.team === query.team) && (query.jobId === undefined || p.job.jobId === query.jobId))
+      .slice(0, query.limit)
+      .map((p) => ({
+        jobId: p.job.jobId,
+        team: p.job.team,
+        position: p.position,
+        reason: p.reason,
+        gpus: p.job.request.gpus,
+        ...(p.job.request.gpuModel !== undefined ? { gpuModel: p.job.request.gpuModel } : {}),
+        attempt: p.job.attempts.length + 1,
+        submittedAt: p.job.submittedAt,
+      }));
+    return {
+      pending,
+      totalPending: view.pending.length,
+      nodes: view.nodes.map((n) => ({
+        nodeId: n.nodeId,
+        gpus: n.gpus,
+        gpuModels: n.gpuModels,
+        freeGpuIndices: n.freeGpuIndices,
+        ...(n.lastHeartbeatAt !== undefined ? { lastHeartbeatAt: new Date(n.lastHeartbeatAt).toISOString() } : {}),
+      })),
+      at: this.clock.now().toISOString(),
+    };
+  }
+}

@@ -1,0 +1,67 @@
+import { JetStreamContext } from '#service-kit';
+import { Controller } from '@nestjs/common';
+import { Ctx, EventPattern } from '@nestjs/microservices';
+import { SchedulerService } from './scheduler.service.js';
+
+/**
+ * Every event placement folds comes in here and goes to the scheduler, which applies it and runs
+ * a pass. Failures settle in the transport: retryable → nak with backoff, terminal → dead letter.
+ * (The types are those of PLACEMENT_EVENT_TYPES; decorators need them spelled out.)
+ */
+@Controller()
+export class SchedulerController {
+  constructor(private readonly scheduler: SchedulerService) {}
+
+  @EventPattern<string>('JobSubmitted')
+  onJobSubmitted(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+  @EventPattern<string>('InputsStaged')
+  onInputsStaged(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+  @EventPattern<string>('StagingFailed')
+  onStagingFailed(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+  @EventPattern<string>('JobCancelRequested')
+  onJobCancelRequested(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+  @EventPattern<string>('JobRejected')
+  onJobRejected(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+  @EventPattern<string>('JobPlaced')
+  onJobPlaced(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+  @EventPattern<string>('JobRequeued')
+  onJobRequeued(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+  @EventPattern<string>('JobWithdrawn')
+  onJobWithdrawn(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+  @EventPattern<string>('NodeRegistered')
+  onNodeRegistered(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+  @EventPattern<string>('ComputeHeld')
+  onComputeHeld(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+  @EventPattern<string>('JobFinished')
+  onJobFinished(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+  @EventPattern<string>('ComputeReleased')
+  onComputeReleased(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+
+  private handle(ctx: JetStreamContext): Promise<void> {
+    return this.scheduler.handle(ctx.getEvent(), ctx.getLogger());
+  }
+}

@@ -1,0 +1,222 @@
+import { validateEventData, type NodeHeartbeat } from '#contracts';
+import { ValidationError } from '#errors';
+import { IdempotencyConflictError, WrongExpectedVersionError, type EventStore, type RecordedEvent } from '#event-store';
+import type { BusEvent } from '#messaging';
+import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, type Cause, type Clock, type EventWriter } from '#service-kit';
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import type { Logger } from 'pino';
+import {
+  decide,
+  evolve,
+  initialState,
+  isPlacementEventType,
+  jobIdOfPlacementStream,
+  observeHeartbeat,
+  PLACEMENT_EVENT_TYPES,
+  placementJobStreamId,
+  type PlacementDecision,
+  type PlacementEvent,
+  type PlacementState,
+} from '../domain/index.js';
+
+/** Events read per page when folding the store at start. */
+const FOLD_PAGE = 5_000;
+/**
+ * Passes per handled event at most. One pass is complete (applying its decisions leaves nothing
+ * to decide), so a second one runs only after a write conflict made placement catch up.
+ */
+const MAX_PASSES = 5;
+
+/**
+ * Placement's state and its passes. The state is global (every GPU of every node), so every
+ * change goes through one queue: events are applied and passes run one at a time, in this
+ * process, whatever the consumer's concurrency. One placement process per network.
+ *
+ * At start it folds the store up to its head; bus events at or below that position are already
+ * in the state and are skipped. After each applied event a pass runs `decide`, and each decision
+ * is appended to `placement-job-<jobId>` expecting the revision placement last saw there: if
+ * anything else wrote it (a second placement process, or a decision that was written but not
+ * applied), the append fails, placement reads the stream, applies it, and decides again. So one
+ * attempt of a job can be placed once only. Decisions are applied as soon as they are written;
+ * their echo on the bus then changes nothing.
+ */
+@Injectable()
+export class SchedulerService implements OnModuleInit {
+  readonly state: PlacementState = initialState();
+  /** Store head folded at start: bus events at or below it are already applied. */
+  private foldedHead = 0n;
+  /** Last revision of each `placement-job-<jobId>` stream seen: the next append's expectedRevision. */
+  private readonly revisions = new Map<string, bigint>();
+  /** Correlation id of each job's JobSubmitted, so placement's events join the job's trail. */
+  private readonly correlations = new Map<string, string>();
+  private tail: Promise<unknown> = Promise.resolve();
+  private readonly log: Logger;
+
+  constructor(
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(EVENT_WRITER) private readonly writer: EventWriter,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(LOGGER) logger: Logger,
+  ) {
+    this.log = logger.child({ component: 'scheduler' });
+  }
+
+  /** Folds the store before anything is consumed, then places what can be placed already. */
+  async onModuleInit(): Promise<void> {
+    await this.serially(async () => {
+      const started = Date.now();
+      const events = await this.fold();
+      this.log.info({ events, position: this.foldedHead.toString(), queued: this.state.queue.length, nodes: this.state.nodes.size, ms: Date.now() - started }, 'state folded from the store');
+      await this.pass(undefined);
+    });
+  }
+
+  /** Store position folded at start. */
+  get foldedPosition(): bigint {
+    return this.foldedHead;
+  }
+
+  /**
+   * Applies one bus event (unless the fold already did) and runs a pass. Throws ValidationError
+   * (terminal: dead-lettered) for an event without a store position, which placement cannot order.
+   */
+  handle(event: BusEvent, log: Logger): Promise<void> {
+    return this.serially(async () => {
+      if (event.position === undefined) {
+        throw new ValidationError(`${event.type} ${event.eventId} has no store position; placement orders its queue by position`, [
+          { path: 'position', message: 'is missing', fix: 'publish events through the outbox relay' },
+        ]);
+      }
+      if (event.position <= this.foldedHead) return;
+      this.apply(event as RecordedEvent);
+      await this.pass(event, log);
+    });
+  }
+
+  /** Records a heartbeat's arrival on the placement clock. */
+  heartbeat(hb: NodeHeartbeat): void {
+    observeHeartbeat(this.state, hb, this.clock.now().getTime());
+  }
+
+  /** Runs `work` after everything queued before it: the one-at-a-time discipline of a global state. */
+  private serially<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(work, work);
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Reads every event placement folds, up to the head as it was at the start of the read. */
+  private async fold(): Promise<number> {
+    const head = await this.store.headPosition();
+    let from = 0n;
+    let count = 0;
+    for (;;) {
+      const page = await this.store.readAll({ fromPosition: from, toPosition: head, maxCount: FOLD_PAGE, filter: { types: PLACEMENT_EVENT_TYPES } });
+      for (const e of page) {
+        const checked = validateEventData(e.type, e.data);
+        if (!checked.ok) {
+          // A recorded fact placement cannot read: say so loudly, never guess its meaning.
+          this.log.error({ eventId: e.eventId, type: e.type, position: e.position.toString(), issues: checked.issues }, 'stored event does not match its contract; not applied');
+          continue;
+        }
+        this.apply({ ...e, data: checked.value });
+        count++;
+      }
+      if (page.length < FOLD_PAGE) break;
+      from = page[page.length - 1]!.position;
+    }
+    this.foldedHead = head;
+    return count;
+  }
+
+  /** Applies one recorded event to the state and to the bookkeeping of placement's own streams. */
+  private apply(e: Pick<RecordedEvent, 'type' | 'data' | 'position' | 'streamId' | 'revision' | 'metadata'>): void {
+    if (!isPlacementEventType(e.type) || e.position === undefined) return;
+    if (e.type === 'JobSubmitted' && e.metadata?.jobId) this.correlations.set(e.metadata.jobId, e.metadata.correlationId);
+    const own = e.streamId === undefined ? undefined : jobIdOfPlacementStream(e.streamId);
+    if (own !== undefined && e.revision !== undefined && (this.revisions.get(own) ?? -1n) < e.revision) this.revisions.set(own, e.revision);
+    evolve(this.state, { type: e.type, data: e.data, position: e.position } as PlacementEvent);
+  }
+
+  /** Decides and records until nothing is left to decide (normally one pass). */
+  private async pass(cause: BusEvent | undefined, log: Logger = this.log): Promise<void> {
+    for (let n = 0; n < MAX_PASSES; n++) {
+      const decisions = decide(this.state, this.clock.now());
+      if (decisions.length === 0) return;
+      for (const d of decisions) {
+        if (!(await this.record(d, cause, log))) break; // caught up after a conflict: decide again
+      }
+    }
+    log.warn({ passes: MAX_PASSES }, 'still deciding after the most passes per event; the next event continues');
+  }
+
+  /** Appends one decision and applies it. False when the stream had moved on (placement caught up instead). */
+  private async record(d: PlacementDecision, cause: BusEvent | undefined, log: Logger): Promise<boolean> {
+    const jobId = d.data.jobId;
+    const streamId = placementJobStreamId(jobId);
+    const revision = this.revisions.get(jobId);
+    const correlationId = this.correlations.get(jobId) ?? cause?.metadata.correlationId;
+    // Ids derive from the cause; the correlation is the job's own, so its whole trail stays together.
+    const causeOfRecord: Cause | undefined = cause && { eventId: cause.eventId, metadata: { correlationId: correlationId ?? cause.metadata.correlationId } };
+    try {
+      const result = await this.writer.append(streamId, [{ ...d, discriminator: discriminatorOf(d) }], {
+        expectedRevision: revision ?? 'no_stream',
+        ...(causeOfRecord ? { cause: causeOfRecord } : correlationId ? { correlationId } : {}),
+        jobId,
+      });
+      this.revisions.set(jobId, result.nextExpectedRevision);
+      evolve(this.state, { type: d.type, data: d.data, position: result.position } as PlacementEvent);
+      log.info({ jobId, correlationId, decision: d.type, ...summary(d) }, describe(d));
+      return true;
+    } catch (err) {
+      if (!(err instanceof WrongExpectedVersionError) && !(err instanceof IdempotencyConflictError)) throw err;
+      log.warn({ jobId, correlationId, decision: d.type, err: (err as Error).message }, 'placement stream moved on: catching up before deciding again');
+      await this.catchUp(jobId);
+      return false;
+    }
+  }
+
+  /** Applies what the job's placement stream holds beyond what placement saw. */
+  private async catchUp(jobId: string): Promise<void> {
+    const from = (this.revisions.get(jobId) ?? -1n) + 1n;
+    for (const e of await this.store.readStream(placementJobStreamId(jobId), { fromRevision: from })) this.apply(e);
+  }
+}
+
+/** Tells apart events of one type caused by one event: one per attempt or per job. */
+function discriminatorOf(d: PlacementDecision): string {
+  switch (d.type) {
+    case 'JobPlaced':
+      return d.data.attemptId;
+    case 'JobRequeued':
+      return d.data.previousAttemptId;
+    default:
+      return d.data.jobId;
+  }
+}
+
+function summary(d: PlacementDecision): Record<string, unknown> {
+  switch (d.type) {
+    case 'JobPlaced':
+      return { attemptId: d.data.attemptId, nodeId: d.data.nodeId, gpuIndices: d.data.gpuIndices, gpuModel: d.data.gpuModel };
+    case 'JobRequeued':
+      return { previousAttemptId: d.data.previousAttemptId, nextAttempt: d.data.nextAttempt };
+    case 'JobWithdrawn':
+      return { outcome: d.data.outcome };
+    case 'JobRejected':
+      return { reason: d.data.reason, message: d.data.message };
+  }
+}
+
+function describe(d: PlacementDecision): string {
+  switch (d.type) {
+    case 'JobPlaced':
+      return 'job placed';
+    case 'JobRequeued':
+      return 'job requeued after its node was lost';
+    case 'JobWithdrawn':
+      return 'queued job withdrawn';
+    case 'JobRejected':
+      return 'job rejected: no node can hold it';
+  }
+}
