@@ -8,7 +8,7 @@
  * applies one. Facts are either events recorded in the attempt's stream
  * (`execution-<nodeId>-attempt-<attemptId>`: ComputeHeld, JobStarted, JobFinished,
  * ComputeReleased) or local facts that only steer this agent process (staging began, a stop was
- * asked for, outputs were handed to storage). Folding the recorded events alone gives the state
+ * asked for, the outputs step is over). Folding the recorded events alone gives the state
  * a restarted agent resumes from.
  *
  * Billing reads ComputeHeld.heldAt → JobFinished.finishedAt, so the rules below decide what a
@@ -41,7 +41,7 @@ export type StopOutcome = Extract<JobOutcome, 'cancelled' | 'node_lost'>;
 export type LocalAttemptFact =
   | { type: 'StagingBegan' }
   | { type: 'StopRequested'; outcome: StopOutcome; reason: string }
-  | { type: 'OutputsHandedOver' };
+  | { type: 'OutputsSettled'; stored: boolean };
 
 export type AttemptFact = RecordedAttemptEvent | LocalAttemptFact;
 
@@ -58,6 +58,8 @@ export interface AttemptState {
   readonly finished?: FinishedFacts;
   /** A stop asked for while the process runs; the run's end is then recorded with this outcome. */
   readonly stop?: { readonly outcome: StopOutcome; readonly reason: string };
+  /** Set once the outputs step is over: whether storage recorded them. */
+  readonly outputsStored?: boolean;
   /** Recorded events so far: the stream's revision is `recorded - 1`. */
   readonly recorded: number;
 }
@@ -87,8 +89,12 @@ export type AttemptCommand =
    * a finished one resumes where it stopped.
    */
   | { type: 'Abandon'; reason: string; at: string }
-  /** Outputs were uploaded and storage recorded them. */
-  | { type: 'HandOverOutputs' }
+  /**
+   * The outputs step is over: uploaded and recorded by storage (`stored`), or given up (the run
+   * directory is gone, storage refused them or did not answer in time; the caller logs why).
+   * The GPUs are not kept from other jobs for want of a storage service.
+   */
+  | { type: 'SettleOutputs'; stored: boolean }
   /** Free the GPUs. */
   | { type: 'Release'; at: string };
 
@@ -189,18 +195,18 @@ export function decide(state: AttemptState, command: AttemptCommand): AttemptFac
       if (state.finished !== undefined || state.phase === 'released') return [];
       return [finishedEvent(state, { outcome: 'node_lost', exitCode: null, signal: null, message: command.reason, finishedAt: command.at })];
 
-    case 'HandOverOutputs':
+    case 'SettleOutputs':
       if (state.phase !== 'finished' || !needsOutputs(state)) {
-        throw new IllegalStateError(`attempt ${attemptId} has no outputs to hand over (${state.phase}${state.startedAt ? '' : ', never started'})`);
+        throw new IllegalStateError(`attempt ${attemptId} has no outputs to settle (${state.phase}${state.startedAt ? '' : ', never started'})`);
       }
-      return [{ type: 'OutputsHandedOver' }];
+      return [{ type: 'OutputsSettled', stored: command.stored }];
 
     case 'Release':
       if (state.phase === 'outputs' || (state.phase === 'finished' && !needsOutputs(state))) {
         return [{ type: 'ComputeReleased', data: { jobId, attemptId, nodeId, gpuIndices: [...gpuIndices], releasedAt: command.at } }];
       }
       if (state.phase === 'finished') {
-        throw new IllegalStateError(`attempt ${attemptId} cannot be released before its outputs are handed over`);
+        throw new IllegalStateError(`attempt ${attemptId} cannot be released before its outputs step is over`);
       }
       return illegal(state, command.type, ['finished', 'outputs']);
   }
@@ -213,8 +219,8 @@ export function evolve(state: AttemptState, fact: AttemptFact): AttemptState {
       return { ...state, phase: 'staging' };
     case 'StopRequested':
       return { ...state, stop: { outcome: fact.outcome, reason: fact.reason } };
-    case 'OutputsHandedOver':
-      return { ...state, phase: 'outputs' };
+    case 'OutputsSettled':
+      return { ...state, phase: 'outputs', outputsStored: fact.stored };
     case 'ComputeHeld':
       return { ...state, phase: 'held', heldAt: fact.data.heldAt, recorded: state.recorded + 1 };
     case 'JobStarted':
@@ -247,7 +253,8 @@ export function foldAttempt(placement: Placement, events: readonly RecordedAttem
  * What a freshly started agent does with an attempt it finds in the store:
  * - `abandon`: compute was placed or held but the attempt never finished here; the process (if
  *   any) died with the previous agent, so it ends `node_lost` (not billed) and is released;
- * - `outputs`: it finished, its outputs were not handed over yet;
+ * - `outputs`: it finished after running, and its outputs step did not end (storage records
+ *   outputs idempotently per attempt, so handing them over again is harmless);
  * - `release`: it finished and has nothing (more) to hand over;
  * - `none`: released already.
  */

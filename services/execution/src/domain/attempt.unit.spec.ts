@@ -39,7 +39,7 @@ const completed: AttemptCommand = { type: 'Finish', outcome: 'completed', exitCo
 
 describe('attempt: the happy path', () => {
   it('walks placed → staging → held → running → finished → outputs → released, recording four events', () => {
-    const steps: AttemptCommand[] = [...running, completed, { type: 'HandOverOutputs' }, { type: 'Release', at: T(10) }];
+    const steps: AttemptCommand[] = [...running, completed, { type: 'SettleOutputs', stored: true }, { type: 'Release', at: T(10) }];
     const phases: string[] = [];
     const facts: AttemptFact[] = [];
     steps.reduce((s, c) => {
@@ -65,7 +65,7 @@ describe('attempt: the happy path', () => {
   });
 
   it('releases the same GPUs it held', () => {
-    const { facts } = given(...running, completed, { type: 'HandOverOutputs' }).when({ type: 'Release', at: T(10) });
+    const { facts } = given(...running, completed, { type: 'SettleOutputs', stored: true }).when({ type: 'Release', at: T(10) });
     expect(facts).toEqual([{ type: 'ComputeReleased', data: { ...ids, gpuIndices: [0, 2], releasedAt: T(10) } }]);
   });
 
@@ -78,19 +78,25 @@ describe('attempt: the happy path', () => {
 });
 
 describe('attempt: outputs', () => {
+  it('may be given up, so that a missing storage service does not keep the GPUs', () => {
+    const { state } = given(...running, completed).when({ type: 'SettleOutputs', stored: false });
+    expect(state).toMatchObject({ phase: 'outputs', outputsStored: false });
+    expect(decide(state, { type: 'Release', at: T(11) })[0]).toMatchObject({ type: 'ComputeReleased' });
+  });
+
   it('are handed over when the process ran, whatever its outcome except node_lost', () => {
     expect(needsOutputs(given(...running, completed).state)).toBe(true);
     expect(needsOutputs(given(...running, { type: 'Finish', outcome: 'timeout', exitCode: null, signal: 'SIGTERM', at: T(5) }).state)).toBe(true);
     expect(needsOutputs(given(...running, { type: 'Abandon', reason: 'agent restarted', at: T(5) }).state)).toBe(false);
   });
 
-  it('must be handed over before a run that produced them is released', () => {
+  it('must be settled before a run that produced them is released', () => {
     expect(() => given(...running, completed).when({ type: 'Release', at: T(10) })).toThrow(IllegalStateError);
   });
 
   it('are not asked of an attempt that never started its process', () => {
     const refused = given({ type: 'Finish', outcome: 'failed', exitCode: null, signal: null, message: 'GPU 0 busy', at: T(1) });
-    expect(() => refused.when({ type: 'HandOverOutputs' })).toThrow(IllegalStateError);
+    expect(() => refused.when({ type: 'SettleOutputs', stored: true })).toThrow(IllegalStateError);
     expect(refused.when({ type: 'Release', at: T(2) }).state.phase).toBe('released');
   });
 });
@@ -148,8 +154,8 @@ describe('attempt: stop (cancel or agent stopping) at every step', () => {
 
   it.each([
     ['finished', [...running, completed]],
-    ['outputs', [...running, completed, { type: 'HandOverOutputs' }]],
-    ['released', [...running, completed, { type: 'HandOverOutputs' }, { type: 'Release', at: T(10) }]],
+    ['outputs', [...running, completed, { type: 'SettleOutputs', stored: true }]],
+    ['released', [...running, completed, { type: 'SettleOutputs', stored: true }, { type: 'Release', at: T(10) }]],
   ] as [string, AttemptCommand[]][])('once %s: changes nothing', (_phase, before) => {
     expect(given(...before).when(cancel).facts).toEqual([]);
   });
@@ -207,13 +213,13 @@ describe('attempt: folding the recorded events (what a restarted agent sees)', (
     ['finished after running', [...running, completed], 'outputs'],
     ['finished, never ran', [{ type: 'Finish', outcome: 'failed', exitCode: null, signal: null, at: T(1) }], 'release'],
     ['finished node_lost', [...running, { type: 'Abandon', reason: 'x', at: T(3) }], 'release'],
-    ['released', [...running, completed, { type: 'HandOverOutputs' }, { type: 'Release', at: T(10) }], 'none'],
+    ['released', [...running, completed, { type: 'SettleOutputs', stored: true }, { type: 'Release', at: T(10) }], 'none'],
   ] as [string, AttemptCommand[], string][])('%s → %s', (_name, commands, step) => {
     expect(recoveryStep(recorded(commands))).toBe(step);
   });
 
-  it('a folded finished attempt whose outputs were handed over but not released resumes with outputs again (handing over is idempotent at storage)', () => {
-    const state = recorded([...running, completed, { type: 'HandOverOutputs' }]);
+  it('a folded finished attempt whose outputs were settled but not released resumes with outputs again (storage records them idempotently)', () => {
+    const state = recorded([...running, completed, { type: 'SettleOutputs', stored: true }]);
     expect(state.phase).toBe('finished');
     expect(recoveryStep(state)).toBe('outputs');
   });

@@ -1,0 +1,305 @@
+import type { BlobStore } from '#blobs';
+import type { JobCancelRequested, JobSpec, JobSubmitted } from '#contracts';
+import { isRetryable, NotFoundError, ValidationError } from '#errors';
+import type { EventStore } from '#event-store';
+import type { Clock } from '#service-kit';
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { existsSync } from 'node:fs';
+import { open, stat, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { needsOutputs, planLaunch, type Launch, type ScriptLocation } from '../domain/index.js';
+import type { ExecutionConfig } from '../execution.config.js';
+import { LogStreamer, type LogFiles } from '../logs/log-streamer.js';
+import { selectOutputs, storeOutputs } from '../outputs/output-handover.js';
+import { prepareRunDirs, removeRunDirs, runProcess, runSpecIssues, sealInputs, signalGroup, type RunDirs, type RunResult, type RunSpec } from '../run/index.js';
+import type { InputCache } from '../staging/input-cache.js';
+import type { AttemptHandle } from './attempt-handle.js';
+import { writeProcessMarker } from './leftover-process.js';
+
+/** What every attempt of this agent shares. */
+export interface AgentContext {
+  readonly nodeId: string;
+  readonly workDir: string;
+  readonly config: ExecutionConfig;
+  readonly store: EventStore;
+  readonly clock: Clock;
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly blobs: BlobStore;
+  readonly cache: InputCache;
+}
+
+/** What the intake stream says of a job: who submitted what, and whether it was cancelled. */
+export interface JobFacts {
+  readonly team: string;
+  readonly spec: JobSpec;
+  readonly cancel?: JobCancelRequested;
+}
+
+/** `intake-job-<jobId>`: intake's stream of one job (read-only here). */
+export const intakeJobStreamId = (jobId: string) => `intake-job-${jobId}`;
+
+/** Reads a job's submission and cancel request from intake's stream. */
+export async function readJobFacts(store: EventStore, jobId: string): Promise<JobFacts | undefined> {
+  const events = await store.readStream(intakeJobStreamId(jobId));
+  const submitted = events.find((e) => e.type === 'JobSubmitted')?.data as JobSubmitted | undefined;
+  if (!submitted) return undefined;
+  const cancel = events.find((e) => e.type === 'JobCancelRequested')?.data as JobCancelRequested | undefined;
+  return { team: submitted.team, spec: submitted.spec, ...(cancel && { cancel }) };
+}
+
+/** Name of an inline script written into the run's root (beside `inputs/`, outside the job's `work/`). */
+const INLINE_SCRIPT = 'job-script';
+/** Staging tries before giving the placement back as `node_lost` (a fault of this node, not of the job). */
+const STAGING_TRIES = 3;
+
+/**
+ * Drives one attempt through the run engine. `prepare()` is the part the JobPlaced handler
+ * awaits (stage the inputs, then ComputeHeld); `complete()` runs in the background (process,
+ * JobFinished, outputs, ComputeReleased, directory removal) and also finishes an attempt that
+ * ended early or was found by recovery.
+ */
+export class AttemptRunner {
+  private dirs: RunDirs | undefined;
+  private launch: Launch | undefined;
+  private logFiles: LogFiles | undefined;
+
+  constructor(
+    private readonly ctx: AgentContext,
+    readonly handle: AttemptHandle,
+    private job: JobFacts | undefined,
+  ) {}
+
+  private now = (): string => this.ctx.clock.now().toISOString();
+
+  private get runRoot(): string {
+    const { jobId, attemptId } = this.handle.state.placement;
+    return join(resolve(this.ctx.workDir), 'runs', jobId, attemptId);
+  }
+
+  /**
+   * placed → staging → held. Resolves `true` once ComputeHeld is recorded, `false` when the
+   * attempt ended before (refused, cancelled, inputs missing); `complete()` then releases it.
+   */
+  async prepare(): Promise<boolean> {
+    const h = this.handle;
+    const { jobId, attemptId } = h.state.placement;
+    const refuse = (outcome: 'failed' | 'node_lost', message: string) =>
+      h.execute((s) => (s.finished ? undefined : { type: 'Finish', outcome, exitCode: null, signal: null, message, at: this.now() }));
+
+    if (!this.job) {
+      await refuse('failed', `job ${jobId} has no JobSubmitted in the event store`);
+      return false;
+    }
+    const { team, spec } = this.job;
+    if (this.job.cancel) {
+      await h.stop('cancelled', this.job.cancel.reason ?? 'cancelled by request', this.now);
+      return false;
+    }
+
+    this.dirs = await prepareRunDirs(this.ctx.workDir, jobId, attemptId);
+    await h.execute({ type: 'BeginStaging' });
+    for (let tryNo = 1; ; tryNo++) {
+      try {
+        const report = await this.ctx.cache.stage(team, spec.data.inputs, this.dirs.inputs, h.signal);
+        h.log.info({ ...report, inputs: spec.data.inputs.length }, 'inputs staged');
+        break;
+      } catch (err) {
+        if (h.state.finished) return false; // stopped meanwhile
+        const message = `inputs could not be staged: ${(err as Error).message}`;
+        if (!isRetryable(err)) {
+          await refuse('failed', message);
+          return false;
+        }
+        if (tryNo >= STAGING_TRIES) {
+          // The object store or this node's disk let us down, not the job: placement requeues it.
+          await refuse('node_lost', message);
+          return false;
+        }
+        h.log.warn({ err: (err as Error).message, tryNo }, 'staging failed; retrying');
+        await sleep(500 * tryNo);
+      }
+    }
+
+    try {
+      this.launch = planLaunch(spec.work, await this.scriptLocation(spec, this.dirs));
+      const issues = runSpecIssues(this.runSpec(this.launch));
+      if (issues.length > 0) throw new ValidationError(issues.map((i) => `${i.path}: ${i.message}${i.fix ? ` (${i.fix})` : ''}`).join('; '), issues);
+      await sealInputs(this.dirs.inputs);
+    } catch (err) {
+      await refuse('failed', `the job cannot be started: ${(err as Error).message}`);
+      return false;
+    }
+
+    // A cancel recorded while the inputs were staged waits behind this handler: never hold for it.
+    const latest = await readJobFacts(this.ctx.store, jobId);
+    if (latest?.cancel) {
+      await h.stop('cancelled', latest.cancel.reason ?? 'cancelled by request', this.now);
+      return false;
+    }
+    const [held] = await h.execute((s) => (s.phase === 'staging' ? { type: 'Hold', at: this.now() } : undefined));
+    return held !== undefined;
+  }
+
+  /**
+   * The rest of the attempt from wherever it is: run the process when held, record how it ended,
+   * hand the outputs over when it ran, release the GPUs, remove the run directory.
+   */
+  async complete(): Promise<void> {
+    const h = this.handle;
+    let streamer: LogStreamer | undefined;
+    try {
+      if (h.state.phase === 'held') streamer = await this.run();
+      if (needsOutputs(h.state) && h.state.phase === 'finished') await this.settleOutputs(streamer);
+      else await streamer?.close();
+      streamer = undefined;
+      await h.execute((s) => (s.phase === 'finished' || s.phase === 'outputs' ? { type: 'Release', at: this.now() } : undefined));
+      h.log.info({ outcome: h.state.finished?.outcome }, 'attempt released');
+    } catch (err) {
+      h.log.error({ err }, 'attempt could not be completed; a restarted agent resumes it');
+      await streamer?.close().catch(() => undefined);
+      return;
+    }
+    if (existsSync(this.runRoot)) await removeRunDirs({ root: this.runRoot }).catch((err: unknown) => h.log.warn({ err }, 'run directory not removed'));
+  }
+
+  /** held → running → finished. */
+  private async run(): Promise<LogStreamer> {
+    const h = this.handle;
+    const dirs = this.dirs!;
+    const { jobId, attemptId } = h.state.placement;
+    const streamer = new LogStreamer(this.ctx.js, jobId, attemptId, dirs.logs, { now: this.now });
+    this.logFiles = streamer.files;
+    let result: RunResult;
+    try {
+      result = await runProcess(this.runSpec(this.launch!), {
+        clock: { now: () => this.ctx.clock.now().getTime() },
+        signal: h.signal,
+        onLog: streamer.push,
+        maxLogBytes: this.ctx.config.GPUNET_MAX_LOG_BYTES,
+        onSpawn: (pid, startedAt) => {
+          h.pgid = pid;
+          writeProcessMarker(dirs.root, pid, attemptId, new Date(startedAt).toISOString());
+          h.execute((s) => (s.phase === 'held' ? { type: 'Start', at: new Date(startedAt).toISOString() } : undefined)).catch((err: unknown) =>
+            h.log.error({ err }, 'JobStarted could not be recorded'),
+          );
+          h.log.info({ pid, command: this.launch!.command }, 'job started');
+        },
+      });
+    } catch (err) {
+      // The agent's own trouble (log file, limits it cannot apply), not the job's.
+      await h.execute((s) =>
+        s.finished ? undefined : { type: 'Finish', outcome: 'failed', exitCode: null, signal: null, message: `the agent could not run the job: ${(err as Error).message}`, at: this.now() },
+      );
+      return streamer;
+    }
+    const r = result;
+    await h.execute((s) =>
+      s.finished
+        ? undefined
+        : {
+            type: 'Finish',
+            outcome: r.outcome,
+            exitCode: r.exitCode,
+            signal: r.signal,
+            ...(r.error !== undefined && { message: r.error }),
+            at: new Date(r.endedAt).toISOString(),
+          },
+    );
+    h.log.info({ outcome: h.state.finished?.outcome, exitCode: r.exitCode, signal: r.signal, logBytes: r.logBytes, truncated: r.truncated }, 'job finished');
+    return streamer;
+  }
+
+  /** finished → outputs: select, upload, StoreOutputs; given up (and logged) rather than holding the GPUs forever. */
+  private async settleOutputs(streamer: LogStreamer | undefined): Promise<void> {
+    const h = this.handle;
+    const { jobId, attemptId, nodeId } = h.state.placement;
+    if (!existsSync(this.runRoot)) {
+      h.log.error('the run directory is gone: outputs cannot be stored');
+      await streamer?.close();
+      await h.execute({ type: 'SettleOutputs', stored: false });
+      return;
+    }
+    const dirs = this.dirs ?? (await prepareRunDirs(this.ctx.workDir, jobId, attemptId));
+    let stored = false;
+    try {
+      this.job ??= await readJobFacts(this.ctx.store, jobId);
+      if (!this.job) throw new NotFoundError(`job ${jobId} has no JobSubmitted in the event store`);
+      const selection = await selectOutputs(dirs.outputs, this.job.spec.outputs.globs, this.job.spec.outputs.maxBytes);
+      for (const line of selection.notices) streamer?.notice(line);
+      await streamer?.close(); // the log files are complete before they are uploaded
+      streamer = undefined;
+      const logFiles = this.logFiles ?? { stdout: join(dirs.logs, 'stdout.log'), stderr: join(dirs.logs, 'stderr.log') };
+      const reply = await storeOutputs(this.ctx.blobs, this.ctx.nc, { team: this.job.team, jobId, attemptId, nodeId, correlationId: h.correlationId }, selection, logFiles, h.log, {
+        requestTimeoutMs: this.ctx.config.GPUNET_STORE_OUTPUTS_TIMEOUT_MS,
+        giveUpAfterMs: this.ctx.config.GPUNET_STORE_OUTPUTS_GIVE_UP_MS,
+      });
+      stored = true;
+      h.log.info({ files: reply.files, totalBytes: reply.totalBytes, duplicate: reply.duplicate }, 'outputs stored');
+    } catch (err) {
+      h.log.error({ err }, 'outputs could not be stored; they are given up');
+      await streamer?.close().catch(() => undefined);
+    }
+    await h.execute({ type: 'SettleOutputs', stored });
+  }
+
+  /** The script to run: a file among the staged inputs, or the inline text written beside them. */
+  private async scriptLocation(spec: JobSpec, dirs: RunDirs): Promise<ScriptLocation> {
+    if (spec.work.kind !== 'script') return { file: '', firstLine: '' }; // planLaunch refuses it
+    let file: string;
+    if ('inline' in spec.work.script) {
+      file = join(dirs.root, INLINE_SCRIPT);
+      await writeFile(file, spec.work.script.inline, { mode: 0o500 });
+    } else {
+      file = resolve(dirs.inputs, spec.work.script.path);
+      if (!(await stat(file).catch(() => undefined))?.isFile()) {
+        throw new ValidationError(`work.script.path ${spec.work.script.path} is not a file among the staged inputs`, [
+          { path: 'work.script.path', message: 'not among the inputs', fix: 'add the script as an input, or point at one that is' },
+        ]);
+      }
+    }
+    return { file, firstLine: await firstLine(file) };
+  }
+
+  private runSpec(launch: Launch): RunSpec {
+    const { jobId, attemptId, gpuIndices } = this.handle.state.placement;
+    return {
+      jobId,
+      attemptId,
+      dirs: this.dirs!,
+      command: launch.command,
+      args: launch.args,
+      env: launch.env,
+      gpus: gpuIndices,
+      timeLimitMs: this.job!.spec.request.timeLimitMs,
+      graceMs: this.ctx.config.GPUNET_KILL_GRACE_MS,
+    };
+  }
+
+  /** SIGKILLs the job's process group now (the agent is stopping and the grace is over). */
+  killNow(): void {
+    if (this.handle.pgid !== undefined) {
+      try {
+        signalGroup(this.handle.pgid, 'SIGKILL');
+      } catch (err) {
+        this.handle.log.warn({ err }, 'could not kill the process group');
+      }
+    }
+  }
+}
+
+/** First line of a file (up to 512 bytes), for its `#!`. */
+async function firstLine(path: string): Promise<string> {
+  const fh = await open(path, 'r');
+  try {
+    const buf = Buffer.alloc(512);
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    const text = buf.subarray(0, bytesRead).toString('utf8');
+    const nl = text.search(/\r?\n/);
+    return nl < 0 ? text : text.slice(0, nl);
+  } finally {
+    await fh.close();
+  }
+}

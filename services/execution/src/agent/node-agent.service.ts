@@ -1,0 +1,260 @@
+import { BlobStore } from '#blobs';
+import { heartbeatSubject, type JobCancelRequested, type JobPlaced } from '#contracts';
+import type { EventStore } from '#event-store';
+import type { BusEvent } from '#messaging';
+import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, NATS_CONNECTION, SERVICE_CONFIG, type Clock, type EventWriter } from '#service-kit';
+import { jetstream } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { Inject, Injectable, type BeforeApplicationShutdown, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import {
+  foldAttempt,
+  heartbeat,
+  nodeGpus,
+  nodeStreamId,
+  placementConflicts,
+  recoveryStep,
+  registration,
+  attemptStreamId,
+  type GpuHolders,
+  type NodeGpus,
+  type Placement,
+  type RecordedAttemptEvent,
+} from '../domain/index.js';
+import { workDirOf, type ExecutionConfig } from '../execution.config.js';
+import { detectGpus, removeRunDirs } from '../run/index.js';
+import { InputCache } from '../staging/input-cache.js';
+import { AttemptHandle } from './attempt-handle.js';
+import { AttemptRunner, readJobFacts, type AgentContext } from './attempt-runner.js';
+import { killLeftoverGroup } from './leftover-process.js';
+import { checkpointAfter, recoveryCheckpointId, scanForRecovery } from './recovery-scan.js';
+
+const AGENT_VERSION = '0.1.0';
+/** Cancelled jobs remembered for a JobPlaced that may still follow (the store is asked too). */
+const MAX_REMEMBERED_CANCELS = 10_000;
+
+/**
+ * The node agent: registers the node, heartbeats, recovers what a previous run left, takes
+ * placements for this node and drives each attempt (see AttemptRunner), and stops cleanly.
+ *
+ * Lifecycle (Nest hooks, in the kit's order):
+ * - bootstrap (before anything is consumed): detect GPUs, recover, `NodeRegistered`, heartbeats;
+ * - before shutdown (consumers still open): take no more placements, stop heartbeats, stop every
+ *   attempt with `node_lost` ('agent stopped', not billed; placement requeues the job);
+ * - shutdown (consumers closed): wait for the attempts to be released, bounded.
+ */
+@Injectable()
+export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
+  readonly nodeId: string;
+  private readonly workDir: string;
+  private node: NodeGpus | undefined;
+  private ctx: AgentContext | undefined;
+  private readonly attempts = new Map<string, AttemptRunner>();
+  private readonly cancelled = new Map<string, JobCancelRequested>();
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private sequence = 0;
+  private draining = false;
+
+  constructor(
+    @Inject(SERVICE_CONFIG) private readonly config: ExecutionConfig,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(EVENT_WRITER) private readonly writer: EventWriter,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {
+    this.nodeId = config.GPUNET_NODE_ID;
+    this.workDir = resolve(workDirOf(config));
+  }
+
+  private now = (): string => this.clock.now().toISOString();
+
+  /** GPU index → the attempt holding it, for every attempt not yet released. */
+  private holders(): GpuHolders {
+    const map = new Map<number, { jobId: string; attemptId: string }>();
+    for (const runner of this.attempts.values()) {
+      const { placement, phase } = runner.handle.state;
+      if (phase === 'released') continue;
+      for (const i of placement.gpuIndices) map.set(i, { jobId: placement.jobId, attemptId: placement.attemptId });
+    }
+    return map;
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    const found = await detectGpus({ command: this.config.GPUNET_NVIDIA_SMI });
+    this.node = nodeGpus(found, this.config.GPUNET_GPUS, this.config.GPUNET_GPU_MODEL);
+    const blobs = await BlobStore.open(this.nc);
+    this.ctx = {
+      nodeId: this.nodeId,
+      workDir: this.workDir,
+      config: this.config,
+      store: this.store,
+      clock: this.clock,
+      nc: this.nc,
+      js: jetstream(this.nc),
+      blobs,
+      cache: new InputCache(blobs, join(this.workDir, 'cache')),
+    };
+    await this.recover();
+    await this.writer.append(nodeStreamId(this.nodeId), [
+      {
+        type: 'NodeRegistered',
+        data: registration({
+          nodeId: this.nodeId,
+          node: this.node,
+          hostname: hostname(),
+          agentVersion: AGENT_VERSION,
+          networkIsolation: false,
+          heartbeatIntervalMs: this.config.GPUNET_HEARTBEAT_MS,
+          at: this.now(),
+        }),
+      },
+    ]);
+    this.beat();
+    this.heartbeatTimer = setInterval(() => this.beat(), this.config.GPUNET_HEARTBEAT_MS);
+    this.logger.info({ nodeId: this.nodeId, gpus: this.node.gpus.length, simulated: this.node.simulated, workDir: this.workDir }, 'node registered');
+  }
+
+  private beat(): void {
+    if (!this.node || this.nc.isClosed()) return;
+    const data = heartbeat({ nodeId: this.nodeId, node: this.node, holders: this.holders(), sequence: this.sequence++, at: this.now() });
+    try {
+      this.nc.publish(heartbeatSubject(this.nodeId), JSON.stringify(data));
+    } catch (err) {
+      this.logger.warn({ err }, 'heartbeat not sent');
+    }
+  }
+
+  /**
+   * Finishes what a previous run of this agent left: attempts placed or held here and never
+   * finished end `node_lost` (their leftover process group killed first) and are released;
+   * finished ones get their outputs step and release in the background. Stale run directories go.
+   */
+  private async recover(): Promise<void> {
+    const scan = await scanForRecovery(this.store, this.nodeId);
+    const log = this.logger.child({ step: 'recovery' });
+    for (const state of scan.attempts) {
+      const { jobId, attemptId } = state.placement;
+      const cause = scan.causes.get(attemptId)!;
+      const alog = log.child({ jobId, attemptId, correlationId: cause.metadata.correlationId });
+      const handle = new AttemptHandle(state, cause, this.writer, alog, cause.metadata.team);
+      const runner = new AttemptRunner(this.ctx!, handle, undefined);
+      const step = recoveryStep(state);
+      if (step === 'abandon') {
+        const runRoot = join(this.workDir, 'runs', jobId, attemptId);
+        const leftover = await killLeftoverGroup(runRoot, attemptId);
+        alog.warn({ phase: state.phase, leftover }, 'attempt lost with the previous agent: finishing it node_lost');
+        await handle.execute({ type: 'Abandon', reason: `agent restarted: the attempt was ${state.phase} when the previous agent stopped (${leftover.kind === 'killed' ? `its process group ${leftover.pgid} was killed` : leftover.detail})`, at: this.now() });
+      } else {
+        alog.info({ phase: state.phase, step }, 'resuming a finished attempt');
+      }
+      this.attempts.set(attemptId, runner);
+      handle.done = runner.complete().finally(() => this.attempts.delete(attemptId));
+      if (step === 'abandon') await handle.done; // released before anything new is placed here
+    }
+    const stillOpen = [...this.attempts.keys()];
+    await this.store.saveCheckpoint(recoveryCheckpointId(this.nodeId), checkpointAfter(scan, stillOpen));
+    await this.removeStaleRunDirs(new Set(stillOpen));
+    if (scan.attempts.length > 0) log.info({ recovered: scan.attempts.length, resuming: stillOpen.length }, 'recovery done');
+  }
+
+  /** Run directories of attempts that are not active: released ones whose removal was interrupted. */
+  private async removeStaleRunDirs(active: ReadonlySet<string>): Promise<void> {
+    const runs = join(this.workDir, 'runs');
+    if (!existsSync(runs)) return;
+    for (const job of await readdir(runs)) {
+      for (const attempt of await readdir(join(runs, job)).catch(() => [] as string[])) {
+        if (!active.has(attempt)) await removeRunDirs({ root: join(runs, job, attempt) }).catch(() => undefined);
+      }
+      await readdir(join(runs, job)).then((left) => (left.length === 0 ? removeRunDirs({ root: join(runs, job) }) : undefined)).catch(() => undefined);
+    }
+  }
+
+  /**
+   * A placement for this node: stage, hold, start the run in the background. Resolves once the
+   * attempt either holds its GPUs (ComputeHeld recorded) or has ended without holding them, so
+   * the JobPlaced is acknowledged only then; a crash in between is covered by recovery.
+   */
+  async place(placed: JobPlaced, event: BusEvent, log: Logger): Promise<void> {
+    if (placed.nodeId !== this.nodeId) return;
+    if (this.attempts.has(placed.attemptId)) {
+      log.info({ attemptId: placed.attemptId }, 'placement already being handled');
+      return;
+    }
+    const placement: Placement = { jobId: placed.jobId, attemptId: placed.attemptId, nodeId: placed.nodeId, gpuIndices: placed.gpuIndices, gpuModel: placed.gpuModel };
+    const recorded = await this.store.readStream(attemptStreamId(this.nodeId, placed.attemptId));
+    const state = foldAttempt(placement, recorded.map((e) => ({ type: e.type, data: e.data }) as RecordedAttemptEvent));
+    const alog = log.child({ attemptId: placed.attemptId });
+    const job = await readJobFacts(this.store, placed.jobId);
+    const handle = new AttemptHandle(state, event, this.writer, alog, job?.team ?? event.metadata.team);
+    const remembered = this.cancelled.get(placed.jobId);
+    const runner = new AttemptRunner(this.ctx!, handle, job && remembered && !job.cancel ? { ...job, cancel: remembered } : job);
+
+    if (state.phase !== 'placed') {
+      // Seen before by an earlier run of this agent: recovery finished it; only its release may be missing.
+      if (recoveryStep(state) === 'none') return;
+      alog.warn({ phase: state.phase }, 'placement found half-done outside recovery; finishing it node_lost');
+      await handle.execute({ type: 'Abandon', reason: 'agent restarted', at: this.now() });
+    } else if (this.draining) {
+      await handle.stop('node_lost', 'agent stopping: placement not taken', this.now);
+    } else {
+      const conflicts = placementConflicts(this.node!, this.holders(), placement);
+      if (conflicts.length > 0) {
+        alog.error({ conflicts }, 'placement refused: GPUs not available here');
+        await handle.execute({ type: 'Finish', outcome: 'failed', exitCode: null, signal: null, message: `placement refused by node ${this.nodeId}: ${conflicts.join('; ')}`, at: this.now() });
+      }
+    }
+
+    this.attempts.set(placed.attemptId, runner);
+    try {
+      if (handle.state.phase === 'placed') {
+        const held = await runner.prepare();
+        alog.info({ held, phase: handle.state.phase }, held ? 'compute held' : 'attempt ended before holding compute');
+      }
+    } finally {
+      handle.done = runner.complete().finally(() => this.attempts.delete(placed.attemptId));
+    }
+  }
+
+  /** A cancel request: stops this job's attempt if it is here; remembered in case its placement comes later. */
+  async cancel(request: JobCancelRequested, log: Logger): Promise<void> {
+    const reason = request.reason ?? 'cancelled by request';
+    const runners = [...this.attempts.values()].filter((r) => r.handle.jobId === request.jobId);
+    if (runners.length === 0) {
+      this.cancelled.set(request.jobId, request);
+      if (this.cancelled.size > MAX_REMEMBERED_CANCELS) this.cancelled.delete(this.cancelled.keys().next().value!);
+      return;
+    }
+    for (const runner of runners) {
+      log.info({ attemptId: runner.handle.attemptId, phase: runner.handle.state.phase }, 'cancelling attempt');
+      await runner.handle.stop('cancelled', reason, this.now);
+    }
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.draining = true;
+    clearInterval(this.heartbeatTimer);
+    const active = [...this.attempts.values()].filter((r) => r.handle.state.finished === undefined);
+    if (active.length === 0) return;
+    this.logger.info({ attempts: active.length }, 'agent stopping: stopping running attempts (node_lost, not billed)');
+    await Promise.all(active.map((r) => r.handle.stop('node_lost', 'agent stopped', this.now).catch((err: unknown) => r.handle.log.error({ err }, 'stop failed'))));
+    // Jobs get a short grace to exit on SIGTERM; then their groups are killed so the stop takes seconds.
+    const grace = sleep(this.config.GPUNET_SHUTDOWN_GRACE_MS, 'grace' as const);
+    const settled = Promise.all(active.map((r) => r.handle.done)).then(() => 'done' as const);
+    if ((await Promise.race([grace, settled])) === 'grace') for (const r of active) if (r.handle.state.phase === 'running') r.killNow();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    // Outputs of attempts that finished just before the stop may still be uploading: they get a
+    // bounded wait; what is unfinished then is resumed by the next start's recovery.
+    const pending = [...this.attempts.values()].map((r) => r.handle.done);
+    if (pending.length === 0) return;
+    const waited = await Promise.race([Promise.all(pending).then(() => true), sleep(10_000, false)]);
+    if (!waited) this.logger.warn({ attempts: [...this.attempts.keys()] }, 'attempts left for the next start to resume');
+  }
+}

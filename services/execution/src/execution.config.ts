@@ -1,0 +1,39 @@
+import { GpuModel, NodeId } from '#contracts';
+import type { BaseConfig } from '#service-kit';
+import { hostname } from 'node:os';
+import { z } from 'zod';
+
+const positiveInt = (what: string) => z.coerce.number().int().min(1).describe(what);
+const nonNegativeInt = (what: string) => z.coerce.number().int().min(0).describe(what);
+
+/** A node id from the host name: lower-case, only the characters an id may hold. */
+export function defaultNodeId(host = hostname()): string {
+  const cleaned = host.toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^[^a-z0-9]+/, '');
+  return `node-${cleaned || 'local'}`.slice(0, 64);
+}
+
+/**
+ * The execution agent's own environment variables (merged with the kit's). Each has a flag of
+ * `main.ts` that sets it; see services/execution/README.md.
+ */
+export const ExecutionConfig = z.object({
+  GPUNET_NODE_ID: NodeId.default(() => defaultNodeId()).describe('this node\'s id (letters, digits, _ and -); also the instance id'),
+  GPUNET_GPUS: positiveInt('GPU slots to declare when nvidia-smi finds none, e.g. 4').default(1),
+  GPUNET_GPU_MODEL: GpuModel.default('sim-gpu').describe('model name of the declared slots, e.g. A100-80GB'),
+  GPUNET_WORK_DIR: z.string().min(1).optional().describe('directory for run directories and the input cache; default .gpunet/nodes/<nodeId>'),
+  GPUNET_NVIDIA_SMI: z.string().min(1).default('nvidia-smi').describe('the nvidia-smi binary; when it is not found the declared slots are used'),
+  GPUNET_HEARTBEAT_MS: positiveInt('milliseconds between heartbeats').default(2_000),
+  GPUNET_KILL_GRACE_MS: nonNegativeInt('milliseconds between SIGTERM and SIGKILL at the time limit or a cancel').default(10_000),
+  GPUNET_SHUTDOWN_GRACE_MS: nonNegativeInt('milliseconds a job gets after SIGTERM when the agent itself stops').default(3_000),
+  GPUNET_MAX_LOG_BYTES: positiveInt('bytes of job output kept per attempt').default(64 * 1024 * 1024),
+  GPUNET_STORE_OUTPUTS_TIMEOUT_MS: positiveInt('milliseconds to wait for one StoreOutputs reply').default(10_000),
+  GPUNET_STORE_OUTPUTS_GIVE_UP_MS: positiveInt('milliseconds of retrying StoreOutputs before the outputs are given up').default(120_000),
+});
+
+/** The whole typed configuration an execution agent reads once at start. */
+export type ExecutionConfig = BaseConfig & z.output<typeof ExecutionConfig>;
+
+/** The work directory: the configured one, else `.gpunet/nodes/<nodeId>` (the layout of `gpunet up`). */
+export function workDirOf(config: Pick<ExecutionConfig, 'GPUNET_WORK_DIR' | 'GPUNET_NODE_ID'>): string {
+  return config.GPUNET_WORK_DIR ?? `.gpunet/nodes/${config.GPUNET_NODE_ID}`;
+}

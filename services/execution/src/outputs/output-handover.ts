@@ -1,0 +1,111 @@
+import type { BlobStore } from '#blobs';
+import { Commands, commandSubject, type OutputFile, type StoreOutputs, type StoreOutputsReply } from '#contracts';
+import { isRetryable } from '#errors';
+import { requestQuery } from '#messaging';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { stat } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { mapLimit } from '../common/map-limit.js';
+import type { LogFiles } from '../logs/log-streamer.js';
+import { collectOutputs, type CollectedOutputs } from '../run/index.js';
+
+/** The files of a finished run worth keeping, and notices for the job's log about the rest. */
+export interface OutputSelection {
+  readonly collected: CollectedOutputs;
+  readonly truncated: boolean;
+  /** One line per refused file (a symlink leaving the directory, the size cap), for the job's log. */
+  readonly notices: readonly string[];
+}
+
+/**
+ * Selects the files matching the job's output globs (the run engine's `collectOutputs`:
+ * symlinks leaving the directory and files beyond `maxBytes` are refused with a reason).
+ */
+export async function selectOutputs(outputsDir: string, globs: readonly string[], maxBytes?: number): Promise<OutputSelection> {
+  const collected = await collectOutputs(outputsDir, globs, maxBytes === undefined ? {} : { maxTotalBytes: maxBytes });
+  const notices = collected.rejected.map((r) => `[gpunet] output ${r.path} not kept: ${r.message}`);
+  const truncated = collected.rejected.some((r) => r.reason === 'size_cap');
+  if (truncated) notices.push(`[gpunet] outputs reached outputs.maxBytes (${maxBytes} bytes); later files were not kept`);
+  return { collected, truncated, notices };
+}
+
+/** Whose outputs these are. */
+export interface HandoverTarget {
+  readonly team: string;
+  readonly jobId: string;
+  readonly attemptId: string;
+  readonly nodeId: string;
+  readonly correlationId: string;
+}
+
+/** Options of {@link storeOutputs}. */
+export interface StoreOutputsOptions {
+  /** One StoreOutputs request's timeout. Default 10 000 ms. */
+  readonly requestTimeoutMs?: number;
+  /** How long retryable failures (no storage service yet, timeouts) are retried. Default 120 000 ms. */
+  readonly giveUpAfterMs?: number;
+  /** First retry delay, doubling up to 5 s. Default 250 ms. */
+  readonly retryDelayMs?: number;
+  /** Files uploaded at once. Default 4. */
+  readonly concurrency?: number;
+  /** Aborting stops retrying (the agent is stopping). */
+  readonly signal?: AbortSignal;
+}
+
+const STORE_OUTPUTS = commandSubject('StoreOutputs');
+
+/**
+ * Uploads the selected files and the stdout/stderr logs to the team's blobs (skipping what the
+ * team already holds) and asks storage to record them (`gpunet.cmd.StoreOutputs`, idempotent
+ * per attempt), retrying retryable failures for up to `giveUpAfterMs`.
+ *
+ * @throws the last error when storage refused the outputs or did not answer in time.
+ */
+export async function storeOutputs(
+  blobs: BlobStore,
+  nc: NatsConnection,
+  target: HandoverTarget,
+  selection: OutputSelection,
+  logFiles: LogFiles,
+  log: Logger,
+  options: StoreOutputsOptions = {},
+): Promise<StoreOutputsReply> {
+  const files: OutputFile[] = new Array(selection.collected.files.length);
+  await mapLimit(selection.collected.files, options.concurrency ?? 4, async (file, i) => {
+    options.signal?.throwIfAborted();
+    // The recorded address is what was sent (hashed again while uploading), not the earlier scan.
+    const up = await blobs.uploadFile(target.team, file.sourcePath);
+    files[i] = { path: file.path, sha256: up.sha256, size: up.size };
+  });
+  const logs: StoreOutputs['logs'] = [];
+  for (const stream of ['stdout', 'stderr'] as const) {
+    if (!(await stat(logFiles[stream]).catch(() => undefined))?.isFile()) continue;
+    const up = await blobs.uploadFile(target.team, logFiles[stream]);
+    logs.push({ stream, sha256: up.sha256, size: up.size });
+  }
+
+  const body: StoreOutputs = { ...pick(target), files, truncated: selection.truncated, logs };
+  const contract = { request: Commands.StoreOutputs.schema, response: Commands.StoreOutputs.replySchema };
+  const giveUpAt = performance.now() + (options.giveUpAfterMs ?? 120_000);
+  let delay = options.retryDelayMs ?? 250;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await requestQuery<StoreOutputsReply>(nc, STORE_OUTPUTS, body, contract, {
+        timeoutMs: options.requestTimeoutMs ?? 10_000,
+        correlationId: target.correlationId,
+        jobId: target.jobId,
+      });
+    } catch (err) {
+      if (!isRetryable(err) || performance.now() + delay > giveUpAt || options.signal?.aborted) throw err;
+      log.warn({ err: (err as Error).message, attempt, retryInMs: delay }, 'StoreOutputs failed; retrying');
+      await sleep(delay);
+      delay = Math.min(delay * 2, 5_000);
+    }
+  }
+}
+
+function pick(t: HandoverTarget): Pick<StoreOutputs, 'jobId' | 'team' | 'attemptId' | 'nodeId'> {
+  return { jobId: t.jobId, team: t.team, attemptId: t.attemptId, nodeId: t.nodeId };
+}

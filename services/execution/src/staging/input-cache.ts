@@ -1,0 +1,135 @@
+import type { InputRef } from '#contracts';
+import { parseFolderManifest, type BlobStore } from '#blobs';
+import { ValidationError } from '#errors';
+import { chmod, copyFile, link, mkdir, readFile, rm, stat } from 'node:fs/promises';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { mapLimit } from '../common/map-limit.js';
+
+/** What staging one attempt's inputs did. */
+export interface StagingReport {
+  /** Files placed under `inputs/`. */
+  readonly files: number;
+  /** Bytes of those files. */
+  readonly bytes: number;
+  /** Bytes that had to be fetched from the object store (the rest came from the node cache). */
+  readonly downloadedBytes: number;
+}
+
+/** Options of {@link InputCache}. */
+export interface InputCacheOptions {
+  /** Blobs fetched at once for a folder input. Default 4. */
+  readonly concurrency?: number;
+}
+
+/**
+ * The node-local input cache: blobs by team and sha256 under `<work-dir>/cache/<team>/<sha256>`,
+ * read-only, each fetched once from the object store (verified on the way in) and then
+ * hard-linked into every run that needs it, so a second job on this node using the same
+ * dataset moves no bytes. Folder inputs are cached file by file (their manifest too), so two
+ * folders sharing files share the cache.
+ *
+ * Per team, not per node: a team never learns from timing whether another team holds a blob.
+ * Known bound: a job running as root could write through a hard link into the cache (the
+ * files are 0444, which root ignores); jobs run as an unprivileged user close that (issue 5).
+ */
+export class InputCache {
+  private readonly inflight = new Map<string, Promise<boolean>>();
+  private readonly concurrency: number;
+
+  constructor(
+    private readonly blobs: BlobStore,
+    /** `<work-dir>/cache` */
+    private readonly root: string,
+    options: InputCacheOptions = {},
+  ) {
+    this.concurrency = options.concurrency ?? 4;
+  }
+
+  /**
+   * Places every input at its `path` under `inputsDir` (files linked from the cache, executable
+   * folder entries copied with mode 0555). Stops between files when `signal` aborts.
+   *
+   * @throws BlobNotFoundError, BlobIntegrityError, ManifestInvalidError (terminal: the job's
+   *   inputs are wrong), BlobStoreUnavailableError (retryable), ValidationError for a path that
+   *   would leave `inputsDir`.
+   */
+  async stage(team: string, inputs: readonly InputRef[], inputsDir: string, signal?: AbortSignal): Promise<StagingReport> {
+    let files = 0;
+    let bytes = 0;
+    let downloadedBytes = 0;
+    const place = async (sha256: string, size: number, dest: string, executable: boolean) => {
+      signal?.throwIfAborted();
+      if (await this.ensure(team, sha256, size)) downloadedBytes += size;
+      await linkInto(this.pathOf(team, sha256), dest, executable);
+      files += 1;
+      bytes += size;
+    };
+    for (const input of inputs) {
+      const target = inside(inputsDir, input.path, `data.inputs.${input.name}.path`);
+      if (input.kind === 'file') {
+        await place(input.sha256, input.size, target, false);
+        continue;
+      }
+      if (await this.ensure(team, input.sha256, input.size)) downloadedBytes += input.size;
+      const manifest = parseFolderManifest(await readFile(this.pathOf(team, input.sha256)), input.sha256);
+      await mkdir(target, { recursive: true });
+      await mapLimit(manifest.entries, this.concurrency, (entry) =>
+        place(entry.sha256, entry.size, inside(target, entry.path, `data.inputs.${input.name}`), entry.executable === true),
+      );
+    }
+    return { files, bytes, downloadedBytes };
+  }
+
+  /** Cached blob path of a team's blob. */
+  pathOf(team: string, sha256: string): string {
+    return join(this.root, team, sha256);
+  }
+
+  /** Makes sure the blob is in the cache; true when it had to be downloaded. One download per blob at a time. */
+  private ensure(team: string, sha256: string, size: number): Promise<boolean> {
+    const key = `${team}/${sha256}`;
+    let pending = this.inflight.get(key);
+    if (!pending) {
+      pending = this.fetch(team, sha256, size).finally(() => this.inflight.delete(key));
+      this.inflight.set(key, pending);
+    }
+    return pending;
+  }
+
+  private async fetch(team: string, sha256: string, size: number): Promise<boolean> {
+    const path = this.pathOf(team, sha256);
+    const existing = await stat(path).catch(() => undefined);
+    // Written only by an atomic rename after verification, so a present file of the right size is the blob.
+    if (existing?.isFile() && existing.size === size) return false;
+    if (existing) await rm(path, { force: true, recursive: true });
+    await this.blobs.downloadTo(team, sha256, path, { size, mode: 0o444 });
+    return true;
+  }
+}
+
+/** `rel` resolved under `root`, refusing anything that would leave it. */
+function inside(root: string, rel: string, field: string): string {
+  const target = resolve(root, rel);
+  const back = relative(resolve(root), target);
+  if (back.startsWith('..') || isAbsolute(back)) {
+    throw new ValidationError(`input path ${rel} would leave the input directory`, [{ path: field, message: `${rel} leaves GPUNET_INPUT_DIR` }]);
+  }
+  return target;
+}
+
+/** Hard-links the cached file into the run (a copy across file systems); executables are copied with 0555. */
+async function linkInto(cached: string, dest: string, executable: boolean): Promise<void> {
+  await mkdir(dirname(dest), { recursive: true });
+  await rm(dest, { force: true });
+  if (!executable) {
+    try {
+      await link(cached, dest);
+      return;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'EMLINK') throw err;
+    }
+  }
+  await copyFile(cached, dest);
+  await chmod(dest, executable ? 0o555 : 0o444);
+}
