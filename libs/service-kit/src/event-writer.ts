@@ -11,7 +11,7 @@ export interface Cause {
 }
 
 /** One event to append: a contract type and its data. */
-export type NewEvent = { [T in EventType]: { type: T; data: EventData<T>; discriminator?: string } }[EventType];
+export type NewEvent = { [T in EventType]: { type: T; data: EventData<T>; discriminator?: string; eventId?: string } }[EventType];
 
 export interface AppendContext {
   /** Default `any`. */
@@ -67,7 +67,8 @@ export class EventWriter {
         ...(jobId ? { jobId } : {}),
         ...(team ? { team } : {}),
       };
-      const eventId = ctx.cause ? this.eventIdFor(ctx.cause.eventId, e.type, e.discriminator) : newId();
+      // An explicit id wins (e.g. intake derives a submit's id from the idempotency key).
+      const eventId = e.eventId ?? (ctx.cause ? this.eventIdFor(ctx.cause.eventId, e.type, e.discriminator) : newId());
       return { eventId, type: e.type, data, metadata };
     });
     return this.store.appendToStream(streamId, prepared, { expectedRevision: ctx.expectedRevision ?? 'any' });

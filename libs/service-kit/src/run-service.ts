@@ -10,6 +10,7 @@ import {
   type ConsumerBinding,
   type Inbox,
   type QueryContract,
+  type Topology,
 } from '#messaging';
 import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { Module, type DynamicModule, type INestApplicationContext, type Type } from '@nestjs/common';
@@ -55,8 +56,8 @@ export interface ServiceDefinition<S extends z.ZodObject = z.ZodObject> {
   consumers?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => ConsumerBinding[];
   /** Stream-id prefix of the events this process writes (its relay publishes those). Default `<name>-`. */
   streamPrefix?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => string;
-  /** Also serve HTTP (intake). */
-  http?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => { port: number; host?: string };
+  /** Also serve HTTP (intake). `bodyLimit` of JSON bodies, default `8mb`. */
+  http?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => { port: number; host?: string; bodyLimit?: string };
   /** After store and NATS are open, before anything is consumed (e.g. fold state from the store). */
   onStart?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => Promise<void> | void;
   /** Before the store and NATS close on shutdown. */
@@ -124,9 +125,31 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
 
   const bindings = def.consumers ? def.consumers(ctx) : [{ durable: instance }];
   const durables = bindings.map((b) => b.durable);
-  const topology = await topologyFor(config.GPUNET_TOPOLOGY_FILE ?? defaultTopologyFile(), instance, durables);
+  try {
+    const topology = await topologyFor(config.GPUNET_TOPOLOGY_FILE ?? defaultTopologyFile(), instance, durables);
+    await def.onStart?.(ctx);
+    return await startApp(def, ctx, bindings, topology, location.kind, { inboxPool });
+  } catch (err) {
+    // Nothing half-started stays open: a test that catches this error leaks no connection.
+    await nc.close().catch(() => undefined);
+    await inbox.close().catch(() => undefined);
+    await inboxPool?.end().catch(() => undefined);
+    await store.close().catch(() => undefined);
+    throw err;
+  }
+}
 
-  await def.onStart?.(ctx);
+async function startApp<C extends BaseConfig>(
+  def: ServiceDefinition<z.ZodObject>,
+  ctx: ServiceContext<C>,
+  bindings: ConsumerBinding[],
+  topology: Topology,
+  storeKind: string,
+  owned: { inboxPool: pg.Pool | undefined },
+): Promise<RunningService<C>> {
+  const { config, logger, store, writer, clock, nc, inbox, instance, startedAt } = ctx;
+  const { inboxPool } = owned;
+  const durables = bindings.map((b) => b.durable);
 
   @Module({})
   class KitModule {}
@@ -159,9 +182,10 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
 
   let app: INestApplicationContext;
   let httpUrl: string | undefined;
-  const http = def.http?.(ctx);
+  const http = (def.http as ((c: ServiceContext<C>) => { port: number; host?: string; bodyLimit?: string }) | undefined)?.(ctx);
   if (http) {
-    const web = await NestFactory.create<NestExpressApplication>(RootModule, { logger: false, bodyParser: true });
+    const web = await NestFactory.create<NestExpressApplication>(RootModule, { logger: false, bodyParser: false });
+    web.useBodyParser('json', { limit: http.bodyLimit ?? '8mb' });
     web.connectMicroservice({ strategy }, { inheritAppConfig: true });
     await web.startAllMicroservices();
     const host = http.host ?? '127.0.0.1';
@@ -178,7 +202,7 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
 
   const relay = new OutboxRelay(store, nc, {
     name: `relay-${instance}`,
-    filter: { streamPrefix: def.streamPrefix?.(ctx) ?? `${def.name}-` },
+    filter: { streamPrefix: (def.streamPrefix as ((c: ServiceContext<C>) => string) | undefined)?.(ctx) ?? `${def.name}-` },
     logger,
   });
   await relay.start();
@@ -210,14 +234,14 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
     { logger },
   );
 
-  logger.info({ consumers: durables, http: httpUrl, store: location.kind }, 'service started');
+  logger.info({ consumers: durables, http: httpUrl, store: storeKind }, 'service started');
 
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
       logger.info('stopping');
       await app.close(); // consumers finish or hand back the message in hand
-      await def.onStop?.(ctx);
+      await (def.onStop as ((c: ServiceContext<C>) => Promise<void> | void) | undefined)?.(ctx);
       await relay.stop();
       health.unsubscribe();
       await nc.drain().catch(() => undefined);
