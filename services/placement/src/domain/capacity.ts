@@ -24,6 +24,8 @@ interface NodeFree {
 export class PassCapacity {
   private readonly nodes: NodeFree[];
   private free = 0;
+  /** Upper bound of the free GPUs of one model on one node (exact at start, never too low after takes): skips hopeless scans. */
+  private maxGang = 0;
 
   /** `nodes`: registered nodes in first-fit order. */
   constructor(nodes: readonly NodeRecord[]) {
@@ -38,6 +40,7 @@ export class PassCapacity {
         else byModel.set(model, [i]);
       }
       this.free += indices.length;
+      for (const list of byModel.values()) this.maxGang = Math.max(this.maxGang, list.length);
       return { nodeId: node.nodeId, byModel, count: indices.length };
     });
   }
@@ -54,7 +57,7 @@ export class PassCapacity {
 
   /** The first node (in order) with enough free GPUs of the requested model (of any one model when none is asked), lowest indices first. */
   fit(request: Pick<GpuRequest, 'gpus' | 'gpuModel'>): Gang | undefined {
-    if (request.gpus > this.free) return undefined;
+    if (request.gpus > this.free || request.gpus > this.maxGang) return undefined;
     for (const node of this.nodes) {
       if (node.count < request.gpus) continue;
       if (request.gpuModel !== undefined) {
@@ -99,16 +102,33 @@ export interface LargestNode {
   gpus: number;
 }
 
-/**
- * The largest node for a request: most GPUs of `gpuModel` on one node, or of any single model
- * when none is asked. Undefined when no registered node has that model at all.
- */
-export function largestNode(nodes: readonly NodeRecord[], gpuModel: string | undefined): LargestNode | undefined {
-  let best: LargestNode | undefined;
-  for (const node of nodes) {
-    const counts = new Map<string, number>();
-    for (const g of node.gpus) if (gpuModel === undefined || g.model === gpuModel) counts.set(g.model, (counts.get(g.model) ?? 0) + 1);
-    for (const [model, gpus] of counts) if (!best || gpus > best.gpus) best = { nodeId: node.nodeId, gpuModel: model, gpus };
+/** How large the registered nodes are, per model: what a job may ask for at most. Computed once per pass. */
+export class NodeSizes {
+  private readonly byModel = new Map<string, LargestNode>();
+  private any: LargestNode | undefined;
+
+  constructor(nodes: readonly NodeRecord[]) {
+    for (const node of nodes) {
+      const counts = new Map<string, number>();
+      for (const g of node.gpus) counts.set(g.model, (counts.get(g.model) ?? 0) + 1);
+      for (const [gpuModel, gpus] of counts) {
+        const best = this.byModel.get(gpuModel);
+        if (!best || gpus > best.gpus) this.byModel.set(gpuModel, { nodeId: node.nodeId, gpuModel, gpus });
+        if (!this.any || gpus > this.any.gpus) this.any = { nodeId: node.nodeId, gpuModel, gpus };
+      }
+    }
   }
-  return best;
+
+  /** Every model some node offers, sorted. */
+  get models(): string[] {
+    return [...this.byModel.keys()].sort();
+  }
+
+  /**
+   * The largest node for a request: most GPUs of `gpuModel` on one node, or of any single model
+   * when none is asked. Undefined when no registered node has that model at all.
+   */
+  largest(gpuModel: string | undefined): LargestNode | undefined {
+    return gpuModel === undefined ? this.any : this.byModel.get(gpuModel);
+  }
 }

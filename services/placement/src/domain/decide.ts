@@ -12,9 +12,9 @@
  */
 import type { EventData, FieldIssue } from '#contracts';
 import { attemptIdFor } from './attempt-id.js';
-import { largestNode, PassCapacity } from './capacity.js';
+import { NodeSizes, PassCapacity } from './capacity.js';
 import { firstFit, type PlacementPolicy } from './policy.js';
-import { registeredNodes, type JobRecord, type NodeRecord, type PlacementState } from './state.js';
+import { registeredNodes, type JobRecord, type PlacementState } from './state.js';
 
 /** One event placement decided to append, to the job's placement stream. */
 export type PlacementDecision =
@@ -34,6 +34,7 @@ export function decide(state: PlacementState, now: Date, options: DecideOptions 
   const nodes = registeredNodes(state);
   const out: PlacementDecision[] = [];
   const candidates: JobRecord[] = [];
+  const sizes = new NodeSizes(nodes);
 
   for (const job of state.queue) {
     if (job.cancelRequested) {
@@ -42,7 +43,7 @@ export function decide(state: PlacementState, now: Date, options: DecideOptions 
       continue;
     }
     if (job.attempts.length === 0 && nodes.length > 0) {
-      const why = unsatisfiable(job, nodes);
+      const why = unsatisfiable(job, sizes);
       if (why) {
         out.push({ type: 'JobRejected', data: { jobId: job.jobId, team: job.team, reason: 'unsatisfiable', message: why.message, issues: [why.issue], rejectedAt: at } });
         continue;
@@ -82,12 +83,12 @@ function withdrawn(job: JobRecord, at: string): PlacementDecision {
 }
 
 /** Why no registered node can ever hold the job, or undefined when one can. */
-function unsatisfiable(job: JobRecord, nodes: readonly NodeRecord[]): { message: string; issue: FieldIssue } | undefined {
+function unsatisfiable(job: JobRecord, sizes: NodeSizes): { message: string; issue: FieldIssue } | undefined {
   const { gpus, gpuModel } = job.request;
-  const largest = largestNode(nodes, gpuModel);
+  const largest = sizes.largest(gpuModel);
   if (largest && largest.gpus >= gpus) return undefined;
   if (!largest) {
-    const models = [...new Set(nodes.flatMap((n) => n.gpus.map((g) => g.model)))].sort();
+    const models = sizes.models;
     return {
       message: `no node offers GPUs of model ${gpuModel}; the network has ${models.join(', ')}`,
       issue: { path: 'request.gpuModel', message: `no node offers GPU model ${gpuModel}`, fix: `ask for one of ${models.join(', ')}, or leave gpuModel out` },
