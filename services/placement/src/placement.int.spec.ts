@@ -3,7 +3,7 @@
  * nats-server and a temporary SQLite store. The test plays intake, storage and two execution
  * agents: it appends their events to its own streams and its own outbox relays publish them.
  */
-import { DEAD_LETTER_REASONS, heartbeatSubject, querySubject, type EventData, type GetQueueReply, type JobSpec } from '#contracts';
+import { heartbeatSubject, type DeadLetter, querySubject, type EventData, type GetQueueReply, type JobSpec } from '#contracts';
 import { openEventStore, type EventStore, type RecordedEvent } from '#event-store';
 import { OutboxRelay, requestQuery } from '#messaging';
 import { EventWriter, startService, type RunningService } from '#service-kit';
@@ -223,8 +223,12 @@ describe('placement service', () => {
       return n >= before + 2 && n;
     });
     expect(letters - before).toBe(2);
-    const last = await jsm.streams.getMessage('GPUNET_DLQ', { last_by_subj: 'gpunet.dlq.placement' });
-    expect(DEAD_LETTER_REASONS).toContain((last!.json() as { reason: string }).reason);
+    const lastSeq = (await jsm.streams.info('GPUNET_DLQ')).state.last_seq;
+    const dead = await Promise.all([lastSeq - 1, lastSeq].map(async (seq) => (await jsm.streams.getMessage('GPUNET_DLQ', { seq }))!.json<DeadLetter>()));
+    expect(dead.map((d) => [d.consumer, d.subject, d.reason]).sort()).toEqual([
+      ['placement', 'gpunet.evt.InputsStaged', 'schema_invalid'],
+      ['placement', 'gpunet.evt.JobSubmitted', 'schema_invalid'],
+    ]);
 
     await submit('job-after-poison', 2);
     const p = await waitFor('the next job placed', () => [...placements.values()].find((x) => x.jobId === 'job-after-poison'));
