@@ -17,7 +17,7 @@ import { writeVerified, type DownloadProgress } from './download.js';
 import { ClientConfigError, GpunetApiError, GpunetProtocolError, JobFileError, WaitTimeoutError } from './errors.js';
 import { HttpTransport, type HttpTransportOptions } from './http.js';
 import { uploadJobInputs, type UploadedInputs, type UploadInputsOptions } from './inputs.js';
-import { parseJobFileText, unresolvedInputs, type JobFileSpec } from './job-file.js';
+import { checkJobFile, parseJobFileText, unresolvedInputs, type JobFileSpec } from './job-file.js';
 import { parseNdjson } from './ndjson.js';
 import { JobEvents, JobOutputs } from './replies.js';
 
@@ -222,10 +222,13 @@ export class GpunetClient {
   /**
    * Uploads the local files and folders a job file names with `from:` (relative to `baseDir`,
    * usually the job file's directory) and returns the spec with their content addresses, ready
-   * for {@link submit}. Blobs the team already holds are not sent again. Needs `natsUrl` and `team`.
+   * for {@link submit}. Blobs the team already holds are not sent again. Needs `natsUrl` and
+   * `team` when there is something to upload. Throws {@link JobFileError} for a spec the server would refuse.
    */
   async uploadInputs(spec: JobFileSpec | string, baseDir: string, options: UploadInputsOptions = {}): Promise<UploadedInputs> {
     const body = typeof spec === 'string' ? parseJobFileText(spec) : spec;
+    // A spec without local inputs needs no NATS connection (and no team).
+    if (checkJobFile(body).length === 0) return { spec: body, inputs: [] };
     const team = this.options.team;
     if (!team) throw new ClientConfigError('team', 'uploading inputs needs the API key\'s team (option `team`): blobs are stored per team');
     return uploadJobInputs(await this.blobStore(), team, body, baseDir, options);

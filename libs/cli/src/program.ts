@@ -1,0 +1,165 @@
+/**
+ * The `gpunet` command line: commander wiring only. Each command's body lives in `commands/`,
+ * returns its exit code, and throws named errors that `runCli` prints and maps to an exit code
+ * (see `exit-codes.ts`).
+ */
+import { Command, CommanderError, Option } from 'commander';
+import { CommandContext, type CommonOptions } from './context.js';
+import { down } from './commands/down.js';
+import { cancel, invoice, list, logs, output, status } from './commands/jobs.js';
+import { submit } from './commands/submit.js';
+import { up } from './commands/up.js';
+import { wait } from './commands/wait.js';
+import { EXIT, exitCodeForError, type ExitCode } from './exit-codes.js';
+import { Printer, type Io } from './output.js';
+import { ENV } from './settings.js';
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/** `--json` and `--data-dir`, which every command takes. */
+function withBaseOptions(cmd: Command): Command {
+  return cmd
+    .option('--json', 'print one JSON document on stdout (for scripts); progress and notices stay on stderr')
+    .option('--data-dir <dir>', 'directory of the local network (state.json, logs, store); env GPUNET_DATA_DIR', '.gpunet');
+}
+
+/** The connection flags of commands that talk to a network. */
+function withConnection(cmd: Command): Command {
+  return withBaseOptions(cmd)
+    .option('--url <url>', `API URL; default env ${ENV.url}, else the one in <data-dir>/state.json`)
+    .option('--api-key <key>', `team API key; default env ${ENV.apiKey}, else the one in <data-dir>/state.json`)
+    .option('--nats <url>', `NATS URL for uploading inputs; default env ${ENV.nats}, else the one in <data-dir>/state.json`);
+}
+
+const EXIT_HELP = `
+Exit status: 0 done (wait: the job completed); 1 the job ended otherwise, a wait timed out, or the
+command failed; 2 bad arguments, invalid spec, refused key, unknown job; 3 network unreachable.`;
+
+/** Builds the program; `result.code` receives the exit code of the command that ran. */
+export function buildProgram(io: Io, result: { code: ExitCode }): Command {
+  const program = new Command('gpunet')
+    .description('Rent GPU compute for batch jobs: run a local gpunet network, submit jobs, follow them, fetch outputs and bills.')
+    .addHelpText('after', EXIT_HELP)
+    .showHelpAfterError('(add --help for usage)')
+    .configureOutput({ writeOut: (s) => void io.stdout.write(s), writeErr: (s) => void io.stderr.write(s) })
+    .exitOverride();
+
+  /** Runs a command body with its context; errors are printed here, once, and mapped to an exit code. */
+  const run =
+    <A extends unknown[]>(body: (ctx: CommandContext, ...args: A) => Promise<ExitCode>, options: { flagHints?: boolean } = {}) =>
+    async (...args: unknown[]) => {
+      const cmd = args.at(-1) as Command;
+      const ctx = new CommandContext(io, cmd.opts<CommonOptions>());
+      try {
+        result.code = await body(ctx, ...(args.slice(0, -1) as A));
+      } catch (err) {
+        ctx.out.error(err, options);
+        result.code = exitCodeForError(err);
+      } finally {
+        await ctx.close();
+      }
+    };
+
+  const command = (name: string) => program.command(name).exitOverride().showHelpAfterError('(add --help for usage)');
+
+  withBaseOptions(command('up'))
+    .description('start a local network: nats-server (JetStream), the five services and N execution agents, detached, logs in <data-dir>/logs')
+    .option('--agents <n>', 'execution agents (nodes) to start', '2')
+    .option('--gpus <n>', 'GPU slots each agent declares (when nvidia-smi finds none)', '4')
+    .option('--gpu-model <name>', 'model name of the declared slots', 'sim-gpu')
+    .option('--nats <url>', 'use this NATS server instead of starting one')
+    .option('--postgres <url>', 'event store on this PostgreSQL database instead of SQLite <data-dir>/events.db')
+    .option('--port <n>', 'HTTP port of the API; default: a free one')
+    .option('--timeout <duration>', 'how long to wait for every process to answer its health query', '60s')
+    .addOption(new Option('--log-level <level>', 'log level of the services').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'))
+    .action(run((ctx, opts) => up(ctx, opts as Parameters<typeof up>[1])));
+
+  withBaseOptions(command('down'))
+    .description('stop the local network: SIGTERM to every recorded process, SIGKILL to stragglers, nats-server last')
+    .option('--timeout <duration>', 'how long services get to stop before SIGKILL', '30s')
+    .action(run((ctx, opts) => down(ctx, opts as Parameters<typeof down>[1])));
+
+  withConnection(command('submit'))
+    .description('submit a job: a job.yaml (inputs with `from:` are uploaded first), or flags only with --script')
+    .argument('[job.yaml | script args...]', 'the job file; with --script, arguments passed to the script (after --)')
+    .option('--script <file>', 'run this script (no job file); small scripts travel inline')
+    .option('--interpreter <program>', 'program that runs the script, e.g. bash or python3')
+    .option('--name <name>', 'a label for the job')
+    .option('--gpus <n>', 'GPUs to request (default 1 without a job file)')
+    .option('--gpu-model <model>', 'GPU model required, e.g. A100-80GB')
+    .option('--time-limit <duration>', 'longest the job may run, e.g. 10m (default 10m without a job file)')
+    .option('--deadline <time>', 'finish by this ISO time or +duration')
+    .option('--network', 'allow the job network access')
+    .option('--input <name=path>', 'a local file or folder, placed at $GPUNET_INPUT_DIR/<name> (repeatable)', collect)
+    .option('--output <glob>', 'output files to keep, relative to $GPUNET_OUTPUT_DIR (repeatable; default all)', collect)
+    .option('--env <NAME=value>', 'environment variable for the job (repeatable)', collect)
+    .option('--team <team>', `the API key's team, for storing inputs; default env ${ENV.team}, else state.json`)
+    .option('--idempotency-key <key>', 'submit at most once per key (retries return the first job)')
+    .option('--wait', 'then wait for the job like `gpunet wait` (exit status by its outcome)')
+    .option('--timeout <duration>', 'with --wait: give up waiting after this long')
+    .action(run((ctx, operands, opts) => submit(ctx, operands as string[], opts as Parameters<typeof submit>[2]), { flagHints: true }));
+
+  withConnection(command('status'))
+    .description('a job: state, attempts (node, GPUs, held time), outputs, timeline summary')
+    .argument('<job-id>')
+    .option('--timeline', 'also list every event of the job with its time and producer')
+    .action(run((ctx, jobId, opts) => status(ctx, jobId as string, opts as { timeline?: boolean })));
+
+  withConnection(command('list'))
+    .description("the team's jobs, newest first")
+    .option('--state <state>', 'only jobs in this state (repeatable, or comma-separated)', collect)
+    .option('--limit <n>', 'jobs per page, 1–500', '50')
+    .option('--all', 'every page, not just the first')
+    .action(run((ctx, opts) => list(ctx, opts as Parameters<typeof list>[1])));
+
+  withConnection(command('logs'))
+    .description("a job's output lines: stdout to stdout, stderr and agent notices to stderr")
+    .argument('<job-id>')
+    .option('-f, --follow', 'keep following until the job ends')
+    .action(run((ctx, jobId, opts) => logs(ctx, jobId as string, opts as { follow?: boolean })));
+
+  withConnection(command('wait'))
+    .description('wait for a job to end, showing each state; exit 0 only if it completed')
+    .argument('<job-id>')
+    .option('--timeout <duration>', 'give up after this long (exit 1)')
+    .action(run((ctx, jobId, opts) => wait(ctx, jobId as string, opts as { timeout?: string })));
+
+  withConnection(command('cancel'))
+    .description('cancel a job: a queued job ends at once, a running one is stopped')
+    .argument('<job-id>')
+    .option('--reason <text>', 'why, kept in the job history')
+    .action(run((ctx, jobId, opts) => cancel(ctx, jobId as string, opts as { reason?: string })));
+
+  withConnection(command('output'))
+    .description("download a job's output files, each verified against its sha256")
+    .argument('<job-id>')
+    .option('--dest <dir>', 'where to put them (default ./outputs/<job-id>)')
+    .action(run((ctx, jobId, opts) => output(ctx, jobId as string, opts as { dest?: string })));
+
+  withConnection(command('invoice'))
+    .description('charges as the ledger recorded them: one line per attempt, totals in units with 6 decimals')
+    .option('--job <job-id>', "only this job's charges")
+    .option('--from <time>', 'only attempts finished at or after this UTC time')
+    .option('--to <time>', 'only attempts finished before this UTC time')
+    .action(run((ctx, opts) => invoice(ctx, opts as Parameters<typeof invoice>[1])));
+
+  return program;
+}
+
+/** Runs `gpunet` with `argv` (without node and script); resolves with the exit code. */
+export async function runCli(argv: readonly string[], io: Io): Promise<ExitCode> {
+  const result: { code: ExitCode } = { code: EXIT.ok };
+  const program = buildProgram(io, result);
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Help and version are not failures; everything else commander refuses is a usage error
+      // (it has printed its message already).
+      return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    new Printer(io, argv.includes('--json')).error(err);
+    return exitCodeForError(err);
+  }
+  return result.code;
+}
