@@ -87,8 +87,9 @@ export class AttemptHandle {
    * once; while it runs the process is aborted and its end recorded with this outcome.
    */
   async stop(outcome: StopOutcome, reason: string, at: () => string): Promise<void> {
-    await this.execute(() => ({ type: 'Stop', outcome, reason, at: at() }));
-    if (this.current.stop !== undefined || this.current.finished !== undefined) this.stopper.abort(new Error(reason));
+    const facts = await this.execute(() => ({ type: 'Stop', outcome, reason, at: at() }));
+    // Only a stop that changed something aborts: a finished attempt's outputs upload goes on.
+    if (facts.length > 0) this.stopper.abort(new Error(reason));
   }
 
   private async apply(command: AttemptCommand): Promise<AttemptFact[]> {

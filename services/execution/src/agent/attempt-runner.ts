@@ -100,7 +100,8 @@ export class AttemptRunner {
     }
 
     this.dirs = await prepareRunDirs(this.ctx.workDir, jobId, attemptId);
-    await h.execute({ type: 'BeginStaging' });
+    const [began] = await h.execute((s) => (s.phase === 'placed' ? { type: 'BeginStaging' } : undefined));
+    if (began === undefined) return false; // stopped meanwhile (the agent is stopping)
     for (let tryNo = 1; ; tryNo++) {
       try {
         const report = await this.ctx.cache.stage(team, spec.data.inputs, this.dirs.inputs, h.signal);
@@ -143,6 +144,11 @@ export class AttemptRunner {
     return held !== undefined;
   }
 
+  /** Removes what `prepare()` created, for a placement handed back to the bus before anything was recorded. */
+  async discard(): Promise<void> {
+    if (existsSync(this.runRoot)) await removeRunDirs({ root: this.runRoot }).catch(() => undefined);
+  }
+
   /**
    * The rest of the attempt from wherever it is: run the process when held, record how it ended,
    * hand the outputs over when it ran, release the GPUs, remove the run directory.
@@ -156,7 +162,8 @@ export class AttemptRunner {
       else await streamer?.close();
       streamer = undefined;
       await h.execute((s) => (s.phase === 'finished' || s.phase === 'outputs' ? { type: 'Release', at: this.now() } : undefined));
-      h.log.info({ outcome: h.state.finished?.outcome }, 'attempt released');
+      if (h.state.phase === 'released') h.log.info({ outcome: h.state.finished?.outcome, outputsStored: h.state.outputsStored }, 'attempt released');
+      else h.log.error({ phase: h.state.phase }, 'attempt left unreleased; a restarted agent finishes it');
     } catch (err) {
       h.log.error({ err }, 'attempt could not be completed; a restarted agent resumes it');
       await streamer?.close().catch(() => undefined);
@@ -168,13 +175,15 @@ export class AttemptRunner {
   /** held → running → finished. */
   private async run(): Promise<LogStreamer> {
     const h = this.handle;
-    const dirs = this.dirs!;
     const { jobId, attemptId } = h.state.placement;
+    const dirs = (this.dirs ??= await prepareRunDirs(this.ctx.workDir, jobId, attemptId));
     const streamer = new LogStreamer(this.ctx.js, jobId, attemptId, dirs.logs, { now: this.now });
     this.logFiles = streamer.files;
     let result: RunResult;
     try {
-      result = await runProcess(this.runSpec(this.launch!), {
+      if (this.launch === undefined) throw new Error('no launch plan (the attempt was not prepared by this agent)');
+      const launch = this.launch;
+      result = await runProcess(this.runSpec(launch), {
         clock: { now: () => this.ctx.clock.now().getTime() },
         signal: h.signal,
         onLog: streamer.push,
@@ -185,7 +194,7 @@ export class AttemptRunner {
           h.execute((s) => (s.phase === 'held' ? { type: 'Start', at: new Date(startedAt).toISOString() } : undefined)).catch((err: unknown) =>
             h.log.error({ err }, 'JobStarted could not be recorded'),
           );
-          h.log.info({ pid, command: this.launch!.command }, 'job started');
+          h.log.info({ pid, command: launch.command }, 'job started');
         },
       });
     } catch (err) {

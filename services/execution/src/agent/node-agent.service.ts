@@ -1,5 +1,6 @@
 import { BlobStore } from '#blobs';
 import { heartbeatSubject, type JobCancelRequested, type JobPlaced } from '#contracts';
+import { isRetryable } from '#errors';
 import type { EventStore } from '#event-store';
 import type { BusEvent } from '#messaging';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, NATS_CONNECTION, SERVICE_CONFIG, type Clock, type EventWriter } from '#service-kit';
@@ -195,29 +196,40 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
     const remembered = this.cancelled.get(placed.jobId);
     const runner = new AttemptRunner(this.ctx!, handle, job && remembered && !job.cancel ? { ...job, cancel: remembered } : job);
 
-    if (state.phase !== 'placed') {
-      // Seen before by an earlier run of this agent: recovery finished it; only its release may be missing.
-      if (recoveryStep(state) === 'none') return;
-      alog.warn({ phase: state.phase }, 'placement found half-done outside recovery; finishing it node_lost');
-      await handle.execute({ type: 'Abandon', reason: 'agent restarted', at: this.now() });
-    } else if (this.draining) {
-      await handle.stop('node_lost', 'agent stopping: placement not taken', this.now);
-    } else {
-      const conflicts = placementConflicts(this.node!, this.holders(), placement);
-      if (conflicts.length > 0) {
-        alog.error({ conflicts }, 'placement refused: GPUs not available here');
-        await handle.execute({ type: 'Finish', outcome: 'failed', exitCode: null, signal: null, message: `placement refused by node ${this.nodeId}: ${conflicts.join('; ')}`, at: this.now() });
-      }
-    }
+    if (state.phase !== 'placed' && recoveryStep(state) === 'none') return; // released long ago: a late redelivery
 
+    // From here to `set` nothing is awaited: the conflict check and taking the GPUs are one step,
+    // and a stop that starts later finds the attempt in the map.
+    const conflicts = state.phase === 'placed' ? placementConflicts(this.node!, this.holders(), placement) : [];
     this.attempts.set(placed.attemptId, runner);
     try {
-      if (handle.state.phase === 'placed') {
+      if (state.phase !== 'placed') {
+        // Handled by an earlier run of this agent and not finished by its recovery (its JobPlaced
+        // was not yet readable then): the process is gone with that agent.
+        alog.warn({ phase: state.phase }, 'placement found half-done outside recovery: finishing it');
+        await handle.execute({ type: 'Abandon', reason: 'agent restarted: the attempt was lost with the previous agent', at: this.now() });
+      } else if (this.draining) {
+        await handle.stop('node_lost', 'agent stopping: placement not taken', this.now);
+      } else if (conflicts.length > 0) {
+        alog.error({ conflicts }, 'placement refused: GPUs not available here');
+        await handle.execute({ type: 'Finish', outcome: 'failed', exitCode: null, signal: null, message: `placement refused by node ${this.nodeId}: ${conflicts.join('; ')}`, at: this.now() });
+      } else {
         const held = await runner.prepare();
         alog.info({ held, phase: handle.state.phase }, held ? 'compute held' : 'attempt ended before holding compute');
       }
+    } catch (err) {
+      if (handle.state.recorded === state.recorded && isRetryable(err)) {
+        // Nothing recorded yet: forget the attempt and let the bus redeliver the placement.
+        this.attempts.delete(placed.attemptId);
+        await runner.discard();
+        throw err;
+      }
+      alog.error({ err }, 'placement could not be prepared');
+      await handle.execute((s) =>
+        s.finished ? undefined : { type: 'Finish', outcome: 'failed', exitCode: null, signal: null, message: `the agent could not prepare the job: ${(err as Error).message}`, at: this.now() },
+      );
     } finally {
-      handle.done = runner.complete().finally(() => this.attempts.delete(placed.attemptId));
+      if (this.attempts.get(placed.attemptId) === runner) handle.done = runner.complete().finally(() => this.attempts.delete(placed.attemptId));
     }
   }
 

@@ -1,0 +1,70 @@
+import { LOGS_STREAM, logSubject, type LogLine } from '#contracts';
+import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startNatsServer, type TestNatsServer } from '../../../../test/support/nats-server.js';
+import { LogStreamer } from './log-streamer.js';
+
+let nats: TestNatsServer;
+let nc: NatsConnection;
+let js: JetStreamClient;
+let dir: string;
+const now = () => '2026-01-01T00:00:00.000Z';
+
+beforeAll(async () => {
+  [nats, dir] = await Promise.all([startNatsServer(), mkdtemp(join(tmpdir(), 'gpunet-logs-'))]);
+  nc = await connect({ servers: nats.url });
+  js = jetstream(nc);
+  await (await jetstreamManager(nc)).streams.add({ name: LOGS_STREAM, subjects: ['gpunet.logs.>'] });
+});
+afterAll(async () => {
+  await nc?.close();
+  await nats?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function readBack(jobId: string): Promise<LogLine[]> {
+  const consumer = await js.consumers.get(LOGS_STREAM, { filter_subjects: logSubject(jobId), deliver_policy: DeliverPolicy.All });
+  const out: LogLine[] = [];
+  const messages = await consumer.fetch({ max_messages: 100_000, expires: 1_000 });
+  for await (const m of messages) {
+    out.push(m.json<LogLine>());
+    if (m.info.pending === 0) break;
+  }
+  return out;
+}
+
+describe('log streamer', () => {
+  it('streams every line in order without making the job wait, and writes stdout and stderr files', async () => {
+    const s = new LogStreamer(js, 'job-chatty', 'job-chatty-a1', await mkdtemp(join(dir, 'run-')), { now });
+    const t0 = performance.now();
+    for (let i = 0; i < 20_000; i++) s.push(`line ${i}`, i % 1000 === 999 ? 'stderr' : 'stdout');
+    s.push('[gpunet] time limit reached', 'system');
+    // Taking a line is a queue push: 20k lines take milliseconds, whatever the bus does.
+    expect(performance.now() - t0).toBeLessThan(1_000);
+    const stats = await s.close();
+    expect(stats).toEqual({ published: 20_001, dropped: 0, failed: 0 });
+
+    const lines = await readBack('job-chatty');
+    expect(lines).toHaveLength(20_001);
+    expect(lines.slice(0, 1000).every((l, i) => l.line === `line ${i}`)).toBe(true);
+    expect(lines[999]).toEqual({ ts: now(), stream: 'stderr', line: 'line 999', attemptId: 'job-chatty-a1' });
+    expect(lines[20_000]).toMatchObject({ stream: 'agent', line: '[gpunet] time limit reached' });
+    const stdout = (await readFile(s.files.stdout, 'utf8')).split('\n');
+    expect(stdout).toHaveLength(19_980 + 1);
+    expect(await readFile(s.files.stderr, 'utf8')).toMatch(/^line 999\n[\s\S]*\[gpunet\] time limit reached\n$/);
+  });
+
+  it('beyond its queue it drops lines from the live stream only, and says how many', async () => {
+    const s = new LogStreamer(js, 'job-flood', 'job-flood-a1', await mkdtemp(join(dir, 'run-')), { now, maxQueued: 100, maxInFlight: 10 });
+    for (let i = 0; i < 5_000; i++) s.push(`flood ${i}`, 'stdout');
+    const stats = await s.close();
+    expect(stats.dropped).toBeGreaterThan(0);
+    expect(stats.published + stats.dropped).toBe(5_001); // every line, plus the notice
+    const lines = await readBack('job-flood');
+    expect(lines[lines.length - 1]).toMatchObject({ stream: 'agent', line: `[gpunet] ${stats.dropped} log line(s) were not streamed live (the job wrote faster than the bus took them); they are in the stored logs` });
+    expect((await readFile(s.files.stdout, 'utf8')).split('\n')).toHaveLength(5_001);
+  });
+});
