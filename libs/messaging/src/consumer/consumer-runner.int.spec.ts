@@ -172,6 +172,41 @@ describe('JetStreamConsumerRunner (nats-server)', () => {
     expect(log.indexOf('B4')).toBeLessThan(log.indexOf('A1'));
   });
 
+  it('with one constant key, handles every job in total stream order, one at a time, even through a retry', async () => {
+    const { publish } = await setup('total');
+    const log: string[] = [];
+    let inHandler = 0;
+    let maxInHandler = 0;
+    let failuresLeft = 1;
+    await run(
+      'total',
+      {
+        Step: {
+          handle: async (e) => {
+            const { job, n } = e.data as { job: string; n: number };
+            inHandler++;
+            maxInHandler = Math.max(maxInHandler, inHandler);
+            await new Promise((r) => setTimeout(r, 2));
+            inHandler--;
+            if (job === 'A' && n === 2 && failuresLeft-- > 0) throw new TransientError('not yet');
+            log.push(`${job}${n}`);
+          },
+        },
+      },
+      { keyOf: () => 'global', concurrency: 16 },
+    );
+    const expected: string[] = [];
+    for (let n = 1; n <= 3; n++) {
+      for (const job of ['A', 'B', 'C']) {
+        await publish(testEvent('Step', { job, n }, { jobId: job }));
+        expected.push(`${job}${n}`);
+      }
+    }
+    await waitFor(() => log.length === expected.length, 'all steps handled');
+    expect(log).toEqual(expected);
+    expect(maxInHandler).toBe(1);
+  });
+
   it('keeps per-job order when the messages held behind a failed one fill max_ack_pending', async () => {
     const { publish } = await setup('saturated');
     await provision(jsm, { consumers: [{ stream: 'S_saturated', durable: 'saturated', ackWait: '2s', maxAckPending: 4 }] }, { logger });

@@ -45,6 +45,12 @@ export interface ConsumerRunnerOptions {
   schemas?: Readonly<Record<string, z.ZodType>>;
   /** Keys (jobs) handled at the same time at most; one key is always handled one message at a time. Default 16. */
   concurrency?: number;
+  /**
+   * The ordering key of a message: messages of one key are handled one at a time, in stream order.
+   * Default: the `Gpunet-Job-Id` header, else the event's `metadata.jobId`, else the subject. A
+   * service whose state is global (placement) returns one constant key: total stream order.
+   */
+  keyOf?: (event: BusEvent | undefined, subject: string) => string;
   /** Default: 5 deliveries, backoff 1 s doubling to 30 s, and never beyond half the consumer's ack wait. */
   retry?: Partial<RetryPolicy>;
   /** Default: a MemoryInbox of 100,000 entries. Pass a durable one where duplicates may arrive after a restart. */
@@ -245,7 +251,9 @@ export class JetStreamConsumerRunner {
     } catch (err) {
       decoded = err as Error;
     }
-    const key = msg.headers?.get(Headers.JobId) || (decoded instanceof Error ? undefined : decoded.metadata.jobId) || msg.subject;
+    const key = this.options.keyOf
+      ? this.options.keyOf(decoded instanceof Error ? undefined : decoded, msg.subject)
+      : msg.headers?.get(Headers.JobId) || (decoded instanceof Error ? undefined : decoded.metadata.jobId) || msg.subject;
     const seq = msg.seq;
     let state = this.keys.get(key);
     if (!state) {
