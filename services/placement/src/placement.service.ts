@@ -3,13 +3,14 @@ import { PLACEMENT_STREAM_PREFIX } from './domain/index.js';
 import { PlacementModule } from './placement.module.js';
 
 /**
- * The placement process: one durable consumer `placement` (deploy/topology.yaml) handling one
- * message at a time, because placement's state is global (every GPU of every node) and two passes
+ * The placement process: one durable consumer `placement` (deploy/topology.yaml) handling every
+ * event in stream order, one at a time (one ordering key), because placement's state is global (every GPU of every node) and two passes
  * must never race for a GPU. Its relay publishes the `placement-` streams. Run one per network.
  */
 export const placementService = defineService({
   name: 'placement',
   module: PlacementModule,
-  consumers: () => [{ durable: 'placement', concurrency: 1 }],
+  // One ordering key: every event in stream order, one at a time.
+  consumers: () => [{ durable: 'placement', keyOf: () => 'placement', concurrency: 1 }],
   streamPrefix: () => PLACEMENT_STREAM_PREFIX,
 });
