@@ -18,11 +18,9 @@ export interface RecoveryScan {
   readonly attempts: readonly AttemptState[];
   /** The event each attempt's new events are caused by: its JobPlaced, else its last recorded event. */
   readonly causes: ReadonlyMap<string, RecordedEvent>;
-  /**
-   * Position up to which every placement of this node is now accounted for, unless one of
-   * `attempts` is older: the caller saves `checkpointAfter(scan)` once those are released.
-   */
+  /** The store's head when the scan began: everything up to it was read. */
   readonly head: bigint;
+  /** Where each attempt first appears (its JobPlaced, else its first recorded event). */
   readonly placedAt: ReadonlyMap<string, bigint>;
 }
 
@@ -69,6 +67,8 @@ export async function scanForRecovery(store: EventStore, nodeId: string): Promis
     list.push({ type: e.type, data: e.data } as RecordedAttemptEvent);
     attempts.set(attemptId, list);
     if (!causes.has(attemptId)) causes.set(attemptId, e);
+    // Without its JobPlaced in range, the attempt's first event marks where to read from again.
+    if (!placedAt.has(attemptId)) placedAt.set(attemptId, e.position);
   }
   return { attempts: attemptsToRecover({ placements, attempts }), causes, head, placedAt };
 }
