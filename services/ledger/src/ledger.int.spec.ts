@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import YAML from 'yaml';
 import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
-import { ledgerService } from './ledger.service.js';
+import { ledgerService } from './ledger.definition.js';
 import { UsageRecorderService } from './usage/usage-recorder.service.js';
 
 const REPO = fileURLToPath(new URL('../../..', import.meta.url));
@@ -189,7 +189,7 @@ describe('ledger process against nats-server and a SQLite store', () => {
 
   it('bills held → finished ms × gpus at the rate of the GPU model, rounded half up once per line', async () => {
     await runAttempt({ jobId: 'job-exact', team: 'team-a', gpus: 2, heldAt: '2025-06-01T10:00:00.000Z', finishedAt: '2025-06-01T10:20:34.567Z' });
-    await runAttempt({ jobId: 'job-round', team: 'team-a', gpuModel: 'A100', heldAt: '2025-06-01T10:00:00.000Z', finishedAt: '2025-06-01T10:00:01.001Z' });
+    await runAttempt({ jobId: 'job-round', team: 'team-a', gpuModel: 'A100', heldAt: '2025-06-01T10:00:00.000Z', finishedAt: '2025-06-01T10:00:01.026Z' });
     await runAttempt({ jobId: 'job-other-model', team: 'team-a', gpuModel: 'T4', heldAt: '2025-06-01T10:00:00.000Z', finishedAt: '2025-06-01T11:00:00.000Z' });
 
     const [exact] = await waitFor('the usage line of job-exact', async () => (await linesOf('job-exact')).length > 0 && linesOf('job-exact'));
@@ -210,9 +210,9 @@ describe('ledger process against nats-server and a SQLite store', () => {
       priceListVersion: 1,
       rounding: 'per-line-half-up-micros',
     });
-    // 1 A100 × 1,001 ms at 3.50/h = 973.06 µ → 973.
+    // 1 A100 × 1,026 ms at 3.50/h = 997.5 µ exactly → 998 (half up).
     const [round] = await waitFor('job-round', async () => (await linesOf('job-round')).length > 0 && linesOf('job-round'));
-    expect(round).toMatchObject({ billableMs: 1_001, rateMicrosPerGpuHour: 3_500_000, amountMicros: 973 });
+    expect(round).toMatchObject({ billableMs: 1_026, rateMicrosPerGpuHour: 3_500_000, amountMicros: 998 });
     // A model the list does not name: the default rate, one hour = 2.00.
     const [other] = await waitFor('job-other-model', async () => (await linesOf('job-other-model')).length > 0 && linesOf('job-other-model'));
     expect(other).toMatchObject({ gpuModel: 'T4', rateMicrosPerGpuHour: 2_000_000, amountMicros: 2_000_000 });
@@ -267,12 +267,9 @@ describe('ledger process against nats-server and a SQLite store', () => {
   }, 30_000);
 
   it('killed with SIGKILL mid-stream and restarted, loses nothing and bills nothing twice', async () => {
-    const jobs = 120;
     const expected = new Map<string, { ms: number; amount: number }>();
-    // The agent finishes attempts in a burst, faster than the ledger bills them, so the kill
-    // lands while JobFinished messages are in hand and others wait.
-    const feed = (async () => {
-      for (let i = 0; i < jobs; i++) {
+    const feed = async (from: number, to: number) => {
+      for (let i = from; i < to; i++) {
         const a: Attempt = {
           jobId: `job-crash-${i}`,
           team: 'team-c',
@@ -285,27 +282,30 @@ describe('ledger process against nats-server and a SQLite store', () => {
         expected.set(`job-crash-${i}-a1`, referenceAmount(a.gpus!, a.heldAt!, a.finishedAt!, a.outcome!, a.gpuModel!));
         await runAttempt(a);
       }
-    })();
+    };
     const crashLines = async () => (await allLines()).filter((e) => (e.data as UsageRecorded).team === 'team-c');
-    const finishedCount = async () => (await store.readAll({ maxCount: 100_000, filter: { types: ['JobFinished'], streamPrefix: 'execution-node-t-attempt-job-crash-' } })).length;
 
+    // The agent's relay is held back while 100 attempts finish, then publishes them at once:
+    // the ledger gets a burst far faster than it bills, so the kill lands with messages in hand.
+    await relay.stop();
+    await feed(0, 100);
+    relay = new OutboxRelay(store, nc, { name: 'relay-test-agent', filter: { streamPrefix: 'execution-' }, logger: pino({ level: 'silent' }) });
+    await relay.start();
     await waitFor('some lines before the crash', async () => (await crashLines()).length >= 10, 20_000);
     ledger.child.kill('SIGKILL');
-    const finishedAtCrash = await finishedCount();
     expect(await ledger.exited).toBeNull(); // killed by the signal, no exit code
-    const billedAtCrash = (await crashLines()).length;
-    expect(billedAtCrash).toBeLessThan(finishedAtCrash); // work was waiting: the crash was mid-stream
-    await feed; // the agent goes on while the ledger is down
+    expect((await crashLines()).length).toBeLessThan(100); // work was waiting: the crash was mid-stream
+    await feed(100, 120); // the agent goes on while the ledger is down
 
     ledger = await spawnLedger(env);
-    await waitFor(`all ${jobs} lines after the restart`, async () => (await crashLines()).length >= jobs, 30_000);
+    await waitFor('all 120 lines after the restart', async () => (await crashLines()).length >= 120, 30_000);
     // Messages the dead process held unacked come back after the 2 s ack wait: give them time to be (not) billed again.
     await new Promise((r) => setTimeout(r, 3_000));
 
     const after = await crashLines();
-    expect(after).toHaveLength(jobs);
+    expect(after).toHaveLength(120);
     const byAttempt = new Map(after.map((e) => [(e.data as UsageRecorded).attemptId, e.data as UsageRecorded]));
-    expect(byAttempt.size).toBe(jobs);
+    expect(byAttempt.size).toBe(120);
     for (const [attemptId, want] of expected) {
       expect({ attemptId, ms: byAttempt.get(attemptId)?.billableMs, amount: byAttempt.get(attemptId)?.amountMicros }).toEqual({ attemptId, ...want });
     }

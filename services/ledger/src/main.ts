@@ -1,5 +1,5 @@
 import 'reflect-metadata';
 import { runServiceMain } from '#service-kit';
-import { ledgerService } from './ledger.service.js';
+import { ledgerService } from './ledger.definition.js';
 
 await runServiceMain(ledgerService);
