@@ -1,0 +1,294 @@
+/**
+ * A whole gpunet network of real processes for end-to-end tests and benchmarks, started the way
+ * a person starts one: `gpunet up` (the CLI's own launcher, run in-process through `runCli`) on a
+ * temporary data directory, so each test file gets its own nats-server (random port), its own
+ * SQLite store, its own logs, and no second launcher exists to drift from the first.
+ *
+ * On top of what `up` records in `state.json` it adds per-process control (`kill`, `restart`),
+ * direct reads of the event store, an SDK client, and log tails for failure messages.
+ */
+import type { EventStore, ReadAllFilter, RecordedEvent } from '#event-store';
+import { openEventStore } from '#event-store';
+import { GpunetClient } from '#sdk';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import type { ServiceName } from '#contracts';
+import { waitHealthy, type HealthTargets } from '../../libs/cli/src/local/health.js';
+import { isAlive, spawnDetached, tailOf } from '../../libs/cli/src/local/processes.js';
+import { readState, writeState, type LocalProcess, type LocalState } from '../../libs/cli/src/local/state.js';
+import { runCli } from '../../libs/cli/src/program.js';
+import { until } from './poll.js';
+
+/** Options of {@link TestNetwork.start}; every field has a default suited to a 2-core machine. */
+export interface TestNetworkOptions {
+  /** Execution agents (nodes `node-1` … `node-N`). Default 2. */
+  agents?: number;
+  /** GPU slots each agent declares. Default 4. */
+  gpus?: number;
+  /** Model of the declared slots. Default `sim-gpu` (priced 1 µ per GPU-ms by the default list). */
+  gpuModel?: string;
+  /**
+   * Extra variables for every process on top of this process's environment, e.g.
+   * `{ GPUNET_KILL_GRACE_MS: '1000' }`. `up`'s own variables (URLs, ports, node ids) win.
+   */
+  env?: Record<string, string>;
+  /** Services' log level. Default `info` (the logs are what a failure message shows). */
+  logLevel?: string;
+  /** How long `up` waits for every health answer. Default 60 s. */
+  startTimeoutMs?: number;
+  /** Prefix of the temporary data directory. Default `gpunet-e2e-`. */
+  dirPrefix?: string;
+}
+
+/** Names of processes: `nats`, a service name, or an agent's node id (`node-1`). */
+export type ProcessName = string;
+
+/** Captures a stream's text (the CLI's stdout/stderr when run in-process). */
+function sink(): { stream: PassThrough; text: () => string } {
+  const stream = new PassThrough();
+  const chunks: Buffer[] = [];
+  stream.on('data', (c: Buffer) => chunks.push(c));
+  return { stream, text: () => Buffer.concat(chunks).toString('utf8') };
+}
+
+/** Every network started by this process, stopped on exit if a test forgot (or crashed before) `stop()`. */
+const live = new Set<TestNetwork>();
+process.once('exit', () => {
+  for (const net of live) net.killAllNow();
+});
+
+/** Failure to start or stop a test network; the message carries the CLI's output and log tails. */
+export class TestNetworkError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'TestNetworkError';
+  }
+}
+
+export class TestNetwork {
+  private storeHandle: Promise<EventStore> | undefined;
+  private natsHandle: Promise<NatsConnection> | undefined;
+  private readonly clients: GpunetClient[] = [];
+  private stopped = false;
+  /** Set by {@link withLogsOnFailure}: keep the data directory for reading. */
+  failed = false;
+
+  private constructor(
+    readonly dataDir: string,
+    private state: LocalState,
+    private readonly env: Record<string, string | undefined>,
+  ) {}
+
+  /**
+   * Runs `gpunet up --data-dir <temp> --agents N --gpus G` in-process and waits until every
+   * process answers its health query. Throws with the CLI's message (which names the logs) when
+   * the network does not come up; nothing is left running then.
+   */
+  static async start(options: TestNetworkOptions = {}): Promise<TestNetwork> {
+    const dataDir = await mkdtemp(join(tmpdir(), options.dirPrefix ?? 'gpunet-e2e-'));
+    const env = { ...process.env, ...options.env };
+    const out = sink();
+    const err = sink();
+    const argv = [
+      'up',
+      '--json',
+      '--data-dir', dataDir,
+      '--agents', String(options.agents ?? 2),
+      '--gpus', String(options.gpus ?? 4),
+      '--gpu-model', options.gpuModel ?? 'sim-gpu',
+      '--log-level', options.logLevel ?? 'info',
+      '--timeout', `${options.startTimeoutMs ?? 60_000}ms`,
+    ];
+    const code = await runCli(argv, { stdout: out.stream, stderr: err.stream, env, cwd: dataDir });
+    const state = await readState(dataDir).catch(() => undefined);
+    if (code !== 0 || !state) {
+      // `up` has stopped whatever it started; its message names the logs to read, kept here.
+      throw new TestNetworkError(`gpunet ${argv.join(' ')} exited ${code}:\n${err.text()}${out.text()}\n(data kept in ${dataDir})`);
+    }
+    const net = new TestNetwork(dataDir, state, env);
+    live.add(net);
+    return net;
+  }
+
+  /** Base URL of intake's HTTP API. */
+  get url(): string {
+    return this.state.url;
+  }
+  get apiKey(): string {
+    return this.state.apiKey;
+  }
+  get team(): string {
+    return this.state.team;
+  }
+  get natsUrl(): string {
+    return this.state.natsUrl;
+  }
+  /** The SQLite file of the event store (`sqlite:` URL without the scheme). */
+  get storeUrl(): string {
+    return this.state.storeUrl;
+  }
+  /** Node ids of the agents, in start order. */
+  get nodeIds(): string[] {
+    return this.state.processes.filter((p) => p.role === 'agent').map((p) => p.name);
+  }
+  get processes(): readonly LocalProcess[] {
+    return this.state.processes;
+  }
+
+  private process(name: ProcessName): LocalProcess {
+    const p = this.state.processes.find((q) => q.name === name);
+    if (!p) throw new TestNetworkError(`no process ${name} in this network (${this.state.processes.map((q) => q.name).join(', ')})`);
+    return p;
+  }
+
+  pid(name: ProcessName): number {
+    return this.process(name).pid;
+  }
+
+  isRunning(name: ProcessName): boolean {
+    return isAlive(this.process(name).pid);
+  }
+
+  /** Sends `signal` to one process and resolves once it has exited. */
+  async kill(name: ProcessName, signal: NodeJS.Signals = 'SIGKILL', timeoutMs = 15_000): Promise<void> {
+    const p = this.process(name);
+    try {
+      process.kill(p.pid, signal);
+    } catch {
+      return; // already gone
+    }
+    await until(`${name} (pid ${p.pid}) to exit after ${signal}`, () => !isAlive(p.pid), { timeoutMs, intervalMs: 20 });
+  }
+
+  /**
+   * Starts a stopped (or killed) process again exactly as `up` started it (same command, working
+   * directory, variables and log file, appended to), records its new pid in state.json (so
+   * `gpunet down` stops it), and waits until it answers its health query.
+   */
+  async restart(name: ProcessName, options: { healthTimeoutMs?: number } = {}): Promise<void> {
+    const p = this.process(name);
+    if (isAlive(p.pid)) throw new TestNetworkError(`${name} (pid ${p.pid}) is still running: kill it first`);
+    if (p.role === 'nats') throw new TestNetworkError('restarting nats-server is not supported: its clients would need to reconnect first');
+    if (!p.env || !p.cwd) throw new TestNetworkError(`state.json does not say how ${name} was started (no env/cwd): rebuild the CLI`);
+    const pid = spawnDetached(p.command, { cwd: p.cwd, env: { ...this.env, ...p.env }, log: p.log });
+    const next = { ...p, pid };
+    this.state = { ...this.state, processes: this.state.processes.map((q) => (q.name === name ? next : q)) };
+    await writeState(this.state);
+    const targets: HealthTargets = p.role === 'agent' ? { services: ['execution'], agents: [name] } : { services: [name as ServiceName], agents: [] };
+    await waitHealthy(this.natsUrl, targets, {
+      timeoutMs: options.healthTimeoutMs ?? 30_000,
+      check: () => {
+        if (!isAlive(pid)) throw new TestNetworkError(`${name} exited while restarting:\n${tailOf(p.log, 30)}`);
+      },
+    });
+  }
+
+  /** The event store, opened once (read by tests; the services write it). */
+  store(): Promise<EventStore> {
+    return (this.storeHandle ??= openEventStore(this.storeUrl));
+  }
+
+  /** Every event matching `filter`, in store order (all pages). */
+  async events(filter: ReadAllFilter = {}): Promise<RecordedEvent[]> {
+    const store = await this.store();
+    const all: RecordedEvent[] = [];
+    let from = 0n;
+    for (;;) {
+      const page = await store.readAll({ fromPosition: from, maxCount: 5_000, filter });
+      all.push(...page);
+      if (page.length < 5_000) return all;
+      from = page[page.length - 1]!.position;
+    }
+  }
+
+  /** A NATS connection of the test's own (queries, JetStream state), closed by {@link stop}. */
+  nats(): Promise<NatsConnection> {
+    return (this.natsHandle ??= connect({ servers: this.natsUrl, name: 'gpunet-e2e', noAsyncTraces: true }));
+  }
+
+  /**
+   * Messages of `GPUNET_EVENTS` the durable consumer `durable` has not yet acknowledged: not yet
+   * delivered (`pending`) plus delivered and in hand (`ackPending`). Both 0: it has handled everything.
+   */
+  async consumerBacklog(durable: string): Promise<{ pending: number; ackPending: number }> {
+    const jsm = await jetstreamManager(await this.nats());
+    const info = await jsm.consumers.info('GPUNET_EVENTS', durable);
+    return { pending: info.num_pending, ackPending: info.num_ack_pending };
+  }
+
+  /** Messages in the dead-letter stream `GPUNET_DLQ` (a healthy run has none). */
+  async deadLetters(): Promise<number> {
+    const jsm = await jetstreamManager(await this.nats());
+    return (await jsm.streams.info('GPUNET_DLQ')).state.messages;
+  }
+
+  /** An SDK client of the network's team, closed by {@link stop}. */
+  client(): GpunetClient {
+    const client = new GpunetClient({ baseUrl: this.url, apiKey: this.apiKey, natsUrl: this.natsUrl, team: this.team });
+    this.clients.push(client);
+    return client;
+  }
+
+  /** The last `lines` lines of every process's log, for a failure message. */
+  logTails(lines = 40): string {
+    return this.state.processes
+      .map((p) => `──── ${p.name} (pid ${p.pid}, ${isAlive(p.pid) ? 'running' : 'exited'}) ${p.log}\n${tailOf(p.log, lines)}`)
+      .join('\n');
+  }
+
+  /**
+   * `gpunet down` (services and agents, then nats-server), then removes the data directory
+   * unless a test failed (then its path is printed, logs inside).
+   */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    await Promise.all(this.clients.map((c) => c.close().catch(() => undefined)));
+    if (this.storeHandle) await (await this.storeHandle).close().catch(() => undefined);
+    if (this.natsHandle) await (await this.natsHandle).close().catch(() => undefined);
+    const out = sink();
+    const err = sink();
+    const code = await runCli(['down', '--json', '--data-dir', this.dataDir, '--timeout', '20s'], { stdout: out.stream, stderr: err.stream, env: this.env, cwd: this.dataDir });
+    live.delete(this);
+    if (code !== 0) throw new TestNetworkError(`gpunet down exited ${code}:\n${err.text()}${out.text()}`);
+    if (this.failed || process.env.GPUNET_E2E_KEEP_DATA === '1') {
+      process.stderr.write(`gpunet e2e: data of the network kept in ${this.dataDir}\n`);
+      return;
+    }
+    await rm(this.dataDir, { recursive: true, force: true });
+  }
+
+  /** SIGKILL to every recorded process, synchronously (process exit). */
+  killAllNow(): void {
+    for (const p of this.state.processes) {
+      try {
+        process.kill(p.pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+  }
+}
+
+/**
+ * Wraps a test body: when it throws, the tails of every process's log are printed (straight to
+ * stderr, not through Jest's console) and the network's data directory is kept.
+ */
+export function withLogsOnFailure(net: () => TestNetwork | undefined, body: () => Promise<void>): () => Promise<void> {
+  return async () => {
+    try {
+      await body();
+    } catch (err) {
+      const n = net();
+      if (n) {
+        n.failed = true;
+        process.stderr.write(`\n==== gpunet e2e failure: logs of ${n.dataDir}\n${n.logTails()}\n====\n`);
+      }
+      throw err;
+    }
+  };
+}
