@@ -39,6 +39,16 @@ async function json<T = Record<string, unknown>>(args: string[], cwd: string, ex
   return JSON.parse(run.stdout) as T;
 }
 
+/** Whether a pid still runs; a zombie (exited, not reaped where PID 1 does not reap) is gone. */
+async function isAlive(pid: number): Promise<boolean> {
+  try {
+    process.kill(pid, 0);
+    return !/\) Z /.test(await readFile(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 describe('gpunet CLI against a local network', () => {
@@ -105,10 +115,11 @@ describe('gpunet CLI against a local network', () => {
     expect(status.events.map((e) => `${e.producer}:${e.type}`)).toEqual(expect.arrayContaining(['intake:JobSubmitted', 'storage:InputsStaged', 'placement:JobPlaced', 'execution:ComputeHeld', 'execution:JobFinished', 'execution:ComputeReleased']));
 
     // The ledger bills on JobFinished on its own schedule: poll briefly.
-    let invoice: { lines: { billableMs: number; amountMicros: number }[]; formatted: { totals: { currency: string; amount: string }[] } } | undefined;
+    type Invoice = { lines: { billableMs: number; amountMicros: number }[]; formatted: { totals: { currency: string; amount: string }[] } };
+    let invoice: Invoice | undefined;
     for (let i = 0; i < 40 && !invoice?.lines.length; i++) {
-      invoice = await json(['invoice', '--job', submitted.jobId, '--data-dir', dataDir], dir);
-      if (!invoice.lines.length) await new Promise((r) => setTimeout(r, 250));
+      if (i > 0) await new Promise((r) => setTimeout(r, 250));
+      invoice = await json<Invoice>(['invoice', '--job', submitted.jobId, '--data-dir', dataDir], dir);
     }
     expect(invoice!.lines).toHaveLength(1);
     expect(invoice!.lines[0]!.billableMs).toBeGreaterThan(0);
@@ -147,15 +158,6 @@ describe('gpunet CLI against a local network', () => {
     expect(result.stopped.map((s) => s.name).sort()).toEqual(['intake', 'ledger', 'nats', 'node-1', 'placement', 'storage']);
     expect(result.stopped.every((s) => s.result === 'stopped')).toBe(true);
     expect(existsSync(join(dataDir, 'state.json'))).toBe(false);
-    for (const p of upState.processes) {
-      let alive = true;
-      try {
-        process.kill(p.pid, 0);
-        alive = !/\) Z /.test(await readFile(`/proc/${p.pid}/stat`, 'utf8'));
-      } catch {
-        alive = false;
-      }
-      expect({ name: p.name, alive }).toEqual({ name: p.name, alive: false });
-    }
+    for (const p of upState.processes) expect({ name: p.name, alive: await isAlive(p.pid) }).toEqual({ name: p.name, alive: false });
   }, 60_000);
 });
