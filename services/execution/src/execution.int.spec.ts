@@ -101,8 +101,8 @@ const attemptEvents = (job: Job) => store.readStream(`execution-${NODE}-attempt-
 const eventOf = async (job: Job, type: string) => (await attemptEvents(job)).find((e) => e.type === type);
 const released = (job: Job, timeoutMs?: number) => waitFor(`ComputeReleased of ${job.attemptId}`, () => eventOf(job, 'ComputeReleased'), timeoutMs);
 const runRoot = (job: Job) => join(workDir(), 'runs', job.jobId, job.attemptId);
-/** The run directory goes right after ComputeReleased is recorded. */
-const runDirRemoved = (job: Job) => waitFor(`run directory of ${job.attemptId} removed`, () => !existsSync(runRoot(job)), 5_000);
+/** The run directory (and the job's, with its only attempt) goes right after ComputeReleased is recorded. */
+const runDirRemoved = (job: Job) => waitFor(`run directory of ${job.attemptId} removed`, () => !existsSync(join(workDir(), 'runs', job.jobId)), 5_000);
 
 async function logLines(jobId: string, atLeast: number): Promise<LogLine[]> {
   const consumer = await js.consumers.get(LOGS_STREAM, { filter_subjects: logSubject(jobId), deliver_policy: DeliverPolicy.All });

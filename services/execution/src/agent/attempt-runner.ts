@@ -6,8 +6,8 @@ import type { Clock } from '#service-kit';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { existsSync } from 'node:fs';
-import { open, stat, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { open, rmdir, stat, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { needsOutputs, planLaunch, type Launch, type ScriptLocation } from '../domain/index.js';
 import type { ExecutionConfig } from '../execution.config.js';
@@ -146,7 +146,9 @@ export class AttemptRunner {
 
   /** Removes what `prepare()` created, for a placement handed back to the bus before anything was recorded. */
   async discard(): Promise<void> {
-    if (existsSync(this.runRoot)) await removeRunDirs({ root: this.runRoot }).catch(() => undefined);
+    if (existsSync(this.runRoot)) await removeRunDirs({ root: this.runRoot });
+    // The job's directory goes with its last attempt (another attempt of it may still be here).
+    await rmdir(dirname(this.runRoot)).catch(() => undefined);
   }
 
   /**
@@ -169,7 +171,7 @@ export class AttemptRunner {
       await streamer?.close().catch(() => undefined);
       return;
     }
-    if (existsSync(this.runRoot)) await removeRunDirs({ root: this.runRoot }).catch((err: unknown) => h.log.warn({ err }, 'run directory not removed'));
+    await this.discard().catch((err: unknown) => h.log.warn({ err }, 'run directory not removed'));
   }
 
   /** held → running → finished. */

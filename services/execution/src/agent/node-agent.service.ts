@@ -221,7 +221,7 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
       if (handle.state.recorded === state.recorded && isRetryable(err)) {
         // Nothing recorded yet: forget the attempt and let the bus redeliver the placement.
         this.attempts.delete(placed.attemptId);
-        await runner.discard();
+        await runner.discard().catch(() => undefined);
         throw err;
       }
       alog.error({ err }, 'placement could not be prepared');
