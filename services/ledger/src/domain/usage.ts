@@ -36,10 +36,9 @@ export class AttemptMismatchError extends IllegalStateError {
   }
 }
 
-/** The first ComputeHeld among the events of an attempt stream, if the attempt ever held compute. */
-export function computeHeldOf(attemptEvents: readonly { type: string; data: unknown }[]): ComputeHeld | undefined {
-  const held = attemptEvents.find((e) => e.type === 'ComputeHeld');
-  return held?.data as ComputeHeld | undefined;
+/** The first ComputeHeld event among the events of an attempt stream, if the attempt ever held compute. */
+export function computeHeldOf<E extends { type: string; data: unknown }>(attemptEvents: readonly E[]): (E & { data: ComputeHeld }) | undefined {
+  return attemptEvents.find((e) => e.type === 'ComputeHeld') as (E & { data: ComputeHeld }) | undefined;
 }
 
 /**

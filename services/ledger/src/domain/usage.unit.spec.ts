@@ -151,8 +151,8 @@ describe('usageFor', () => {
 
 describe('computeHeldOf', () => {
   it('finds the ComputeHeld among the events of an attempt stream, or nothing', () => {
-    const h = held();
-    expect(computeHeldOf([{ type: 'ComputeHeld', data: h }, { type: 'JobStarted', data: {} }, { type: 'JobFinished', data: finished() }])).toBe(h);
+    const h = { type: 'ComputeHeld', data: held() };
+    expect(computeHeldOf([h, { type: 'JobStarted', data: {} }, { type: 'JobFinished', data: finished() }])).toBe(h);
     expect(computeHeldOf([{ type: 'JobFinished', data: finished() }])).toBeUndefined();
     expect(computeHeldOf([])).toBeUndefined();
   });

@@ -48,9 +48,8 @@ export class UsageRecorderService {
       return { kind: 'already_recorded', line: existing };
     }
 
-    const heldEvent = attemptEvents.find((e) => e.type === 'ComputeHeld')!;
-    const team = await this.teamOf(finished.jobId, heldEvent, event);
-    const line = usageFor(held, finished, await this.prices.versions(), { team, recordedAt: this.clock.now().toISOString() });
+    const team = await this.teamOf(finished.jobId, held, event);
+    const line = usageFor(held.data, finished, await this.prices.versions(), { team, recordedAt: this.clock.now().toISOString() });
     if (!line) return { kind: 'never_held' };
 
     const last = recorded[recorded.length - 1];
