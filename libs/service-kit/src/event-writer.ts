@@ -1,6 +1,6 @@
 import { validateEventData, type EventData, type EventType } from '#contracts';
 import { ValidationError } from '#errors';
-import type { AppendResult, EventMetadata, EventStore, ExpectedRevision } from '#event-store';
+import { IdempotencyConflictError, WrongExpectedVersionError, type AppendResult, type EventMetadata, type EventStore, type ExpectedRevision } from '#event-store';
 import type { Clock } from './clock.js';
 import { derivedId, newId } from './ids.js';
 
@@ -71,6 +71,25 @@ export class EventWriter {
       const eventId = e.eventId ?? (ctx.cause ? this.eventIdFor(ctx.cause.eventId, e.type, e.discriminator) : newId());
       return { eventId, type: e.type, data, metadata };
     });
-    return this.store.appendToStream(streamId, prepared, { expectedRevision: ctx.expectedRevision ?? 'any' });
+    try {
+      return await this.store.appendToStream(streamId, prepared, { expectedRevision: ctx.expectedRevision ?? 'any' });
+    } catch (err) {
+      // Handling a cause again derives the same ids, but data stamped with the clock (stagedAt,
+      // occurredAt) differs: the first recorded decision stands, and this append is a no-op.
+      if (ctx.cause && (err instanceof IdempotencyConflictError || err instanceof WrongExpectedVersionError)) {
+        const earlier = await this.findRecorded(streamId, prepared.map((e) => e.eventId));
+        if (earlier) return earlier;
+      }
+      throw err;
+    }
+  }
+
+  /** The result of an earlier append that recorded exactly these ids in this stream, if there was one. */
+  private async findRecorded(streamId: string, eventIds: readonly string[]): Promise<AppendResult | undefined> {
+    const wanted = new Set(eventIds.map((id) => id.toLowerCase()));
+    const found = (await this.store.readStream(streamId)).filter((e) => wanted.has(e.eventId.toLowerCase()));
+    if (found.length !== wanted.size) return undefined;
+    const last = found[found.length - 1]!;
+    return { nextExpectedRevision: last.revision, position: last.position };
   }
 }

@@ -106,6 +106,18 @@ describe('service kit', () => {
     expect((await jsm.streams.info('GPUNET_EVENTS')).state.messages).toBe(3); // 2 published by the test + 1 relayed
   });
 
+  it('treats handling the same cause again as a no-op, even when the new decision is stamped later', async () => {
+    const cause = { eventId: '0190a6c2-7f3e-7b4a-9c1d-aaaaaaaaaaaa', metadata: { correlationId: 'corr-2', jobId: 'job-kit-2' } };
+    const staged = (at: string) => [{ type: 'InputsStaged' as const, data: { jobId: 'job-kit-2', inputs: [], totalBytes: 0, stagedAt: at } }];
+    const first = await svc.ctx.writer.append('storage-job-job-kit-2', staged('2026-11-30T05:00:00.000Z'), { cause, expectedRevision: 'no_stream' });
+    const again = await svc.ctx.writer.append('storage-job-job-kit-2', staged('2026-11-30T05:00:09.000Z'), { cause, expectedRevision: 'no_stream' });
+    expect(again).toEqual(first);
+    const events = await svc.ctx.store.readStream('storage-job-job-kit-2');
+    expect(events.map((e) => (e.data as { stagedAt: string }).stagedAt)).toEqual(['2026-11-30T05:00:00.000Z']);
+    // Without a cause nothing is derived, so a clash stays an error for the caller to see.
+    await expect(svc.ctx.writer.append('storage-job-job-kit-2', staged('2026-11-30T05:00:10.000Z'), { expectedRevision: 'no_stream' })).rejects.toThrow(/expected revision/);
+  });
+
   it('rejects data that breaks the contract before anything is written', async () => {
     await expect(
       svc.ctx.writer.append('storage-job-bad', [{ type: 'InputsStaged', data: { jobId: 'bad', inputs: [], totalBytes: -1, stagedAt: 'yesterday' } }]),
