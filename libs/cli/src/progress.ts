@@ -54,6 +54,8 @@ export function byteBar(out: Printer, label: string): ByteBar {
 /** A one-line spinner: `⠹ waiting for intake, ledger (3/7 healthy)`. */
 export interface Spinner {
   text(text: string): void;
+  /** A line above the spinner (the spinner moves down), e.g. each event of a job as it happens. */
+  log(line: string): void;
   stop(final?: string): void;
 }
 
@@ -62,7 +64,7 @@ const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '
 export function spinner(out: Printer, initial: string): Spinner {
   let text = initial;
   if (!out.interactive) {
-    return { text: (t) => void (text = t), stop: (final) => (final ? out.note(final) : undefined) };
+    return { text: (t) => void (text = t), log: (line) => out.note(line), stop: (final) => (final ? out.note(final) : undefined) };
   }
   let frame = 0;
   const draw = () => out.stderr.write(`\r\x1b[2K${FRAMES[frame++ % FRAMES.length]} ${text}`);
@@ -71,6 +73,10 @@ export function spinner(out: Printer, initial: string): Spinner {
   timer.unref();
   return {
     text: (t) => void (text = t),
+    log(line) {
+      out.stderr.write(`\r\x1b[2K${line}\n`);
+      draw();
+    },
     stop(final) {
       clearInterval(timer);
       out.stderr.write('\r\x1b[2K');

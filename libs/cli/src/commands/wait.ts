@@ -33,11 +33,11 @@ export async function followJob(ctx: CommandContext, client: GpunetClient, jobId
       onUpdate: (view, previous) => {
         // One line per new event of the timeline: the states a job passes through quickly
         // (placed → running in a few ms) show even when a poll missed them.
+        if (!previous || previous.state !== view.state) spin.text(`${jobId}: ${view.state}`);
         for (const t of view.timeline.slice(printed)) {
-          if (!ctx.out.json) ctx.out.note(`${clockTime(t.at)}  ${t.type}`);
+          if (!ctx.out.json) spin.log(`${clockTime(t.at)}  ${t.type}`);
         }
         printed = view.timeline.length;
-        if (!previous || previous.state !== view.state) spin.text(`${jobId}: ${view.state}`);
       },
     });
     spin.stop();
