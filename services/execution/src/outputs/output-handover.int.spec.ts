@@ -74,7 +74,7 @@ describe('output handover', () => {
     expect(seen[0]).toMatchObject({ team: TEAM, jobId: target.jobId, attemptId: target.attemptId, nodeId: target.nodeId, truncated: false });
     expect(seen[0]).not.toHaveProperty('correlationId'); // travels as a header, not in the body
     expect(seen[0]!.files.map((f) => f.path)).toEqual(['metrics.json', 'model/w.bin']);
-    expect(seen[0]!.logs.map((l) => [l.stream, l.size])).toEqual([['stdout', 6], ['stderr', 0]]);
+    expect(seen[0]!.logs.map((l) => [l.stream, l.size])).toEqual([['stdout', 6]]); // the empty stderr is left out
     expect(await blobs.exists(TEAM, seen[0]!.files[1]!.sha256)).toBe(true);
   });
 

@@ -57,8 +57,8 @@ export interface StoreOutputsOptions {
 const STORE_OUTPUTS = commandSubject('StoreOutputs');
 
 /**
- * Uploads the selected files and the stdout/stderr logs to the team's blobs (skipping what the
- * team already holds) and asks storage to record them (`gpunet.cmd.StoreOutputs`, idempotent
+ * Uploads the selected files and the non-empty stdout/stderr logs to the team's blobs (skipping
+ * what the team already holds) and asks storage to record them (`gpunet.cmd.StoreOutputs`, idempotent
  * per attempt), retrying retryable failures for up to `giveUpAfterMs`.
  *
  * @throws the last error when storage refused the outputs or did not answer in time.
@@ -81,7 +81,9 @@ export async function storeOutputs(
   });
   const logs: StoreOutputs['logs'] = [];
   for (const stream of ['stdout', 'stderr'] as const) {
-    if (!(await stat(logFiles[stream]).catch(() => undefined))?.isFile()) continue;
+    // An empty stream is left out (absent means empty): no object store round trip per quiet job.
+    const st = await stat(logFiles[stream]).catch(() => undefined);
+    if (!st?.isFile() || st.size === 0) continue;
     const up = await blobs.uploadFile(target.team, logFiles[stream]);
     logs.push({ stream, sha256: up.sha256, size: up.size });
   }
