@@ -1,3 +1,5 @@
+import { isAbsolute, relative } from 'node:path';
+
 /**
  * Text for people: money, durations, sizes, times, tables. Pure. Money and billing time are
  * integers (micro-units, ms) and are formatted with integer arithmetic only: a float would
@@ -106,4 +108,11 @@ export function table(header: readonly string[], rows: readonly (readonly string
       .join('  ')
       .trimEnd();
   return [line(header), ...rows.map(line)].join('\n');
+}
+
+/** A path as people want to read it: relative when it is under `cwd`, absolute otherwise. */
+export function displayPath(cwd: string, path: string): string {
+  const rel = relative(cwd, path);
+  if (rel === '') return '.';
+  return rel.startsWith('..') || isAbsolute(rel) ? path : rel;
 }

@@ -1,4 +1,4 @@
-import { formatDuration, formatMicros, formatMs, sumMicros, table } from './format.js';
+import { displayPath, formatDuration, formatMicros, formatMs, sumMicros, table } from './format.js';
 
 describe('money from integer micro-units', () => {
   it('prints units with exactly 6 decimals, small, large and negative', () => {
@@ -49,5 +49,13 @@ describe('tables', () => {
     expect(table(['A', 'AMOUNT'], [['x', '1.000000'], ['longer', '12.500000']], ['l', 'r'])).toBe(
       ['A          AMOUNT', 'x        1.000000', 'longer  12.500000'].join('\n'),
     );
+  });
+});
+
+describe('paths', () => {
+  it('are relative under the working directory and absolute elsewhere', () => {
+    expect(displayPath('/work/repo', '/work/repo/.gpunet/logs')).toBe('.gpunet/logs');
+    expect(displayPath('/work/repo', '/work/repo')).toBe('.');
+    expect(displayPath('/work/repo', '/tmp/net/logs')).toBe('/tmp/net/logs');
   });
 });

@@ -1,10 +1,10 @@
 /** The read and control commands of one network: status, list, logs, cancel, output, invoice. */
 import { JOB_STATES, type JobState, type LogLine } from '#contracts';
-import { join, relative, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { CommandContext } from '../context.js';
 import { UsageError } from '../errors.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
-import { formatBytes, formatMicros, formatMs, sumMicros } from '../format.js';
+import { displayPath, formatBytes, formatMicros, formatMs, sumMicros } from '../format.js';
 import { byteBar } from '../progress.js';
 import { renderInvoice, renderJob, renderJobList, renderTimeline, stateText } from '../render.js';
 
@@ -102,7 +102,7 @@ export async function output(ctx: CommandContext, jobId: string, opts: { dest?: 
   bar.stop();
   ctx.out.doc({ jobId, dest, truncated: listing.truncated, files: downloaded });
   for (const d of downloaded) ctx.out.line(`  ${d.path}  ${formatBytes(d.size)}  sha256 ${d.sha256.slice(0, 16)}… verified`);
-  ctx.out.line(`${downloaded.length} file(s), ${formatBytes(listing.totalBytes)} in ${relative(ctx.io.cwd, dest) || '.'}${listing.truncated ? ' (the job\'s outputs were truncated at maxBytes)' : ''}`);
+  ctx.out.line(`${downloaded.length} file(s), ${formatBytes(listing.totalBytes)} in ${displayPath(ctx.io.cwd, dest)}${listing.truncated ? ' (the job\'s outputs were truncated at maxBytes)' : ''}`);
   return EXIT.ok;
 }
 

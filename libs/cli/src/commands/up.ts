@@ -6,10 +6,11 @@
  */
 import { parseDuration, SERVICE_NAMES, type ServiceName } from '#contracts';
 import { mkdir } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import type { CommandContext } from '../context.js';
 import { LocalNetworkError, UsageError } from '../errors.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
+import { displayPath } from '../format.js';
 import { writeApiKeysFile, LOCAL_TEAM, newApiKey } from '../local/api-keys.js';
 import { checkServicesBuilt, findNatsServer, freePort, repoRoot } from '../local/environment.js';
 import { HealthTimeoutError, waitForNats, waitHealthy } from '../local/health.js';
@@ -76,7 +77,7 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
   const t0 = Date.now();
   const started: LocalProcess[] = [];
   const spin = spinner(out, 'starting nats-server');
-  const show = (path: string) => relative(io.cwd, path) || '.';
+  const show = (path: string) => displayPath(io.cwd, path);
   try {
     let natsUrl: string;
     if (opts.nats) {
