@@ -32,6 +32,9 @@ export interface UpOptions {
 /** Services started once each; agents (execution) are started per node. */
 const SINGLE_SERVICES: readonly ServiceName[] = SERVICE_NAMES.filter((s) => s !== 'execution');
 
+/** Variables that name one process; `up` sets them per process and never passes its own along. */
+const PER_PROCESS_ENV: readonly string[] = ['GPUNET_INSTANCE', 'GPUNET_NODE_ID', 'GPUNET_WORK_DIR', 'GPUNET_HTTP_PORT', 'GPUNET_HTTP_HOST', 'GPUNET_API_KEYS_FILE'];
+
 function count(flag: string, text: string, min: number): number {
   if (!/^\d{1,4}$/.test(text) || Number(text) < min) throw new UsageError(`${flag} must be a whole number ≥ ${min}, got \`${text}\``, [{ path: flag, message: `must be a whole number ≥ ${min}`, fix: `write e.g. \`${flag} 2\`` }]);
   return Number(text);
@@ -101,6 +104,9 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     const httpPort = httpPortWanted ?? (await freePort());
     const storeUrl = opts.postgres ?? `sqlite:${join(dataDir, 'events.db')}`;
     const common = { GPUNET_NATS_URL: natsUrl, GPUNET_STORE_URL: storeUrl, GPUNET_LOG_LEVEL: opts.logLevel };
+    // Other GPUNET_* settings in our environment (GPUNET_PRICES, GPUNET_CHAIN_KEY, …) reach every
+    // service; per-process identities do not, or every process would claim the same one.
+    const inherited = Object.fromEntries(Object.entries(io.env).filter(([name]) => !PER_PROCESS_ENV.includes(name)));
     const extra: Partial<Record<ServiceName, Record<string, string>>> = {
       intake: { GPUNET_HTTP_PORT: String(httpPort), GPUNET_HTTP_HOST: '127.0.0.1', GPUNET_API_KEYS_FILE: apiKeysFile },
     };
@@ -110,7 +116,7 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
       const command = [process.execPath, entries[service]];
       const log = join(logsDir, `${service}.log`);
       const env = { ...common, ...extra[service] };
-      const pid = spawnDetached(command, { cwd: root, env: { ...io.env, ...env }, log });
+      const pid = spawnDetached(command, { cwd: root, env: { ...inherited, ...env }, log });
       started.push({ name: service, role: 'service', pid, command, log, cwd: root, env, ...(service === 'intake' ? { port: httpPort } : {}) });
     }
     const nodeIds = Array.from({ length: agents }, (_, i) => `node-${i + 1}`);
@@ -118,7 +124,7 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
       const command = [process.execPath, entries.execution];
       const log = join(logsDir, `${nodeId}.log`);
       const env = { ...common, GPUNET_NODE_ID: nodeId, GPUNET_GPUS: String(gpus), GPUNET_GPU_MODEL: opts.gpuModel, GPUNET_WORK_DIR: join(dataDir, 'nodes', nodeId) };
-      started.push({ name: nodeId, role: 'agent', pid: spawnDetached(command, { cwd: root, env: { ...io.env, ...env }, log }), command, log, cwd: root, env, nodeId });
+      started.push({ name: nodeId, role: 'agent', pid: spawnDetached(command, { cwd: root, env: { ...inherited, ...env }, log }), command, log, cwd: root, env, nodeId });
     }
 
     const state: LocalState = {
