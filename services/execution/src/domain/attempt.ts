@@ -124,6 +124,14 @@ function illegal(state: AttemptState, command: AttemptCommand['type'], allowed: 
   );
 }
 
+/** Longest `JobFinished.message` the contract takes (HumanText). */
+export const MAX_FINISH_MESSAGE_CHARS = 2000;
+
+/** A message cut to what the contract takes, so a long error text never makes the end unrecordable. */
+export function clipMessage(message: string): string {
+  return message.length <= MAX_FINISH_MESSAGE_CHARS ? message : `${message.slice(0, MAX_FINISH_MESSAGE_CHARS - 1)}…`;
+}
+
 function finishedEvent(state: AttemptState, f: Omit<FinishedFacts, 'message'> & { message?: string }): RecordedAttemptEvent {
   const { jobId, attemptId, nodeId } = state.placement;
   return {
@@ -135,7 +143,7 @@ function finishedEvent(state: AttemptState, f: Omit<FinishedFacts, 'message'> & 
       outcome: f.outcome,
       exitCode: f.exitCode,
       signal: f.signal,
-      ...(f.message !== undefined && { message: f.message }),
+      ...(f.message !== undefined && { message: clipMessage(f.message) }),
       finishedAt: f.finishedAt,
     },
   };

@@ -6,6 +6,7 @@ import {
   expectedRevision,
   foldAttempt,
   isRecorded,
+  MAX_FINISH_MESSAGE_CHARS,
   needsOutputs,
   placedAttempt,
   recoveryStep,
@@ -102,6 +103,13 @@ describe('attempt: outputs', () => {
 });
 
 describe('attempt: refusal before compute is held (never billed)', () => {
+  it('cuts a long message to what the contract takes, so the end is always recordable', () => {
+    const { facts } = given().when({ type: 'Finish', outcome: 'failed', exitCode: null, signal: null, message: 'x'.repeat(5000), at: T(1) });
+    const message = (facts[0] as { data: { message: string } }).data.message;
+    expect(message).toHaveLength(MAX_FINISH_MESSAGE_CHARS);
+    expect(message.endsWith('…')).toBe(true);
+  });
+
   it('finishes from placed or staging without a ComputeHeld and without an exit status', () => {
     for (const before of [[], [{ type: 'BeginStaging' } as AttemptCommand]]) {
       const { facts } = given(...before).when({ type: 'Finish', outcome: 'failed', exitCode: 1, signal: 'SIGKILL', message: 'input missing', at: T(1) });
