@@ -1,17 +1,9 @@
 /** Errors of the command line itself (not of the network it talks to). */
-import { GpunetError, type FieldIssue } from '#errors';
+import { GpunetError, IssuesError, type FieldIssue } from '#errors';
 
 /** The command was called wrongly: missing or conflicting arguments, no network to talk to. Exit 2. */
-export class UsageError extends GpunetError {
+export class UsageError extends IssuesError {
   readonly code = 'usage';
-  readonly retryable = false;
-  constructor(
-    message: string,
-    readonly issues: readonly FieldIssue[] = [],
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
 }
 
 /** `.gpunet/state.json` exists but cannot be read or does not have the expected shape. Exit 2. */

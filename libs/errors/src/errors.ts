@@ -24,17 +24,22 @@ export interface FieldIssue {
   fix?: string;
 }
 
-/** Input does not satisfy its schema or a business rule. Terminal. */
-export class ValidationError extends GpunetError {
-  readonly code = 'validation_failed';
-  readonly retryable = false;
+/** A terminal error that names each field at fault; subclasses only set their `code`. */
+export abstract class IssuesError extends GpunetError {
+  readonly retryable: boolean = false;
   constructor(
     message: string,
+    /** Each bad field with what is wrong and how to fix it. */
     readonly issues: readonly FieldIssue[] = [],
     options?: { cause?: unknown },
   ) {
     super(message, options);
   }
+}
+
+/** Input does not satisfy its schema or a business rule. Terminal. */
+export class ValidationError extends IssuesError {
+  readonly code: string = 'validation_failed';
 }
 
 /** An optimistic concurrency check failed. Retryable after re-reading state. */

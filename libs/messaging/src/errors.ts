@@ -1,30 +1,13 @@
-import { GpunetError, type FieldIssue } from '#errors';
+import { GpunetError, IssuesError, type FieldIssue } from '#errors';
 
 /** A bus message body that cannot be decoded (not JSON, not an event envelope). Terminal: dead-lettered at once. */
-export class MalformedMessageError extends GpunetError {
+export class MalformedMessageError extends IssuesError {
   readonly code = 'malformed_message';
-  readonly retryable = false;
-  constructor(
-    message: string,
-    readonly issues: readonly FieldIssue[] = [],
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
 }
 
 /** A topology definition (streams and consumers as data) does not satisfy its schema. */
-export class TopologyError extends GpunetError {
+export class TopologyError extends IssuesError {
   readonly code = 'invalid_topology';
-  readonly retryable = false;
-  constructor(
-    message: string,
-    /** Each bad field by dotted path, e.g. `consumers.1.ackWait`. */
-    readonly issues: readonly FieldIssue[] = [],
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
 }
 
 /** The server refused to create or update a stream or consumer as defined (e.g. an immutable field changed). */

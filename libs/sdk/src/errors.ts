@@ -4,7 +4,7 @@
  * the answer was not what the contract promises ({@link GpunetProtocolError}), a wait ran out
  * ({@link WaitTimeoutError}), or a local job file cannot be used ({@link JobFileError}).
  */
-import { GpunetError, type FieldIssue } from '#errors';
+import { GpunetError, IssuesError, type FieldIssue } from '#errors';
 
 /** A non-2xx HTTP answer: `{ error: { code, message, issues } }` from intake, kept whole. */
 export class GpunetApiError extends GpunetError {
@@ -41,16 +41,8 @@ export class GpunetUnreachableError extends GpunetError {
 }
 
 /** An answer outside the contract (not JSON, or failing the reply schema). Terminal: a version mismatch. */
-export class GpunetProtocolError extends GpunetError {
+export class GpunetProtocolError extends IssuesError {
   readonly code = 'protocol_error';
-  readonly retryable = false;
-  constructor(
-    message: string,
-    readonly issues: readonly FieldIssue[] = [],
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
 }
 
 /** `waitFor` gave up before the job reached a final state; `lastSeen` is the newest view it read. */
@@ -68,16 +60,8 @@ export class WaitTimeoutError extends GpunetError {
 }
 
 /** A job file or spec that cannot be submitted as it is: each problem with its field and fix. */
-export class JobFileError extends GpunetError {
+export class JobFileError extends IssuesError {
   readonly code = 'validation_failed';
-  readonly retryable = false;
-  constructor(
-    message: string,
-    readonly issues: readonly FieldIssue[] = [],
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
 }
 
 /** A downloaded output whose bytes are not the ones the job recorded. */
