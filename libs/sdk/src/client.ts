@@ -2,6 +2,8 @@ import {
   CancelJobReply,
   FINAL_JOB_STATES,
   GetChargesReply,
+  JobEvents,
+  JobOutputs,
   JobView,
   ListJobsReply,
   LogLine,
@@ -19,7 +21,6 @@ import { HttpTransport, type HttpTransportOptions } from './http.js';
 import { uploadJobInputs, type UploadedInputs, type UploadInputsOptions } from './inputs.js';
 import { checkJobFile, parseJobFileText, unresolvedInputs, type JobFileSpec } from './job-file.js';
 import { parseNdjson } from './ndjson.js';
-import { JobEvents, JobOutputs } from './replies.js';
 
 /** Options of {@link GpunetClient}. */
 export interface GpunetClientOptions {

@@ -18,4 +18,4 @@ export { HttpTransport, type HttpTransportOptions, type RequestSpec } from './ht
 export type { InputProgress, InputUpload, UploadedInputs, UploadInputsOptions } from './inputs.js';
 export { checkJobFile, parseJobFileText, resolveInputs, unresolvedInputs, type JobFileSpec, type PendingInput, type ResolvedInput } from './job-file.js';
 export { NdjsonSyntaxError, parseNdjson, splitLines } from './ndjson.js';
-export { JobEventRecord, JobEvents, JobOutputs } from './replies.js';
+export { JobEventRecord, JobEvents, JobOutputs } from '#contracts';

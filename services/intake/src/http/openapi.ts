@@ -17,7 +17,8 @@ import {
   SubmitJobReply,
 } from '#contracts';
 import { z } from 'zod';
-import { Healthz, JobEvents, JobOutputs } from '../jobs/job-records.js';
+import { JobEvents, JobOutputs } from '#contracts';
+import { Healthz } from '../jobs/job-records.js';
 import { ErrorBody, RETRY_AFTER_SECONDS } from './http-errors.js';
 
 type Json = { [key: string]: unknown };

@@ -4,7 +4,7 @@ import { Body, Controller, Get, Headers, Param, Post, Req, Res } from '@nestjs/c
 import type { Request, Response } from 'express';
 import { Authenticator } from '../auth/authenticator.js';
 import { correlationIdOf, jobIdParam, listQuery } from '../http/request.js';
-import type { JobEvents } from './job-records.js';
+import type { JobEvents } from '#contracts';
 import { JobsService } from './jobs.service.js';
 
 /** `/v1/jobs`: submit, read, list, cancel, timeline. Thin: every decision is in JobsService. */

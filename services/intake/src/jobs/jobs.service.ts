@@ -8,7 +8,7 @@ import { assertOwnJob, authorize } from '../auth/permissions.js';
 import type { Principal } from '../auth/api-keys.js';
 import { eventTime } from '../domain/job-view.js';
 import { decideCancel, decideSubmit, idempotentJobId, intakeStreamId, jobIdFromUuid, parseSubmission } from '../domain/submission.js';
-import type { JobEventRecord, JobEvents, JobOutputs } from './job-records.js';
+import type { JobEventRecord, JobEvents, JobOutputs } from '#contracts';
 import { JobViewsFeed } from './job-views.feed.js';
 
 /** How long a submit or cancel waits for the read model to include its own event (read-your-writes). */

@@ -4,7 +4,7 @@ import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { Authenticator } from '../auth/authenticator.js';
 import { jobIdParam } from '../http/request.js';
-import type { JobOutputs } from '../jobs/job-records.js';
+import type { JobOutputs } from '#contracts';
 import { JobsService } from '../jobs/jobs.service.js';
 import { OutputFiles } from './output-files.js';
 
