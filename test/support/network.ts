@@ -42,6 +42,8 @@ export interface TestNetworkOptions {
   startTimeoutMs?: number;
   /** Prefix of the temporary data directory. Default `gpunet-e2e-`. */
   dirPrefix?: string;
+  /** Event store on this PostgreSQL database (`up --postgres`) instead of SQLite in the data directory. */
+  postgresUrl?: string;
 }
 
 /** Names of processes: `nats`, a service name, or an agent's node id (`node-1`). */
@@ -102,6 +104,7 @@ export class TestNetwork {
       '--gpu-model', options.gpuModel ?? 'sim-gpu',
       '--log-level', options.logLevel ?? 'info',
       '--timeout', `${options.startTimeoutMs ?? 60_000}ms`,
+      ...(options.postgresUrl ? ['--postgres', options.postgresUrl] : []),
     ];
     const code = await runCli(argv, { stdout: out.stream, stderr: err.stream, env, cwd: dataDir });
     const state = await readState(dataDir).catch(() => undefined);
@@ -127,7 +130,7 @@ export class TestNetwork {
   get natsUrl(): string {
     return this.state.natsUrl;
   }
-  /** The SQLite file of the event store (`sqlite:` URL without the scheme). */
+  /** The event store's URL: `sqlite:<data dir>/events.db`, or the PostgreSQL database given. */
   get storeUrl(): string {
     return this.state.storeUrl;
   }
