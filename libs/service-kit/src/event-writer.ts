@@ -13,6 +13,11 @@ export interface Cause {
 /** One event to append: a contract type and its data. */
 export type NewEvent = { [T in EventType]: { type: T; data: EventData<T>; discriminator?: string; eventId?: string } }[EventType];
 
+/** The store's append result, and whether the events were already there. */
+export interface WriteResult extends AppendResult {
+  alreadyRecorded: boolean;
+}
+
 export interface AppendContext {
   /** Default `any`. */
   expectedRevision?: ExpectedRevision;
@@ -45,7 +50,11 @@ export class EventWriter {
     return derivedId(causeEventId, type, ...(discriminator === undefined ? [] : [discriminator]));
   }
 
-  async append(streamId: string, events: readonly NewEvent[], ctx: AppendContext = {}): Promise<AppendResult> {
+  /**
+   * Appends the events; `alreadyRecorded` is true when a cause had already produced them (this
+   * call wrote nothing and the result is the earlier append's).
+   */
+  async append(streamId: string, events: readonly NewEvent[], ctx: AppendContext = {}): Promise<WriteResult> {
     const occurredAt = this.clock.now().toISOString();
     const correlationId = ctx.cause?.metadata.correlationId ?? ctx.correlationId ?? newId();
     const prepared = events.map((e, i) => {
@@ -72,13 +81,14 @@ export class EventWriter {
       return { eventId, type: e.type, data, metadata };
     });
     try {
-      return await this.store.appendToStream(streamId, prepared, { expectedRevision: ctx.expectedRevision ?? 'any' });
+      const result = await this.store.appendToStream(streamId, prepared, { expectedRevision: ctx.expectedRevision ?? 'any' });
+      return { ...result, alreadyRecorded: false };
     } catch (err) {
       // Handling a cause again derives the same ids, but data stamped with the clock (stagedAt,
       // occurredAt) differs: the first recorded decision stands, and this append is a no-op.
       if (ctx.cause && (err instanceof IdempotencyConflictError || err instanceof WrongExpectedVersionError)) {
         const earlier = await this.findRecorded(streamId, prepared.map((e) => e.eventId));
-        if (earlier) return earlier;
+        if (earlier) return { ...earlier, alreadyRecorded: true };
       }
       throw err;
     }

@@ -111,7 +111,8 @@ describe('service kit', () => {
     const staged = (at: string) => [{ type: 'InputsStaged' as const, data: { jobId: 'job-kit-2', inputs: [], totalBytes: 0, stagedAt: at } }];
     const first = await svc.ctx.writer.append('storage-job-job-kit-2', staged('2026-11-30T05:00:00.000Z'), { cause, expectedRevision: 'no_stream' });
     const again = await svc.ctx.writer.append('storage-job-job-kit-2', staged('2026-11-30T05:00:09.000Z'), { cause, expectedRevision: 'no_stream' });
-    expect(again).toEqual(first);
+    expect(again).toEqual({ ...first, alreadyRecorded: true });
+    expect(first.alreadyRecorded).toBe(false);
     const events = await svc.ctx.store.readStream('storage-job-job-kit-2');
     expect(events.map((e) => (e.data as { stagedAt: string }).stagedAt)).toEqual(['2026-11-30T05:00:00.000Z']);
     // Without a cause nothing is derived, so a clash stays an error for the caller to see.

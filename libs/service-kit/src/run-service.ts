@@ -112,6 +112,9 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
   if (location.kind === 'sqlite') inbox = new SqliteInbox({ path: location.path });
   else {
     inboxPool = new pg.Pool({ connectionString: location.connectionString, max: 2 });
+    // pg emits 'error' on the pool when the server ends an idle client (restart, failover);
+    // unhandled, that would end the process. The next query reconnects.
+    inboxPool.on('error', (err) => logger.warn({ err }, 'inbox connection lost; reconnecting on next use'));
     inbox = new PostgresInbox(inboxPool);
   }
   const nc = await connect({

@@ -35,6 +35,9 @@ function postgresBackend(): Backend {
     async open() {
       db ??= await createTestDatabase('gpunet_inbox');
       const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+      // An idle client may be ended by the server at any time (here: the database dropped with
+      // FORCE while a pool still winds down); pg then emits 'error' on the pool, which must be handled.
+      pool.on('error', () => undefined);
       pools.push(pool);
       return new PostgresInbox(pool);
     },

@@ -54,10 +54,18 @@ export class UsageRecorderService {
 
     const last = recorded[recorded.length - 1];
     try {
-      await this.writer.append(usageStream, [{ type: 'UsageRecorded', data: line, discriminator: finished.attemptId }], {
+      const written = await this.writer.append(usageStream, [{ type: 'UsageRecorded', data: line, discriminator: finished.attemptId }], {
         expectedRevision: last ? last.revision : 'no_stream',
         cause: event,
       });
+      if (written.alreadyRecorded) {
+        // Another handler of the same JobFinished got there first: its line (and recordedAt) stands.
+        const raced = lineOf(await this.store.readStream(usageStream), finished.attemptId);
+        if (raced) {
+          log.info({ attemptId: finished.attemptId }, 'usage of the attempt recorded meanwhile by another handler');
+          return { kind: 'already_recorded', line: raced };
+        }
+      }
     } catch (err) {
       // Another handler of the same JobFinished won the race (its line has another recordedAt,
       // hence the id clash): that line stands. Any other reason to fail is reported as it is.
