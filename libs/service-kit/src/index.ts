@@ -9,5 +9,6 @@ export * from './event-writer.js';
 export * from './ids.js';
 export * from './run-service.js';
 export * from './tokens.js';
+export * from './store-follower.js';
 export { defaultTopologyFile, topologyFor } from './topology.js';
 export { JetStreamContext, JetStreamTransportModule, NatsQueryContext } from '#messaging';

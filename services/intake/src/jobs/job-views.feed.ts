@@ -1,13 +1,9 @@
 import type { JobView } from '#contracts';
-import type { EventStore, RecordedEvent, Subscription } from '#event-store';
+import type { EventStore, RecordedEvent } from '#event-store';
+import { StoreFollower } from '#service-kit';
 import type { Logger } from 'pino';
 import { jobIdOf } from '../domain/job-view.js';
 import { JobViews } from '../domain/job-views.js';
-
-/** Events read per batch while folding the store at start. */
-const FOLD_BATCH = 5_000;
-/** Pause before following the store again after the subscription failed. */
-const RESUBSCRIBE_DELAY_MS = 1_000;
 
 type Watcher = (view: JobView) => void;
 
@@ -19,42 +15,30 @@ type Watcher = (view: JobView) => void;
  */
 export class JobViewsFeed {
   readonly views = new JobViews();
-  private subscription: Subscription | undefined;
-  private following: Promise<void> | undefined;
-  private closed = false;
   private readonly watchers = new Map<string, Set<Watcher>>();
-  private waiters: { position: bigint; resolve: (reached: boolean) => void }[] = [];
+  private readonly follower: StoreFollower;
 
   constructor(
-    private readonly store: EventStore,
+    store: EventStore,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.follower = new StoreFollower(store, logger, { name: 'job views', apply: (e) => this.apply(e) });
+  }
 
   /** Folds the store up to its head, then follows it in the background. */
   async start(): Promise<void> {
-    const started = Date.now();
-    let events = 0;
-    for (;;) {
-      const batch = await this.store.readAll({ fromPosition: this.views.position, maxCount: FOLD_BATCH });
-      if (batch.length === 0) break;
-      for (const e of batch) this.views.apply(e);
-      events += batch.length;
-    }
-    this.logger.info({ jobs: this.views.size, events, position: String(this.views.position), ms: Date.now() - started }, 'job views folded from the store');
-    this.following = this.follow();
+    await this.follower.start();
+    this.logger.info({ jobs: this.views.size }, 'job views ready');
   }
 
   /** Stops following; pending `waitFor` calls resolve false. */
-  async close(): Promise<void> {
-    this.closed = true;
-    await this.subscription?.close();
-    await this.following;
-    for (const w of this.waiters.splice(0)) w.resolve(false);
+  close(): Promise<void> {
+    return this.follower.close();
   }
 
   /** Position of the last event applied. */
   get position(): bigint {
-    return this.views.position;
+    return this.follower.position;
   }
 
   get(jobId: string): JobView | undefined {
@@ -66,22 +50,7 @@ export class JobViewsFeed {
    * append), or false after `timeoutMs`.
    */
   waitFor(position: bigint, timeoutMs: number): Promise<boolean> {
-    if (this.views.position >= position) return Promise.resolve(true);
-    if (this.closed) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const waiter = {
-        position,
-        resolve: (reached: boolean) => {
-          clearTimeout(timer);
-          resolve(reached);
-        },
-      };
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== waiter);
-        resolve(false);
-      }, timeoutMs);
-      this.waiters.push(waiter);
-    });
+    return this.follower.waitFor(position, timeoutMs);
   }
 
   /** Calls `watcher` with the job's view after each change, until the returned function is called. */
@@ -97,38 +66,13 @@ export class JobViewsFeed {
 
   private apply(event: RecordedEvent): void {
     const changed = this.views.apply(event);
-    if (changed) {
-      const jobId = jobIdOf(event)!;
-      for (const watcher of this.watchers.get(jobId) ?? []) {
-        try {
-          watcher(changed.view);
-        } catch (err) {
-          this.logger.error({ err, jobId }, 'job view watcher failed');
-        }
-      }
-    }
-    if (this.waiters.length > 0) {
-      const ready = this.waiters.filter((w) => w.position <= this.views.position);
-      if (ready.length > 0) {
-        this.waiters = this.waiters.filter((w) => w.position > this.views.position);
-        for (const w of ready) w.resolve(true);
-      }
-    }
-  }
-
-  private async follow(): Promise<void> {
-    while (!this.closed) {
-      const subscription = this.store.subscribeToAll({ fromPosition: this.views.position, batchSize: 1_000 });
-      this.subscription = subscription;
+    if (!changed) return;
+    const jobId = jobIdOf(event)!;
+    for (const watcher of this.watchers.get(jobId) ?? []) {
       try {
-        for await (const event of subscription) this.apply(event);
-        if (this.closed) break;
-        throw new Error('the store subscription ended');
+        watcher(changed.view);
       } catch (err) {
-        if (this.closed) break;
-        this.logger.error({ err, position: String(this.views.position) }, 'following the store failed; following again shortly');
-        await subscription.close().catch(() => undefined);
-        await new Promise((r) => setTimeout(r, RESUBSCRIBE_DELAY_MS));
+        this.logger.error({ err, jobId }, 'job view watcher failed');
       }
     }
   }

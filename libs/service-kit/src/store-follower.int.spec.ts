@@ -1,0 +1,50 @@
+import { SqliteEventStore, type RecordedEvent } from '#event-store';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { newId } from './ids.js';
+import { StoreFollower } from './store-follower.js';
+
+const event = (n: number) => ({
+  eventId: newId(),
+  type: 'Tick',
+  data: { n },
+  metadata: { correlationId: 'c', causationId: 'c', producer: 'test', occurredAt: new Date().toISOString() },
+});
+
+describe('StoreFollower (SQLite)', () => {
+  let dir: string;
+  let store: SqliteEventStore;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'gpunet-follower-'));
+    store = new SqliteEventStore({ path: join(dir, 'events.db') });
+  });
+  afterEach(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('folds what is there, then follows new events once each, in order, with read-your-writes', async () => {
+    await store.appendToStream('s', [event(1), event(2)]);
+    const seen: number[] = [];
+    const follower = new StoreFollower(store, pino({ level: 'silent' }), { name: 'ticks', apply: (e: RecordedEvent) => seen.push((e.data as { n: number }).n), pollIntervalMs: 10 });
+    expect(await follower.start()).toMatchObject({ events: 2 });
+    expect(seen).toEqual([1, 2]);
+    const { position } = await store.appendToStream('s', [event(3)]);
+    expect(await follower.waitFor(position, 2_000)).toBe(true);
+    expect(seen).toEqual([1, 2, 3]);
+    expect(follower.position).toBe(position);
+    expect(await follower.catchUp(2_000)).toBe(true);
+    const pending = follower.waitFor(position + 100n, 5_000);
+    await follower.close();
+    expect(await pending).toBe(false);
+  });
+
+  it('gives up a wait after its timeout', async () => {
+    const follower = new StoreFollower(store, pino({ level: 'silent' }), { name: 'ticks', apply: () => undefined });
+    await follower.start();
+    expect(await follower.waitFor(10n, 50)).toBe(false);
+    await follower.close();
+  });
+});

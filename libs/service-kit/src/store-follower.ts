@@ -1,0 +1,123 @@
+import type { EventStore, RecordedEvent, Subscription } from '#event-store';
+import type { Logger } from 'pino';
+
+export interface StoreFollowerOptions {
+  /** What the follower keeps, for its log lines (e.g. `job views`). */
+  name: string;
+  /** Applies one event to the in-memory model; called once per event, in position order. */
+  apply: (event: RecordedEvent) => void;
+  /** Events read per batch while folding at start. Default 5000. */
+  foldBatch?: number;
+  /** How often to look for new events when no notification arrives. Default: the store's. */
+  pollIntervalMs?: number;
+  /** Pause before following again after the subscription failed. Default 1000 ms. */
+  resubscribeDelayMs?: number;
+}
+
+/**
+ * Keeps an in-memory model of the whole event store: `start()` folds the store up to its head,
+ * then follows it with a catch-up subscription. The store rather than the bus: it is one ordered
+ * log of every service's events, so the model never sees them out of order and needs no consumer.
+ * `waitFor(position)` gives read-your-writes after an append.
+ */
+export class StoreFollower {
+  private applied = 0n;
+  private subscription: Subscription | undefined;
+  private following: Promise<void> | undefined;
+  private closed = false;
+  private waiters: { position: bigint; resolve: (reached: boolean) => void }[] = [];
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly logger: Logger,
+    private readonly options: StoreFollowerOptions,
+  ) {}
+
+  /** Position of the last event applied. */
+  get position(): bigint {
+    return this.applied;
+  }
+
+  /** Folds the store up to its head, then follows it in the background. */
+  async start(): Promise<{ events: number; ms: number }> {
+    const started = Date.now();
+    let events = 0;
+    for (;;) {
+      const batch = await this.store.readAll({ fromPosition: this.applied, maxCount: this.options.foldBatch ?? 5_000 });
+      if (batch.length === 0) break;
+      for (const e of batch) this.apply(e);
+      events += batch.length;
+    }
+    const ms = Date.now() - started;
+    this.logger.info({ events, position: String(this.applied), ms }, `${this.options.name} folded from the store`);
+    this.following = this.follow();
+    return { events, ms };
+  }
+
+  /** Stops following; pending `waitFor` calls resolve false. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.subscription?.close();
+    await this.following;
+    for (const w of this.waiters.splice(0)) w.resolve(false);
+  }
+
+  /** Resolves true once the model includes the event at `position`, or false after `timeoutMs`. */
+  waitFor(position: bigint, timeoutMs: number): Promise<boolean> {
+    if (this.applied >= position) return Promise.resolve(true);
+    if (this.closed) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const waiter = {
+        position,
+        resolve: (reached: boolean) => {
+          clearTimeout(timer);
+          resolve(reached);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        resolve(false);
+      }, timeoutMs);
+      this.waiters.push(waiter);
+    });
+  }
+
+  /** Resolves true once the model includes everything the store held when called. */
+  async catchUp(timeoutMs: number): Promise<boolean> {
+    return this.waitFor(await this.store.headPosition(), timeoutMs);
+  }
+
+  private apply(event: RecordedEvent): void {
+    if (event.position <= this.applied) return;
+    this.options.apply(event);
+    this.applied = event.position;
+    if (this.waiters.length > 0) {
+      const ready = this.waiters.filter((w) => w.position <= this.applied);
+      if (ready.length > 0) {
+        this.waiters = this.waiters.filter((w) => w.position > this.applied);
+        for (const w of ready) w.resolve(true);
+      }
+    }
+  }
+
+  private async follow(): Promise<void> {
+    while (!this.closed) {
+      const subscription = this.store.subscribeToAll({
+        fromPosition: this.applied,
+        batchSize: 1_000,
+        ...(this.options.pollIntervalMs ? { pollIntervalMs: this.options.pollIntervalMs } : {}),
+      });
+      this.subscription = subscription;
+      try {
+        for await (const event of subscription) this.apply(event);
+        if (this.closed) break;
+        throw new Error('the store subscription ended');
+      } catch (err) {
+        if (this.closed) break;
+        this.logger.error({ err, position: String(this.applied) }, `following the store for ${this.options.name} failed; following again shortly`);
+        await subscription.close().catch(() => undefined);
+        await new Promise((r) => setTimeout(r, this.options.resubscribeDelayMs ?? 1_000));
+      }
+    }
+  }
+}
