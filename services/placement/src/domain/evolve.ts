@@ -7,7 +7,7 @@
  * of an unknown attempt) is recorded as well as it can be, never thrown away or thrown at.
  */
 import type { EventData, NodeHeartbeat } from '#contracts';
-import { currentAttempt, type JobRecord, type NodeRecord, type PlacementState } from './state.js';
+import { currentAttempt, decayed, type AttemptRecord, type JobRecord, type NodeRecord, type PlacementState } from './state.js';
 
 /** The event types placement folds (and consumes from the bus). */
 export const PLACEMENT_EVENT_TYPES = [
@@ -88,6 +88,16 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
       const job = state.jobs.get(d.jobId);
       if (job?.attempts.some((a) => a.attemptId === d.attemptId)) return state;
       if (!job && state.holders.has(d.attemptId)) return state;
+      if (!state.holders.has(d.attemptId)) {
+        state.live.set(d.attemptId, {
+          attemptId: d.attemptId,
+          jobId: d.jobId,
+          gpus: d.gpuIndices.length,
+          placedAt: Date.parse(d.placedAt),
+          finished: false,
+          ...(job ? { team: job.team, timeLimitMs: job.request.timeLimitMs } : {}),
+        });
+      }
       hold(state, d.nodeId, d.attemptId, d.gpuIndices);
       if (job) {
         job.attempts.push({ attemptId: d.attemptId, attempt: d.attempt, nodeId: d.nodeId, gpuIndices: [...d.gpuIndices], gpuModel: d.gpuModel, placedAt: d.placedAt });
@@ -116,6 +126,8 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
     case 'ComputeHeld': {
       const attempt = findAttempt(state, event.data.jobId, event.data.attemptId);
       if (attempt && attempt.heldAt === undefined) attempt.heldAt = event.data.heldAt;
+      const live = state.live.get(event.data.attemptId);
+      if (live && live.heldAt === undefined) live.heldAt = Date.parse(event.data.heldAt);
       return state;
     }
     case 'JobFinished': {
@@ -125,6 +137,9 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
       if (!job || !attempt || attempt.outcome !== undefined) return state;
       attempt.outcome = d.outcome;
       attempt.finishedAt = d.finishedAt;
+      foldUsage(state, job.team, attempt);
+      const live = state.live.get(d.attemptId);
+      if (live) live.finished = true;
       if (job.phase !== 'placed' || currentAttempt(job) !== attempt) return state;
       if (d.outcome === 'node_lost' && !job.cancelRequested) {
         job.phase = 'lost';
@@ -169,7 +184,26 @@ function hold(state: PlacementState, nodeId: string, attemptId: string, indices:
   state.holders.set(attemptId, nodeId);
 }
 
+/**
+ * Adds an ended attempt's GPU-ms (held until finished, agent clock) to its team's usage, decayed to
+ * the later of the two times so the fold does not depend on arrival order. An attempt that never
+ * held used nothing; a lost attempt counts too (the team did occupy the GPUs).
+ */
+function foldUsage(state: PlacementState, team: string, attempt: AttemptRecord): void {
+  if (attempt.heldAt === undefined || attempt.finishedAt === undefined) return;
+  const end = Date.parse(attempt.finishedAt);
+  const gpuMs = Math.max(0, end - Date.parse(attempt.heldAt)) * attempt.gpuIndices.length;
+  if (!Number.isFinite(gpuMs) || gpuMs === 0) return;
+  const u = state.usage.get(team);
+  if (!u) state.usage.set(team, { gpuMs, asOf: end });
+  else if (end >= u.asOf) {
+    u.gpuMs = decayed(u.gpuMs, u.asOf, end, state.usageHalfLifeMs) + gpuMs;
+    u.asOf = end;
+  } else u.gpuMs += decayed(gpuMs, end, u.asOf, state.usageHalfLifeMs);
+}
+
 function release(state: PlacementState, attemptId: string): void {
+  state.live.delete(attemptId);
   const nodeId = state.holders.get(attemptId);
   if (nodeId === undefined) return;
   state.holders.delete(attemptId);

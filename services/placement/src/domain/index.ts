@@ -7,6 +7,7 @@ export * from './capacity.js';
 export * from './decide.js';
 export * from './evolve.js';
 export * from './policy.js';
+export * from './priority.js';
 export * from './queue-view.js';
 export * from './state.js';
 export * from './streams.js';

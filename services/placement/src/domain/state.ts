@@ -97,6 +97,33 @@ export interface JobRecord {
   end?: JobEnd;
 }
 
+/** Fair-share usage of one team: GPU-ms of its ended attempts, decayed to `asOf` (epoch ms). */
+export interface TeamUsage {
+  /** Decayed GPU-ms (a float: a priority input, never billed). */
+  gpuMs: number;
+  asOf: number;
+}
+
+/** An attempt holding GPUs (JobPlaced until ComputeReleased): the timeline's running work and fair share's running usage. */
+export interface LiveAttempt {
+  attemptId: string;
+  jobId: string;
+  /** Undefined when the attempt's job is unknown to placement (its JobSubmitted not applied). */
+  team?: string;
+  gpus: number;
+  /** Epoch ms of JobPlaced. */
+  placedAt: number;
+  /** Epoch ms of ComputeHeld (agent clock), once known. */
+  heldAt?: number;
+  /** The job's time limit; undefined when the job is unknown: its end cannot be predicted. */
+  timeLimitMs?: number;
+  /** JobFinished applied: its usage is folded, its GPUs wait only for the release. */
+  finished: boolean;
+}
+
+/** Default fair-share decay half-life: usage a week old counts half. */
+export const DEFAULT_USAGE_HALF_LIFE_MS = 7 * 24 * 3_600_000;
+
 /** The whole state. Create with {@link initialState}. */
 export interface PlacementState {
   nodes: Map<string, NodeRecord>;
@@ -107,11 +134,42 @@ export interface PlacementState {
   holders: Map<string, string>;
   /** Highest store position applied. */
   position: bigint;
+  /** Team → decayed GPU-ms of its ended attempts (fair share). */
+  usage: Map<string, TeamUsage>;
+  /** Attempt id → the attempt while it holds GPUs. */
+  live: Map<string, LiveAttempt>;
+  /** Half-life of fair-share usage, ms. */
+  usageHalfLifeMs: number;
 }
 
-/** An empty state: no nodes, no jobs. */
-export function initialState(): PlacementState {
-  return { nodes: new Map(), jobs: new Map(), queue: [], holders: new Map(), position: 0n };
+export interface StateOptions {
+  /** Half-life of fair-share usage in ms. Default {@link DEFAULT_USAGE_HALF_LIFE_MS} (7 days). */
+  usageHalfLifeMs?: number;
+}
+
+/** An empty state: no nodes, no jobs, no usage. */
+export function initialState(options: StateOptions = {}): PlacementState {
+  return {
+    nodes: new Map(),
+    jobs: new Map(),
+    queue: [],
+    holders: new Map(),
+    position: 0n,
+    usage: new Map(),
+    live: new Map(),
+    usageHalfLifeMs: options.usageHalfLifeMs ?? DEFAULT_USAGE_HALF_LIFE_MS,
+  };
+}
+
+/** `gpuMs` at `from` decayed to `to` (≥ from) with half-life `halfLifeMs`. */
+export function decayed(gpuMs: number, from: number, to: number, halfLifeMs: number): number {
+  return to <= from ? gpuMs : gpuMs * Math.pow(2, -(to - from) / halfLifeMs);
+}
+
+/** A team's decayed usage of ended attempts as of `now` (epoch ms). */
+export function teamUsageAt(state: PlacementState, team: string, now: number): number {
+  const u = state.usage.get(team);
+  return u ? decayed(u.gpuMs, u.asOf, now, state.usageHalfLifeMs) : 0;
 }
 
 /** GPU indices of a node held by no attempt, ascending. */
