@@ -133,12 +133,14 @@ export class SqliteEventStore implements EventStore {
     allStreams: Database.Statement<[], StreamRow & { stream_id: string }>;
   };
   private readonly appendTx: (streamId: string, events: PreparedEvent[], expected: ExpectedRevision) => AppendResult;
+  private readonly busyTimeoutMs: number;
 
   constructor(options: SqliteEventStoreOptions) {
     this.file = resolve(options.path);
     this.chainKey = options.chainKey;
     this.clock = options.clock ?? (() => new Date());
-    this.db = new Database(this.file, { timeout: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS });
+    this.busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+    this.db = new Database(this.file, { timeout: this.busyTimeoutMs });
     try {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = FULL');
@@ -196,7 +198,7 @@ export class SqliteEventStore implements EventStore {
     const expected = options?.expectedRevision ?? 'any';
     let result: AppendResult;
     try {
-      result = this.appendTx(streamId, prepared, expected);
+      result = await this.withWriteLock(() => this.appendTx(streamId, prepared, expected));
     } catch (err) {
       if (isSqliteError(err, 'SQLITE_CONSTRAINT_UNIQUE') && err.message.includes('events.event_id')) {
         // An id of the batch is already in the log: the rollback left nothing; tell a retry from a clash.
@@ -211,6 +213,31 @@ export class SqliteEventStore implements EventStore {
     }
     notifyAppended(this.file);
     return result;
+  }
+
+  /**
+   * Runs a write, retrying while another process holds the write lock: pauses of 0.5–2 ms with
+   * jitter, up to the busy timeout; then the SQLITE_BUSY is rethrown for the caller to map.
+   * SQLite's own busy handler sleeps up to 100 ms at a time and blocks the event loop meanwhile,
+   * which left writers of a shared file idle long after the lock was free; reads keep it (in WAL
+   * mode they are not blocked by writers anyway).
+   */
+  private async withWriteLock<T>(write: () => T): Promise<T> {
+    const deadline = Date.now() + this.busyTimeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        this.db.pragma('busy_timeout = 0');
+        try {
+          return write();
+        } finally {
+          this.db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
+        }
+      } catch (err) {
+        if (!isSqliteError(err, 'SQLITE_BUSY') || Date.now() >= deadline) throw err;
+        const pauseMs = Math.min(2, 0.5 + attempt * 0.1) * (0.5 + Math.random());
+        await new Promise((r) => setTimeout(r, pauseMs));
+      }
+    }
   }
 
   /** Runs inside BEGIN IMMEDIATE: nobody else writes until it returns. */
@@ -338,7 +365,7 @@ export class SqliteEventStore implements EventStore {
   async saveCheckpoint(subscriberId: string, position: bigint): Promise<void> {
     this.assertOpen();
     try {
-      this.stmt.saveCheckpoint.run(subscriberId, position);
+      await this.withWriteLock(() => this.stmt.saveCheckpoint.run(subscriberId, position));
     } catch (err) {
       if (isSqliteError(err, 'SQLITE_BUSY')) {
         throw new TransientError(`save checkpoint of ${subscriberId}: the database stayed locked by another writer`, { cause: err });
