@@ -32,6 +32,13 @@ const ENV_NAME = /^(?!GPUNET_)(?!CUDA_VISIBLE_DEVICES$)[A-Za-z_][A-Za-z0-9_]{0,1
 const INPUT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** A deadline counted from submission: `+<duration>`, e.g. `+6h`. */
 const RELATIVE_DEADLINE = new RegExp(`^\\+${DURATION_PATTERN.source.slice(1)}`);
+/**
+ * A deadline phrase or a local time, resolved at intake in the team's time zone: `tonight`,
+ * `end of day`, `tomorrow 09:00`, `today 18:00`, `end of week`, `in 6h`, `2026-07-01 18:00`
+ * (an optional leading `by`). Only the shape is checked here; intake resolves it.
+ */
+const DEADLINE_PHRASE =
+  /^\s*(?:by\s+)?(?:tonight|end\s+of\s+day|eod|end\s+of\s+week|eow|tomorrow(?:\s+\d{1,2}:\d{2})?|today\s+\d{1,2}:\d{2}|in\s+(?:\d{1,9}\s*(?:ms|s|m|h|d)\s*)+|\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2})?)\s*$/i;
 
 /** Builds an object schema: strict for what people write, tolerant for what messages carry. */
 type ObjectFactory = <S extends z.core.$ZodLooseShape>(shape: S, what: string) => z.ZodObject<S, z.core.$strip>;
@@ -237,14 +244,16 @@ const Keep = z
 
 const deadlineError = fieldError(
   'deadline',
-  'must be an ISO-8601 time with offset or `+<duration>` from submission',
-  'write e.g. `deadline: 2025-07-01T18:00:00Z` or `deadline: +6h`',
+  'must be an ISO-8601 time, `+<duration>` / `in <duration>` from submission, or a phrase',
+  'write e.g. `deadline: 2025-07-01T18:00:00Z`, `+6h`, `in 90m`, `tonight`, `end of day`, `tomorrow 09:00` or `end of week` (local times in your team\'s time zone)',
 );
 /** When the job must be done by, kept as written; resolution to an instant happens at intake. */
 export const Deadline = z
-  .union([z.iso.datetime({ offset: true }), z.string().regex(RELATIVE_DEADLINE)], { error: deadlineError })
+  .union([z.iso.datetime({ offset: true }), z.string().regex(RELATIVE_DEADLINE), z.string().max(64).regex(DEADLINE_PHRASE)], { error: deadlineError })
   .describe(
-    'When the job must be finished by, as written: an ISO-8601 time (`2025-07-01T18:00:00Z`) or a duration from submission (`+6h`). ' +
+    'When the job must be finished by, as written: an ISO-8601 time (`2025-07-01T18:00:00Z`), a duration from submission (`+6h`, `in 90m`), ' +
+      'or a phrase in the team\'s time zone (`tonight`, `end of day`, `tomorrow 09:00`, `today 18:00`, `end of week` = Friday 23:59, `2025-07-01 18:00`); ' +
+      'intake echoes it as an instant (`deadlineAt`). ' +
       'A job that cannot finish in time ends with outcome `deadline`.',
   );
 

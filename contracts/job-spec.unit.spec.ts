@@ -75,6 +75,17 @@ describe('job spec as people write it', () => {
     expect(JobSpec.safeParse(result.ok && result.spec).success).toBe(true);
   });
 
+  it('keeps a deadline phrase as written (intake resolves it in the team zone) and refuses prose', () => {
+    for (const deadline of ['tonight', 'by end of day', 'Tomorrow 09:00', 'today 18:00', 'by end of week', 'in 6h', 'in 1h 30m', '2026-07-01 18:00', '+90m']) {
+      const result = parseJobSpec({ work: { kind: 'script', script: { inline: 'x' } }, request: { gpus: 1, timeLimit: '1m', deadline } });
+      expect(result.ok && result.spec.request.deadline).toBe(deadline);
+    }
+    for (const deadline of ['next tuesday', 'in a while', 'tomorrow at 9']) {
+      const result = parseJobSpec({ work: { kind: 'script', script: { inline: 'x' } }, request: { gpus: 1, timeLimit: '1m', deadline } });
+      expect(!result.ok && result.issues.map((i) => i.path)).toEqual(['request.deadline']);
+    }
+  });
+
   it('accepts an inline script', () => {
     const result = parseJobSpec({ work: { kind: 'script', script: { inline: 'echo hi' } }, request: { gpus: 1, timeLimit: '1m' } });
     expect(result.ok && result.spec.work).toEqual({ kind: 'script', script: { inline: 'echo hi' }, args: [], env: {} });
@@ -89,7 +100,7 @@ describe('job spec as people write it', () => {
           { name: 'd', path: 'y', sha256: SHA, size: 1, keep: 'forever' },
         ],
       },
-      request: { gpus: 0, gpu: 'A100', timeLimit: '2 hours', deadline: 'tomorrow', network: 'yes' },
+      request: { gpus: 0, gpu: 'A100', timeLimit: '2 hours', deadline: 'next week sometime', network: 'yes' },
       outputs: { globs: ['/abs/**'], maxBytes: 0 },
       color: 'blue',
     });

@@ -6,7 +6,6 @@ import {
   IdempotencyKey,
   SubmitJob,
   formatIssues,
-  parseDuration,
   parseJobSpec,
   toJobSpec,
   type FieldIssue,
@@ -17,6 +16,7 @@ import {
 } from '#contracts';
 import { ValidationError } from '#errors';
 import { v5 as uuidv5 } from 'uuid';
+import { resolveDeadline as resolveDeadlineText } from './deadline.js';
 import { isFinalState } from './job-view.js';
 
 /** UUID v5 namespace of the job ids intake derives from idempotency keys. Never change it: it would orphan every key. */
@@ -62,9 +62,10 @@ function invalid(issues: FieldIssue[]): ValidationError {
 /**
  * Validates a submit request: `body` is a `SubmitJob` (`{ spec, idempotencyKey? }`) or a bare job
  * spec; `headerKey` is the `Idempotency-Key` header (HTTP or NATS). Resolves the deadline
- * against `now`. Throws a ValidationError naming every bad field and its fix.
+ * against `now` in the team's `timeZone` (IANA; default UTC). Throws a ValidationError naming
+ * every bad field and its fix.
  */
-export function parseSubmission(body: unknown, headerKey: string | undefined, now: Date): Submission {
+export function parseSubmission(body: unknown, headerKey: string | undefined, now: Date, timeZone?: string): Submission {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw invalid([{ path: '', message: 'the body must be a JSON object: a job spec, or `{ spec, idempotencyKey }`', fix: 'send the job spec as a JSON object' }]);
   }
@@ -97,7 +98,7 @@ export function parseSubmission(body: unknown, headerKey: string | undefined, no
   }
   let deadlineAt: string | undefined;
   if (spec?.request.deadline !== undefined) {
-    const resolved = resolveDeadline(spec.request.deadline, now);
+    const resolved = resolveDeadline(spec.request.deadline, now, timeZone);
     if (resolved.ok) deadlineAt = resolved.at;
     else issues.push({ ...resolved.issue, path: `${prefix}${resolved.issue.path}` });
   }
@@ -106,25 +107,12 @@ export function parseSubmission(body: unknown, headerKey: string | undefined, no
 }
 
 /**
- * The deadline as an instant: an ISO time as given, `+<duration>` from `now`. A deadline that has
- * already passed is an issue: the job could only end `deadline`.
+ * The deadline as an instant (see `deadline.ts` for the accepted forms), resolved in `timeZone`
+ * (default UTC). A deadline that has already passed is an issue: the job could only end `deadline`.
  */
-export function resolveDeadline(deadline: string, now: Date): { ok: true; at: string } | { ok: false; issue: FieldIssue } {
-  let ms: number;
-  if (deadline.startsWith('+')) {
-    const duration = parseDuration(deadline.slice(1));
-    if (duration === undefined) {
-      return { ok: false, issue: { path: 'request.deadline', message: 'is not a duration', fix: 'write e.g. `deadline: +6h`' } };
-    }
-    ms = now.getTime() + duration;
-  } else ms = Date.parse(deadline);
-  if (!(ms > now.getTime())) {
-    return {
-      ok: false,
-      issue: { path: 'request.deadline', message: `has already passed (${new Date(ms).toISOString()})`, fix: 'give a time in the future, e.g. `deadline: +6h`' },
-    };
-  }
-  return { ok: true, at: new Date(ms).toISOString() };
+export function resolveDeadline(deadline: string, now: Date, timeZone?: string): { ok: true; at: string } | { ok: false; issue: FieldIssue } {
+  const resolved = resolveDeadlineText(deadline, { now, timeZone });
+  return resolved.ok ? { ok: true, at: resolved.at.toISOString() } : resolved;
 }
 
 /** What a submit means given the job stream's JobSubmitted, if any. */

@@ -123,3 +123,19 @@ describe('decideCancel', () => {
     expect(decideCancel({ submitted, alreadyRequested: false, state, now })).toEqual({ kind: 'noop', cancelRequested: false });
   });
 });
+
+describe('parseSubmission deadline phrases', () => {
+  const now = new Date('2026-10-24T20:00:00Z'); // Saturday 22:00 in Berlin, the night summer time ends
+  const base = { work: { kind: 'script', script: { inline: 'echo hi' } }, request: { gpus: 1, timeLimit: '1h' } };
+  it('resolves a phrase in the team zone and echoes it as an instant', () => {
+    expect(parseSubmission({ ...base, request: { ...base.request, deadline: 'tomorrow 09:00' } }, undefined, now, 'Europe/Berlin').deadlineAt).toBe('2026-10-25T08:00:00.000Z');
+    expect(parseSubmission({ ...base, request: { ...base.request, deadline: 'tomorrow 09:00' } }, undefined, now).deadlineAt).toBe('2026-10-25T09:00:00.000Z');
+    expect(parseSubmission({ spec: { ...base, request: { ...base.request, deadline: 'in 90m' } } }, undefined, now).deadlineAt).toBe('2026-10-24T21:30:00.000Z');
+  });
+  it('names spec.request.deadline for a passed phrase and request.deadline for an unknown one', () => {
+    const passed = validationError(() => parseSubmission({ spec: { ...base, request: { ...base.request, deadline: 'today 08:00' } } }, undefined, now));
+    expect(passed.issues).toEqual([expect.objectContaining({ path: 'spec.request.deadline', message: expect.stringContaining('has already passed') })]);
+    const unknown = validationError(() => parseSubmission({ ...base, request: { ...base.request, deadline: 'whenever' } }, undefined, now));
+    expect(unknown.issues).toEqual([expect.objectContaining({ path: 'request.deadline', fix: expect.stringContaining('tomorrow 09:00') })]);
+  });
+});

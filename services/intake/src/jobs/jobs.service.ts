@@ -49,7 +49,7 @@ export class JobsService {
   async submit(principal: Principal, body: unknown, idempotencyKey: string | undefined, trace: RequestTrace = {}): Promise<SubmitOutcome> {
     authorize(principal, 'jobs:submit');
     const now = this.clock.now();
-    const submission = parseSubmission(body, idempotencyKey, now);
+    const submission = parseSubmission(body, idempotencyKey, now, principal.timeZone);
     const key = submission.idempotencyKey;
     const jobId = key === undefined ? jobIdFromUuid(newId()) : idempotentJobId(principal.team, key);
     const streamId = intakeStreamId(jobId);
