@@ -1,0 +1,179 @@
+/**
+ * Discrete-event replay of a workload in virtual time through placement's pure core: the same
+ * `evolve` folds the same events the services would write (NodeRegistered, JobSubmitted,
+ * InputsStaged, JobPlaced, ComputeHeld, JobFinished, ComputeReleased) and the same `decide`
+ * places jobs, called at every event time with that time as its clock. No I/O, no wall clock.
+ */
+import type { JobSpec } from '#contracts';
+import { decide, evolve, initialState, type PlacementEvent, type PlacementState } from '../domain/index.js';
+import { policyFor, type PolicyName } from './policies.js';
+import type { SimJob } from './workload.js';
+
+export interface ClusterOptions {
+  nodes: number;
+  gpusPerNode: number;
+  /** Model name of every GPU. Default `sim-gpu`. */
+  gpuModel?: string;
+}
+
+export interface ReplayOptions {
+  cluster: ClusterOptions;
+  /** Default `default` (the core's default policy). */
+  policy?: PolicyName;
+  /** Virtual epoch: trace time 0 is this instant (epoch ms). Default 2026-01-01T00:00:00Z. */
+  epochMs?: number;
+}
+
+/** When one job waited and ran, in trace ms. */
+export interface JobRun {
+  jobId: string;
+  team: string;
+  gpus: number;
+  submitMs: number;
+  startMs: number;
+  endMs: number;
+  runMs: number;
+  timeLimitMs: number;
+}
+
+export interface ReplayResult {
+  runs: JobRun[];
+  /** Jobs the core rejected (e.g. more GPUs than any node has), with its message. */
+  rejected: { jobId: string; message: string }[];
+  totalGpus: number;
+}
+
+const DEFAULT_EPOCH = Date.parse('2026-01-01T00:00:00.000Z');
+
+type Unpositioned = PlacementEvent extends infer E ? (E extends PlacementEvent ? Omit<E, 'position'> : never) : never;
+
+interface Running {
+  endMs: number;
+  seq: number;
+  run: JobRun;
+  attemptId: string;
+  nodeId: string;
+  gpuIndices: number[];
+  gpuModel: string;
+  timedOut: boolean;
+}
+
+/** Replays `jobs` (ascending submitMs) on the cluster; deterministic for the same input. */
+export function replay(jobs: readonly SimJob[], options: ReplayOptions): ReplayResult {
+  const { nodes, gpusPerNode } = options.cluster;
+  if (!Number.isInteger(nodes) || nodes < 1) throw new RangeError(`nodes must be a positive integer, got ${nodes}`);
+  if (!Number.isInteger(gpusPerNode) || gpusPerNode < 1) throw new RangeError(`gpusPerNode must be a positive integer, got ${gpusPerNode}`);
+  const model = options.cluster.gpuModel ?? 'sim-gpu';
+  const epoch = options.epochMs ?? DEFAULT_EPOCH;
+  const policy = policyFor(options.policy ?? 'default');
+  const iso = (ms: number) => new Date(epoch + ms).toISOString();
+
+  const state: PlacementState = initialState();
+  let position = 0n;
+  const apply = (e: Unpositioned) => {
+    position += 1n;
+    evolve(state, { ...e, position } as PlacementEvent);
+  };
+
+  for (let n = 0; n < nodes; n++) {
+    apply({
+      type: 'NodeRegistered',
+      data: { nodeId: `node-${String(n).padStart(4, '0')}`, gpus: Array.from({ length: gpusPerNode }, (_, index) => ({ index, model })), simulated: true, networkIsolation: false, heartbeatIntervalMs: 1000, registeredAt: iso(0) },
+    });
+  }
+
+  const byId = new Map(jobs.map((j) => [j.jobId, j]));
+  const running = new MinHeap<Running>((a, b) => a.endMs - b.endMs || a.seq - b.seq);
+  const runs: JobRun[] = [];
+  const rejected: ReplayResult['rejected'] = [];
+  let next = 0;
+  let seq = 0;
+
+  for (;;) {
+    const arrival = jobs[next]?.submitMs;
+    const finish = running.peek()?.endMs;
+    if (arrival === undefined && finish === undefined) break;
+    const t = arrival === undefined ? finish! : finish === undefined ? arrival : Math.min(arrival, finish);
+    if (arrival !== undefined && next > 0 && arrival < jobs[next - 1]!.submitMs) throw new RangeError('jobs must be sorted by submitMs');
+
+    // Releases first: GPUs freed at t are free for jobs submitted at t.
+    while (running.peek()?.endMs === t) {
+      const r = running.pop()!;
+      apply({ type: 'JobFinished', data: { jobId: r.run.jobId, attemptId: r.attemptId, nodeId: r.nodeId, outcome: r.timedOut ? 'timeout' : 'completed', exitCode: r.timedOut ? null : 0, signal: null, finishedAt: iso(t) } });
+      apply({ type: 'ComputeReleased', data: { jobId: r.run.jobId, attemptId: r.attemptId, nodeId: r.nodeId, gpuIndices: r.gpuIndices, releasedAt: iso(t) } });
+    }
+    while (jobs[next]?.submitMs === t) {
+      const j = jobs[next++]!;
+      apply({ type: 'JobSubmitted', data: { jobId: j.jobId, team: j.team, spec: specOf(j), submittedAt: iso(t) } });
+      apply({ type: 'InputsStaged', data: { jobId: j.jobId, inputs: [], totalBytes: 0, stagedAt: iso(t) } });
+    }
+
+    for (const d of decide(state, new Date(epoch + t), policy ? { policy } : {})) {
+      apply(d);
+      if (d.type === 'JobRejected') {
+        rejected.push({ jobId: d.data.jobId, message: d.data.message });
+        continue;
+      }
+      if (d.type !== 'JobPlaced') continue;
+      const j = byId.get(d.data.jobId)!;
+      const { attemptId, nodeId, gpuIndices, gpuModel } = d.data;
+      apply({ type: 'ComputeHeld', data: { jobId: j.jobId, attemptId, nodeId, gpuIndices, gpuModel, gpus: gpuIndices.length, heldAt: iso(t) } });
+      const run: JobRun = { jobId: j.jobId, team: j.team, gpus: j.gpus, submitMs: j.submitMs, startMs: t, endMs: t + j.runMs, runMs: j.runMs, timeLimitMs: j.timeLimitMs };
+      runs.push(run);
+      running.push({ endMs: run.endMs, seq: seq++, run, attemptId, nodeId, gpuIndices: [...gpuIndices], gpuModel, timedOut: j.timedOut });
+    }
+  }
+  return { runs, rejected, totalGpus: nodes * gpusPerNode };
+}
+
+function specOf(j: SimJob): JobSpec {
+  return {
+    work: { kind: 'script', script: { inline: 'true' }, args: [], env: {} },
+    data: { inputs: [] },
+    request: { gpus: j.gpus, timeLimitMs: j.timeLimitMs, network: false },
+    outputs: { globs: ['**'] },
+  };
+}
+
+/** A small binary min-heap: the running jobs by end time. */
+class MinHeap<T> {
+  private readonly items: T[] = [];
+  constructor(private readonly less: (a: T, b: T) => number) {}
+
+  peek(): T | undefined {
+    return this.items[0];
+  }
+
+  push(item: T): void {
+    const a = this.items;
+    a.push(item);
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (this.less(a[i]!, a[p]!) >= 0) break;
+      [a[i], a[p]] = [a[p]!, a[i]!];
+      i = p;
+    }
+  }
+
+  pop(): T | undefined {
+    const a = this.items;
+    const top = a[0];
+    const last = a.pop();
+    if (a.length > 0 && last !== undefined) {
+      a[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < a.length && this.less(a[l]!, a[m]!) < 0) m = l;
+        if (r < a.length && this.less(a[r]!, a[m]!) < 0) m = r;
+        if (m === i) break;
+        [a[i], a[m]] = [a[m]!, a[i]!];
+        i = m;
+      }
+    }
+    return top;
+  }
+}
