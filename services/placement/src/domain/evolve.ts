@@ -23,6 +23,7 @@ export const PLACEMENT_EVENT_TYPES = [
   'ComputeHeld',
   'JobFinished',
   'ComputeReleased',
+  'NodeLost',
 ] as const;
 export type PlacementEventType = (typeof PLACEMENT_EVENT_TYPES)[number];
 
@@ -135,18 +136,23 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
       const job = state.jobs.get(d.jobId);
       const attempt = findAttempt(state, d.jobId, d.attemptId);
       if (!job || !attempt || attempt.outcome !== undefined) return state;
-      attempt.outcome = d.outcome;
-      attempt.finishedAt = d.finishedAt;
-      foldUsage(state, job.team, attempt);
-      const live = state.live.get(d.attemptId);
-      if (live) live.finished = true;
-      if (job.phase !== 'placed' || currentAttempt(job) !== attempt) return state;
-      if (d.outcome === 'node_lost' && !job.cancelRequested) {
-        job.phase = 'lost';
-        enqueue(state, job);
-      } else {
-        end(state, job, 'finished');
+      finishAttempt(state, job, attempt, d.outcome, d.finishedAt);
+      return state;
+    }
+    case 'NodeLost': {
+      // Each running attempt there ends `node_lost` (a late JobFinished changes nothing); the node
+      // is out of service with no holds, and comes back with fresh GPUs if it registers again.
+      const d = event.data;
+      const node = nodeRecord(state, d.nodeId);
+      if (node.lostAt === d.detectedAt) return state;
+      for (const a of d.affectedAttempts) {
+        const job = state.jobs.get(a.jobId);
+        const attempt = findAttempt(state, a.jobId, a.attemptId);
+        if (job && attempt && attempt.outcome === undefined) finishAttempt(state, job, attempt, 'node_lost', d.detectedAt);
       }
+      for (const attemptId of [...node.holds.keys()]) release(state, attemptId);
+      node.registered = false;
+      node.lostAt = d.detectedAt;
       return state;
     }
     case 'ComputeReleased': {
@@ -164,6 +170,7 @@ export function observeHeartbeat(state: PlacementState, heartbeat: NodeHeartbeat
   const node = nodeRecord(state, heartbeat.nodeId);
   node.lastHeartbeatAt = receivedAt;
   node.lastHeartbeatSequence = heartbeat.sequence;
+  node.lastHeartbeatSentAt = heartbeat.sentAt;
   return state;
 }
 
@@ -214,6 +221,22 @@ function release(state: PlacementState, attemptId: string): void {
     const n = (node.busy.get(i) ?? 1) - 1;
     if (n > 0) node.busy.set(i, n);
     else node.busy.delete(i);
+  }
+}
+
+/** An attempt's end: its usage counts, and the job ends or, lost, goes back to the queue. */
+function finishAttempt(state: PlacementState, job: JobRecord, attempt: AttemptRecord, outcome: string, finishedAt: string): void {
+  attempt.outcome = outcome;
+  attempt.finishedAt = finishedAt;
+  foldUsage(state, job.team, attempt);
+  const live = state.live.get(attempt.attemptId);
+  if (live) live.finished = true;
+  if (job.phase !== 'placed' || currentAttempt(job) !== attempt) return;
+  if (outcome === 'node_lost' && !job.cancelRequested) {
+    job.phase = 'lost';
+    enqueue(state, job);
+  } else {
+    end(state, job, 'finished');
   }
 }
 

@@ -45,6 +45,10 @@ export interface NodeRecord {
   lastHeartbeatAt?: number;
   /** Sequence of the last heartbeat, so gaps are visible. */
   lastHeartbeatSequence?: number;
+  /** Agent clock of the last heartbeat (its `sentAt`): NodeLost's `lastSeenAt`. */
+  lastHeartbeatSentAt?: string;
+  /** `detectedAt` of the NodeLost that took the node out of service (until it registers again). */
+  lostAt?: string;
 }
 
 /** Where a job stands, as far as placement is concerned. */
