@@ -26,3 +26,8 @@ export function attemptStreamId(nodeId: string, attemptId: string): string {
 export function intakeJobStreamId(jobId: string): string {
   return `intake-job-${jobId}`;
 }
+
+/** `placement-node-<nodeId>`: written by placement; NodeLost lists the attempts lost with the node. */
+export function placementNodeStreamId(nodeId: string): string {
+  return `placement-node-${nodeId}`;
+}

@@ -23,6 +23,12 @@ export interface UsageContext {
   team: string;
   /** When the ledger computes the line (its clock). */
   recordedAt: string;
+  /**
+   * Placement declared the attempt's node lost (NodeLost listed the attempt) before this
+   * JobFinished: the attempt was requeued and ran again elsewhere, so whatever the late report
+   * says, it is waived like `node_lost` (the line keeps the reported outcome, for the audit).
+   */
+  nodeLost?: boolean;
 }
 
 /** ComputeHeld and JobFinished do not describe the same attempt on the same node. Terminal. */
@@ -61,7 +67,7 @@ export function usageFor(
   const heldMs = epochMs(held.heldAt, 'heldAt');
   const finishedMs = epochMs(finished.finishedAt, 'finishedAt');
   const rate = rateAt(prices, held.gpuModel, heldMs);
-  const waivedReason = WAIVED_OUTCOMES[finished.outcome];
+  const waivedReason = WAIVED_OUTCOMES[finished.outcome] ?? (context.nodeLost ? WAIVED_OUTCOMES.node_lost : undefined);
   const ms = waivedReason ? 0 : billableMs(heldMs, finishedMs);
   const line: UsageRecorded = {
     jobId: held.jobId,

@@ -91,6 +91,13 @@ describe('usageFor', () => {
     expect(() => UsageRecorded.parse(line)).not.toThrow();
   });
 
+  it('given placement declared the node lost, when the node comes back and reports the attempt completed, then it is waived all the same', () => {
+    const line = usageFor(held(), finished({ outcome: 'completed' }), [v1], { ...context, nodeLost: true })!;
+    expect(line).toMatchObject({ outcome: 'completed', billableMs: 0, amountMicros: 0, waivedReason: 'platform_fault' });
+    expect(() => UsageRecorded.parse(line)).not.toThrow();
+    expect(usageFor(held(), finished({ outcome: 'completed' }), [v1], { ...context, nodeLost: false })!.amountMicros).toBeGreaterThan(0);
+  });
+
   it('given a finish stamped before the hold, then nothing is billed rather than a negative amount', () => {
     const line = usageFor(held(), finished({ finishedAt: '2025-06-01T09:59:59.000Z' }), [v1], context)!;
     expect(line).toMatchObject({ billableMs: 0, amountMicros: 0 });

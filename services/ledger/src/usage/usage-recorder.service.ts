@@ -1,11 +1,11 @@
-import type { JobFinished, JobSubmitted, UsageRecorded } from '#contracts';
+import type { JobFinished, JobSubmitted, NodeLost, UsageRecorded } from '#contracts';
 import { IllegalStateError } from '#errors';
 import { IdempotencyConflictError, WrongExpectedVersionError, type EventStore, type RecordedEvent } from '#event-store';
 import type { BusEvent } from '#messaging';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, type Clock, type EventWriter } from '#service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { attemptStreamId, computeHeldOf, intakeJobStreamId, usageFor, usageStreamId } from '../domain/index.js';
+import { attemptStreamId, computeHeldOf, intakeJobStreamId, placementNodeStreamId, usageFor, usageStreamId } from '../domain/index.js';
 import { PriceBookService } from '../prices/price-book.service.js';
 
 /** What handling one JobFinished did. */
@@ -49,7 +49,8 @@ export class UsageRecorderService {
     }
 
     const team = await this.teamOf(finished.jobId, held, event);
-    const line = usageFor(held.data, finished, await this.prices.versions(), { team, recordedAt: this.clock.now().toISOString() });
+    const nodeLost = await this.lostWithNode(finished);
+    const line = usageFor(held.data, finished, await this.prices.versions(), { team, recordedAt: this.clock.now().toISOString(), nodeLost });
     if (!line) return { kind: 'never_held' };
 
     const last = recorded[recorded.length - 1];
@@ -89,6 +90,12 @@ export class UsageRecorderService {
       'usage recorded',
     );
     return { kind: 'recorded', line };
+  }
+
+  /** Did placement declare the attempt's node lost with the attempt running (a late report from a node that came back)? */
+  private async lostWithNode(finished: JobFinished): Promise<boolean> {
+    const events = await this.store.readStream(placementNodeStreamId(finished.nodeId));
+    return events.some((e) => e.type === 'NodeLost' && (e.data as NodeLost).affectedAttempts.some((a) => a.attemptId === finished.attemptId));
   }
 
   /**
