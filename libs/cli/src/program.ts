@@ -7,6 +7,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { CommandContext, type CommonOptions } from './context.js';
 import { down } from './commands/down.js';
 import { cancel, invoice, list, logs, output, status } from './commands/jobs.js';
+import { simulate, type SimulateFlags } from './commands/simulate.js';
 import { submit } from './commands/submit.js';
 import { up } from './commands/up.js';
 import { wait } from './commands/wait.js';
@@ -142,6 +143,16 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .option('--from <time>', 'only attempts finished at or after this UTC time')
     .option('--to <time>', 'only attempts finished before this UTC time')
     .action(run((ctx, opts) => invoice(ctx, opts as Parameters<typeof invoice>[1])));
+
+  withBaseOptions(command('simulate'))
+    .description('replay an SWF trace (Parallel Workloads Archive) through the placement core in virtual time; print wait, slowdown and utilization')
+    .requiredOption('--trace <file.swf>', 'the trace, in the Standard Workload Format')
+    .option('--procs-per-gpu <n>', 'processors of the trace per GPU (GPUs = ceil(procs / n), at least 1); default 1')
+    .option('--nodes <n>', "nodes of the simulated cluster; default: the trace header's MaxProcs as GPUs / --gpus-per-node")
+    .option('--gpus-per-node <n>', 'GPUs per node; default 8')
+    .addOption(new Option('--policy <policy>', 'placement policy: strict first come first served, shortest requested time first, or the core default').choices(['default', 'fcfs', 'sjf']))
+    .addOption(new Option('--backfill <on|off>', 'backfill switch of the core (noted when the core has none)').choices(['on', 'off']))
+    .action(run((ctx, opts) => simulate(ctx, opts as SimulateFlags)));
 
   return program;
 }

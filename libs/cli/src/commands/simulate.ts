@@ -1,0 +1,130 @@
+/**
+ * `gpunet simulate`: replays an SWF trace through placement's scheduling core in virtual time and
+ * prints the metrics. The simulator lives in services/placement (it needs the pure core, and
+ * libs/ may not import a service), so this command runs its built entry point as a child process
+ * and reads its one JSON document (docs/decisions/0005-simulator-placement.md).
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import type { CommandContext } from '../context.js';
+import { UsageError } from '../errors.js';
+import { EXIT, type ExitCode } from '../exit-codes.js';
+import { displayPath, formatMs, table } from '../format.js';
+import { repoRoot } from '../local/environment.js';
+
+export interface SimulateFlags {
+  trace: string;
+  procsPerGpu?: string;
+  nodes?: string;
+  gpusPerNode?: string;
+  policy?: 'default' | 'fcfs' | 'sjf';
+  backfill?: 'on' | 'off';
+}
+
+/** The simulator's report as `main.js` prints it; checked, so a drift between the two fails loudly. */
+const Report = z.object({
+  policy: z.string(),
+  backfill: z.enum(['on', 'off', 'default']),
+  cluster: z.object({ nodes: z.number(), gpusPerNode: z.number(), totalGpus: z.number() }),
+  procsPerGpu: z.number(),
+  skipped: z.number(),
+  metrics: z.object({
+    jobs: z.number(),
+    rejected: z.number(),
+    averageWaitMs: z.number().int(),
+    averageBoundedSlowdown: z.number(),
+    utilization: z.number(),
+    p95WaitSmallHalfMs: z.number().int(),
+    maxWaitLargest10PctMs: z.number().int(),
+    spanMs: z.number().int(),
+  }),
+  notes: z.array(z.string()),
+});
+export type SimulationReportDoc = z.infer<typeof Report>;
+
+const Reply = z.union([
+  z.object({ report: Report }),
+  z.object({ error: z.object({ code: z.string(), message: z.string(), issues: z.array(z.object({ path: z.string(), message: z.string(), fix: z.string().optional() })) }) }),
+]);
+
+/** The built simulator entry point. */
+export function simulatorEntry(root: string): string {
+  return join(root, 'dist', 'services', 'placement', 'src', 'simulator', 'main.js');
+}
+
+/** Flags to the simulator's request options; a UsageError naming the flag for a bad number. */
+export function simulateOptions(flags: Omit<SimulateFlags, 'trace'>): Record<string, unknown> {
+  const int = (flag: string, value: string | undefined) => {
+    if (value === undefined) return undefined;
+    if (!/^[1-9]\d*$/.test(value)) throw new UsageError(`${flag} must be a positive integer, got \`${value}\``, [{ path: flag, message: 'must be a positive integer', fix: `write e.g. \`${flag} 4\`` }]);
+    return Number(value);
+  };
+  const options: Record<string, unknown> = {
+    procsPerGpu: int('--procs-per-gpu', flags.procsPerGpu),
+    nodes: int('--nodes', flags.nodes),
+    gpusPerNode: int('--gpus-per-node', flags.gpusPerNode),
+    policy: flags.policy,
+    backfill: flags.backfill === undefined ? undefined : flags.backfill === 'on',
+  };
+  return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
+}
+
+export async function simulate(ctx: CommandContext, flags: SimulateFlags): Promise<ExitCode> {
+  const options = simulateOptions(flags);
+  const trace = resolve(ctx.io.cwd, flags.trace);
+  const root = repoRoot();
+  const entry = simulatorEntry(root);
+  if (!existsSync(entry)) throw new UsageError(`the simulator is not built: ${entry} is missing`, [{ path: 'dist/', message: 'no build of the placement simulator', fix: 'run `npm run build`' }]);
+
+  const { stdout, code } = await runNode(entry, [JSON.stringify({ trace, options })], ctx.io.cwd);
+  let reply: z.infer<typeof Reply>;
+  try {
+    reply = Reply.parse(JSON.parse(stdout));
+  } catch (err) {
+    throw new Error(`the simulator (exit ${code}) did not answer with its JSON document: ${stdout.slice(0, 500)}`, { cause: err });
+  }
+  if ('error' in reply) {
+    if (code === EXIT.usage) throw new UsageError(reply.error.message, reply.error.issues);
+    throw new Error(`simulation failed: ${reply.error.message}`);
+  }
+  ctx.out.doc({ trace: displayPath(ctx.io.cwd, trace), ...reply.report });
+  ctx.out.line(renderReport(displayPath(ctx.io.cwd, trace), reply.report));
+  for (const note of reply.report.notes) ctx.out.note(`note: ${note}`);
+  return EXIT.ok;
+}
+
+/** The metrics table for people. */
+export function renderReport(trace: string, r: SimulationReportDoc): string {
+  const m = r.metrics;
+  const head = [
+    `trace    ${trace}`,
+    `cluster  ${r.cluster.nodes} nodes × ${r.cluster.gpusPerNode} GPUs = ${r.cluster.totalGpus} GPUs (${r.procsPerGpu} processor${r.procsPerGpu === 1 ? '' : 's'} per GPU)`,
+    `policy   ${r.policy}, backfill ${r.backfill}`,
+    '',
+  ];
+  const rows: [string, string][] = [
+    ['jobs run', String(m.jobs)],
+    ...(m.rejected > 0 ? [['jobs rejected (larger than any node)', String(m.rejected)] as [string, string]] : []),
+    ...(r.skipped > 0 ? [['trace lines skipped (run time or size unknown)', String(r.skipped)] as [string, string]] : []),
+    ['average wait', formatMs(m.averageWaitMs)],
+    ['average bounded slowdown (τ = 10 s)', m.averageBoundedSlowdown.toFixed(4)],
+    ['utilization', `${(m.utilization * 100).toFixed(2)} %`],
+    ['p95 wait, smaller half of jobs', formatMs(m.p95WaitSmallHalfMs)],
+    ['max wait, largest 10 % of jobs', formatMs(m.maxWaitLargest10PctMs)],
+    ['span (first submit to last end)', formatMs(m.spanMs)],
+  ];
+  return `${head.join('\n')}\n${table(['METRIC', 'VALUE'], rows, ['l', 'r'])}`;
+}
+
+/** Runs `node entry ...args`, collecting stdout (stderr passes through). */
+function runNode(entry: string, args: string[], cwd: string): Promise<{ stdout: string; code: number }> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [entry, ...args], { cwd, stdio: ['ignore', 'pipe', 'inherit'] });
+    const chunks: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => chunks.push(c));
+    child.on('error', reject);
+    child.on('close', (code) => resolvePromise({ stdout: Buffer.concat(chunks).toString('utf8'), code: code ?? 1 }));
+  });
+}
