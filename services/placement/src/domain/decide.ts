@@ -7,13 +7,14 @@
  * 2. reject every never-placed job that no registered node could ever hold (`JobRejected`,
  *    `unsatisfiable`, naming the largest node); with no node registered yet, jobs wait instead;
  * 3. requeue every job whose attempt ended `node_lost` (`JobRequeued`); it keeps its submit position;
- * 4. place: the policy (first fit by default) puts placeable jobs on free GPUs (`JobPlaced`).
+ * 4. place: the policy (backfill with reservations by priority, by default) puts placeable jobs on free GPUs (`JobPlaced`).
  * A job gets at most one of 1–3 and, after a requeue, possibly a placement in the same pass.
  */
 import type { EventData, FieldIssue } from '#contracts';
 import { attemptIdFor } from './attempt-id.js';
 import { NodeSizes, PassCapacity } from './capacity.js';
-import { firstFit, type PlacementPolicy } from './policy.js';
+import { backfill, defaultPolicy, type PlacementPolicy } from './policy.js';
+import type { PlanOptions } from './plan.js';
 import { registeredNodes, type JobRecord, type PlacementState } from './state.js';
 
 /** One event placement decided to append, to the job's placement stream. */
@@ -24,8 +25,10 @@ export type PlacementDecision =
   | { type: 'JobRejected'; data: EventData<'JobRejected'> };
 
 export interface DecideOptions {
-  /** Default: {@link firstFit}. */
+  /** Default: {@link backfill} with `plan` (or default) options. */
   policy?: PlacementPolicy;
+  /** Options of the default backfill policy (ignored when `policy` is given). */
+  plan?: PlanOptions;
 }
 
 /** The decisions of one pass over `state` at `now`. */
@@ -59,8 +62,8 @@ export function decide(state: PlacementState, now: Date, options: DecideOptions 
   }
 
   if (candidates.length === 0 || nodes.length === 0) return out;
-  const policy = options.policy ?? firstFit;
-  for (const { job, gang } of policy(candidates, new PassCapacity(nodes), now)) {
+  const policy = options.policy ?? (options.plan ? backfill(options.plan) : defaultPolicy);
+  for (const { job, gang } of policy(candidates, new PassCapacity(nodes), now, state)) {
     const attempt = (job.attempts[job.attempts.length - 1]?.attempt ?? 0) + 1;
     out.push({
       type: 'JobPlaced',

@@ -28,7 +28,7 @@ describe('decide: placement', () => {
     ]);
   });
 
-  it('lets a smaller later job use GPUs a larger earlier one cannot (first fit, no reservations yet)', () => {
+  it('lets a smaller later job use GPUs a larger earlier one cannot when no reservation can be predicted (the holder\'s job is unknown)', () => {
     const h = given(ev.node('n1', 4), ev.submitted('big', 4), ev.submitted('small', 1), ev.staged('big'), ev.staged('small'), ev.placed('x', 1, 'n1', [0]));
     expect(placed(decide(h.state, now)).map((p) => [p.jobId, p.gpuIndices])).toEqual([['small', [1]]]);
   });
@@ -168,7 +168,8 @@ describe('decide: a pass is complete', () => {
     for (let i = 0; i < 6; i++) h.apply(ev.submitted(`j${i}`, 1 + (i % 2)), ev.staged(`j${i}`));
     h.apply(ev.cancelRequested('j5'), ev.submitted('huge', 3));
     const first = decide(h.state, now);
-    expect(first.map((d) => `${d.type}:${d.data.jobId}`)).toEqual(['JobWithdrawn:j5', 'JobRejected:huge', 'JobPlaced:j0', 'JobPlaced:j2', 'JobPlaced:j4']);
+    // By priority: the 2-GPU jobs rank above the 1-GPU ones (size factor), oldest first among equals.
+    expect(first.map((d) => `${d.type}:${d.data.jobId}`)).toEqual(['JobWithdrawn:j5', 'JobRejected:huge', 'JobPlaced:j1', 'JobPlaced:j0']);
     h.apply(...first);
     expect(decide(h.state, now)).toEqual([]);
   });

@@ -6,6 +6,7 @@ export * from './attempt-id.js';
 export * from './capacity.js';
 export * from './decide.js';
 export * from './evolve.js';
+export * from './plan.js';
 export * from './policy.js';
 export * from './priority.js';
 export * from './queue-view.js';

@@ -4,7 +4,8 @@
  * GPUs from the capacity. Priority (reordering), backfill and reservations are policies too.
  */
 import type { Gang, PassCapacity } from './capacity.js';
-import type { JobRecord } from './state.js';
+import { plan, type PlanOptions } from './plan.js';
+import type { JobRecord, PlacementState } from './state.js';
 
 /** One job placed on one gang in a pass. */
 export interface Allocation {
@@ -13,15 +14,32 @@ export interface Allocation {
 }
 
 /**
- * A placement policy. `candidates` are placeable now, in submit order; `now` is the pass time.
- * It must take every gang it returns from `capacity` (which refuses GPUs that are not free).
+ * A placement policy. `candidates` are placeable now, in submit order; `now` is the pass time;
+ * `state` is the folded state (read only: running attempts, usage). It must take every gang it
+ * returns from `capacity` (which refuses GPUs that are not free).
  */
-export type PlacementPolicy = (candidates: readonly JobRecord[], capacity: PassCapacity, now: Date) => Allocation[];
+export type PlacementPolicy = (candidates: readonly JobRecord[], capacity: PassCapacity, now: Date, state: PlacementState) => Allocation[];
 
 /**
- * First fit in submit order: each candidate, oldest first, goes on the first node with enough free
- * GPUs of its model; a job that does not fit now waits and later, smaller jobs may pass it (no
- * reservations yet: a large job can wait while small ones flow).
+ * Backfill with reservations by multifactor priority (the default policy; see `plan.ts`): the
+ * highest-priority jobs that cannot start hold reservations, lower ones start only where they
+ * delay none.
+ */
+export function backfill(options: PlanOptions = {}): PlacementPolicy {
+  return (candidates, capacity, now, state) =>
+    plan(state, now, options, candidates).starts.map(({ job, gang }) => {
+      capacity.take(gang);
+      return { job, gang };
+    });
+}
+
+/** The default policy: {@link backfill} with default options. */
+export const defaultPolicy: PlacementPolicy = backfill();
+
+/**
+ * First fit in submit order (`fcfs`-like, no priority, no reservations): each candidate, oldest first, goes on the first node with enough free
+ * GPUs of its model; a job that does not fit now waits and later, smaller jobs may pass it
+ * without limit (a large job can starve while small ones flow).
  */
 export const firstFit: PlacementPolicy = (candidates, capacity) => {
   const out: Allocation[] = [];

@@ -5,15 +5,18 @@
  */
 import { freeGpuIndices, registeredNodes, type JobRecord, type PlacementState } from './state.js';
 
-/**
- * Why a job waits, as a reason code in the manner of Slurm's. Later policies add `Priority`,
- * `Reservation`, `DeadlineUnreachable`.
- */
+/** Why a job waits, as a reason code in the manner of Slurm's. */
 export type PendingReason =
   /** Its inputs are not staged yet. */
   | 'Inputs'
-  /** No node has enough free GPUs of its model now. */
+  /** No node has enough free GPUs of its model now (with a plan: it holds a reservation, or none can be predicted). */
   | 'Resources'
+  /** Higher-priority jobs wait before it and hold every reservation; it starts when a gap fits it. */
+  | 'Priority'
+  /** Free GPUs would fit it now, but it would run into a higher-priority job's reservation. */
+  | 'Reservation'
+  /** Its deadline cannot be met by the current plan. */
+  | 'DeadlineUnreachable'
   /** No node is registered. */
   | 'NoNodes'
   /** Its attempt was lost; it is being requeued. */
