@@ -151,7 +151,7 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .option('--nodes <n>', "nodes of the simulated cluster; default: the trace header's MaxProcs as GPUs / --gpus-per-node")
     .option('--gpus-per-node <n>', 'GPUs per node; default 8')
     .addOption(new Option('--policy <policy>', 'placement policy: strict first come first served, shortest requested time first, or the core default').choices(['default', 'fcfs', 'sjf']))
-    .addOption(new Option('--backfill <on|off>', 'backfill switch of the core (noted when the core has none)').choices(['on', 'off']))
+    .addOption(new Option('--backfill <on|off>', 'backfill switch of the core default policy (default on); ignored, with a note, for fcfs and sjf').choices(['on', 'off']))
     .action(run((ctx, opts) => simulate(ctx, opts as SimulateFlags)));
 
   return program;

@@ -32,6 +32,15 @@ describe('gpunet simulate', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  it('switches the core backfill off: small jobs wait longer than with it on', async () => {
+    const wait = async (backfill: string) => {
+      const run = await gpunet(['simulate', '--trace', 'examples/traces/small.swf', '--backfill', backfill, '--json']);
+      expect(run.code).toBe(0);
+      return (JSON.parse(run.stdout) as { metrics: { p95WaitSmallHalfMs: number } }).metrics.p95WaitSmallHalfMs;
+    };
+    expect(await wait('off')).toBeGreaterThan(await wait('on'));
+  });
+
   it('replays the example trace: one JSON document, the same on a second run', async () => {
     const args = ['simulate', '--trace', 'examples/traces/small.swf', '--policy', 'fcfs', '--json'];
     const first = await gpunet(args);
@@ -43,12 +52,13 @@ describe('gpunet simulate', () => {
   });
 
   it('prints the metrics table for people', async () => {
-    const run = await gpunet(['simulate', '--trace', 'examples/traces/small.swf', '--nodes', '4', '--backfill', 'on']);
+    const run = await gpunet(['simulate', '--trace', 'examples/traces/small.swf', '--nodes', '4', '--policy', 'sjf', '--backfill', 'on']);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('cluster  4 nodes × 8 GPUs = 32 GPUs');
+    expect(run.stdout).toContain('policy   sjf, backfill n/a');
     expect(run.stdout).toMatch(/^jobs run +300$/m);
     expect(run.stdout).toMatch(/^average bounded slowdown \(τ = 10 s\) +\d+\.\d{4}$/m);
-    expect(run.stderr).toContain('note: --backfill on');
+    expect(run.stderr).toContain('note: --backfill on ignored');
   });
 
   it('exits 2 naming the line and the field of a broken trace', async () => {

@@ -26,7 +26,7 @@ export interface SimulateFlags {
 /** The simulator's report as `main.js` prints it; checked, so a drift between the two fails loudly. */
 const Report = z.object({
   policy: z.string(),
-  backfill: z.enum(['on', 'off', 'default']),
+  backfill: z.enum(['on', 'off', 'default', 'n/a']),
   cluster: z.object({ nodes: z.number(), gpusPerNode: z.number(), totalGpus: z.number() }),
   procsPerGpu: z.number(),
   skipped: z.number(),

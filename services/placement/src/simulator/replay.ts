@@ -5,7 +5,7 @@
  * places jobs, called at every event time with that time as its clock. No I/O, no wall clock.
  */
 import type { JobSpec } from '#contracts';
-import { decide, evolve, initialState, type PlacementEvent, type PlacementState } from '../domain/index.js';
+import { decide, evolve, initialState, type DecideOptions, type PlacementEvent, type PlacementState } from '../domain/index.js';
 import { policyFor, type PolicyName } from './policies.js';
 import type { SimJob } from './workload.js';
 
@@ -20,6 +20,11 @@ export interface ReplayOptions {
   cluster: ClusterOptions;
   /** Default `default` (the core's default policy). */
   policy?: PolicyName;
+  /**
+   * The core's backfill switch (`PlanOptions.backfill`), for the `default` policy only; absent:
+   * the core's default. `fcfs` and `sjf` have no backfill (see `simulate`, which notes it).
+   */
+  backfill?: boolean;
   /** Virtual epoch: trace time 0 is this instant (epoch ms). Default 2026-01-01T00:00:00Z. */
   epochMs?: number;
 }
@@ -66,6 +71,7 @@ export function replay(jobs: readonly SimJob[], options: ReplayOptions): ReplayR
   const model = options.cluster.gpuModel ?? 'sim-gpu';
   const epoch = options.epochMs ?? DEFAULT_EPOCH;
   const policy = policyFor(options.policy ?? 'default');
+  const decideOptions: DecideOptions = policy ? { policy } : options.backfill === undefined ? {} : { plan: { backfill: options.backfill } };
   const iso = (ms: number) => new Date(epoch + ms).toISOString();
 
   const state: PlacementState = initialState();
@@ -108,7 +114,7 @@ export function replay(jobs: readonly SimJob[], options: ReplayOptions): ReplayR
       apply({ type: 'InputsStaged', data: { jobId: j.jobId, inputs: [], totalBytes: 0, stagedAt: iso(t) } });
     }
 
-    for (const d of decide(state, new Date(epoch + t), policy ? { policy } : {})) {
+    for (const d of decide(state, new Date(epoch + t), decideOptions)) {
       apply(d);
       if (d.type === 'JobRejected') {
         rejected.push({ jobId: d.data.jobId, message: d.data.message });

@@ -17,14 +17,15 @@ export interface SimulateOptions {
   gpusPerNode?: number;
   /** Default `default`. */
   policy?: PolicyName;
-  /** Asked-for backfill; the core exposes no backfill switch yet, so this is recorded and noted. */
+  /** The core's backfill switch, for the `default` policy; with `fcfs` or `sjf` it is noted and ignored. Default: the core's default (on). */
   backfill?: boolean;
 }
 
 /** The result: what ran on which cluster under which policy, the metrics, and notes for people. */
 export interface SimulationReport {
   policy: PolicyName;
-  backfill: 'on' | 'off' | 'default';
+  /** `n/a` for policies without backfill (fcfs, sjf). */
+  backfill: 'on' | 'off' | 'default' | 'n/a';
   cluster: { nodes: number; gpusPerNode: number; totalGpus: number };
   procsPerGpu: number;
   /** Job lines skipped because the trace does not know their run time or processors. */
@@ -49,16 +50,16 @@ export function simulate(swfText: string, options: SimulateOptions = {}): Simula
   const workload = toWorkload(trace.jobs, { procsPerGpu });
   const nodes = options.nodes ?? nodesFromHeader(trace.header, procsPerGpu, gpusPerNode);
   const policy = options.policy ?? 'default';
-  const result = replay(workload.jobs, { cluster: { nodes, gpusPerNode }, policy });
+  const result = replay(workload.jobs, { cluster: { nodes, gpusPerNode }, policy, ...(options.backfill !== undefined && policy === 'default' ? { backfill: options.backfill } : {}) });
   const notes: string[] = [];
-  if (options.backfill !== undefined) {
-    notes.push(`--backfill ${options.backfill ? 'on' : 'off'}: placement's core has no backfill switch yet, so it maps to the ${policy} policy as is`);
+  if (options.backfill !== undefined && policy !== 'default') {
+    notes.push(`--backfill ${options.backfill ? 'on' : 'off'} ignored: backfill is a switch of the core's default policy, ${policy} has none`);
   }
   if (workload.skipped.length > 0) notes.push(`${workload.skipped.length} job line(s) skipped: run time or processors unknown (first: line ${workload.skipped[0]!.line})`);
   if (result.rejected.length > 0) notes.push(`${result.rejected.length} job(s) rejected by the core (first: ${result.rejected[0]!.jobId}: ${result.rejected[0]!.message})`);
   return {
     policy,
-    backfill: options.backfill === undefined ? 'default' : options.backfill ? 'on' : 'off',
+    backfill: policy !== 'default' ? 'n/a' : options.backfill === undefined ? 'default' : options.backfill ? 'on' : 'off',
     cluster: { nodes, gpusPerNode, totalGpus: result.totalGpus },
     procsPerGpu,
     skipped: workload.skipped.length,

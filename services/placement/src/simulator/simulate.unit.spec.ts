@@ -104,10 +104,24 @@ describe('simulate', () => {
     expect(() => simulate('1 0 -1 10 1 -1 -1 1 -1 -1 1 1 -1 -1 -1 -1 -1 -1')).toThrow(ClusterSizeUnknownError);
   });
 
-  it('accepts --backfill and says it maps to the chosen policy while the core has no switch', () => {
-    const report = simulate(swfTrace(8, [{ job: 1, submit: 0, run: 10, procs: 1 }]), { backfill: true, policy: 'sjf' });
-    expect(report.backfill).toBe('on');
-    expect(report.notes).toEqual(["--backfill on: placement's core has no backfill switch yet, so it maps to the sjf policy as is"]);
+  it('passes --backfill to the core default policy, and notes it is ignored for fcfs and sjf', () => {
+    // One node of 2 GPUs: A (1 GPU, 100 s) at 0, B (2 GPUs, 10 s) at 1, C (1 GPU, 10 s) at 2.
+    // With backfill C runs in the gap before B's reservation at 100; without, B blocks C.
+    const trace = swfTrace(2, [
+      { job: 1, submit: 0, run: 100, procs: 1, req: 100 },
+      { job: 2, submit: 1, run: 10, procs: 2, req: 10 },
+      { job: 3, submit: 2, run: 10, procs: 1, req: 10 },
+    ]);
+    const on = simulate(trace, { gpusPerNode: 2, backfill: true });
+    const off = simulate(trace, { gpusPerNode: 2, backfill: false });
+    expect([on.backfill, off.backfill]).toEqual(['on', 'off']);
+    // Waits: on A 0, B 99, C 0 → 33 s; off A 0, B 99, C 108 → 69 s.
+    expect(on.metrics.averageWaitMs).toBe(33_000);
+    expect(off.metrics.averageWaitMs).toBe(69_000);
+    expect(on.notes).toEqual([]);
+    const sjf = simulate(trace, { gpusPerNode: 2, backfill: true, policy: 'sjf' });
+    expect(sjf.backfill).toBe('n/a');
+    expect(sjf.notes).toEqual(["--backfill on ignored: backfill is a switch of the core's default policy, sjf has none"]);
   });
 });
 
