@@ -56,7 +56,7 @@ describe('placement service', () => {
   let agentsRun = false;
   const releasing = new Set<string>();
 
-  const env = () => ({ GPUNET_NATS_URL: nats.url, GPUNET_STORE_URL: storeUrl, GPUNET_LOG_LEVEL: 'silent' });
+  const env = () => ({ GPUNET_NATS_URL: nats.url, GPUNET_STORE_URL: storeUrl, GPUNET_LOG_LEVEL: 'silent', GPUNET_NODE_LEASE_MS: '600000' }); // its nodes are events only: they never beat
   const queue = () => requestQuery(nc, querySubject('placement', 'GetQueue'), {}, {}, { timeoutMs: 5_000 }) as Promise<GetQueueReply>;
 
   /** A fake agent's whole attempt: held, finished, released (the GPUs are marked free first). */

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { HeartbeatsListener } from './heartbeats/heartbeats.listener.js';
+import { NodeLossWatcher } from './heartbeats/node-loss.watcher.js';
 import { QueueController } from './queue/queue.controller.js';
 import { SchedulerController } from './scheduler/scheduler.controller.js';
 import { SchedulerService } from './scheduler/scheduler.service.js';
@@ -7,6 +8,6 @@ import { SchedulerService } from './scheduler/scheduler.service.js';
 /** Placement: the node inventory, the queue and the passes that place jobs on GPUs. */
 @Module({
   controllers: [SchedulerController, QueueController],
-  providers: [SchedulerService, HeartbeatsListener],
+  providers: [SchedulerService, HeartbeatsListener, NodeLossWatcher],
 })
 export class PlacementModule {}

@@ -1,5 +1,6 @@
 import { defineService } from '#service-kit';
 import { PLACEMENT_STREAM_PREFIX } from './domain/index.js';
+import { PlacementConfig } from './placement.config.js';
 import { PlacementModule } from './placement.module.js';
 
 /**
@@ -9,6 +10,7 @@ import { PlacementModule } from './placement.module.js';
  */
 export const placementService = defineService({
   name: 'placement',
+  config: PlacementConfig,
   module: PlacementModule,
   // One ordering key: every event in stream order, one at a time.
   consumers: () => [{ durable: 'placement', keyOf: () => 'placement', concurrency: 1 }],

@@ -52,7 +52,7 @@ export function placementNodeStreamId(nodeId: string): string {
 export function observeRegistration(state: PlacementState, nodeId: string, receivedAt: number): void {
   const node = state.nodes.get(nodeId);
   if (!node?.registered) return;
-  if (node.lastHeartbeatAt === undefined || node.lastHeartbeatAt < receivedAt) node.lastHeartbeatAt = receivedAt;
+  if (node.registrationSeenAt === undefined || node.registrationSeenAt < receivedAt) node.registrationSeenAt = receivedAt;
 }
 
 /**
@@ -63,8 +63,9 @@ export function detectLostNodes(state: PlacementState, now: Date, options: NodeL
   const nowMs = now.getTime();
   const lost: NodeRecord[] = [];
   for (const node of state.nodes.values()) {
-    if (!node.registered || node.lastHeartbeatAt === undefined) continue;
-    if (nowMs - node.lastHeartbeatAt > leaseOf(node, options)) lost.push(node);
+    if (!node.registered) continue;
+    const seen = Math.max(node.lastHeartbeatAt ?? -Infinity, node.registrationSeenAt ?? -Infinity);
+    if (seen !== -Infinity && nowMs - seen > leaseOf(node, options)) lost.push(node);
   }
   if (lost.length === 0) return [];
   const affected = new Map<string, { jobId: string; attemptId: string }[]>(lost.map((n) => [n.nodeId, []]));
@@ -82,7 +83,7 @@ export function detectLostNodes(state: PlacementState, now: Date, options: NodeL
       data: {
         nodeId: node.nodeId,
         reason: 'heartbeat_timeout' as const,
-        lastSeenAt: node.lastHeartbeatSentAt ?? node.registeredAt ?? new Date(node.lastHeartbeatAt!).toISOString(),
+        lastSeenAt: node.lastHeartbeatSentAt ?? node.registeredAt ?? new Date(Math.max(node.lastHeartbeatAt ?? 0, node.registrationSeenAt ?? 0)).toISOString(),
         detectedAt,
         affectedAttempts: affected.get(node.nodeId)!,
       },

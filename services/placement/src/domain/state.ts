@@ -47,6 +47,8 @@ export interface NodeRecord {
   lastHeartbeatSequence?: number;
   /** Agent clock of the last heartbeat (its `sentAt`): NodeLost's `lastSeenAt`. */
   lastHeartbeatSentAt?: string;
+  /** Placement clock (epoch ms) when this placement process learned of the registration: a lease counts from here until a heartbeat comes. */
+  registrationSeenAt?: number;
   /** `detectedAt` of the NodeLost that took the node out of service (until it registers again). */
   lostAt?: string;
 }

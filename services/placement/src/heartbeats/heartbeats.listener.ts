@@ -11,8 +11,8 @@ export const HEARTBEAT_WILDCARD = `${SUBJECT_PREFIX.heartbeat}.*`;
 /**
  * Keeps the last heartbeat of every node (core NATS `gpunet.hb.<nodeId>`, a NodeHeartbeat as
  * JSON). Liveness only: heartbeats are not history, so they are neither stored nor retried; a
- * heartbeat that does not parse is logged (once per node) and dropped. Declaring a silent node
- * lost reads this data (a later issue).
+ * heartbeat that does not parse is logged (once per node) and dropped. NodeLossWatcher declares a
+ * node silent past its lease lost from this data.
  */
 @Injectable()
 export class HeartbeatsListener implements OnModuleInit, OnModuleDestroy {

@@ -61,6 +61,11 @@ export class SchedulerController {
     return this.handle(ctx);
   }
 
+  @EventPattern<string>('NodeLost')
+  onNodeLost(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+
   private handle(ctx: JetStreamContext): Promise<void> {
     return this.scheduler.handle(ctx.getEvent(), ctx.getLogger());
   }

@@ -2,7 +2,7 @@ import { validateEventData, type NodeHeartbeat } from '#contracts';
 import { ValidationError } from '#errors';
 import { IdempotencyConflictError, WrongExpectedVersionError, type EventStore, type RecordedEvent } from '#event-store';
 import type { BusEvent } from '#messaging';
-import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, type Cause, type Clock, type EventWriter } from '#service-kit';
+import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, SERVICE_CONFIG, type Cause, type Clock, type EventWriter } from '#service-kit';
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
 import {
@@ -18,6 +18,8 @@ import {
   type PlacementEvent,
   type PlacementState,
 } from '../domain/index.js';
+import { detectLostNodes, observeRegistration, placementNodeStreamId, type NodeLossDecision } from '../domain/node-loss.js';
+import type { PlacementConfig } from '../placement.config.js';
 
 /** Events read per page when folding the store at start. */
 const FOLD_PAGE = 5_000;
@@ -57,6 +59,7 @@ export class SchedulerService implements OnModuleInit {
     @Inject(EVENT_WRITER) private readonly writer: EventWriter,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(LOGGER) logger: Logger,
+    @Inject(SERVICE_CONFIG) private readonly config: Pick<PlacementConfig, 'GPUNET_NODE_LEASE_MS'>,
   ) {
     this.log = logger.child({ component: 'scheduler' });
   }
@@ -98,6 +101,34 @@ export class SchedulerService implements OnModuleInit {
     observeHeartbeat(this.state, hb, this.clock.now().getTime());
   }
 
+  /**
+   * Declares every node silent past its lease lost (NodeLost on `placement-node-<nodeId>`, its id
+   * derived from the node's registration so deciding it again writes nothing new), then runs a
+   * pass, which requeues the lost attempts' jobs and places them. Returns the nodes declared lost.
+   */
+  checkNodes(): Promise<string[]> {
+    return this.serially(async () => {
+      const lost = detectLostNodes(this.state, this.clock.now(), { leaseMs: this.config.GPUNET_NODE_LEASE_MS });
+      for (const d of lost) await this.recordNodeLost(d);
+      if (lost.length > 0) await this.pass(undefined);
+      return lost.map((d) => d.data.nodeId);
+    });
+  }
+
+  private async recordNodeLost(d: NodeLossDecision): Promise<void> {
+    const streamId = placementNodeStreamId(d.data.nodeId);
+    const eventId = this.writer.eventIdFor(d.registrationKey, 'NodeLost');
+    try {
+      const result = await this.writer.append(streamId, [{ type: 'NodeLost', data: d.data, eventId }], { causationId: d.registrationKey });
+      evolve(this.state, { type: 'NodeLost', data: d.data, position: result.position });
+      this.log.warn({ nodeId: d.data.nodeId, lastSeenAt: d.data.lastSeenAt, affectedAttempts: d.data.affectedAttempts }, 'node lost: no heartbeat within its lease');
+    } catch (err) {
+      if (!(err instanceof IdempotencyConflictError)) throw err;
+      // Declared before (by an earlier run of placement): that NodeLost stands.
+      for (const e of await this.store.readStream(streamId)) this.apply(e);
+    }
+  }
+
   /** Runs `work` after everything queued before it: the one-at-a-time discipline of a global state. */
   private serially<T>(work: () => Promise<T>): Promise<T> {
     const run = this.tail.then(work, work);
@@ -136,6 +167,8 @@ export class SchedulerService implements OnModuleInit {
     const own = e.streamId === undefined ? undefined : jobIdOfPlacementStream(e.streamId);
     if (own !== undefined && e.revision !== undefined && (this.revisions.get(own) ?? -1n) < e.revision) this.revisions.set(own, e.revision);
     evolve(this.state, { type: e.type, data: e.data, position: e.position } as PlacementEvent);
+    // A registration is a sign of life: the node gets a whole lease for its first heartbeat here.
+    if (e.type === 'NodeRegistered') observeRegistration(this.state, (e.data as { nodeId: string }).nodeId, this.clock.now().getTime());
   }
 
   /** Decides and records until nothing is left to decide (normally one pass). */
