@@ -15,6 +15,8 @@ export interface Gang {
 
 interface NodeFree {
   nodeId: string;
+  /** GPUs the node offers (busy or not). */
+  size: number;
   /** Model → free indices, ascending; models in the order of their lowest index on the node. */
   byModel: Map<string, number[]>;
   count: number;
@@ -41,7 +43,7 @@ export class PassCapacity {
       }
       this.free += indices.length;
       for (const list of byModel.values()) this.maxGang = Math.max(this.maxGang, list.length);
-      return { nodeId: node.nodeId, byModel, count: indices.length };
+      return { nodeId: node.nodeId, size: node.gpus.length, byModel, count: indices.length };
     });
   }
 
@@ -70,6 +72,54 @@ export class PassCapacity {
       }
     }
     return undefined;
+  }
+
+  /**
+   * Whole free nodes for a job larger than any node: nodes entirely free and of one model (the
+   * requested one, or the first model that can hold the job), in first-fit order; every GPU of
+   * each node but the last, the rest on the last. All or nothing: undefined unless the whole
+   * request fits now. Nothing is taken; see {@link takeAll}.
+   */
+  fitWhole(request: Pick<GpuRequest, 'gpus' | 'gpuModel'>): Gang[] | undefined {
+    if (request.gpus > this.free) return undefined;
+    const byModel = new Map<string, NodeFree[]>();
+    for (const node of this.nodes) {
+      if (node.count !== node.size || node.byModel.size !== 1) continue;
+      const model = node.byModel.keys().next().value!;
+      if (request.gpuModel !== undefined && model !== request.gpuModel) continue;
+      const list = byModel.get(model);
+      if (list) list.push(node);
+      else byModel.set(model, [node]);
+    }
+    for (const [gpuModel, nodes] of byModel) {
+      const gangs: Gang[] = [];
+      let left = request.gpus;
+      for (const node of nodes) {
+        if (left === 0) break;
+        const indices = node.byModel.get(gpuModel)!.slice(0, Math.min(left, node.size));
+        gangs.push({ nodeId: node.nodeId, gpuModel, gpuIndices: indices });
+        left -= indices.length;
+      }
+      if (left === 0) return gangs;
+    }
+    return undefined;
+  }
+
+  /**
+   * Takes every gang of one job, or none: each is checked before any is taken, so a gang that is
+   * not free can never leave part of a job held (a partial hold could deadlock two large jobs).
+   */
+  takeAll(gangs: readonly Gang[]): void {
+    const seen = new Set<string>();
+    for (const gang of gangs) {
+      const free = this.nodes.find((n) => n.nodeId === gang.nodeId)?.byModel.get(gang.gpuModel);
+      for (const i of gang.gpuIndices) {
+        const key = `${gang.nodeId}/${i}`;
+        if (!free?.includes(i) || seen.has(key)) throw new GangNotFreeError(gang);
+        seen.add(key);
+      }
+    }
+    for (const gang of gangs) this.take(gang);
   }
 
   /** Takes a gang out of the pass's free GPUs. Throws when one of its GPUs is not free: a bug in a policy, never to be written down. */
