@@ -4,6 +4,7 @@ import { evolve, type PlacementEvent } from './evolve.js';
 import { ev, given, T0, type Unpositioned } from './fixtures.js';
 import { plan } from './plan.js';
 import { firstFit, type PlacementPolicy } from './policy.js';
+import { queueView } from './queue-view.js';
 import { initialState, type PlacementState } from './state.js';
 
 const MIN = 60_000;
@@ -174,5 +175,20 @@ describe('plan: a mixed workload in virtual time', () => {
     const wait = (o: Outcome) => Math.max(...workload().filter((j) => j.gpus === 8).map((j) => o.starts.get(j.id)! - j.arrival));
     // Seeded run: longest wait of a large job about 17 min with backfill, about 103 min with first fit.
     expect(wait(bf)).toBeLessThan(wait(ff));
+  });
+});
+
+describe('queueView with a plan', () => {
+  it('shows the plan\'s reason, rank and expected start for placeable jobs, and keeps the other codes', () => {
+    const h = given(ev.node('n1', 4), submitted('run', 4, HOUR), ev.placed('run', 1, 'n1', [0, 1, 2, 3]), heldAt('run', 'n1', [0, 1, 2, 3], T0))
+      .apply(submitted('big', 4, HOUR), ev.staged('big'), submitted('wait', 1, HOUR), submitted('gone', 1, HOUR), ev.staged('gone'), ev.cancelRequested('gone'));
+    const p = plan(h.state, T0 + MIN, { reservationDepth: 1 });
+    const view = queueView(h.state, p).pending.map((v) => [v.job.jobId, v.reason, v.rank, v.expectedStart]);
+    expect(view).toEqual([
+      ['big', 'Resources', 1, T0 + HOUR],
+      ['wait', 'Inputs', undefined, undefined],
+      ['gone', 'Cancelling', undefined, undefined],
+    ]);
+    expect(queueView(h.state).pending.map((v) => v.reason)).toEqual(['Resources', 'Inputs', 'Cancelling']);
   });
 });

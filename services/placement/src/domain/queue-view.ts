@@ -3,6 +3,7 @@
  * and why it waits, and each node with its free GPUs. Read after a pass, so a staged job still in
  * the queue is one that did not fit.
  */
+import type { Plan } from './plan.js';
 import { freeGpuIndices, registeredNodes, type JobRecord, type PlacementState } from './state.js';
 
 /** Why a job waits, as a reason code in the manner of Slurm's. */
@@ -29,6 +30,9 @@ export interface PendingJobView {
   /** 1-based place in line (submit order). */
   position: number;
   reason: PendingReason;
+  /** With a plan: its priority rank among placeable jobs, and when it is expected to start (epoch ms), if known. */
+  rank?: number;
+  expectedStart?: number;
 }
 
 export interface NodeView {
@@ -41,10 +45,20 @@ export interface NodeView {
   lastHeartbeatAt?: number;
 }
 
-/** The waiting jobs in line, and the registered nodes in first-fit order. */
-export function queueView(state: PlacementState): { pending: PendingJobView[]; nodes: NodeView[] } {
+/**
+ * The waiting jobs in line, and the registered nodes in first-fit order. Given the pass's
+ * {@link Plan} (`plan(state, now)`), placeable jobs carry its reason (`Resources`, `Priority`,
+ * `Reservation`), rank and expected start; without one, every placeable job shows `Resources`.
+ */
+export function queueView(state: PlacementState, plan?: Plan): { pending: PendingJobView[]; nodes: NodeView[] } {
   const nodes = registeredNodes(state);
-  const pending = state.queue.map((job, i): PendingJobView => ({ job, position: i + 1, reason: reasonOf(job, nodes.length > 0) }));
+  const planned = new Map(plan?.jobs.map((p) => [p.job.jobId, p]));
+  const pending = state.queue.map((job, i): PendingJobView => {
+    const base: PendingJobView = { job, position: i + 1, reason: reasonOf(job, nodes.length > 0) };
+    const p = base.reason === 'Resources' ? planned.get(job.jobId) : undefined;
+    if (!p) return base;
+    return { ...base, reason: p.reason ?? 'Resources', rank: p.rank, ...(p.expectedStart !== undefined ? { expectedStart: p.expectedStart } : {}) };
+  });
   return {
     pending,
     nodes: nodes.map((n) => ({
