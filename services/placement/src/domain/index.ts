@@ -5,6 +5,7 @@
 export * from './attempt-id.js';
 export * from './capacity.js';
 export * from './decide.js';
+export * from './estimate.js';
 export * from './evolve.js';
 export * from './plan.js';
 export * from './policy.js';
