@@ -12,9 +12,9 @@ import { OutputFile } from './events/data.js';
 import { JOB_REJECTION_REASONS } from './events/job.js';
 import { UsageRecorded } from './events/ledger.js';
 import { FieldIssue, fieldError, strictObject } from './issues.js';
-import { JobSpec } from './job-spec.js';
+import { JobSpec, JobSpecInput } from './job-spec.js';
 import { EVERY_SERVICE, defineQuery } from './message.js';
-import { AttemptId, ByteCount, Currency, DurationMs, GpuIndex, GpuIndices, GpuModel, JobId, JobOutcome, Micros, NodeId, TeamId, Timestamp } from './primitives.js';
+import { AttemptId, ByteCount, Currency, DurationMs, GpuCount, GpuIndex, GpuIndices, GpuModel, JobId, JobOutcome, Micros, NodeId, TeamId, Timestamp } from './primitives.js';
 import { SERVICE_NAMES } from './subjects.js';
 
 // ── job read model ────────────────────────────────────────────────────────────────────────
@@ -248,6 +248,72 @@ export const GetQueueReply = z
   .describe('The queue as placement sees it.');
 export type GetQueueReply = z.output<typeof GetQueueReply>;
 
+// ── estimates before submitting ───────────────────────────────────────────────────────────
+
+export const Estimate = strictObject(
+  {
+    team: TeamId.describe('Who would submit it (its fair share sets the priority). Intake fills it from the caller\'s API key.'),
+    request: z
+      .object({
+        gpus: GpuCount,
+        gpuModel: GpuModel.optional().describe('Required GPU model; absent: any model.'),
+        timeLimitMs: DurationMs.min(1).describe('The job\'s time limit, in ms.'),
+      })
+      .describe('The request part of a job spec.'),
+  },
+  'Estimate',
+).describe('Internal: where a job that is not submitted would land in the current plan (at the back of the queue, with its priority).');
+export type Estimate = z.output<typeof Estimate>;
+
+export const EstimateReply = z
+  .object({
+    runnable: z.boolean().describe('False when no node can ever run it, or its start cannot be predicted.'),
+    reason: z
+      .string()
+      .describe(
+        'When runnable: `StartsNow`, or why it would wait (`Resources`, `Reservation`, `Priority`). Otherwise: `NoNodes` (none registered), `NoNodeFits` (no node has that many GPUs of one model), `Unpredictable` (behind work whose end is unknown).',
+      ),
+    expectedStart: Timestamp.optional().describe('When it is expected to start (when runnable).'),
+    expectedEnd: Timestamp.optional().describe('Expected start plus the time limit: the latest it would end (when runnable).'),
+    gpuModel: GpuModel.optional().describe('The GPU model it would run on (when runnable).'),
+    at: Timestamp.describe('The plan time this answer is for.'),
+  })
+  .describe('Where the job would land in the current plan.');
+export type EstimateReply = z.output<typeof EstimateReply>;
+
+export const Quote = strictObject(
+  {
+    gpuModel: GpuModel.describe('The GPU model it would run on.'),
+    gpus: GpuCount,
+    durationMs: DurationMs.describe('Billable time to price, in ms.'),
+    at: Timestamp.describe('When it would run: the price list in force then applies.'),
+  },
+  'Quote',
+).describe('Internal: the price of GPUs of a model for a duration, by the ledger\'s price list and rounding.');
+export type Quote = z.output<typeof Quote>;
+
+export const QuoteReply = z
+  .object({
+    amountMicros: Micros.describe('gpus × durationMs × rate / 1 h, rounded half up once, as a usage line would be.'),
+    currency: Currency,
+    rateMicrosPerGpuHour: Micros.describe('The rate applied.'),
+    priceListVersion: z.int().min(1).describe('The price list version the rate comes from.'),
+  })
+  .describe('A price, as the ledger would charge it.');
+export type QuoteReply = z.output<typeof QuoteReply>;
+
+export const EstimateJob = strictObject({ spec: JobSpecInput }, 'EstimateJob').describe(
+  'Estimate a job without submitting it: the same spec as `SubmitJob`.',
+);
+export type EstimateJob = z.output<typeof EstimateJob>;
+
+export const EstimateJobReply = EstimateReply.extend({
+  deadlineAt: Timestamp.optional().describe('The spec\'s deadline as an instant, if it has one.'),
+  charge: QuoteReply.optional()
+    .describe('The expected charge at most: its whole time limit, priced by the ledger at the expected start (when runnable; billing counts only the time held).'),
+}).describe('When the job would start and end, and what it would cost at most; nothing is submitted.');
+export type EstimateJobReply = z.output<typeof EstimateJobReply>;
+
 export const queries = [
   defineQuery({
     name: 'GetJob',
@@ -288,5 +354,29 @@ export const queries = [
     description: 'The jobs waiting for GPUs, in line with why each waits, and the nodes with their free GPUs.',
     schema: GetQueue,
     replySchema: GetQueueReply,
+  }),
+  defineQuery({
+    name: 'Estimate',
+    version: 1,
+    service: 'placement',
+    description: 'Where a job that is not submitted would land in the current plan: expected start and end, or why it cannot run.',
+    schema: Estimate,
+    replySchema: EstimateReply,
+  }),
+  defineQuery({
+    name: 'Quote',
+    version: 1,
+    service: 'ledger',
+    description: 'The price of GPUs of a model for a duration at a time, as the ledger would charge it.',
+    schema: Quote,
+    replySchema: QuoteReply,
+  }),
+  defineQuery({
+    name: 'EstimateJob',
+    version: 1,
+    service: 'intake',
+    description: 'Estimate a job spec without submitting it: expected start, end and charge (same as `POST /v1/estimate`).',
+    schema: EstimateJob,
+    replySchema: EstimateJobReply,
   }),
 ] as const;

@@ -35,6 +35,8 @@ export type Estimate =
       expectedEnd: number;
       /** Why it would wait; undefined when it would start now. */
       reason?: EstimateWait;
+      /** The GPU model it would run on (the requested one, or the one the plan found). */
+      gpuModel: string;
       /** 1-based rank by priority among the placeable jobs with it. */
       rank: number;
       /** Its priority as it would be now. */
@@ -89,6 +91,8 @@ export function estimate(state: PlacementState, request: EstimateRequest, now: n
     expectedStart: entry.expectedStart,
     expectedEnd: entry.expectedStart + request.timeLimitMs,
     ...(entry.reason !== undefined ? { reason: entry.reason } : {}),
+    // A start is either a gang now or a reservation.
+    gpuModel: (entry.start ?? entry.reservation)!.gpuModel,
     rank: entry.rank,
     priority: entry.priority,
   };

@@ -24,6 +24,7 @@ describe('estimate: a job that is not submitted, at the back of the queue', () =
       runnable: true,
       expectedStart: T0 + 10 * MIN,
       expectedEnd: T0 + 40 * MIN,
+      gpuModel: 'A100',
       rank: 1,
       priority: expect.any(Number),
     });
