@@ -9,6 +9,7 @@ import { down } from './commands/down.js';
 import { cancel, invoice, list, logs, output, status } from './commands/jobs.js';
 import { simulate, type SimulateFlags } from './commands/simulate.js';
 import { submit } from './commands/submit.js';
+import { estimate } from './commands/estimate.js';
 import { up } from './commands/up.js';
 import { wait } from './commands/wait.js';
 import { EXIT, exitCodeForError, type ExitCode } from './exit-codes.js';
@@ -99,6 +100,15 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .option('--wait', 'then wait for the job like `gpunet wait` (exit status by its outcome)')
     .option('--timeout <duration>', 'with --wait: give up waiting after this long')
     .action(run((ctx, operands, opts) => submit(ctx, operands as string[], opts as Parameters<typeof submit>[2]), { flagHints: true }));
+
+  withConnection(command('estimate'))
+    .description('when a job would start and end and what it would cost at most, without submitting it')
+    .argument('<job.yaml>', 'the job file (its local inputs are not uploaded)')
+    .option('--gpus <n>', 'GPUs to request instead of the file\'s')
+    .option('--gpu-model <model>', 'GPU model required, e.g. A100-80GB')
+    .option('--time-limit <duration>', 'longest the job may run, e.g. 10m')
+    .option('--deadline <time>', 'finish by this ISO time, +duration or phrase')
+    .action(run((ctx, file, opts) => estimate(ctx, [file as string], opts as Parameters<typeof estimate>[2])));
 
   withConnection(command('status'))
     .description('a job: state, attempts (node, GPUs, held time), outputs, timeline summary')

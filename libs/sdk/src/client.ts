@@ -1,5 +1,6 @@
 import {
   CancelJobReply,
+  EstimateJobReply,
   FINAL_JOB_STATES,
   GetChargesReply,
   JobEvents,
@@ -79,6 +80,17 @@ export class GpunetClient {
 
   constructor(private readonly options: GpunetClientOptions) {
     this.http = new HttpTransport({ ...options.http, baseUrl: options.baseUrl, apiKey: options.apiKey });
+  }
+
+  /**
+   * Where the job would land if submitted now, without submitting it (`POST /v1/estimate`):
+   * expected start and end, the GPU model, and the charge of its whole time limit (an upper
+   * bound), or why it cannot run (`runnable: false`). Local inputs (`from:`) are left out rather
+   * than uploaded: neither the plan nor the price depends on them.
+   */
+  async estimate(spec: JobFileSpec | string): Promise<EstimateJobReply> {
+    const body = typeof spec === 'string' ? parseJobFileText(spec) : spec;
+    return this.http.json({ method: 'POST', path: '/v1/estimate', body: { spec: withoutLocalInputs(body) }, idempotent: true }, EstimateJobReply);
   }
 
   /**
@@ -270,4 +282,12 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     };
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** `spec` without its local inputs (`from:`), for an estimate; the spec itself is not modified. */
+function withoutLocalInputs(spec: JobFileSpec): JobFileSpec {
+  if (unresolvedInputs(spec).length === 0) return spec;
+  const data = (spec as { data?: { inputs?: unknown[] } }).data!;
+  const inputs = data.inputs!.filter((item) => !(typeof item === 'object' && item !== null && 'from' in item));
+  return { ...spec, data: { ...data, inputs } } as JobFileSpec;
 }

@@ -2,6 +2,9 @@ import { Module, type Type } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { Authenticator } from './auth/authenticator.js';
 import { ChargesHttpController } from './charges/charges.http.controller.js';
+import { EstimateHttpController } from './estimate/estimate.http.controller.js';
+import { EstimateNatsController } from './estimate/estimate.nats.controller.js';
+import { EstimateService } from './estimate/estimate.service.js';
 import { ErrorFilter } from './http/error.filter.js';
 import { HealthHttpController } from './http/health.http.controller.js';
 import { JobViewsFeed } from './jobs/job-views.feed.js';
@@ -26,11 +29,12 @@ export interface IntakeStartState {
  */
 export function intakeModule(started: () => IntakeStartState): Type<unknown> {
   @Module({
-    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, HealthHttpController, JobsNatsController],
+    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController],
     providers: [
       { provide: Authenticator, useFactory: () => started().authenticator },
       { provide: JobViewsFeed, useFactory: () => started().feed },
       JobsService,
+      EstimateService,
       JobLogs,
       OutputFiles,
       { provide: APP_FILTER, useClass: ErrorFilter },

@@ -2,12 +2,13 @@ import { Module } from '@nestjs/common';
 import { ChargesController } from './charges/charges.controller.js';
 import { PriceBookService } from './prices/price-book.service.js';
 import { PricesController } from './prices/prices.controller.js';
+import { QuoteController } from './prices/quote.controller.js';
 import { UsageController } from './usage/usage.controller.js';
 import { UsageRecorderService } from './usage/usage-recorder.service.js';
 
 /** The ledger: price lists, one usage line per finished attempt, charges by query. */
 @Module({
-  controllers: [UsageController, PricesController, ChargesController],
+  controllers: [UsageController, PricesController, ChargesController, QuoteController],
   providers: [PriceBookService, UsageRecorderService],
 })
 export class LedgerModule {}

@@ -1,11 +1,11 @@
-import { querySubject, type GetQueue, type GetQueueReply } from '#contracts';
+import { querySubject, type Estimate, type EstimateReply, type GetQueue, type GetQueueReply } from '#contracts';
 import { CLOCK, type Clock } from '#service-kit';
 import { Controller, Inject } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { queueView } from '../domain/index.js';
+import { estimate, queueView } from '../domain/index.js';
 import { SchedulerService } from '../scheduler/scheduler.service.js';
 
-/** Answers `gpunet.qry.placement.GetQueue` from the live state (for `gpunet status`). */
+/** Answers `gpunet.qry.placement.GetQueue` (for `gpunet status`) and `Estimate` (for `gpunet estimate`) from the live state. */
 @Controller()
 export class QueueController {
   constructor(
@@ -40,6 +40,23 @@ export class QueueController {
         ...(n.lastHeartbeatAt !== undefined ? { lastHeartbeatAt: new Date(n.lastHeartbeatAt).toISOString() } : {}),
       })),
       at: this.clock.now().toISOString(),
+    };
+  }
+
+  /** Where the request would land if its team submitted it now; reads the state, changes nothing. */
+  @MessagePattern(querySubject('placement', 'Estimate'))
+  estimate(@Payload() query: Estimate): EstimateReply {
+    const now = this.clock.now();
+    const e = estimate(this.scheduler.state, { team: query.team, ...query.request }, now);
+    const at = now.toISOString();
+    if (!e.runnable) return { runnable: false, reason: e.reason, at };
+    return {
+      runnable: true,
+      reason: e.reason ?? 'StartsNow',
+      expectedStart: new Date(e.expectedStart).toISOString(),
+      expectedEnd: new Date(e.expectedEnd).toISOString(),
+      gpuModel: e.gpuModel,
+      at,
     };
   }
 }

@@ -1,0 +1,115 @@
+/**
+ * Estimates before submitting, across real processes (`gpunet up`: one agent of 4 simulated
+ * GPUs priced 1 µ per GPU-ms): over HTTP with the SDK, over NATS (`gpunet.qry.intake.EstimateJob`)
+ * and with the CLI; the estimate follows the live plan and submits nothing.
+ */
+import { HEADERS, Queries, type EstimateJobReply } from '#contracts';
+import { requestQuery } from '#messaging';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { runCli } from '../../libs/cli/src/program.js';
+import { scriptJob } from '../support/jobs.js';
+import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { until } from '../support/poll.js';
+
+let net: TestNetwork | undefined;
+const network = () => net!;
+const e2e = (body: () => Promise<void>) => withLogsOnFailure(() => net, body);
+const MINUTE = 60_000;
+
+beforeAll(async () => {
+  net = await TestNetwork.start({ agents: 1, gpus: 4 });
+}, 90_000);
+
+afterAll(async () => {
+  await net?.stop();
+}, 60_000);
+
+describe('gpunet estimate', () => {
+  it(
+    'on idle GPUs: starts now, ends after its time limit, costs its whole time limit at the ledger\'s rate, and submits nothing',
+    e2e(async () => {
+      const before = await network().events({ types: ['JobSubmitted'] });
+      const e = await network().client().estimate(scriptJob('echo hi', { gpus: 2, timeLimit: '10m' }));
+      expect(e).toMatchObject({ runnable: true, reason: 'StartsNow', gpuModel: 'sim-gpu' });
+      expect(Date.parse(e.expectedStart!)).toBe(Date.parse(e.at));
+      expect(Date.parse(e.expectedEnd!) - Date.parse(e.expectedStart!)).toBe(10 * MINUTE);
+      // sim-gpu: 1 µ per GPU-ms = 3,600,000 µ per GPU-hour; 2 GPUs × 10 min.
+      expect(e.charge).toMatchObject({ amountMicros: 2 * 10 * MINUTE, rateMicrosPerGpuHour: 3_600_000, priceListVersion: 1 });
+      expect(await network().events({ types: ['JobSubmitted'] })).toHaveLength(before.length);
+    }),
+    30_000,
+  );
+
+  it(
+    'behind a running job that holds every GPU: starts when its time limit ends; too large for any node: cannot run',
+    e2e(async () => {
+      const client = network().client();
+      const { jobId } = await client.submit(scriptJob('sleep 60', { gpus: 4, timeLimit: '2m' }));
+      const view = await until('the blocker holds its GPUs', async () => {
+        const v = await client.getJob(jobId);
+        return v.attempts[0]?.heldAt !== undefined ? v : undefined;
+      }, { timeoutMs: 20_000 });
+      const heldUntil = Date.parse(view.attempts[0]!.heldAt!) + 2 * MINUTE;
+      // Placement learns of ComputeHeld on the bus: until then it counts from JobPlaced.
+      const e = await until('the estimate counts from the hold', async () => {
+        const r = await client.estimate(scriptJob('echo after', { gpus: 1, timeLimit: '5m' }));
+        return Date.parse(r.expectedStart ?? '') === heldUntil ? r : undefined;
+      }, { timeoutMs: 10_000 });
+      expect(e).toMatchObject({ runnable: true, reason: 'Resources' });
+      expect(Date.parse(e.expectedEnd!)).toBe(Date.parse(e.expectedStart!) + 5 * MINUTE);
+
+      expect(await client.estimate(scriptJob('echo big', { gpus: 8 }))).toEqual(expect.objectContaining({ runnable: false, reason: 'NoNodeFits' }));
+      await client.cancel(jobId);
+    }),
+    60_000,
+  );
+
+  it(
+    'answers the same over NATS with the API key header, and names the field of an invalid spec',
+    e2e(async () => {
+      const nc = await network().nats();
+      const h = natsHeaders();
+      h.set(HEADERS.authorization, `Bearer ${network().apiKey}`);
+      const q = Queries.EstimateJob;
+      const spec = { work: { kind: 'script', script: { inline: 'true' } }, request: { gpus: 1, timeLimit: '1m' } };
+      const e = await requestQuery<EstimateJobReply>(nc, q.subject, { spec }, { response: q.replySchema }, { headers: h });
+      expect(e).toMatchObject({ runnable: true, gpuModel: 'sim-gpu', charge: { amountMicros: MINUTE } });
+      const bad = { spec: { ...spec, request: { gpus: 0, timeLimit: '1m' } } };
+      await expect(requestQuery(nc, q.subject, bad, {}, { headers: natsHeaders() })).rejects.toThrow();
+      const h2 = natsHeaders();
+      h2.set(HEADERS.authorization, `Bearer ${network().apiKey}`);
+      await expect(requestQuery(nc, q.subject, bad, {}, { headers: h2 })).rejects.toMatchObject({ issues: [expect.objectContaining({ path: 'spec.request.gpus' })] });
+    }),
+    30_000,
+  );
+
+  it(
+    'gpunet estimate job.yaml prints it for people, and one JSON document with --json',
+    e2e(async () => {
+      const dir = network().dataDir;
+      await writeFile(join(dir, 'est.yaml'), 'work:\n  kind: script\n  script: { inline: "true" }\nrequest:\n  gpus: 1\n  timeLimit: 30m\n');
+      const run = async (args: string[]) => {
+        const out = new PassThrough();
+        const err = new PassThrough();
+        const chunks: Buffer[] = [];
+        out.on('data', (c: Buffer) => chunks.push(c));
+        err.resume();
+        const env = { GPUNET_URL: network().url, GPUNET_API_KEY: network().apiKey };
+        const code = await runCli(args, { stdout: out, stderr: err, env, cwd: dir });
+        return { code, text: Buffer.concat(chunks).toString('utf8') };
+      };
+      const human = await run(['estimate', 'est.yaml']);
+      expect(human.code).toBe(0);
+      expect(human.text).toMatch(/^starts: {3}(now|in .+) \(/m);
+      expect(human.text).toMatch(/charge: {3}at most 1\.800000 /);
+      const json = await run(['estimate', 'est.yaml', '--json']);
+      expect(json.code).toBe(0);
+      expect(JSON.parse(json.text)).toMatchObject({ runnable: true, charge: { amountMicros: 30 * MINUTE } });
+    }),
+    30_000,
+  );
+});
