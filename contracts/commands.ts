@@ -5,7 +5,7 @@
  * never from the payload. The reply is a {@link ReplyEnvelope} around `replySchema`.
  */
 import { z } from 'zod';
-import { fieldError, strictObject } from './issues.js';
+import { FieldIssue, fieldError, strictObject } from './issues.js';
 import { JobSpecInput } from './job-spec.js';
 import { defineCommand } from './message.js';
 import { OutputFile } from './events/data.js';
@@ -38,6 +38,10 @@ export const SubmitJobReply = z
     state: JobState,
     submittedAt: Timestamp.describe('When intake accepted the job.'),
     duplicate: z.boolean().describe('True when the idempotency key was seen before and this is the original job.'),
+    warnings: z
+      .array(FieldIssue)
+      .optional()
+      .describe('Accepted despite these, e.g. a deadline the current plan cannot meet under `Gpunet-Deadline-Policy: warn`.'),
   })
   .describe('The accepted job.');
 export type SubmitJobReply = z.output<typeof SubmitJobReply>;

@@ -58,6 +58,12 @@ export const HEADERS = {
   authorization: 'Authorization',
   /** Makes a `SubmitJob` safe to retry; same meaning as the HTTP header. */
   idempotencyKey: 'Idempotency-Key',
+  /**
+   * On a submit with a deadline: `reject` (default) refuses a deadline the current plan cannot
+   * meet (400 naming `request.deadline`); `warn` accepts the job with a warning in the reply.
+   * Same meaning as the HTTP header.
+   */
+  deadlinePolicy: 'Gpunet-Deadline-Policy',
 } as const;
 export type HeaderName = (typeof HEADERS)[keyof typeof HEADERS];
 

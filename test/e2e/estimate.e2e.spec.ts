@@ -112,4 +112,29 @@ describe('gpunet estimate', () => {
     }),
     30_000,
   );
+
+  it(
+    'at submit, refuses a deadline the plan cannot meet with the earliest finish, or accepts it with a warning under Gpunet-Deadline-Policy: warn',
+    e2e(async () => {
+      const client = network().client();
+      const { jobId: blocker } = await client.submit(scriptJob('sleep 60', { gpus: 4, timeLimit: '10m' }));
+      await until('the blocker is placed', async () => ((await client.getJob(blocker)).attempts.length > 0 ? true : undefined), { timeoutMs: 20_000 });
+      const late = { ...scriptJob('echo late', { gpus: 1, timeLimit: '1m' }), request: { gpus: 1, timeLimit: '1m', deadline: '+5m' } };
+      const before = (await network().events({ types: ['JobSubmitted'] })).length;
+      const refused = await client.submit(late).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(refused).toMatchObject({ status: 400, issues: [expect.objectContaining({ path: 'request.deadline', message: expect.stringMatching(/earliest possible finish is \S+Z/) })] });
+      expect(await network().events({ types: ['JobSubmitted'] })).toHaveLength(before);
+
+      const warned = await client.submit(late, { deadlinePolicy: 'warn' });
+      expect(warned.warnings).toEqual([expect.objectContaining({ path: 'request.deadline' })]);
+      // A deadline the plan meets is accepted without warnings.
+      const fine = await client.submit({ ...late, request: { ...late.request, deadline: '+1h' } });
+      expect(fine.warnings).toBeUndefined();
+      await Promise.all([blocker, warned.jobId, fine.jobId].map((id) => client.cancel(id)));
+    }),
+    60_000,
+  );
 });

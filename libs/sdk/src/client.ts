@@ -98,8 +98,10 @@ export class GpunetClient {
    * a job.yaml. Safe to retry: without `idempotencyKey` a fresh one is made per call and reused
    * for this call's own retries, so a lost answer never creates the job twice.
    * A spec with `from:` inputs not yet uploaded is refused here: call {@link uploadInputs} first.
+   * A deadline the current plan cannot meet is refused (`request.deadline`, with the earliest
+   * possible finish) unless `deadlinePolicy: 'warn'`, which accepts it with `warnings`.
    */
-  async submit(spec: JobFileSpec | string, options: { idempotencyKey?: string } = {}): Promise<SubmitJobReply> {
+  async submit(spec: JobFileSpec | string, options: { idempotencyKey?: string; deadlinePolicy?: 'reject' | 'warn' } = {}): Promise<SubmitJobReply> {
     const body = typeof spec === 'string' ? parseJobFileText(spec) : spec;
     const pending = unresolvedInputs(body);
     if (pending.length > 0) {
@@ -110,7 +112,13 @@ export class GpunetClient {
     }
     const idempotencyKey = options.idempotencyKey ?? randomUUID();
     return this.http.json(
-      { method: 'POST', path: '/v1/jobs', body: { spec: body, idempotencyKey }, headers: { 'idempotency-key': idempotencyKey }, idempotent: true },
+      {
+        method: 'POST',
+        path: '/v1/jobs',
+        body: { spec: body, idempotencyKey },
+        headers: { 'idempotency-key': idempotencyKey, ...(options.deadlinePolicy ? { 'gpunet-deadline-policy': options.deadlinePolicy } : {}) },
+        idempotent: true,
+      },
       SubmitJobReply,
     );
   }

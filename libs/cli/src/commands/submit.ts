@@ -18,6 +18,8 @@ import { followJob, waitTimeoutMs } from './wait.js';
 
 export interface SubmitOptions extends SubmitFlags {
   idempotencyKey?: string;
+  /** `warn`: accept a deadline the current plan cannot meet, with a warning (default `reject`). */
+  deadlinePolicy?: 'reject' | 'warn';
   wait?: boolean;
   timeout?: string;
 }
@@ -74,7 +76,11 @@ export async function submit(ctx: CommandContext, operands: string[], opts: Subm
   });
   bar.stop();
 
-  const reply = await client.submit(ready, opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {});
+  const reply = await client.submit(ready, {
+    ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
+    ...(opts.deadlinePolicy ? { deadlinePolicy: opts.deadlinePolicy } : {}),
+  });
+  for (const w of reply.warnings ?? []) out.note(`warning: ${w.path} ${w.message}`);
   const summary = { ...reply, inputs: inputs.map(({ source: _source, ...u }) => u) };
   out.line(`${reply.duplicate ? 'already submitted (same idempotency key)' : 'submitted'}: ${reply.jobId}`);
   if (!opts.wait) {

@@ -25,16 +25,9 @@ export class EstimateService {
   async estimate(principal: Principal, body: unknown, trace: RequestTrace = {}): Promise<EstimateJobReply> {
     authorize(principal, 'jobs:submit');
     const submission = parseSubmission(body, undefined, this.clock.now(), principal.timeZone);
-    const { gpus, gpuModel, timeLimitMs } = submission.spec.request;
+    const { gpus, timeLimitMs } = submission.spec.request;
     const options = trace.correlationId !== undefined ? { correlationId: trace.correlationId } : {};
-    const placed = Queries.Estimate;
-    const e = await requestQuery<EstimateReply>(
-      this.nc,
-      placed.subject,
-      { team: principal.team, request: { gpus, timeLimitMs, ...(gpuModel !== undefined ? { gpuModel } : {}) } },
-      { request: placed.schema, response: placed.replySchema },
-      options,
-    );
+    const e = await this.placement(principal.team, submission.spec.request, trace);
     const deadline = submission.deadlineAt !== undefined ? { deadlineAt: submission.deadlineAt } : {};
     if (!e.runnable || e.gpuModel === undefined || e.expectedStart === undefined) return { ...e, ...deadline };
     const q = Queries.Quote;
@@ -46,5 +39,18 @@ export class EstimateService {
       options,
     );
     return { ...e, ...deadline, charge };
+  }
+
+  /** Where a request of `team` would land in placement's current plan (`gpunet.qry.placement.Estimate`). */
+  placement(team: string, request: { gpus: number; gpuModel?: string | undefined; timeLimitMs: number }, trace: RequestTrace = {}): Promise<EstimateReply> {
+    const q = Queries.Estimate;
+    const { gpus, gpuModel, timeLimitMs } = request;
+    return requestQuery<EstimateReply>(
+      this.nc,
+      q.subject,
+      { team, request: { gpus, timeLimitMs, ...(gpuModel !== undefined ? { gpuModel } : {}) } },
+      { request: q.schema, response: q.replySchema },
+      trace.correlationId !== undefined ? { correlationId: trace.correlationId } : {},
+    );
   }
 }

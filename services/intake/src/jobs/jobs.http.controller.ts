@@ -5,6 +5,7 @@ import type { Request, Response } from 'express';
 import { Authenticator } from '../auth/authenticator.js';
 import { correlationIdOf, jobIdParam, listQuery } from '../http/request.js';
 import type { JobEvents } from '#contracts';
+import { deadlinePolicyHeader } from '../estimate/deadline-policy.js';
 import { JobsService } from './jobs.service.js';
 
 /** `/v1/jobs`: submit, read, list, cancel, timeline. Thin: every decision is in JobsService. */
@@ -15,16 +16,18 @@ export class JobsHttpController {
     private readonly jobs: JobsService,
   ) {}
 
-  /** 201 with the new job; 200 with the original when the Idempotency-Key was seen (duplicate). */
+  /** 201 with the new job (`Gpunet-Deadline-Policy: warn` accepts a deadline the plan cannot meet, with a warning); 200 with the original when the Idempotency-Key was seen (duplicate). */
   @Post()
   async submit(
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
     @Body() body: unknown,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Headers('gpunet-deadline-policy') deadlinePolicy: string | undefined,
   ): Promise<SubmitJobReply> {
     const principal = this.auth.fromHttp(req.headers.authorization);
-    const { reply, created } = await this.jobs.submit(principal, body, idempotencyKey, { correlationId: correlationIdOf(req.headers) });
+    const options = { deadlinePolicy: deadlinePolicyHeader(deadlinePolicy) };
+    const { reply, created } = await this.jobs.submit(principal, body, idempotencyKey, { correlationId: correlationIdOf(req.headers) }, options);
     res.status(created ? 201 : 200).location(`/v1/jobs/${reply.jobId}`);
     return reply;
   }

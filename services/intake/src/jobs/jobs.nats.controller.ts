@@ -4,6 +4,7 @@ import type { MsgHdrs } from '@nats-io/transport-node';
 import { Controller } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { Authenticator } from '../auth/authenticator.js';
+import { deadlinePolicyHeader } from '../estimate/deadline-policy.js';
 import { JobsService, type RequestTrace } from './jobs.service.js';
 
 /**
@@ -24,7 +25,8 @@ export class JobsNatsController {
     const headers = ctx.getHeaders();
     const principal = this.auth.fromNats(headers);
     const key = headers?.get(HEADERS.idempotencyKey) || undefined;
-    return (await this.jobs.submit(principal, request, key, trace(headers))).reply;
+    const options = { deadlinePolicy: deadlinePolicyHeader(headers?.get(HEADERS.deadlinePolicy) || undefined) };
+    return (await this.jobs.submit(principal, request, key, trace(headers), options)).reply;
   }
 
   @MessagePattern(Commands.CancelJob.subject)

@@ -1,12 +1,14 @@
-import type { CancelJobReply, EventData, JobView, ListJobs, ListJobsReply, SubmitJobReply } from '#contracts';
-import { NotFoundError } from '#errors';
+import type { CancelJobReply, EventData, FieldIssue, JobView, ListJobs, ListJobsReply, SubmitJobReply } from '#contracts';
+import { isRetryable, NotFoundError, ValidationError } from '#errors';
 import { IdempotencyConflictError, WrongExpectedVersionError, type EventStore, type RecordedEvent } from '#event-store';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, newId, type Clock, type EventWriter } from '#service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { assertOwnJob, authorize } from '../auth/permissions.js';
 import type { Principal } from '../auth/api-keys.js';
+import { deadlineIssue, type DeadlinePolicy } from '../domain/deadline-check.js';
 import { eventTime } from '../domain/job-view.js';
+import { EstimateService } from '../estimate/estimate.service.js';
 import { decideCancel, decideSubmit, idempotentJobId, intakeStreamId, jobIdFromUuid, parseSubmission } from '../domain/submission.js';
 import type { JobEventRecord, JobEvents, JobOutputs } from '#contracts';
 import { JobViewsFeed } from './job-views.feed.js';
@@ -39,14 +41,24 @@ export class JobsService {
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(LOGGER) private readonly logger: Logger,
     private readonly feed: JobViewsFeed,
+    private readonly estimates: EstimateService,
   ) {}
 
   /**
    * Validates and records a job. `body` is a `SubmitJob` or a bare spec; `idempotencyKey` the
    * header. With a key the job id is derived from (team, key): a retry finds the job (duplicate),
    * another spec under the key is an IdempotencyConflictError. Nothing is appended for an invalid spec.
+   * A new job with a deadline is checked against placement's current plan: one it cannot meet is a
+   * ValidationError on `request.deadline` naming the earliest possible finish, or, with
+   * `deadlinePolicy: 'warn'`, accepted with that issue in `warnings`.
    */
-  async submit(principal: Principal, body: unknown, idempotencyKey: string | undefined, trace: RequestTrace = {}): Promise<SubmitOutcome> {
+  async submit(
+    principal: Principal,
+    body: unknown,
+    idempotencyKey: string | undefined,
+    trace: RequestTrace = {},
+    options: { deadlinePolicy?: DeadlinePolicy } = {},
+  ): Promise<SubmitOutcome> {
     authorize(principal, 'jobs:submit');
     const now = this.clock.now();
     const submission = parseSubmission(body, idempotencyKey, now, principal.timeZone);
@@ -64,6 +76,12 @@ export class JobsService {
       });
 
     let decision = await decide();
+    const warnings: FieldIssue[] = [];
+    if (decision.kind === 'append' && submission.deadlineAt !== undefined) {
+      const issue = await this.deadlineCheck(principal.team, submission, trace);
+      if (issue && issue.path === 'request.deadline' && options.deadlinePolicy !== 'warn') throw new ValidationError(`invalid job spec: ${issue.path} ${issue.message}`, [issue]);
+      if (issue) warnings.push(issue);
+    }
     if (decision.kind === 'append') {
       try {
         const result = await this.writer.append(streamId, [{ type: 'JobSubmitted', data: decision.event }], {
@@ -73,7 +91,8 @@ export class JobsService {
         });
         await this.feed.waitFor(result.position, READ_YOUR_WRITES_MS);
         this.logger.info({ jobId, team: principal.team, keyId: principal.keyId, correlationId: trace.correlationId }, 'job submitted');
-        return { created: true, reply: { jobId, state: this.feed.get(jobId)?.state ?? 'submitted', submittedAt: decision.event.submittedAt, duplicate: false } };
+        const reply: SubmitJobReply = { jobId, state: this.feed.get(jobId)?.state ?? 'submitted', submittedAt: decision.event.submittedAt, duplicate: false };
+        return { created: true, reply: warnings.length > 0 ? { ...reply, warnings } : reply };
       } catch (err) {
         // A concurrent submit with the same key won the race: answer as its retry.
         if (key === undefined || !(err instanceof WrongExpectedVersionError || err instanceof IdempotencyConflictError)) throw err;
@@ -90,6 +109,21 @@ export class JobsService {
     }
     const original = decision.original;
     return { created: false, reply: { jobId, state: this.feed.get(jobId)?.state ?? 'submitted', submittedAt: original.submittedAt, duplicate: true } };
+  }
+
+  /**
+   * The deadline's issue with the current plan, if any. When placement cannot answer (down, slow),
+   * the job is accepted with a `request.deadlineCheck` warning rather than refused: placement's
+   * own pass still ends it `deadline` if the deadline passes while it waits.
+   */
+  private async deadlineCheck(team: string, submission: { spec: { request: { gpus: number; gpuModel?: string | undefined; timeLimitMs: number } }; deadlineAt?: string | undefined }, trace: RequestTrace): Promise<FieldIssue | undefined> {
+    try {
+      return deadlineIssue(submission.deadlineAt!, await this.estimates.placement(team, submission.spec.request, trace));
+    } catch (err) {
+      if (!isRetryable(err)) throw err;
+      this.logger.warn({ err, team }, 'deadline not checked: placement did not answer the estimate');
+      return { path: 'request.deadlineCheck', message: 'not checked: placement did not answer in time', fix: 'run `gpunet estimate` to see the expected finish' };
+    }
   }
 
   /** Asks to cancel a job; an ended job is left as it is (`cancelRequested: false`). */
