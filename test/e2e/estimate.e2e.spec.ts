@@ -137,4 +137,26 @@ describe('gpunet estimate', () => {
     }),
     60_000,
   );
+
+  it(
+    'a queued job whose deadline passes ends `deadline` without running, and is billed nothing',
+    e2e(async () => {
+      const client = network().client();
+      const { jobId: blocker } = await client.submit(scriptJob('sleep 60', { gpus: 4, timeLimit: '10m' }));
+      await until('the blocker is placed', async () => ((await client.getJob(blocker)).attempts.length > 0 ? true : undefined), { timeoutMs: 20_000 });
+      const spec = { ...scriptJob('echo never', { gpus: 1, timeLimit: '1m' }), request: { gpus: 1, timeLimit: '1m', deadline: '+3s' } };
+      const { jobId } = await client.submit(spec, { deadlinePolicy: 'warn' });
+      const view = await until('the job ends at its deadline', async () => {
+        const v = await client.getJob(jobId);
+        return v.state === 'deadline' ? v : undefined;
+      }, { timeoutMs: 15_000 });
+      expect(view.attempts).toEqual([]);
+      const withdrawn = (await network().events({ types: ['JobWithdrawn'] })).filter((e) => (e.data as { jobId: string }).jobId === jobId);
+      expect(withdrawn.map((e) => (e.data as { outcome: string }).outcome)).toEqual(['deadline']);
+      expect(Date.parse(withdrawn[0]!.metadata.occurredAt)).toBeGreaterThanOrEqual(Date.parse(view.submittedAt) + 3_000);
+      expect((await client.charges({ jobId })).lines).toEqual([]);
+      await client.cancel(blocker);
+    }),
+    60_000,
+  );
 });

@@ -3,7 +3,8 @@
  * an argument, the state is only read.
  *
  * In order:
- * 1. withdraw every queued job whose team asked to cancel it (`JobWithdrawn`, outcome `cancelled`);
+ * 1. withdraw every queued job whose team asked to cancel it (`JobWithdrawn`, outcome `cancelled`),
+ *    and every queued job whose deadline has passed (outcome `deadline`, see `deadlines.ts`);
  * 2. reject every never-placed job that no registered node could ever hold (`JobRejected`,
  *    `unsatisfiable`, naming the largest node); with no node registered yet, jobs wait instead;
  * 3. requeue every job whose attempt ended `node_lost` (`JobRequeued`); it keeps its submit position;
@@ -12,6 +13,7 @@
  */
 import type { EventData, FieldIssue } from '#contracts';
 import { attemptIdFor } from './attempt-id.js';
+import { deadlinePassed, deadlineWithdrawn } from './deadlines.js';
 import { NodeSizes, PassCapacity } from './capacity.js';
 import { backfill, defaultPolicy, type PlacementPolicy } from './policy.js';
 import type { PlanOptions } from './plan.js';
@@ -43,6 +45,10 @@ export function decide(state: PlacementState, now: Date, options: DecideOptions 
     if (job.cancelRequested) {
       // A lost job with a cancel ends with its JobFinished (evolve); only queued ones are withdrawn.
       if (job.phase !== 'lost') out.push(withdrawn(job, at));
+      continue;
+    }
+    if (deadlinePassed(job, now.getTime())) {
+      out.push(deadlineWithdrawn(job, at));
       continue;
     }
     if (job.attempts.length === 0 && nodes.length > 0) {

@@ -58,6 +58,7 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
         staged: false,
         cancelRequested: false,
         attempts: [],
+        ...(d.deadlineAt !== undefined ? { deadlineAt: Date.parse(d.deadlineAt) } : {}),
       };
       state.jobs.set(job.jobId, job);
       enqueue(state, job);

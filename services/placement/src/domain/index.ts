@@ -4,6 +4,7 @@
  */
 export * from './attempt-id.js';
 export * from './capacity.js';
+export * from './deadlines.js';
 export * from './decide.js';
 export * from './estimate.js';
 export * from './evolve.js';

@@ -101,6 +101,8 @@ export interface JobRecord {
   attempts: AttemptRecord[];
   /** Set once phase is `ended`. */
   end?: JobEnd;
+  /** The spec's deadline (epoch ms), resolved by intake; a queued job still waiting then is withdrawn (`deadlines.ts`). */
+  deadlineAt?: number;
 }
 
 /** Fair-share usage of one team: GPU-ms of its ended attempts, decayed to `asOf` (epoch ms). */

@@ -6,6 +6,7 @@ import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, SERVICE_CONFIG, type Cause, t
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
 import {
+  deadlinePassed,
   decide,
   evolve,
   initialState,
@@ -104,13 +105,16 @@ export class SchedulerService implements OnModuleInit {
   /**
    * Declares every node silent past its lease lost (NodeLost on `placement-node-<nodeId>`, its id
    * derived from the node's registration so deciding it again writes nothing new), then runs a
-   * pass, which requeues the lost attempts' jobs and places them. Returns the nodes declared lost.
+   * pass, which requeues the lost attempts' jobs and places them; also runs a pass when a waiting
+   * job's deadline has passed, so it is withdrawn within a tick. Returns the nodes declared lost.
    */
   checkNodes(): Promise<string[]> {
     return this.serially(async () => {
-      const lost = detectLostNodes(this.state, this.clock.now(), { leaseMs: this.config.GPUNET_NODE_LEASE_MS });
+      const now = this.clock.now();
+      const lost = detectLostNodes(this.state, now, { leaseMs: this.config.GPUNET_NODE_LEASE_MS });
       for (const d of lost) await this.recordNodeLost(d);
-      if (lost.length > 0) await this.pass(undefined);
+      // A deadline passes without any event: the same tick runs the pass that withdraws the job.
+      if (lost.length > 0 || this.state.queue.some((j) => deadlinePassed(j, now.getTime()))) await this.pass(undefined);
       return lost.map((d) => d.data.nodeId);
     });
   }
