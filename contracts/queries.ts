@@ -223,11 +223,15 @@ export const GetQueueReply = z
           position: z.int().min(1).describe('Place in line, 1 first (submit order).'),
           reason: z
             .string()
-            .describe('Why it waits, a Slurm-style code: `Inputs` (not staged yet), `Resources` (no node has enough free GPUs of its model), `NoNodes`, `Requeue`, `Cancelling`; more may be added.'),
+            .describe(
+              'Why it waits, a Slurm-style code: `Inputs` (not staged yet), `Resources` (no node has enough free GPUs of its model), `Priority` (higher jobs hold every reservation), `Reservation` (it would run into a higher job\'s reservation), `NoNodes`, `Requeue`, `Cancelling`; more may be added.',
+            ),
           gpus: z.int().min(1).describe('GPUs requested.'),
           gpuModel: GpuModel.optional().describe('GPU model requested, if any.'),
           attempt: z.int().min(1).describe('Number of the attempt it waits for (2 or more after a requeue).'),
           submittedAt: Timestamp.describe('When intake accepted the job.'),
+          rank: z.int().min(1).optional().describe('Its rank by priority among the placeable jobs in the current plan.'),
+          expectedStart: Timestamp.optional().describe('When the current plan expects it to start, if it can tell (its reservation, or now).'),
         }),
       )
       .describe('Waiting jobs, first in line first.'),

@@ -159,4 +159,32 @@ describe('gpunet estimate', () => {
     }),
     60_000,
   );
+
+  it(
+    'gpunet status shows a waiting job\'s place in the live plan and its expected start',
+    e2e(async () => {
+      const client = network().client();
+      const { jobId: blocker } = await client.submit(scriptJob('sleep 60', { gpus: 4, timeLimit: '3m' }));
+      const held = await until('the blocker holds its GPUs', async () => (await client.getJob(blocker)).attempts[0]?.heldAt, { timeoutMs: 20_000 });
+      const { jobId } = await client.submit(scriptJob('echo waiting', { gpus: 2, timeLimit: '1m' }));
+      const entry = await until('the plan counts from the hold', async () => {
+        const e = (await client.queue(jobId)).pending[0];
+        return e?.expectedStart !== undefined && Date.parse(e.expectedStart) === Date.parse(held) + 3 * MINUTE ? e : undefined;
+      }, { timeoutMs: 15_000 });
+      expect(entry).toMatchObject({ jobId, reason: 'Resources', rank: 1 });
+      // A job that no longer waits (the running blocker) has no entry.
+      expect((await client.queue(blocker)).pending).toEqual([]);
+
+      const env = { GPUNET_URL: network().url, GPUNET_API_KEY: network().apiKey };
+      const chunks: Buffer[] = [];
+      const out = new PassThrough();
+      out.on('data', (c: Buffer) => chunks.push(c));
+      const err = new PassThrough();
+      err.resume();
+      expect(await runCli(['status', jobId], { stdout: out, stderr: err, env, cwd: network().dataDir })).toBe(0);
+      expect(Buffer.concat(chunks).toString('utf8')).toMatch(new RegExp(`queue {6}#\\d+ in line, Resources; expected start in .+ \\(${entry.expectedStart!.replace(/\./g, '\\.')}\\)`));
+      await Promise.all([blocker, jobId].map((id) => client.cancel(id)));
+    }),
+    60_000,
+  );
 });

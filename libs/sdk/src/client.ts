@@ -3,6 +3,7 @@ import {
   EstimateJobReply,
   FINAL_JOB_STATES,
   GetChargesReply,
+  GetQueueReply,
   JobEvents,
   JobOutputs,
   JobView,
@@ -80,6 +81,14 @@ export class GpunetClient {
 
   constructor(private readonly options: GpunetClientOptions) {
     this.http = new HttpTransport({ ...options.http, baseUrl: options.baseUrl, apiKey: options.apiKey });
+  }
+
+  /**
+   * Where a waiting job of the caller's team stands in the live plan (`GET /v1/jobs/:id/queue`):
+   * `pending[0]` has its place in line, reason and expected start; empty once it no longer waits.
+   */
+  queue(jobId: string): Promise<GetQueueReply> {
+    return this.http.json({ method: 'GET', path: `/v1/jobs/${enc(jobId)}/queue` }, GetQueueReply);
   }
 
   /**

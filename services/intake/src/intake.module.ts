@@ -5,6 +5,7 @@ import { ChargesHttpController } from './charges/charges.http.controller.js';
 import { EstimateHttpController } from './estimate/estimate.http.controller.js';
 import { EstimateNatsController } from './estimate/estimate.nats.controller.js';
 import { EstimateService } from './estimate/estimate.service.js';
+import { QueueHttpController } from './estimate/queue.http.controller.js';
 import { ErrorFilter } from './http/error.filter.js';
 import { HealthHttpController } from './http/health.http.controller.js';
 import { JobViewsFeed } from './jobs/job-views.feed.js';
@@ -29,7 +30,7 @@ export interface IntakeStartState {
  */
 export function intakeModule(started: () => IntakeStartState): Type<unknown> {
   @Module({
-    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController],
+    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController, QueueHttpController],
     providers: [
       { provide: Authenticator, useFactory: () => started().authenticator },
       { provide: JobViewsFeed, useFactory: () => started().feed },

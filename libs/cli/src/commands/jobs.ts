@@ -1,10 +1,10 @@
 /** The read and control commands of one network: status, list, logs, cancel, output, invoice. */
-import { JOB_STATES, type JobState, type LogLine } from '#contracts';
+import { JOB_STATES, type GetQueueReply, type JobState, type LogLine } from '#contracts';
 import { join, resolve } from 'node:path';
 import type { CommandContext } from '../context.js';
 import { UsageError } from '../errors.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
-import { displayPath, formatBytes, formatMicros, formatMs, sumMicros } from '../format.js';
+import { displayPath, formatBytes, formatDuration, formatMicros, formatMs, sumMicros } from '../format.js';
 import { byteBar } from '../progress.js';
 import { renderInvoice, renderJob, renderJobList, renderTimeline, stateText } from '../render.js';
 
@@ -12,13 +12,25 @@ export async function status(ctx: CommandContext, jobId: string, opts: { timelin
   const client = await ctx.client();
   const view = await client.getJob(jobId);
   const events = opts.timeline ? (await client.events(jobId)).events : undefined;
-  ctx.out.doc(events ? { ...view, events } : view);
+  // A waiting job: where the live plan has it. Placement not answering only leaves the line out.
+  const queue = WAITING.has(view.state) ? await client.queue(jobId).then((q) => q.pending[0], () => undefined) : undefined;
+  ctx.out.doc({ ...view, ...(queue ? { queue } : {}), ...(events ? { events } : {}) });
   ctx.out.line(renderJob(view));
+  if (queue) ctx.out.line(renderQueueEntry(queue, Date.now()));
   if (events) {
     ctx.out.line();
     ctx.out.line(renderTimeline(events));
   }
   return EXIT.ok;
+}
+
+/** States in which a job waits in placement's queue. */
+const WAITING: ReadonlySet<string> = new Set(['submitted', 'staged']);
+
+/** A waiting job's place in the live plan, for people: `  queue      #3 in line, Resources; expected start in 12m (…)`. */
+export function renderQueueEntry(entry: GetQueueReply['pending'][number], now: number): string {
+  const start = entry.expectedStart === undefined ? 'expected start unknown' : `expected start ${Date.parse(entry.expectedStart) <= now ? 'now' : `in ${formatDuration(Date.parse(entry.expectedStart) - now)}`} (${entry.expectedStart})`;
+  return `  queue      #${entry.position} in line, ${entry.reason}; ${start}`;
 }
 
 /** `--state running,placed` or repeated `--state`: each checked against the job states. */

@@ -2,7 +2,7 @@ import { querySubject, type Estimate, type EstimateReply, type GetQueue, type Ge
 import { CLOCK, type Clock } from '#service-kit';
 import { Controller, Inject } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { estimate, queueView } from '../domain/index.js';
+import { estimate, plan, queueView } from '../domain/index.js';
 import { SchedulerService } from '../scheduler/scheduler.service.js';
 
 /** Answers `gpunet.qry.placement.GetQueue` (for `gpunet status`) and `Estimate` (for `gpunet estimate`) from the live state. */
@@ -15,7 +15,9 @@ export class QueueController {
 
   @MessagePattern(querySubject('placement', 'GetQueue'))
   getQueue(@Payload() query: GetQueue): GetQueueReply {
-    const view = queueView(this.scheduler.state);
+    const now = this.clock.now();
+    // The live plan gives placeable jobs their reason, rank and expected start.
+    const view = queueView(this.scheduler.state, plan(this.scheduler.state, now));
     const pending = view.pending
       .filter((p) => (query.team === undefined || p.job.team === query.team) && (query.jobId === undefined || p.job.jobId === query.jobId))
       .slice(0, query.limit)
@@ -28,6 +30,8 @@ export class QueueController {
         ...(p.job.request.gpuModel !== undefined ? { gpuModel: p.job.request.gpuModel } : {}),
         attempt: p.job.attempts.length + 1,
         submittedAt: p.job.submittedAt,
+        ...(p.rank !== undefined ? { rank: p.rank } : {}),
+        ...(p.expectedStart !== undefined ? { expectedStart: new Date(p.expectedStart).toISOString() } : {}),
       }));
     return {
       pending,
@@ -39,7 +43,7 @@ export class QueueController {
         freeGpuIndices: n.freeGpuIndices,
         ...(n.lastHeartbeatAt !== undefined ? { lastHeartbeatAt: new Date(n.lastHeartbeatAt).toISOString() } : {}),
       })),
-      at: this.clock.now().toISOString(),
+      at: now.toISOString(),
     };
   }
 
