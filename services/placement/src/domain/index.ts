@@ -8,6 +8,7 @@ export * from './deadlines.js';
 export * from './decide.js';
 export * from './estimate.js';
 export * from './evolve.js';
+export * from './forecast.js';
 export * from './plan.js';
 export * from './policy.js';
 export * from './priority.js';
