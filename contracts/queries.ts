@@ -318,6 +318,32 @@ export const EstimateJobReply = EstimateReply.extend({
 }).describe('When the job would start and end, and what it would cost at most; nothing is submitted.');
 export type EstimateJobReply = z.output<typeof EstimateJobReply>;
 
+// ── capacity forecast ─────────────────────────────────────────────────────────────────────
+
+const hoursError = fieldError('hours', 'must be a whole number from 1 to 168', 'write e.g. `hours: 24`');
+export const Capacity = strictObject(
+  { hours: z.int({ error: hoursError }).min(1, { error: hoursError }).max(168, { error: hoursError }).default(24).describe('Hours ahead, 1–168. Default 24.') },
+  'Capacity',
+).describe('Free GPUs per GPU model per hour ahead, from the live plan.');
+export type Capacity = z.output<typeof Capacity>;
+
+const ModelCount = z.object({ gpuModel: GpuModel, gpus: z.int().min(0).describe('GPUs of that model.') });
+export const CapacityReply = z
+  .object({
+    totals: z.array(ModelCount).describe('GPUs of each model on registered nodes.'),
+    hours: z
+      .array(
+        z.object({
+          start: Timestamp.describe('Start of the hour.'),
+          free: z.array(ModelCount).describe('GPUs of each model that nothing in the plan touches during the whole hour (running work to its time limit, planned starts, reservations).'),
+        }),
+      )
+      .describe('One entry per hour, from now.'),
+    at: Timestamp.describe('The plan time this answer is for.'),
+  })
+  .describe('The capacity forecast.');
+export type CapacityReply = z.output<typeof CapacityReply>;
+
 export const queries = [
   defineQuery({
     name: 'GetJob',
@@ -366,6 +392,14 @@ export const queries = [
     description: 'Where a job that is not submitted would land in the current plan: expected start and end, or why it cannot run.',
     schema: Estimate,
     replySchema: EstimateReply,
+  }),
+  defineQuery({
+    name: 'Capacity',
+    version: 1,
+    service: 'placement',
+    description: 'Free GPUs per GPU model per hour ahead, from the live plan (for `gpunet capacity` via `GET /v1/capacity`).',
+    schema: Capacity,
+    replySchema: CapacityReply,
   }),
   defineQuery({
     name: 'Quote',

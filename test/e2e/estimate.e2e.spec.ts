@@ -187,4 +187,39 @@ describe('gpunet estimate', () => {
     }),
     60_000,
   );
+
+  it(
+    'gpunet capacity: free GPUs per model per hour from the live plan, as a table and with --json',
+    e2e(async () => {
+      const client = network().client();
+      const { jobId } = await client.submit(scriptJob('sleep 60', { gpus: 3, timeLimit: '90m' }));
+      await until('it is placed', async () => ((await client.getJob(jobId)).attempts.length > 0 ? true : undefined), { timeoutMs: 20_000 });
+      // Busy for 90 min from its hold: hours 0 and 1 have 1 free sim-gpu, hour 2 on all 4.
+      const c = await until('the plan holds it', async () => {
+        const r = await client.capacity({ hours: 3 });
+        return r.hours[0]?.free[0]?.gpus === 1 ? r : undefined;
+      }, { timeoutMs: 10_000 });
+      expect(c.totals).toEqual([{ gpuModel: 'sim-gpu', gpus: 4 }]);
+      expect(c.hours.map((h) => h.free)).toEqual([[{ gpuModel: 'sim-gpu', gpus: 1 }], [{ gpuModel: 'sim-gpu', gpus: 1 }], [{ gpuModel: 'sim-gpu', gpus: 4 }]]);
+
+      const env = { GPUNET_URL: network().url, GPUNET_API_KEY: network().apiKey };
+      const run = async (args: string[]) => {
+        const chunks: Buffer[] = [];
+        const out = new PassThrough();
+        out.on('data', (b: Buffer) => chunks.push(b));
+        const err = new PassThrough();
+        err.resume();
+        const code = await runCli(args, { stdout: out, stderr: err, env, cwd: network().dataDir });
+        return { code, text: Buffer.concat(chunks).toString('utf8') };
+      };
+      const human = await run(['capacity']);
+      expect(human.code).toBe(0);
+      expect(human.text).toMatch(/hour \(UTC\)\s+sim-gpu/);
+      expect(human.text.trim().split('\n').filter((l) => /\d\/4$/.test(l.trim()))).toHaveLength(24);
+      const json = await run(['capacity', '--hours', '2', '--json']);
+      expect(JSON.parse(json.text).hours).toHaveLength(2);
+      await client.cancel(jobId);
+    }),
+    60_000,
+  );
 });

@@ -10,6 +10,7 @@ import { cancel, invoice, list, logs, output, status } from './commands/jobs.js'
 import { simulate, type SimulateFlags } from './commands/simulate.js';
 import { submit } from './commands/submit.js';
 import { estimate } from './commands/estimate.js';
+import { capacity } from './commands/capacity.js';
 import { up } from './commands/up.js';
 import { wait } from './commands/wait.js';
 import { EXIT, exitCodeForError, type ExitCode } from './exit-codes.js';
@@ -110,6 +111,11 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .option('--time-limit <duration>', 'longest the job may run, e.g. 10m')
     .option('--deadline <time>', 'finish by this ISO time, +duration or phrase')
     .action(run((ctx, file, opts) => estimate(ctx, [file as string], opts as Parameters<typeof estimate>[2])));
+
+  withConnection(command('capacity'))
+    .description('free GPUs per GPU model per hour for the next 24 hours, from the live plan')
+    .option('--hours <n>', 'hours ahead, 1–168', '24')
+    .action(run((ctx, opts) => capacity(ctx, opts as { hours?: string })));
 
   withConnection(command('status'))
     .description('a job: state, attempts (node, GPUs, held time), outputs, timeline summary')

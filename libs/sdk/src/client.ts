@@ -1,5 +1,6 @@
 import {
   CancelJobReply,
+  CapacityReply,
   EstimateJobReply,
   FINAL_JOB_STATES,
   GetChargesReply,
@@ -89,6 +90,11 @@ export class GpunetClient {
    */
   queue(jobId: string): Promise<GetQueueReply> {
     return this.http.json({ method: 'GET', path: `/v1/jobs/${enc(jobId)}/queue` }, GetQueueReply);
+  }
+
+  /** Free GPUs per GPU model per hour for the next `hours` hours (default 24), from the live plan (`GET /v1/capacity`). */
+  capacity(options: { hours?: number } = {}): Promise<CapacityReply> {
+    return this.http.json({ method: 'GET', path: `/v1/capacity${options.hours !== undefined ? `?hours=${options.hours}` : ''}` }, CapacityReply);
   }
 
   /**

@@ -1,8 +1,8 @@
-import { querySubject, type Estimate, type EstimateReply, type GetQueue, type GetQueueReply } from '#contracts';
+import { querySubject, type Capacity, type CapacityReply, type Estimate, type EstimateReply, type GetQueue, type GetQueueReply } from '#contracts';
 import { CLOCK, type Clock } from '#service-kit';
 import { Controller, Inject } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { estimate, plan, queueView } from '../domain/index.js';
+import { estimate, forecast, plan, queueView } from '../domain/index.js';
 import { SchedulerService } from '../scheduler/scheduler.service.js';
 
 /** Answers `gpunet.qry.placement.GetQueue` (for `gpunet status`) and `Estimate` (for `gpunet estimate`) from the live state. */
@@ -62,5 +62,14 @@ export class QueueController {
       gpuModel: e.gpuModel,
       at,
     };
+  }
+
+  /** Free GPUs per model per hour ahead, from the live plan (`gpunet capacity`). */
+  @MessagePattern(querySubject('placement', 'Capacity'))
+  capacity(@Payload() query: Capacity): CapacityReply {
+    const now = this.clock.now();
+    const f = forecast(this.scheduler.state, now, { hours: query.hours });
+    const list = (r: Record<string, number>) => Object.entries(r).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([gpuModel, gpus]) => ({ gpuModel, gpus }));
+    return { totals: list(f.totals), hours: f.hours.map((h) => ({ start: new Date(h.start).toISOString(), free: list(h.free) })), at: now.toISOString() };
   }
 }
