@@ -6,6 +6,10 @@
 import {
   CancelJob,
   CancelJobReply,
+  CapacityReply,
+  EstimateJobReply,
+  GetQueueReply,
+  HEADERS,
   GetChargesReply,
   JOB_STATES,
   JobId,
@@ -39,6 +43,9 @@ const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> 
   JobOutputs: { schema: JobOutputs, io: 'output' },
   LogLine: { schema: LogLine, io: 'output' },
   GetChargesReply: { schema: GetChargesReply, io: 'output' },
+  EstimateJobReply: { schema: EstimateJobReply, io: 'output' },
+  GetQueueReply: { schema: GetQueueReply, io: 'output' },
+  CapacityReply: { schema: CapacityReply, io: 'output' },
   Healthz: { schema: Healthz, io: 'output' },
   Error: { schema: ErrorBody, io: 'output' },
 };
@@ -72,6 +79,16 @@ const jobIdParam = {
   schema: jsonSchema(JobId, 'input'),
 };
 
+const deadlinePolicyParam = {
+  name: HEADERS.deadlinePolicy,
+  in: 'header',
+  required: false,
+  description:
+    '`reject` (default): a deadline the current plan cannot meet is 400 on `request.deadline`, naming the earliest possible finish. ' +
+    '`warn`: accept the job anyway, with the issue in the reply\'s `warnings`.',
+  schema: { type: 'string', enum: ['reject', 'warn'] },
+};
+
 /** Errors every authenticated route can answer. */
 const AUTH_ERRORS = { '401': errorResponse('Unauthorized'), '403': errorResponse('Forbidden'), '503': errorResponse('Unavailable') };
 const JOB_ERRORS = { '400': errorResponse('BadRequest'), ...AUTH_ERRORS, '404': errorResponse('NotFound') };
@@ -86,6 +103,9 @@ export const ROUTES = [
   'GET /v1/jobs/{jobId}/events',
   'GET /v1/jobs/{jobId}/outputs',
   'GET /v1/jobs/{jobId}/outputs/{path}',
+  'GET /v1/jobs/{jobId}/queue',
+  'POST /v1/estimate',
+  'GET /v1/capacity',
   'GET /v1/charges',
   'GET /healthz',
   'GET /openapi.json',
@@ -109,6 +129,7 @@ function paths(): Json {
             description: 'Makes the submit safe to retry: the same key (per team) returns the job first created with it. 1–128 visible ASCII characters.',
             schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,128}$' },
           },
+          deadlinePolicyParam,
         ],
         requestBody: {
           required: true,
@@ -217,6 +238,33 @@ function paths(): Json {
           ...JOB_ERRORS,
           '502': errorResponse('BadGateway'),
         },
+      },
+    },
+    '/v1/jobs/{jobId}/queue': {
+      get: {
+        operationId: 'getQueuePosition',
+        summary: 'Where a waiting job stands in the live plan: rank, reason and expected start',
+        parameters: [jobIdParam],
+        responses: { '200': { description: 'The team\'s view of the queue around the job.', content: json('GetQueueReply') }, ...JOB_ERRORS, '502': errorResponse('BadGateway') },
+      },
+    },
+    '/v1/estimate': {
+      post: {
+        operationId: 'estimateJob',
+        summary: 'Expected start, end and charge of a spec, without submitting it',
+        description:
+          'Same body and validation as `POST /v1/jobs`; nothing is recorded. Placement answers from the live plan, the ledger prices the whole time limit ' +
+          '(an upper bound: billing counts only the time the GPUs are held).',
+        requestBody: { required: true, content: { 'application/json': { schema: { oneOf: [ref('SubmitJob'), ref('JobSpec')] } } } },
+        responses: { '200': { description: 'The estimate.', content: json('EstimateJobReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
+      },
+    },
+    '/v1/capacity': {
+      get: {
+        operationId: 'getCapacity',
+        summary: 'Free GPUs per GPU model per hour ahead, from the live plan',
+        parameters: [{ name: 'hours', in: 'query', required: false, description: 'Hours ahead, 1–168. Default 24.', schema: { type: 'integer', minimum: 1, maximum: 168, default: 24 } }],
+        responses: { '200': { description: 'Free GPUs per model and hour.', content: json('CapacityReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
       },
     },
     '/v1/charges': {
