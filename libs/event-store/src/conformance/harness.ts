@@ -1,15 +1,8 @@
-import type { EventMetadata, EventStore } from '../event-store.js';
+import type { EventStore } from '../event-store.js';
+import type { ChainedFields } from '../hash-chain.js';
 
-/** A row as the adapter stores it, for tampering behind the store's back. */
-export interface RawEventRow {
-  streamId: string;
-  revision: bigint;
-  position: bigint;
-  eventId: string;
-  type: string;
-  data: unknown;
-  metadata: EventMetadata;
-  recordedAt: string;
+/** A row as the adapter stores it (the chained fields and their hash), for tampering behind the store's back. */
+export interface RawEventRow extends ChainedFields {
   hash: string;
 }
 
