@@ -4,3 +4,6 @@ export * from './price-list.js';
 export * from './usage.js';
 export * from './charges.js';
 export * from './streams.js';
+export * from './months.js';
+export * from './billing.js';
+export * from './invoice.js';

@@ -53,6 +53,7 @@ export function priceVersionOf(published: PriceListPublished): PriceListVersion 
     ratesMicrosPerGpuHour: { ...published.ratesMicrosPerGpuHour },
   };
   if (published.defaultRateMicrosPerGpuHour !== undefined) version.defaultRateMicrosPerGpuHour = published.defaultRateMicrosPerGpuHour;
+  if (published.minimumChargeMicros !== undefined) version.minimumChargeMicros = published.minimumChargeMicros;
   return version;
 }
 

@@ -24,12 +24,16 @@ export interface PriceListVersion {
   ratesMicrosPerGpuHour: Readonly<Record<string, number>>;
   /** Rate for models the list does not name; absent means such models cannot be priced. */
   defaultRateMicrosPerGpuHour?: number;
+  /** Least amount of a charged line (billableMs > 0, not waived); absent means no minimum. */
+  minimumChargeMicros?: number;
 }
 
 export interface Rate {
   priceListVersion: number;
   rateMicrosPerGpuHour: number;
   currency: string;
+  /** The version's minimum charge per line, when it has one. */
+  minimumChargeMicros?: number;
 }
 
 /**
@@ -57,7 +61,9 @@ export function rateAt(versions: readonly PriceListVersion[], gpuModel: string, 
   }
   const rate = best?.ratesMicrosPerGpuHour[gpuModel] ?? best?.defaultRateMicrosPerGpuHour;
   if (!best || rate === undefined) throw new NoPriceError(gpuModel, at);
-  return { priceListVersion: best.version, rateMicrosPerGpuHour: rate, currency: best.currency };
+  const found: Rate = { priceListVersion: best.version, rateMicrosPerGpuHour: rate, currency: best.currency };
+  if (best.minimumChargeMicros !== undefined) found.minimumChargeMicros = best.minimumChargeMicros;
+  return found;
 }
 
 /** Exact charge in micros for one attempt line, rounded half up. All inputs are non-negative integers. */
@@ -73,6 +79,25 @@ export function chargeMicros(gpus: number, billableMs: number, rateMicrosPerGpuH
   const amount = (numerator * 2n + MS_PER_HOUR) / (MS_PER_HOUR * 2n);
   if (amount > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError('charge exceeds the safe integer range of micro-units');
   return Number(amount);
+}
+
+/** The amount of one charged line and whether the minimum charge set it. */
+export interface LineAmount {
+  amountMicros: number;
+  minimumApplied: boolean;
+}
+
+/**
+ * The amount of one attempt line: the exact charge rounded once, half up (`chargeMicros`), then
+ * raised to the minimum charge when the line is charged at all (billableMs > 0 and gpus > 0) and
+ * rounds below it. A line of 0 ms costs 0 whatever the minimum: nothing was held.
+ */
+export function lineAmountMicros(gpus: number, billableMs: number, rateMicrosPerGpuHour: number, minimumChargeMicros?: number): LineAmount {
+  const amount = chargeMicros(gpus, billableMs, rateMicrosPerGpuHour);
+  if (minimumChargeMicros !== undefined && billableMs > 0 && gpus > 0 && amount < minimumChargeMicros) {
+    return { amountMicros: minimumChargeMicros, minimumApplied: true };
+  }
+  return { amountMicros: amount, minimumApplied: false };
 }
 
 /** Billable time of one attempt: held → finished as stamped by the same agent; never negative. */

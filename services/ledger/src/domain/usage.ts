@@ -6,7 +6,7 @@
 import type { ComputeHeld, JobFinished, JobOutcome, UsageRecorded, WAIVER_REASONS } from '#contracts';
 import { IllegalStateError } from '#errors';
 import { epochMs } from './price-list.js';
-import { billableMs, chargeMicros, rateAt, ROUNDING_RULE, type PriceListVersion } from './pricing.js';
+import { billableMs, lineAmountMicros, rateAt, ROUNDING_RULE, type PriceListVersion } from './pricing.js';
 
 export type WaiverReason = (typeof WAIVER_REASONS)[number];
 
@@ -81,7 +81,7 @@ export function usageFor(
     finishedAt: finished.finishedAt,
     billableMs: ms,
     rateMicrosPerGpuHour: rate.rateMicrosPerGpuHour,
-    amountMicros: waivedReason ? 0 : chargeMicros(held.gpus, ms, rate.rateMicrosPerGpuHour),
+    amountMicros: waivedReason ? 0 : lineAmountMicros(held.gpus, ms, rate.rateMicrosPerGpuHour, rate.minimumChargeMicros).amountMicros,
     currency: rate.currency,
     priceListVersion: rate.priceListVersion,
     rounding: ROUNDING_RULE,
