@@ -1,5 +1,5 @@
-import { lstat, mkdir, readdir, chmod, rm } from 'node:fs/promises';
-import { isAbsolute, join, relative, resolve } from 'node:path';
+import { lstat, mkdir, readdir, chmod, chown, rm } from 'node:fs/promises';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { ValidationError, type FieldIssue } from '#errors';
 
 /** The directories of one run attempt. All paths are absolute. */
@@ -92,6 +92,33 @@ export async function sealInputs(inputsDir: string): Promise<void> {
   await walkNoFollow(inputsDir, async (path, mode) => {
     await chmod(path, mode & ~0o222);
   });
+}
+
+/**
+ * Hands a run's directories to the unprivileged job user, so that it can use its own and no
+ * other run's (call after {@link sealInputs}, and after anything the agent writes for the job,
+ * e.g. a restored checkpoint):
+ * - `work/`, `outputs/`, `checkpoints/` (and what is in them): owned by the job user, 0700;
+ * - the attempt root: `root:<gid>` 0710 (the job passes through it, cannot list or write it);
+ * - `inputs/`: `root:<gid>` 0550 (the job reads, never writes; other jobs cannot enter);
+ * - `logs/`: stays the agent's (0700), the job cannot read or forge its own log;
+ * - `runs/` and `runs/<jobId>/`: 0711, passable but not listable, so no job learns the others' ids.
+ * Symlinks are never followed.
+ */
+export async function grantRunDirs(dirs: RunDirs, user: { uid: number; gid: number }): Promise<void> {
+  for (const dir of [dirs.work, dirs.outputs, dirs.checkpoints]) {
+    await walkNoFollow(dir, async (path) => {
+      await chown(path, user.uid, user.gid);
+    });
+    await chmod(dir, 0o700);
+  }
+  await chown(dirs.inputs, 0, user.gid);
+  await chmod(dirs.inputs, 0o550);
+  await chown(dirs.root, 0, user.gid);
+  await chmod(dirs.root, 0o710);
+  const jobDir = dirname(dirs.root);
+  await chmod(jobDir, 0o711);
+  await chmod(dirname(jobDir), 0o711);
 }
 
 /**

@@ -13,6 +13,8 @@ import { ResourceLimitsUnavailableError } from './errors.js';
 import { findExecutable, hasLimits, limitIssues, prlimitArgs, type ResourceLimits } from './limits.js';
 import { LogCapture, type LogListener } from './log-capture.js';
 import { classifyOutcome, type RunOutcome, type TerminationReason } from './outcome.js';
+import { RunCgroups, type CgroupBases } from './cgroups.js';
+import { confineArgv, confinementIssues, ConfinementUnavailableError, processesOfUid, type Confinement, type ConfineTools } from './confine.js';
 import { liveGroupMembers, signalGroup } from './process-group.js';
 
 /** What to run for one attempt, and the limits the job asked for. */
@@ -40,6 +42,8 @@ export interface RunSpec {
   readonly warnBeforeMs?: number;
   /** POSIX limits, applied through `prlimit` (see {@link ResourceLimits}). Default none. */
   readonly limits?: ResourceLimits;
+  /** Job user, network namespace and cgroup limits (see {@link Confinement}). Default none. */
+  readonly confinement?: Confinement;
 }
 
 /** How the agent observes and records a run. */
@@ -69,6 +73,12 @@ export interface RunOptions {
   readonly passEnv?: readonly string[];
   /** `prlimit` binary used when `spec.limits` is set. Default: looked up on the host `PATH`. */
   readonly prlimitPath?: string;
+  /**
+   * Where per-run cgroups may be created (from {@link detectCgroups}, once per agent). Without a
+   * base for a controller, `spec.confinement.cgroup` limits of that controller cannot be applied
+   * and the run is refused with {@link ConfinementUnavailableError}. Default none.
+   */
+  readonly cgroupBases?: CgroupBases;
   /** How often the group is checked while waiting for it to empty. Default 25 ms. */
   readonly pollMs?: number;
   /** After SIGKILL, how long to wait for the group to vanish before reporting survivors. Default 2 000 ms. */
@@ -107,6 +117,10 @@ export interface RunResult {
   readonly logError?: string;
   /** Why the process could not be started, if it could not. */
   readonly error?: string;
+  /** The kernel OOM-killed a process of the run at its cgroup memory limit. */
+  readonly oomKilled?: boolean;
+  /** Processes that outlived the group (they left it with `setsid`) and were killed through the run's cgroup or job user. */
+  readonly strays?: number;
 }
 
 const DEFAULTS = {
@@ -163,11 +177,12 @@ export function runSpecIssues(spec: RunSpec): FieldIssue[] {
     }
   }
   issues.push(...limitIssues(spec.limits));
+  issues.push(...confinementIssues(spec.confinement));
   return issues;
 }
 
 /** Helper binaries {@link launchArgv} may wrap the job with, as absolute paths. */
-export interface LaunchTools {
+export interface LaunchTools extends ConfineTools {
   /** Required when the spec has limits. */
   readonly prlimitPath?: string;
 }
@@ -175,16 +190,32 @@ export interface LaunchTools {
 /**
  * The argv that starts a run: the job's command, wrapped by helpers that set up its
  * confinement and then `exec` it, so the job keeps the pid (and process group) that was
- * spawned. Today that is `prlimit` for limits; further wrappers (a network namespace, an
- * unprivileged user) compose the same way. Pure.
+ * spawned: `unshare --net` → cgroups and loopback → `prlimit` → `setpriv` (the job user) → the
+ * job (see {@link confineArgv}). Pure.
  */
-export function launchArgv(spec: Pick<RunSpec, 'command' | 'args' | 'limits'>, tools: LaunchTools): string[] {
-  let argv = [spec.command, ...(spec.args ?? [])];
+export function launchArgv(spec: Pick<RunSpec, 'command' | 'args' | 'limits' | 'confinement'>, tools: LaunchTools): string[] {
+  let prlimit: string[] = [];
   if (hasLimits(spec.limits)) {
     if (tools.prlimitPath === undefined) throw new ResourceLimitsUnavailableError('resource limits were asked for without a prlimit binary');
-    argv = [tools.prlimitPath, ...prlimitArgs(spec.limits), '--', ...argv];
+    prlimit = [tools.prlimitPath, ...prlimitArgs(spec.limits), '--'];
   }
-  return argv;
+  return confineArgv([spec.command, ...(spec.args ?? [])], spec.confinement, tools, prlimit);
+}
+
+/** Looks up the wrappers a confinement needs on the host PATH; a missing one is an error naming it. */
+async function confineTools(c: Confinement | undefined, pathVar: string | undefined, cgroupProcs: readonly string[]): Promise<ConfineTools> {
+  const find = async (name: string, why: string): Promise<string> => {
+    const found = await findExecutable(name, pathVar);
+    if (found === null) throw new ConfinementUnavailableError(`${why} needs ${name} (util-linux / iproute2), which was not found on this node`);
+    return found;
+  };
+  return {
+    ...(c?.user && { setprivPath: await find('setpriv', 'running the job as an unprivileged user') }),
+    ...(c?.isolateNetwork && { unsharePath: await find('unshare', 'a network namespace') }),
+    ...(c?.isolateNetwork && { ipPath: (await findExecutable('ip', pathVar)) ?? undefined }),
+    ...((cgroupProcs.length > 0 || c?.isolateNetwork) && { shPath: await find('sh', 'joining the run\'s cgroups') }),
+    cgroupProcs,
+  };
 }
 
 /**
@@ -229,8 +260,21 @@ export async function runProcess(spec: RunSpec, opts: RunOptions = {}): Promise<
     }
     prlimitPath = found;
   }
-  const argv = launchArgv(spec, { prlimitPath });
+  const cgroupLimits = spec.confinement?.cgroup;
+  const bases = opts.cgroupBases ?? {};
+  if (cgroupLimits?.memoryBytes !== undefined && !bases.memory) throw new ConfinementUnavailableError('a memory limit was asked for but this node has no writable cgroup memory controller');
+  if (cgroupLimits?.maxProcesses !== undefined && !bases.pids) throw new ConfinementUnavailableError('a process limit was asked for but this node has no writable cgroup pids controller');
+  const cgroups = bases.memory || bases.pids ? await RunCgroups.create(bases, spec.attemptId, cgroupLimits ?? {}) : undefined;
+  try {
+    const tools = await confineTools(spec.confinement, hostEnv.PATH, cgroups?.procsFiles ?? []);
+    const argv = launchArgv(spec, { prlimitPath, ...tools });
+    return await runLaunched(spec, opts, argv, env, cgroups);
+  } finally {
+    await cgroups?.remove();
+  }
+}
 
+async function runLaunched(spec: RunSpec, opts: RunOptions, argv: string[], env: Record<string, string>, cgroups: RunCgroups | undefined): Promise<RunResult> {
   const logFile = opts.logFile ?? join(spec.dirs.logs, 'run.log');
   const file = new LogFile(createWriteStream(logFile, { flags: 'a', mode: 0o600 }));
   await file.opened();
@@ -241,7 +285,7 @@ export async function runProcess(spec: RunSpec, opts: RunOptions = {}): Promise<
     onLog: opts.onLog,
   });
   try {
-    const outcome = await new Execution(spec, opts, argv, env, capture, file).run();
+    const outcome = await new Execution(spec, opts, argv, env, capture, file, cgroups).run();
     const logError = file.error?.message;
     return {
       ...outcome,
@@ -323,6 +367,7 @@ class Execution {
     private readonly env: Record<string, string>,
     private readonly capture: LogCapture,
     private readonly file: LogFile,
+    private readonly cgroups?: RunCgroups,
   ) {
     this.clock = opts.clock ?? systemClock;
     this.graceMs = spec.graceMs ?? DEFAULTS.graceMs;
@@ -378,9 +423,12 @@ class Execution {
     }
 
     const survivors = await this.waitForEmptyGroup();
+    const strays = await this.killStrays();
     const endedAt = this.clock.now();
     if (this.killTimer) clearTimeout(this.killTimer);
     await this.drain(outputClosed);
+    const oomKilled = (await this.cgroups?.oomKilled()) ?? false;
+    if (oomKilled) this.capture.system(`[gpunet] out of memory: the run reached its memory limit of ${this.spec.confinement?.cgroup?.memoryBytes ?? '?'} bytes and the kernel killed a process`);
     this.capture.finish();
 
     return {
@@ -393,7 +441,35 @@ class Execution {
       pid: this.pgid,
       killed: this.killed,
       survivors,
+      ...(oomKilled && { oomKilled }),
+      ...(strays > 0 && { strays }),
     };
+  }
+
+  /**
+   * Processes of the run that left its process group (`setsid`, a double fork) and are still
+   * alive once the group is empty: found through the run's cgroups and its job user, and killed,
+   * so nothing of a job outlives its attempt.
+   */
+  private async killStrays(): Promise<number> {
+    const uid = this.spec.confinement?.user?.uid;
+    const found = new Set<number>([...((await this.cgroups?.members()) ?? []), ...(uid !== undefined ? await processesOfUid(uid) : [])]);
+    if (found.size === 0) return 0;
+    this.capture.system(`[gpunet] ${found.size} process(es) of the run left its process group; SIGKILL sent`);
+    const until = performance.now() + (this.opts.reapWaitMs ?? DEFAULTS.reapWaitMs);
+    while (performance.now() < until) {
+      const left = [...((await this.cgroups?.members()) ?? []), ...(uid !== undefined ? await processesOfUid(uid) : [])];
+      if (left.length === 0) break;
+      for (const pid of left) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+      await sleep(this.opts.pollMs ?? DEFAULTS.pollMs);
+    }
+    return found.size;
   }
 
   /** Pipes stdout/stderr into the capture with backpressure; resolves when both pipes are closed. */

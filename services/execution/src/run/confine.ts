@@ -1,0 +1,170 @@
+import { spawn } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
+import type { FieldIssue } from '#errors';
+import type { CgroupLimits } from './cgroups.js';
+
+/** The unprivileged identity a run's processes get when the agent is root. */
+export interface JobUser {
+  readonly uid: number;
+  readonly gid: number;
+}
+
+/**
+ * How a run is confined beyond its own process group and scrubbed environment. Every part is
+ * applied by a wrapper that then `exec`s the next one, so the job keeps the spawned pid.
+ */
+export interface Confinement {
+  /** Run as this user and group (no supplementary groups, `no_new_privs`), via util-linux `setpriv`. */
+  readonly user?: JobUser;
+  /** Give the run its own network namespace (`unshare --net`): only a loopback interface, no way out. */
+  readonly isolateNetwork?: boolean;
+  /** Per-run cgroup v1 limits, where the agent can create groups (see {@link detectCgroups}). */
+  readonly cgroup?: CgroupLimits;
+}
+
+/** Absolute paths of the wrappers {@link confineArgv} uses; only those a confinement needs are required. */
+export interface ConfineTools {
+  readonly setprivPath?: string;
+  readonly unsharePath?: string;
+  readonly shPath?: string;
+  /** Brings the namespace's loopback up, so jobs can still talk to themselves on 127.0.0.1. */
+  readonly ipPath?: string;
+  /** `cgroup.procs` files the run joins before anything of the job starts. */
+  readonly cgroupProcs?: readonly string[];
+}
+
+/**
+ * Runs as root inside the new namespace, before the user switch: joins the run's cgroups (so no
+ * process of the job is ever outside them), brings loopback up, then execs the rest. Arguments:
+ * `<procs file>… [lo=<ip>] -- <argv>`. Exit 125 when the confinement cannot be set up.
+ */
+export const CONFINE_SCRIPT =
+  'while [ "$#" -gt 0 ] && [ "$1" != -- ]; do ' +
+  'case "$1" in lo=*) "${1#lo=}" link set lo up || { echo "[gpunet] could not bring loopback up" >&2; exit 125; } ;; ' +
+  '*) echo $$ > "$1" || { echo "[gpunet] could not join cgroup $1" >&2; exit 125; } ;; esac; shift; done; shift; exec "$@"';
+
+/** A confinement was asked for that this machine cannot give; raised before anything starts. */
+export class ConfinementUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfinementUnavailableError';
+  }
+}
+
+/**
+ * Wraps `argv` so it starts confined: `unshare --net` (root) → the confine script (root: cgroups,
+ * loopback) → `rest` (e.g. `prlimit`, still root so it can lower hard limits) → `setpriv` (drops
+ * to the job user) → the job. Pure.
+ *
+ * @param rest wrappers that must run as root after the namespace and cgroups, e.g. `prlimit … --`.
+ * @throws ConfinementUnavailableError when a needed tool path is missing.
+ */
+export function confineArgv(argv: readonly string[], confinement: Confinement | undefined, tools: ConfineTools, rest: readonly string[] = []): string[] {
+  const need = (path: string | undefined, what: string): string => {
+    if (path === undefined) throw new ConfinementUnavailableError(`${what} was asked for but its tool was not found on this node`);
+    return path;
+  };
+  let out = [...argv];
+  const user = confinement?.user;
+  if (user !== undefined) {
+    out = [need(tools.setprivPath, 'running the job as an unprivileged user (setpriv)'), `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--no-new-privs', '--', ...out];
+  }
+  out = [...rest, ...out];
+  const pre = [...(tools.cgroupProcs ?? [])];
+  if (confinement?.isolateNetwork && tools.ipPath !== undefined) pre.push(`lo=${tools.ipPath}`);
+  if (pre.length > 0) out = [need(tools.shPath, 'joining cgroups (sh)'), '-c', CONFINE_SCRIPT, 'gpunet-confine', ...pre, '--', ...out];
+  if (confinement?.isolateNetwork) out = [need(tools.unsharePath, 'a network namespace (unshare)'), '--net', '--', ...out];
+  return out;
+}
+
+/** Problems with a confinement; empty when usable. */
+export function confinementIssues(c: Confinement | undefined, field = 'confinement'): FieldIssue[] {
+  const issues: FieldIssue[] = [];
+  const id = (v: unknown) => Number.isSafeInteger(v) && (v as number) > 0 && (v as number) < 2 ** 32 - 1;
+  if (c?.user !== undefined && (!id(c.user.uid) || !id(c.user.gid))) {
+    issues.push({ path: `${field}.user`, message: 'uid and gid must be positive integers (never 0: root)', fix: 'pick ids from an unused range, e.g. 61000' });
+  }
+  const positive = (v: unknown) => v === undefined || (Number.isSafeInteger(v) && (v as number) >= 1);
+  if (!positive(c?.cgroup?.memoryBytes)) issues.push({ path: `${field}.cgroup.memoryBytes`, message: 'must be a positive integer' });
+  if (!positive(c?.cgroup?.maxProcesses)) issues.push({ path: `${field}.cgroup.maxProcesses`, message: 'must be a positive integer' });
+  return issues;
+}
+
+/** Whether this agent can give a job its own network namespace: runs `unshare --net -- true`. */
+export async function canIsolateNetwork(unsharePath: string): Promise<boolean> {
+  return new Promise((res) => {
+    const child = spawn(unsharePath, ['--net', '--', 'true'], { stdio: 'ignore' });
+    child.once('error', () => res(false));
+    child.once('exit', (code) => res(code === 0));
+  });
+}
+
+/** Pids of live processes whose real uid is `uid`, from `/proc/<pid>/status`. */
+export async function processesOfUid(uid: number): Promise<number[]> {
+  let entries: string[];
+  try {
+    entries = await readdir('/proc');
+  } catch {
+    return [];
+  }
+  const found: number[] = [];
+  await Promise.all(
+    entries.map(async (name) => {
+      if (!/^\d+$/.test(name)) return;
+      try {
+        const status = await readFile(`/proc/${name}/status`, 'utf8');
+        const uidLine = /^Uid:\s+(\d+)/m.exec(status);
+        const state = /^State:\s+(\S)/m.exec(status);
+        if (uidLine && Number(uidLine[1]) === uid && state && state[1] !== 'Z' && state[1] !== 'X') found.push(Number(name));
+      } catch {
+        // exited meanwhile
+      }
+    }),
+  );
+  return found.sort((a, b) => a - b);
+}
+
+/**
+ * Job users for concurrent attempts: a distinct uid (= gid) per attempt from a configured range,
+ * so two jobs on one node never share an identity (their directories are closed to each other,
+ * and a per-user limit is a per-job limit). A uid is handed out again only after its attempt
+ * gave it back (and the agent killed whatever still ran under it).
+ */
+export class JobUserPool {
+  private readonly taken = new Map<string, number>();
+
+  constructor(
+    private readonly first: number,
+    private readonly count: number,
+  ) {
+    if (!Number.isSafeInteger(first) || first < 1 || !Number.isSafeInteger(count) || count < 1) throw new RangeError(`invalid uid range ${first}+${count}`);
+  }
+
+  /** The user of attempt `key` (the same on a second call), or `undefined` when every uid is in use. */
+  take(key: string): JobUser | undefined {
+    const had = this.taken.get(key);
+    if (had !== undefined) return { uid: had, gid: had };
+    const used = new Set(this.taken.values());
+    for (let uid = this.first; uid < this.first + this.count; uid++) {
+      if (!used.has(uid)) {
+        this.taken.set(key, uid);
+        return { uid, gid: uid };
+      }
+    }
+    return undefined;
+  }
+
+  give(key: string): void {
+    this.taken.delete(key);
+  }
+}
+
+/** Parses a uid range `61000-61255` into first and count. Pure. */
+export function parseUidRange(text: string): { first: number; count: number } | undefined {
+  const m = /^(\d{1,10})-(\d{1,10})$/.exec(text.trim());
+  if (!m) return undefined;
+  const first = Number(m[1]);
+  const last = Number(m[2]);
+  if (first < 1 || last < first || last >= 2 ** 32 - 1) return undefined;
+  return { first, count: last - first + 1 };
+}

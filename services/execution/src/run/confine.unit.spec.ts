@@ -1,0 +1,79 @@
+import { cgroupV1Dirs } from './cgroups.js';
+import { CONFINE_SCRIPT, confineArgv, confinementIssues, ConfinementUnavailableError, JobUserPool, parseUidRange } from './confine.js';
+import { launchArgv } from './run-process.js';
+
+const tools = { setprivPath: '/usr/bin/setpriv', unsharePath: '/usr/bin/unshare', shPath: '/bin/sh', ipPath: '/sbin/ip' };
+
+describe('confineArgv', () => {
+  it('leaves the command alone without a confinement', () => {
+    expect(confineArgv(['python3', 'train.py'], undefined, {})).toEqual(['python3', 'train.py']);
+  });
+
+  it('drops to the job user last, so every root-only step happens before', () => {
+    expect(confineArgv(['python3'], { user: { uid: 61000, gid: 61000 } }, tools)).toEqual([
+      '/usr/bin/setpriv', '--reuid=61000', '--regid=61000', '--clear-groups', '--no-new-privs', '--', 'python3',
+    ]);
+  });
+
+  it('wraps namespace → cgroups and loopback → prlimit → setpriv → job, in that order', () => {
+    const argv = launchArgv(
+      { command: 'python3', args: ['t.py'], limits: { maxOpenFiles: 64 }, confinement: { user: { uid: 61001, gid: 61001 }, isolateNetwork: true } },
+      { ...tools, prlimitPath: '/usr/bin/prlimit', cgroupProcs: ['/cg/memory/gpunet-a1/cgroup.procs'] },
+    );
+    expect(argv).toEqual([
+      '/usr/bin/unshare', '--net', '--',
+      '/bin/sh', '-c', CONFINE_SCRIPT, 'gpunet-confine', '/cg/memory/gpunet-a1/cgroup.procs', 'lo=/sbin/ip', '--',
+      '/usr/bin/prlimit', '--nofile=64:64', '--',
+      '/usr/bin/setpriv', '--reuid=61001', '--regid=61001', '--clear-groups', '--no-new-privs', '--',
+      'python3', 't.py',
+    ]);
+  });
+
+  it('names the missing tool instead of running the job unconfined', () => {
+    expect(() => confineArgv(['x'], { isolateNetwork: true }, {})).toThrow(ConfinementUnavailableError);
+    expect(() => confineArgv(['x'], { user: { uid: 5, gid: 5 } }, {})).toThrow(/setpriv/);
+  });
+
+  it('refuses root or nonsense as the job user, and non-positive limits', () => {
+    expect(confinementIssues({ user: { uid: 0, gid: 0 } }).map((i) => i.path)).toEqual(['confinement.user']);
+    expect(confinementIssues({ cgroup: { memoryBytes: 0, maxProcesses: 1.5 } }).map((i) => i.path)).toEqual(['confinement.cgroup.memoryBytes', 'confinement.cgroup.maxProcesses']);
+    expect(confinementIssues({ user: { uid: 61000, gid: 61000 }, cgroup: { memoryBytes: 1 << 20 } })).toEqual([]);
+  });
+});
+
+describe('JobUserPool', () => {
+  it('gives concurrent attempts distinct uids and reuses a uid only once given back', () => {
+    const pool = new JobUserPool(61000, 2);
+    expect(pool.take('a1')).toEqual({ uid: 61000, gid: 61000 });
+    expect(pool.take('a1')).toEqual({ uid: 61000, gid: 61000 });
+    expect(pool.take('a2')).toEqual({ uid: 61001, gid: 61001 });
+    expect(pool.take('a3')).toBeUndefined();
+    pool.give('a1');
+    expect(pool.take('a3')).toEqual({ uid: 61000, gid: 61000 });
+  });
+
+  it('parses uid ranges', () => {
+    expect(parseUidRange('61000-61255')).toEqual({ first: 61000, count: 256 });
+    expect(parseUidRange('0-10')).toBeUndefined();
+    expect(parseUidRange('10-5')).toBeUndefined();
+    expect(parseUidRange('nope')).toBeUndefined();
+  });
+});
+
+describe('cgroupV1Dirs', () => {
+  it('joins the v1 mounts with this process’s groups, ignoring v2 and other file systems', () => {
+    const mountinfo = [
+      '30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755',
+      '34 30 0:31 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory',
+      '37 30 0:34 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids',
+      '31 30 0:28 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct',
+    ].join('\n');
+    const self = ['8:pids:/', '4:memory:/process_api/abc', '2:cpu,cpuacct:/x', '0::/'].join('\n');
+    expect(cgroupV1Dirs(mountinfo, self)).toEqual({
+      memory: '/sys/fs/cgroup/memory/process_api/abc',
+      pids: '/sys/fs/cgroup/pids',
+      cpu: '/sys/fs/cgroup/cpu,cpuacct/x',
+      cpuacct: '/sys/fs/cgroup/cpu,cpuacct/x',
+    });
+  });
+});
