@@ -260,6 +260,60 @@ export const Deadline = z
 const networkError = fieldError('network', 'must be `true` or `false`', 'write `network: true` to allow network access');
 const Network = z.boolean({ error: networkError }).default(false).describe('Whether the job may use the network. Default `false`: no network.');
 
+// ── unattended runs: warning before the limit, retries, checkpoints ───────────────────────────
+
+/** Signals a job may ask to be warned with before its time limit. */
+export const WARNING_SIGNALS = ['SIGUSR1', 'SIGUSR2', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGALRM', 'SIGWINCH'] as const;
+/** Most attempts a retry policy may allow. */
+export const MAX_RETRY_ATTEMPTS = 10;
+
+const warnSignalError = fieldError('request.warning.signal', `must be one of ${WARNING_SIGNALS.join(', ')}`, 'write e.g. `signal: SIGUSR1`');
+const WarningSignal = z.enum(WARNING_SIGNALS, { error: warnSignalError }).describe('Signal sent to the job\'s process group, e.g. `SIGUSR1`.');
+const warnBeforeError = fieldError('request.warning.before', 'must be a duration such as `60s`, shorter than the time limit', 'write e.g. `before: 60s`');
+const WarningInput = strictObject(
+  {
+    signal: WarningSignal.default('SIGUSR1'),
+    before: z
+      .string({ error: warnBeforeError })
+      .regex(DURATION_PATTERN, { error: warnBeforeError })
+      .refine((t) => (parseDuration(t) ?? 0) > 0, { error: warnBeforeError })
+      .describe('How long before the time limit the signal comes, e.g. `60s`.'),
+  },
+  'request.warning',
+).describe('A signal before the time limit, so the job can checkpoint and exit; then SIGTERM at the limit, grace, SIGKILL.');
+
+function retrySchema(obj: ObjectFactory) {
+  const codesError = fieldError('retry.exitCodes', 'must be a list of exit codes from 1 to 255', 'write e.g. `exitCodes: [75, 137]`');
+  const maxError = fieldError('retry.maxAttempts', `must be a whole number from 2 to ${MAX_RETRY_ATTEMPTS}`, 'write e.g. `maxAttempts: 3`');
+  return obj(
+    {
+      exitCodes: z
+        .array(z.int({ error: codesError }).min(1, { error: codesError }).max(255, { error: codesError }), { error: codesError })
+        .min(1, { error: codesError })
+        .max(255, { error: codesError })
+        .describe('Exit codes after which the job is run again (from its last checkpoint), e.g. `[75]`. Other failures end the job.'),
+      maxAttempts: z
+        .int({ error: maxError })
+        .min(2, { error: maxError })
+        .max(MAX_RETRY_ATTEMPTS, { error: maxError })
+        .describe('Most attempts that may end in one of `exitCodes`, the first one included; attempts lost with their node do not count.'),
+    },
+    'retry',
+  ).describe('Run the job again when it fails with one of these exit codes, up to maxAttempts.');
+}
+
+const intervalError = fieldError('checkpoint.interval', 'must be a duration of at least 10s, e.g. `10m`', 'write e.g. `interval: 10m`');
+const CheckpointInput = strictObject(
+  {
+    interval: z
+      .string({ error: intervalError })
+      .regex(DURATION_PATTERN, { error: intervalError })
+      .refine((t) => (parseDuration(t) ?? 0) >= 10_000, { error: intervalError })
+      .describe('How often `GPUNET_CHECKPOINT_DIR` is saved while the job runs, e.g. `10m` (it is always saved when the job ends).'),
+  },
+  'checkpoint',
+).describe('Saving `GPUNET_CHECKPOINT_DIR`; a later attempt of the job starts with the last saved checkpoint.');
+
 const nameError = fieldError('name', 'must be 1–128 characters', 'write e.g. `name: resnet50-finetune`');
 const JobName = z
   .string({ error: nameError })
@@ -274,6 +328,7 @@ const RequestInput = strictObject(
     timeLimit: TimeLimit,
     deadline: Deadline.optional(),
     network: Network,
+    warning: WarningInput.optional(),
   },
   'request',
 ).describe('What the job needs: GPUs, model, time limit, deadline, network.');
@@ -292,6 +347,8 @@ export const JobSpecInput = strictObject(
       .describe('What the job reads.'),
     request: RequestInput,
     outputs: outputsSchema(strict).default({ globs: [...DEFAULT_OUTPUT_GLOBS] }),
+    retry: retrySchema(strict).optional(),
+    checkpoint: CheckpointInput.optional(),
   },
   'the job spec',
 ).describe('A gpunet job: the work, the data, the request and the outputs.');
@@ -321,9 +378,18 @@ export const JobSpec = z
         timeLimitMs: DurationMs.min(1).max(MAX_TIME_LIMIT_MS).describe('Longest the job may run once started, in ms.'),
         deadline: Deadline.optional(),
         network: z.boolean().describe('Whether the job may use the network.'),
+        warning: z
+          .object({ signal: WarningSignal, beforeMs: DurationMs.min(1).describe('How long before the time limit, in ms.') })
+          .optional()
+          .describe('A signal before the time limit; absent: none.'),
       })
       .describe('What the job needs.'),
     outputs: outputsSchema(tolerant),
+    retry: retrySchema(tolerant).optional(),
+    checkpoint: z
+      .object({ intervalMs: DurationMs.min(1).describe('How often the checkpoint directory is saved while the job runs, in ms.') })
+      .optional()
+      .describe('Saving the checkpoint directory; absent: the node\'s default interval.'),
   })
   .describe('A job spec as messages carry it: defaults filled, durations in integer ms.');
 export type JobSpec = z.output<typeof JobSpec>;
@@ -331,13 +397,19 @@ export type Work = JobSpec['work'];
 
 /** Normalizes a parsed {@link JobSpecInput}: durations become integer ms. */
 export function toJobSpec(input: JobSpecInput): JobSpec {
-  const { timeLimit, ...request } = input.request;
+  const { timeLimit, warning, ...request } = input.request;
+  const { checkpoint, ...rest } = input;
   return {
-    ...input,
+    ...rest,
     data: {
       inputs: input.data.inputs.map(({ keep, ...rest }) => (keep === undefined ? rest : { ...rest, keepMs: durationMs(keep) })),
     },
-    request: { ...request, timeLimitMs: durationMs(timeLimit) },
+    request: {
+      ...request,
+      timeLimitMs: durationMs(timeLimit),
+      ...(warning !== undefined && { warning: { signal: warning.signal, beforeMs: durationMs(warning.before) } }),
+    },
+    ...(checkpoint !== undefined && { checkpoint: { intervalMs: durationMs(checkpoint.interval) } }),
   };
 }
 
@@ -351,5 +423,13 @@ function durationMs(text: string): number {
 /** Validates a spec as people write it and normalizes it, or says what to fix in each bad field. */
 export function parseJobSpec(raw: unknown): { ok: true; spec: JobSpec } | { ok: false; issues: FieldIssue[] } {
   const parsed = JobSpecInput.safeParse(raw);
-  return parsed.success ? { ok: true, spec: toJobSpec(parsed.data) } : { ok: false, issues: formatIssues(parsed.error) };
+  if (!parsed.success) return { ok: false, issues: formatIssues(parsed.error) };
+  const spec = toJobSpec(parsed.data);
+  if (spec.request.warning !== undefined && spec.request.warning.beforeMs >= spec.request.timeLimitMs) {
+    return {
+      ok: false,
+      issues: [{ path: 'request.warning.before', message: 'must be shorter than the time limit', fix: `give a duration below ${parsed.data.request.timeLimit}, e.g. \`before: 60s\`` }],
+    };
+  }
+  return { ok: true, spec };
 }

@@ -155,7 +155,7 @@ describe('job spec as people write it', () => {
       {
         path: '',
         message: 'the job spec must be a mapping of fields',
-        fix: 'write it as a mapping with fields `name`, `work`, `data`, `request`, `outputs`',
+        fix: 'write it as a mapping with fields `name`, `work`, `data`, `request`, `outputs`, `retry`, `checkpoint`',
       },
     ]);
   });
@@ -183,5 +183,48 @@ describe('job spec as messages carry it', () => {
     const { timeLimitMs: _ms, ...withoutMs } = parsed.spec.request;
     expect(JobSpec.safeParse({ ...parsed.spec, request: { ...withoutMs, timeLimit: '2h' } }).success).toBe(false);
     expect(JobSpec.safeParse({ ...parsed.spec, request: { ...parsed.spec.request, timeLimitMs: 1.5 } }).success).toBe(false);
+  });
+});
+
+describe('job spec: unattended runs (warning, retry, checkpoint)', () => {
+  const base = { work: { kind: 'script', script: { inline: 'echo hi' } }, request: { gpus: 1, timeLimit: '2h' } };
+
+  it('normalizes the warning, the retry policy and the checkpoint interval', () => {
+    const result = parseJobSpec({
+      ...base,
+      request: { ...base.request, warning: { before: '60s' } },
+      retry: { exitCodes: [75], maxAttempts: 3 },
+      checkpoint: { interval: '10m' },
+    });
+    if (!result.ok) throw new Error(JSON.stringify(result.issues));
+    expect(result.spec.request.warning).toEqual({ signal: 'SIGUSR1', beforeMs: 60_000 });
+    expect(result.spec.retry).toEqual({ exitCodes: [75], maxAttempts: 3 });
+    expect(result.spec.checkpoint).toEqual({ intervalMs: 600_000 });
+    expect(JobSpec.parse(result.spec)).toEqual(result.spec);
+  });
+
+  it('leaves them out when not asked for', () => {
+    const result = parseJobSpec(base);
+    if (!result.ok) throw new Error(JSON.stringify(result.issues));
+    expect(result.spec.request.warning).toBeUndefined();
+    expect(result.spec.retry).toBeUndefined();
+    expect(result.spec).not.toHaveProperty('checkpoint');
+  });
+
+  it('says what to fix in each bad field', () => {
+    const issues = byPath(
+      issuesOf({
+        ...base,
+        request: { ...base.request, warning: { signal: 'SIGKILL', before: '60s' } },
+        retry: { exitCodes: [0], maxAttempts: 1 },
+        checkpoint: { interval: '1s' },
+      }),
+    );
+    expect(issues.get('request.warning.signal')?.message).toMatch(/SIGUSR1/);
+    expect(issues.get('retry.exitCodes[0]')?.message).toMatch(/1 to 255/);
+    expect(issues.get('retry.maxAttempts')?.message).toMatch(/from 2 to 10/);
+    expect(issues.get('checkpoint.interval')?.message).toMatch(/at least 10s/);
+    const late = issuesOf({ ...base, request: { ...base.request, timeLimit: '1m', warning: { before: '2m' } } });
+    expect(late).toEqual([expect.objectContaining({ path: 'request.warning.before', message: 'must be shorter than the time limit' })]);
   });
 });

@@ -90,6 +90,17 @@ export const JobStarted = z.object({
   nodeId: NodeId,
   startedAt: Timestamp.describe('Agent clock: when the job\'s process started.'),
   resumedFromCheckpoint: z.int().min(1).optional().describe('Sequence of the checkpoint this attempt resumed from, if any.'),
+  work: z
+    .object({
+      kind: z.enum(['script', 'container']).describe('What ran: a script or a container image.'),
+      digest: z
+        .string()
+        .regex(/^sha256:[0-9a-f]{64}$/)
+        .describe('For the audit: `sha256:` of the script file that ran, or the image digest the container runtime resolved.'),
+      runtime: z.string().optional().describe('Container runtime that ran the image, e.g. `docker`; absent for scripts.'),
+    })
+    .optional()
+    .describe('What exactly ran, by content address.'),
 });
 export type JobStarted = z.output<typeof JobStarted>;
 
@@ -116,11 +127,11 @@ export const JobFinished = z.object({
 });
 export type JobFinished = z.output<typeof JobFinished>;
 
-export const JOB_REQUEUE_REASONS = ['node_lost', 'agent_restarted', 'preempted'] as const;
+export const JOB_REQUEUE_REASONS = ['node_lost', 'agent_restarted', 'preempted', 'retry'] as const;
 export const JobRequeued = z.object({
   jobId: JobId,
   previousAttemptId: AttemptId.describe('The attempt that did not finish.'),
-  reason: z.enum(JOB_REQUEUE_REASONS).describe('Why the job goes back to the queue.'),
+  reason: z.enum(JOB_REQUEUE_REASONS).describe('Why the job goes back to the queue; `retry`: it failed with an exit code its retry policy names.'),
   nextAttempt: z.int().min(2).describe('Number of the attempt to come.'),
   requeuedAt: Timestamp.describe('When the job went back to the queue.'),
 });

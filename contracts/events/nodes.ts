@@ -6,6 +6,10 @@ import { z } from 'zod';
 import { defineEvent } from '../message.js';
 import { AttemptId, DurationMs, GpuIndex, GpuModel, JobId, NodeId, Sha256, Timestamp } from '../primitives.js';
 
+/** Container runtimes an agent can run `kind: container` work with. */
+export const CONTAINER_RUNTIMES = ['docker', 'podman'] as const;
+export type ContainerRuntime = (typeof CONTAINER_RUNTIMES)[number];
+
 export const NodeGpu = z
   .object({
     index: GpuIndex,
@@ -22,6 +26,10 @@ export const NodeRegistered = z.object({
   simulated: z.boolean().describe('True when the GPUs are slots declared with `--gpus` rather than found by `nvidia-smi`.'),
   networkIsolation: z.boolean().describe('Whether the agent can give a job its own network namespace (jobs with `network: false` are isolated there).'),
   agentVersion: z.string().optional().describe('Version of the agent software.'),
+  containerRuntimes: z
+    .array(z.enum(CONTAINER_RUNTIMES))
+    .optional()
+    .describe('Container runtimes that answer on the node (`docker`, `podman`); absent or empty: it runs scripts only.'),
   heartbeatIntervalMs: DurationMs.min(1).describe('How often the agent promises a NodeHeartbeat.'),
   registeredAt: Timestamp.describe('Agent clock: when the agent started serving.'),
 });
