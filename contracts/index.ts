@@ -3,6 +3,7 @@
  * subject, the job spec, the bus envelopes and header names. Imports nothing but zod.
  * Producers in other languages use `contracts/generated/` (JSON Schema + AsyncAPI 3.0) instead.
  */
+export * from './audit.js';
 export * from './commands.js';
 export * from './duration.js';
 export * from './envelope.js';

@@ -3,6 +3,7 @@
  * schemas. Services look messages up here instead of spelling names or subjects out.
  */
 import { z } from 'zod';
+import { auditEvents, auditQueries } from './audit.js';
 import { commands } from './commands.js';
 import { recordedEventSchema } from './envelope.js';
 import { dataEvents } from './events/data.js';
@@ -25,11 +26,11 @@ function byName<const D extends readonly { name: string }[]>(defs: D): ByName<D>
 }
 
 /** Every event definition by type. */
-export const Events = byName([...jobEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents]);
+export const Events = byName([...jobEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents]);
 /** Every command definition by name. */
 export const Commands = byName(commands);
 /** Every query definition by name. */
-export const Queries = byName(queries);
+export const Queries = byName([...queries, ...auditQueries]);
 
 export type EventType = keyof typeof Events;
 export type CommandName = keyof typeof Commands;

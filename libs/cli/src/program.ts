@@ -11,6 +11,7 @@ import { simulate, type SimulateFlags } from './commands/simulate.js';
 import { submit } from './commands/submit.js';
 import { estimate } from './commands/estimate.js';
 import { capacity } from './commands/capacity.js';
+import { AUDIT_FORMATS, auditJob, auditJobs, type AuditFormat, type AuditJobsFlags } from './commands/audit.js';
 import { up } from './commands/up.js';
 import { wait } from './commands/wait.js';
 import { EXIT, exitCodeForError, type ExitCode } from './exit-codes.js';
@@ -160,6 +161,26 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .option('--from <time>', 'only attempts finished at or after this UTC time')
     .option('--to <time>', 'only attempts finished before this UTC time')
     .action(run((ctx, opts) => invoice(ctx, opts as Parameters<typeof invoice>[1])));
+
+  const audit = command('audit').description('audit jobs from the event store: what ran, how long, on what, what came back, what it cost (every query is recorded)');
+  const auditSub = (name: string) => audit.command(name).exitOverride().showHelpAfterError('(add --help for usage)');
+  const formatOption = () => new Option('--format <format>', 'table, json or csv (csv: one line per job, ms and micro-units)').choices([...AUDIT_FORMATS]).default('table');
+  withConnection(auditSub('jobs'))
+    .description("jobs with outcome, nodes, GPU model, phase durations, outputs and charge; a team key sees its team, a compliance key every team")
+    .option('--team <team>', 'only this team (a team key may name only its own)')
+    .option('--from <time>', 'only jobs submitted at or after this UTC time')
+    .option('--to <time>', 'only jobs submitted before this UTC time')
+    .option('--node <node-id>', 'only jobs with an attempt on this node')
+    .option('--gpu-model <model>', 'only jobs with an attempt on this GPU model')
+    .option('--outcome <outcome>', 'only jobs that ended this way: completed, failed, timeout, cancelled, node_lost, deadline, rejected, staging_failed, open')
+    .option('--limit <n>', 'most jobs listed, 1–10000', '1000')
+    .addOption(formatOption())
+    .action(run((ctx, opts) => auditJobs(ctx, opts as AuditJobsFlags)));
+  withConnection(auditSub('job'))
+    .description("one job's full audit across every service: work digest, phase durations, nodes and GPUs, outputs with sha256, usage lines, timeline")
+    .argument('<job-id>')
+    .addOption(new Option('--format <format>', 'table or json').choices(['table', 'json']).default('table'))
+    .action(run((ctx, jobId, opts) => auditJob(ctx, jobId as string, opts as { format?: AuditFormat })));
 
   withBaseOptions(command('simulate'))
     .description('replay an SWF trace (Parallel Workloads Archive) through the placement core in virtual time; print wait, slowdown and utilization')

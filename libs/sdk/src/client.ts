@@ -1,4 +1,6 @@
 import {
+  AuditJobReport,
+  AuditJobsReply,
   CancelJobReply,
   CapacityReply,
   EstimateJobReply,
@@ -17,6 +19,7 @@ import { BlobStore } from '#blobs';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { pollDelayMs, type PollBackoff } from './backoff.js';
 import { writeVerified, type DownloadProgress } from './download.js';
 import { ClientConfigError, GpunetApiError, GpunetProtocolError, JobFileError, WaitTimeoutError } from './errors.js';
@@ -26,6 +29,10 @@ import { checkJobFile, parseJobFileText, unresolvedInputs, type JobFileSpec } fr
 import { parseNdjson } from './ndjson.js';
 
 /** Options of {@link GpunetClient}. */
+/** `GET /v1/audit/jobs/{jobId}`: the job's audit, the store position it holds, and the id of the event recording the query. */
+export const AuditJobAnswer = AuditJobReport.extend({ asOfPosition: z.string(), recordedAs: z.string() });
+export type AuditJobAnswer = z.output<typeof AuditJobAnswer>;
+
 export interface GpunetClientOptions {
   /** Base URL of the intake API, e.g. `http://127.0.0.1:8080`. */
   baseUrl: string;
@@ -231,6 +238,21 @@ export class GpunetClient {
   /** Usage lines and totals of the team, or of one job, as the ledger recorded them. */
   charges(options: { jobId?: string; from?: string; to?: string } = {}): Promise<GetChargesReply> {
     return this.http.json({ method: 'GET', path: '/v1/charges', query: { jobId: options.jobId, from: options.from, to: options.to } }, GetChargesReply);
+  }
+
+  /**
+   * Jobs for an audit (`GET /v1/audit/jobs`): outcome, nodes, GPU models, phase durations, outputs
+   * and cost per job. A team key sees its own team; a `compliance` key every team (or `team`).
+   * The ledger records the query (who asked what, when) before answering.
+   */
+  auditJobs(filter: { team?: string; from?: string; to?: string; node?: string; gpuModel?: string; outcome?: string; limit?: number } = {}): Promise<AuditJobsReply> {
+    const query = { ...filter, limit: filter.limit === undefined ? undefined : String(filter.limit) };
+    return this.http.json({ method: 'GET', path: '/v1/audit/jobs', query }, AuditJobsReply);
+  }
+
+  /** One job's full audit across every service (`GET /v1/audit/jobs/{jobId}`); recorded like {@link auditJobs}. */
+  auditJob(jobId: string): Promise<AuditJobAnswer> {
+    return this.http.json({ method: 'GET', path: `/v1/audit/jobs/${encodeURIComponent(jobId)}` }, AuditJobAnswer);
   }
 
   /**

@@ -2,7 +2,7 @@
  * gpunet SDK: a typed client for producers. `GpunetClient` submits jobs (uploading the local
  * inputs a job.yaml names), follows them, and reads their logs, timeline, outputs and charges.
  */
-export { GpunetClient, isFinalState, type DownloadedOutput, type GpunetClientOptions, type WaitOptions } from './client.js';
+export { AuditJobAnswer, GpunetClient, isFinalState, type DownloadedOutput, type GpunetClientOptions, type WaitOptions } from './client.js';
 export { DEFAULT_POLL_BACKOFF, pollDelayMs, type PollBackoff } from './backoff.js';
 export type { DownloadProgress } from './download.js';
 export {

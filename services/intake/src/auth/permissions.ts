@@ -1,23 +1,27 @@
 /**
  * What each role may do. Every key acts within its own team only: a job of another team is
- * forbidden to every role, `admin` included (operators read other teams through the store).
+ * forbidden to every role, `admin` included (operators read other teams through the store);
+ * the one exception is the audit of a `compliance` key (`audit:read-all-teams`).
  */
 import { ForbiddenError } from '../common/errors.js';
 import type { ApiRole, Principal } from './api-keys.js';
 
-export type Action = 'jobs:submit' | 'jobs:cancel' | 'jobs:read' | 'charges:read';
+export type Action = 'jobs:submit' | 'jobs:cancel' | 'jobs:read' | 'charges:read' | 'audit:read' | 'audit:read-all-teams';
 
 /**
  * - `producer`: submits, cancels and reads its team's jobs and charges;
  * - `compliance`: reads jobs (state, timeline, logs, outputs) and charges, changes nothing;
  * - `billing`: reads charges only;
  * - `admin`: everything within its team.
+ *
+ * Audit (`audit:read`) is open to every role, within its team; `audit:read-all-teams` is the one
+ * cross-team permission: only `compliance` reads every team's audit.
  */
 export const ROLE_ACTIONS: Readonly<Record<ApiRole, readonly Action[]>> = {
-  producer: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read'],
-  compliance: ['jobs:read', 'charges:read'],
-  billing: ['charges:read'],
-  admin: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read'],
+  producer: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read'],
+  compliance: ['jobs:read', 'charges:read', 'audit:read', 'audit:read-all-teams'],
+  billing: ['charges:read', 'audit:read'],
+  admin: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read'],
 };
 
 /** Throws ForbiddenError unless the caller's role allows the action. */
@@ -26,6 +30,11 @@ export function authorize(principal: Principal, action: Action): void {
     const roles = (Object.keys(ROLE_ACTIONS) as ApiRole[]).filter((r) => ROLE_ACTIONS[r].includes(action));
     throw new ForbiddenError(`API key \`${principal.keyId}\` has role ${principal.role}, which may not do ${action}; that needs a key with role ${roles.join(' or ')}`);
   }
+}
+
+/** Whether the caller's role allows the action (for permissions that widen a scope rather than gate a route). */
+export function allows(principal: Principal, action: Action): boolean {
+  return ROLE_ACTIONS[principal.role].includes(action);
 }
 
 /** Throws ForbiddenError when the job belongs to another team. */

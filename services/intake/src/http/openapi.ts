@@ -4,6 +4,9 @@
  * input (fields with defaults optional), answers as output. Served at `GET /openapi.json`.
  */
 import {
+  AUDIT_OUTCOMES,
+  AuditJobReport,
+  AuditJobsReply,
   CancelJob,
   CancelJobReply,
   CapacityReply,
@@ -46,6 +49,14 @@ const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> 
   EstimateJobReply: { schema: EstimateJobReply, io: 'output' },
   GetQueueReply: { schema: GetQueueReply, io: 'output' },
   CapacityReply: { schema: CapacityReply, io: 'output' },
+  AuditJobsReply: { schema: AuditJobsReply, io: 'output' },
+  AuditJob: {
+    schema: AuditJobReport.extend({
+      asOfPosition: z.string().describe('The answer holds every event up to this global position of the store (decimal).'),
+      recordedAs: z.string().describe('Id of the AuditQueried event that records this query.'),
+    }),
+    io: 'output',
+  },
   Healthz: { schema: Healthz, io: 'output' },
   Error: { schema: ErrorBody, io: 'output' },
 };
@@ -107,6 +118,8 @@ export const ROUTES = [
   'POST /v1/estimate',
   'GET /v1/capacity',
   'GET /v1/charges',
+  'GET /v1/audit/jobs',
+  'GET /v1/audit/jobs/{jobId}',
   'GET /healthz',
   'GET /openapi.json',
 ] as const;
@@ -277,6 +290,34 @@ function paths(): Json {
           { name: 'to', in: 'query', required: false, description: 'Only attempts finished before this UTC time.', schema: { type: 'string', format: 'date-time' } },
         ],
         responses: { '200': { description: 'Usage lines and totals.', content: json('GetChargesReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
+      },
+    },
+    '/v1/audit/jobs': {
+      get: {
+        operationId: 'auditJobs',
+        summary: 'Jobs for an audit: outcome, nodes, GPU models, phase durations, outputs and cost per job',
+        description:
+          'Answered by the ledger\'s audit projection over every service\'s events. A team key lists its own team only (naming another `team` is 403); ' +
+          'a key with role `compliance` lists every team. Every query is recorded as an `AuditQueried` event (who asked what, when) before it is answered.',
+        parameters: [
+          { name: 'team', in: 'query', required: false, description: 'Only this team\'s jobs.', schema: { type: 'string' } },
+          { name: 'from', in: 'query', required: false, description: 'Only jobs submitted at or after this UTC time.', schema: { type: 'string', format: 'date-time' } },
+          { name: 'to', in: 'query', required: false, description: 'Only jobs submitted before this UTC time.', schema: { type: 'string', format: 'date-time' } },
+          { name: 'node', in: 'query', required: false, description: 'Only jobs with an attempt on this node.', schema: { type: 'string' } },
+          { name: 'gpuModel', in: 'query', required: false, description: 'Only jobs with an attempt on this GPU model.', schema: { type: 'string' } },
+          { name: 'outcome', in: 'query', required: false, description: 'Only jobs that ended this way (`open`: not over).', schema: { type: 'string', enum: [...AUDIT_OUTCOMES] } },
+          { name: 'limit', in: 'query', required: false, description: 'Most jobs listed, 1–10000. Default 1000.', schema: { type: 'integer', minimum: 1, maximum: 10_000, default: 1000 } },
+        ],
+        responses: { '200': { description: 'The jobs, oldest submission first.', content: json('AuditJobsReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
+      },
+    },
+    '/v1/audit/jobs/{jobId}': {
+      get: {
+        operationId: 'auditJob',
+        summary: 'One job\'s audit: what ran, how long, on what, what came back, what it cost, and its timeline across every service',
+        description: 'A team key reads its own team\'s jobs (another team\'s is 404); a `compliance` key reads any. Recorded as `AuditQueried` before it is answered.',
+        parameters: [jobIdParam],
+        responses: { '200': { description: 'The job\'s audit.', content: json('AuditJob') }, ...JOB_ERRORS, '502': errorResponse('BadGateway') },
       },
     },
     '/healthz': {

@@ -1,0 +1,74 @@
+import { AuditJobsFilter, Queries, formatIssues, type AuditJobReply, type AuditJobReport, type AuditJobsReply, type AuditRequester } from '#contracts';
+import { NotFoundError, ValidationError } from '#errors';
+import { requestQuery } from '#messaging';
+import { NATS_CONNECTION } from '#service-kit';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { Controller, Get, Inject, Param, Req } from '@nestjs/common';
+import type { Request } from 'express';
+import type { Principal } from '../auth/api-keys.js';
+import { Authenticator } from '../auth/authenticator.js';
+import { allows, authorize } from '../auth/permissions.js';
+import { ForbiddenError } from '../common/errors.js';
+import { correlationIdOf, jobIdParam, single } from '../http/request.js';
+
+/** Query parameters of `GET /v1/audit/jobs`, by filter field. */
+const FILTER_PARAMS = { team: 'team', from: 'from', to: 'to', node: 'nodeId', gpuModel: 'gpuModel', outcome: 'outcome', limit: 'limit' } as const;
+
+/** Who asks, as the ledger records it: the key's id, team and role, and whether it reads every team. */
+export function requesterOf(principal: Principal): AuditRequester {
+  return { keyId: principal.keyId, team: principal.team, role: principal.role, allTeams: allows(principal, 'audit:read-all-teams') };
+}
+
+/**
+ * The audit over HTTP, asked of the ledger's audit projection over NATS (`AuditJobs`, `AuditJob`),
+ * which records every query (who, what, when) before answering it:
+ *
+ * - `GET /v1/audit/jobs?team=&from=&to=&node=&gpuModel=&outcome=&limit=`: jobs for an audit;
+ * - `GET /v1/audit/jobs/{jobId}`: one job's full audit across every service.
+ *
+ * A team key sees its own team only (naming another team is 403); a `compliance` key sees every team.
+ */
+@Controller('v1/audit')
+export class AuditHttpController {
+  constructor(
+    private readonly auth: Authenticator,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+  ) {}
+
+  @Get('jobs')
+  async jobs(@Req() req: Request): Promise<AuditJobsReply> {
+    const principal = this.auth.fromHttp(req.headers.authorization);
+    authorize(principal, 'audit:read');
+    const requester = requesterOf(principal);
+    const q = req.query as Record<string, string | string[] | undefined>;
+    const raw: Record<string, unknown> = {};
+    for (const [param, field] of Object.entries(FILTER_PARAMS)) {
+      const value = single(q[param]);
+      if (value !== undefined) raw[field] = field === 'limit' && /^\d{1,6}$/.test(value) ? Number(value) : value;
+    }
+    const parsed = AuditJobsFilter.safeParse(raw);
+    if (!parsed.success) {
+      const issues = formatIssues(parsed.error).map((i) => ({ ...i, path: i.path === 'nodeId' ? 'node' : i.path }));
+      throw new ValidationError(`invalid query: ${issues.map((i) => i.path).join(', ')}`, issues);
+    }
+    if (!requester.allTeams && parsed.data.team !== undefined && parsed.data.team !== principal.team) {
+      throw new ForbiddenError(`team ${parsed.data.team} is not yours: API key \`${principal.keyId}\` (role ${principal.role}) audits team ${principal.team} only; every team needs a key with role compliance`);
+    }
+    const query = Queries.AuditJobs;
+    return requestQuery<AuditJobsReply>(this.nc, query.subject, { requester, filter: parsed.data }, { request: query.schema, response: query.replySchema }, { correlationId: correlationIdOf(req.headers) });
+  }
+
+  @Get('jobs/:jobId')
+  async job(@Param('jobId') jobIdRaw: string, @Req() req: Request): Promise<AuditJobReport & { asOfPosition: string; recordedAs: string }> {
+    const principal = this.auth.fromHttp(req.headers.authorization);
+    authorize(principal, 'audit:read');
+    const jobId = jobIdParam(jobIdRaw);
+    const query = Queries.AuditJob;
+    const reply = await requestQuery<AuditJobReply>(this.nc, query.subject, { requester: requesterOf(principal), jobId }, { request: query.schema, response: query.replySchema }, { correlationId: correlationIdOf(req.headers) });
+    if (!reply.job) {
+      const scope = allows(principal, 'audit:read-all-teams') ? 'in the event store' : `of team ${principal.team}`;
+      throw new NotFoundError(`no job ${jobId} ${scope} (as of store position ${reply.asOfPosition}); check the id with \`gpunet audit jobs\``);
+    }
+    return { ...reply.job, asOfPosition: reply.asOfPosition, recordedAs: reply.recordedAs };
+  }
+}

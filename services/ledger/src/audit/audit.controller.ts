@@ -1,0 +1,73 @@
+import { HEADERS, Queries, type AuditJob, type AuditJobReply, type AuditJobs, type AuditJobsReply, type AuditQueried, type AuditRequester } from '#contracts';
+import type { EventStore } from '#event-store';
+import { CLOCK, EVENT_STORE, EVENT_WRITER, NatsQueryContext, newId, type Clock, type EventWriter } from '#service-kit';
+import { Controller, Inject } from '@nestjs/common';
+import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
+import { LEDGER_STREAM_PREFIX } from '../domain/index.js';
+import { auditList, emptyJobAudit, evolveJobAudit, isSubmitted, jobReport } from './audit-projection.js';
+import { AuditProjectionService } from './audit-projection.service.js';
+
+/** `ledger-audit`: every AuditQueried, one chain, so the record of who asked what is itself tamper-evident. */
+export const AUDIT_STREAM = `${LEDGER_STREAM_PREFIX}audit`;
+
+/** Events read per page when folding one job. */
+const PAGE = 1_000;
+
+/**
+ * Answers the audit queries (`gpunet.qry.ledger.AuditJobs`, `AuditJob`). Each query is first
+ * recorded as AuditQueried in `ledger-audit` (who asked, what, when); a query that cannot be
+ * recorded is not answered. The requester's scope is applied here too: a key that may not read
+ * every team sees only its own, whatever it asks.
+ */
+@Controller()
+export class AuditController {
+  constructor(
+    private readonly projection: AuditProjectionService,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(EVENT_WRITER) private readonly writer: EventWriter,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+
+  @MessagePattern(Queries.AuditJobs.subject)
+  async auditJobs(@Payload() query: AuditJobs, @Ctx() ctx: NatsQueryContext): Promise<AuditJobsReply> {
+    const filter = { ...query.filter, ...(query.requester.allTeams ? {} : { team: query.requester.team }) };
+    const recordedAs = await this.record('AuditJobs', filter, query.requester, ctx);
+    const { jobs, asOf } = await this.projection.current();
+    return { ...auditList(jobs, filter), asOfPosition: asOf.toString(), recordedAs };
+  }
+
+  @MessagePattern(Queries.AuditJob.subject)
+  async auditJob(@Payload() query: AuditJob, @Ctx() ctx: NatsQueryContext): Promise<AuditJobReply> {
+    const recordedAs = await this.record('AuditJob', { jobId: query.jobId }, query.requester, ctx);
+    // One job: read straight from the store through its job index, as of the head seen first.
+    const head = await this.store.headPosition();
+    const state = emptyJobAudit(query.jobId);
+    let from = 0n;
+    for (;;) {
+      const page = await this.store.readAll({ fromPosition: from, toPosition: head, maxCount: PAGE, filter: { jobId: query.jobId } });
+      for (const e of page) evolveJobAudit(state, e);
+      if (page.length < PAGE) break;
+      from = page[page.length - 1]!.position;
+    }
+    const visible = isSubmitted(state) && (query.requester.allTeams || state.team === query.requester.team);
+    return { job: visible ? jobReport(state) : null, asOfPosition: head.toString(), recordedAs };
+  }
+
+  private async record(name: AuditQueried['query'], parameters: Record<string, unknown>, requester: AuditRequester, ctx: NatsQueryContext): Promise<string> {
+    const correlationId = correlationOf(ctx);
+    const data: AuditQueried = {
+      query: name,
+      parameters: Object.fromEntries(Object.entries(parameters).filter(([, v]) => v !== undefined)),
+      requestedBy: requester,
+      ...(correlationId ? { correlationId } : {}),
+      askedAt: this.clock.now().toISOString(),
+    };
+    const eventId = newId();
+    await this.writer.append(AUDIT_STREAM, [{ type: 'AuditQueried', data, eventId }], { team: requester.team, ...(correlationId ? { correlationId } : {}) });
+    return eventId;
+  }
+}
+
+function correlationOf(ctx: NatsQueryContext): string | undefined {
+  return ctx.getHeaders()?.get(HEADERS.correlationId) || undefined;
+}

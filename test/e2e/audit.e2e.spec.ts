@@ -1,0 +1,191 @@
+/**
+ * Audit across real processes (`gpunet up`: two agents of 4 simulated GPUs): the ledger's audit
+ * projection over every service's events answers over HTTP (intake → NATS → ledger) and through
+ * the CLI; a team key sees its own team, a compliance key every team; every query is recorded as
+ * AuditQueried in `ledger-audit`.
+ */
+import type { AuditJobsReply, AuditQueried, UsageRecorded } from '#contracts';
+import { GpunetClient } from '#sdk';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createHash, randomBytes } from 'node:crypto';
+import { appendFile } from 'node:fs/promises';
+import { PassThrough } from 'node:stream';
+import { readState } from '../../libs/cli/src/local/state.js';
+import { runCli } from '../../libs/cli/src/program.js';
+import { scriptJob, settle } from '../support/jobs.js';
+import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+
+let net: TestNetwork | undefined;
+const network = () => net!;
+const e2e = (body: () => Promise<void>) => withLogsOnFailure(() => net, body);
+
+const complianceKey = randomBytes(32).toString('hex');
+const otherTeamKey = randomBytes(32).toString('hex');
+const OTHER_TEAM = 'team-b';
+const clients: GpunetClient[] = [];
+const clientWith = (apiKey: string) => {
+  const c = new GpunetClient({ baseUrl: network().url, apiKey });
+  clients.push(c);
+  return c;
+};
+const sha = (key: string) => createHash('sha256').update(key, 'utf8').digest('hex');
+
+/** Runs the CLI in-process with a key; stdout as text. */
+async function cli(args: string[], apiKey = network().apiKey): Promise<{ code: number; out: string; err: string }> {
+  const out = new PassThrough();
+  const err = new PassThrough();
+  const o: Buffer[] = [];
+  const e: Buffer[] = [];
+  out.on('data', (c: Buffer) => o.push(c));
+  err.on('data', (c: Buffer) => e.push(c));
+  const code = await runCli(args, { stdout: out, stderr: err, env: { GPUNET_URL: network().url, GPUNET_API_KEY: apiKey }, cwd: network().dataDir });
+  return { code, out: Buffer.concat(o).toString('utf8'), err: Buffer.concat(e).toString('utf8') };
+}
+
+let localJob = '';
+let otherJob = '';
+
+beforeAll(async () => {
+  net = await TestNetwork.start({ agents: 2, gpus: 4 });
+  // Two more keys: a compliance officer and another team. Intake reads the key file at start.
+  const state = await readState(net.dataDir);
+  await appendFile(
+    state!.apiKeysFile,
+    `- { id: officer, sha256: ${sha(complianceKey)}, team: compliance-office, role: compliance }\n- { id: team-b-ci, sha256: ${sha(otherTeamKey)}, team: ${OTHER_TEAM}, role: producer }\n`,
+  );
+  await net.kill('intake', 'SIGTERM');
+  await net.restart('intake');
+
+  const local = await net.client().submit(scriptJob('mkdir -p "$GPUNET_OUTPUT_DIR" && printf hello > "$GPUNET_OUTPUT_DIR/result.txt" && sleep 1', { gpus: 2, name: 'audited' }));
+  const other = await clientWith(otherTeamKey).submit(scriptJob('exit 3', { gpus: 1 }));
+  localJob = local.jobId;
+  otherJob = other.jobId;
+  await settle(net, [localJob]);
+  // The other team's job is over when intake says so (settle reads with the local key).
+  const b = clientWith(otherTeamKey);
+  await b.waitFor(otherJob, { timeoutMs: 60_000 });
+}, 150_000);
+
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  await net?.stop();
+}, 60_000);
+
+describe('gpunet audit', () => {
+  it(
+    'audit job answers what ran, how long, on what, what came back and what it cost, with the timeline of every service',
+    e2e(async () => {
+      const a = await network().client().auditJob(localJob);
+      expect(a).toMatchObject({ jobId: localJob, team: network().team, name: 'audited', outcome: 'completed' });
+      // What ran: the submitted spec and its digest; no agent records a work digest yet, so it says so.
+      expect(a.work.spec.work).toMatchObject({ kind: 'script' });
+      expect(a.work.specSha256).toMatch(/^[0-9a-f]{64}$/);
+      expect(a.work.digestSource === 'recorded' || a.work.note !== undefined).toBe(true);
+      // On what: one attempt, its node and GPU ids as placed and held.
+      expect(a.attempts).toHaveLength(1);
+      const attempt = a.attempts[0]!;
+      expect(network().nodeIds).toContain(attempt.nodeId);
+      expect(attempt).toMatchObject({ gpuModel: 'sim-gpu', gpus: 2, outcome: 'completed', exitCode: 0 });
+      expect(attempt.gpuIndices).toHaveLength(2);
+      // How long: integer ms per phase; held contains running, and equals the billed time.
+      for (const k of ['stagingMs', 'queuedMs', 'heldMs', 'runningMs', 'outputMs', 'releaseMs'] as const) expect(Number.isInteger(a.durations[k])).toBe(true);
+      expect(a.durations.runningMs!).toBeGreaterThanOrEqual(1000);
+      expect(a.durations.heldMs!).toBeGreaterThanOrEqual(a.durations.runningMs!);
+      // What it cost: the ledger's usage line, and held time is what it billed.
+      expect(a.cost.lines).toHaveLength(1);
+      const line = a.cost.lines[0] as UsageRecorded;
+      expect(line.billableMs).toBe(a.durations.heldMs);
+      expect(a.cost.totals).toEqual([{ currency: line.currency, amountMicros: line.amountMicros }]);
+      // What came back: the file with its size and sha256.
+      expect(a.outputs?.files).toEqual(expect.arrayContaining([{ path: 'result.txt', size: 5, sha256: createHash('sha256').update('hello').digest('hex') }]));
+      // The timeline spans every service, in store order.
+      const producers = new Set(a.timeline.map((e) => e.producer));
+      for (const p of ['intake', 'storage', 'placement', 'ledger']) expect(producers).toContain(p);
+      expect(a.timeline.map((e) => e.type)).toEqual(expect.arrayContaining(['JobSubmitted', 'InputsStaged', 'JobPlaced', 'ComputeHeld', 'JobStarted', 'JobFinished', 'OutputsStored', 'ComputeReleased', 'UsageRecorded']));
+      const positions = a.timeline.map((e) => BigInt(e.position));
+      expect(positions).toEqual([...positions].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)));
+    }),
+    30_000,
+  );
+
+  it(
+    'a team key sees only its team; a compliance key sees every team and filters by team, node, GPU model and outcome',
+    e2e(async () => {
+      const mine = await network().client().auditJobs();
+      expect(mine.jobs.map((j) => j.jobId)).toContain(localJob);
+      expect(mine.jobs.every((j) => j.team === network().team)).toBe(true);
+      // Another team's job: 404 for a team key, as if it did not exist; naming another team: 403.
+      await expect(network().client().auditJob(otherJob)).rejects.toMatchObject({ status: 404 });
+      await expect(network().client().auditJobs({ team: OTHER_TEAM })).rejects.toMatchObject({ status: 403 });
+
+      const officer = clientWith(complianceKey);
+      const all = await officer.auditJobs();
+      expect(all.jobs.map((j) => j.jobId)).toEqual(expect.arrayContaining([localJob, otherJob]));
+      expect((await officer.auditJob(otherJob)).outcome).toBe('failed');
+      expect((await officer.auditJobs({ team: OTHER_TEAM })).jobs.map((j) => j.jobId)).toEqual([otherJob]);
+      expect((await officer.auditJobs({ outcome: 'failed' })).jobs.map((j) => j.jobId)).toEqual([otherJob]);
+      expect((await officer.auditJobs({ gpuModel: 'no-such-model' })).jobs).toEqual([]);
+      const node = (await officer.auditJob(localJob)).attempts[0]!.nodeId;
+      expect((await officer.auditJobs({ node })).jobs.map((j) => j.jobId)).toContain(localJob);
+      expect((await officer.auditJobs({ from: '2999-01-01T00:00:00Z' })).jobs).toEqual([]);
+      // A filter value that is not valid names its parameter.
+      await expect(officer.auditJobs({ outcome: 'finished' })).rejects.toMatchObject({ status: 400, issues: [expect.objectContaining({ path: 'outcome' })] });
+    }),
+    30_000,
+  );
+
+  it(
+    'every audit query is recorded in ledger-audit: who asked (key, team, role), what, when; before it is answered',
+    e2e(async () => {
+      const officer = clientWith(complianceKey);
+      const reply = await officer.auditJob(localJob);
+      const recorded = await network().events({ types: ['AuditQueried'] });
+      const mine = recorded.find((e) => e.eventId === reply.recordedAs);
+      expect(mine).toBeDefined();
+      expect(mine!.streamId).toBe('ledger-audit');
+      expect(BigInt(mine!.position)).toBeLessThanOrEqual(BigInt(reply.asOfPosition));
+      const data = mine!.data as AuditQueried;
+      expect(data).toMatchObject({ query: 'AuditJob', parameters: { jobId: localJob }, requestedBy: { keyId: 'officer', team: 'compliance-office', role: 'compliance', allTeams: true } });
+      expect(Date.parse(data.askedAt)).not.toBeNaN();
+      // A refused query (403 at intake) never reaches the ledger; a team key's list is recorded with its team as the filter.
+      const list = await network().client().auditJobs({ outcome: 'completed' });
+      const listed = (await network().events({ types: ['AuditQueried'] })).find((e) => e.eventId === list.recordedAs)!.data as AuditQueried;
+      expect(listed).toMatchObject({ query: 'AuditJobs', parameters: { team: network().team, outcome: 'completed' }, requestedBy: { keyId: network().team, allTeams: false } });
+    }),
+    30_000,
+  );
+
+  it(
+    'gpunet audit jobs prints a table, --format json the reply and --format csv one line per job; gpunet audit job the five answers',
+    e2e(async () => {
+      const table = await cli(['audit', 'jobs']);
+      expect(table.code).toBe(0);
+      expect(table.out).toMatch(/JOB +TEAM +SUBMITTED \(UTC\) +OUTCOME/);
+      expect(table.out).toContain(localJob);
+
+      const json = await cli(['audit', 'jobs', '--format', 'json', '--outcome', 'completed']);
+      expect(json.code).toBe(0);
+      const doc = JSON.parse(json.out) as AuditJobsReply;
+      expect(doc.jobs.map((j) => j.jobId)).toContain(localJob);
+
+      const csv = await cli(['audit', 'jobs', '--format', 'csv'], complianceKey);
+      expect(csv.code).toBe(0);
+      const [header, ...rows] = csv.out.trimEnd().split('\n');
+      expect(header).toBe('jobId,team,name,submittedAt,outcome,attempts,nodes,gpuModels,gpus,stagingMs,queuedMs,heldMs,runningMs,outputMs,releaseMs,outputFiles,outputBytes,billableMs,currency,amountMicros');
+      expect(rows.map((r) => r.split(',')[0])).toEqual(expect.arrayContaining([localJob, otherJob]));
+      const row = rows.find((r) => r.startsWith(localJob))!.split(',');
+      expect(row[4]).toBe('completed');
+      expect(row[11]).toMatch(/^\d+$/);
+
+      const one = await cli(['audit', 'job', localJob]);
+      expect(one.code).toBe(0);
+      for (const heading of ['what ran', 'how long', 'on what', 'what came back', 'what it cost', 'timeline']) expect(one.out).toContain(heading);
+      expect(one.out).toContain('result.txt');
+
+      const denied = await cli(['audit', 'jobs', '--team', OTHER_TEAM]);
+      expect(denied.code).toBe(2);
+      expect(denied.err).toMatch(/compliance/);
+    }),
+    30_000,
+  );
+});
