@@ -9,6 +9,7 @@ import { Objm } from '@nats-io/obj';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
 import { BlobStore } from './blob-store.js';
+import { CHUNK_HEADER_ROOM, uploadNuid } from './chunked-put.js';
 import { BlobIntegrityError, BlobNotFoundError, BlobStoreUnavailableError, FolderInputError } from './errors.js';
 import { BLOB_BUCKET } from './names.js';
 import type { TransferProgress } from './progress.js';
@@ -58,7 +59,7 @@ describe('BlobStore against a real nats-server', () => {
 
     const up = await blobs.uploadFile('team-a', path, { onProgress: (p) => seen.push(p) });
 
-    expect(up).toEqual({ sha256: sha(bytes), size: bytes.length, skipped: false });
+    expect(up).toEqual({ sha256: sha(bytes), size: bytes.length, skipped: false, bytesSent: bytes.length, resumedFromBytes: 0 });
     const uploading = seen.filter((p) => p.phase === 'uploading');
     expect(seen.filter((p) => p.phase === 'hashing').at(-1)).toEqual({ phase: 'hashing', bytesDone: bytes.length, bytesTotal: bytes.length });
     expect(uploading.length).toBeGreaterThanOrEqual(4);
@@ -85,7 +86,7 @@ describe('BlobStore against a real nats-server', () => {
 
     expect(first.result.skipped).toBe(false);
     expect(first.sent).toBeGreaterThan(bytes.length);
-    expect(second.result).toEqual({ sha256: sha(bytes), size: bytes.length, skipped: true });
+    expect(second.result).toEqual({ sha256: sha(bytes), size: bytes.length, skipped: true, bytesSent: 0, resumedFromBytes: 0 });
     expect(second.sent).toBeLessThan(4096); // one info request, no chunk
     expect(phases).not.toContain('uploading');
   });
@@ -169,6 +170,74 @@ describe('BlobStore against a real nats-server', () => {
     expect(await blobs.exists('team-b', a.sha256)).toBe(false);
     expect(await blobs.exists('team-a', a.sha256)).toBe(true);
     expect(await blobs.remove('team-b', a.sha256)).toBe(false);
+  });
+
+  it('answers a team asking for another team\'s hash exactly as for a hash nobody has', async () => {
+    const path = await file('secret.bin', randomBytes(200_000));
+    const held = (await blobs.uploadFile('team-a', path)).sha256;
+    const nobody = sha(randomBytes(32));
+    const probe = async (sha256: string) => {
+      const download = (await blobs.downloadTo('team-b', sha256, join(dir, 'probe.bin')).catch((e: unknown) => e)) as BlobNotFoundError;
+      const manifest = (await blobs.readFolderManifest('team-b', sha256).catch((e: unknown) => e)) as BlobNotFoundError;
+      const scrub = (e: BlobNotFoundError) => ({ type: e.constructor.name, code: e.code, message: e.message.replace(sha256, '<sha>') });
+      return { exists: await blobs.exists('team-b', sha256), stat: await blobs.stat('team-b', sha256), removed: await blobs.remove('team-b', sha256), download: scrub(download), manifest: scrub(manifest) };
+    };
+    const forHeld = await probe(held);
+    expect(forHeld).toEqual(await probe(nobody));
+    expect(forHeld.download.type).toBe('BlobNotFoundError');
+    expect(await blobs.exists('team-a', held)).toBe(true);
+  });
+
+  it('resumes an interrupted upload: the second run sends only what the first did not store', async () => {
+    const bytes = randomBytes(12 * MiB + 777);
+    const path = await file('resume.bin', bytes);
+    const abort = new AbortController();
+    const first = await blobs
+      .uploadFile('team-a', path, { signal: abort.signal, onProgress: (p) => p.phase === 'uploading' && p.bytesDone >= 5 * MiB && abort.abort(new Error('interrupted')) })
+      .catch((e: unknown) => e);
+    expect(first).toEqual(new Error('interrupted'));
+    expect(await blobs.exists('team-a', sha(bytes))).toBe(false);
+
+    const seen: TransferProgress[] = [];
+    const second = await bytesSentDuring(() => blobs.uploadFile('team-a', path, { onProgress: (p) => p.phase === 'uploading' && seen.push(p) }));
+    expect(second.result).toMatchObject({ sha256: sha(bytes), size: bytes.length, skipped: false });
+    expect(second.result.resumedFromBytes).toBeGreaterThanOrEqual(4 * MiB);
+    expect(second.result.bytesSent).toBe(bytes.length - second.result.resumedFromBytes);
+    expect(second.sent).toBeLessThan(bytes.length - 4 * MiB + 64 * 1024);
+    expect(seen[0]!.bytesDone).toBe(second.result.resumedFromBytes); // the bar starts where the last run stopped
+
+    const dest = join(dir, 'resumed-out.bin');
+    await blobs.downloadTo('team-a', sha(bytes), dest, { size: bytes.length });
+    expect(Buffer.compare(await readFile(dest), bytes)).toBe(0);
+  });
+
+  it('starts over when the stored chunks of an interrupted upload are not this file\'s', async () => {
+    const bytes = randomBytes(4 * MiB);
+    const path = await file('tampered.bin', bytes);
+    const abort = new AbortController();
+    await blobs
+      .uploadFile('team-a', path, { signal: abort.signal, onProgress: (p) => p.phase === 'uploading' && p.bytesDone >= 2 * MiB && abort.abort(new Error('interrupted')) })
+      .catch(() => undefined);
+    // Another file with the same address would be a sha256 collision; instead, damage what is stored.
+    const name = `team-a/${sha(bytes)}`;
+    const nuid = uploadNuid(BLOB_BUCKET, name, MiB - CHUNK_HEADER_ROOM);
+    const h = headers();
+    h.set('Gpunet-Chunk', '1');
+    h.set('Gpunet-Chunk-Sha256', sha(Buffer.alloc(1000)));
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.purge(`OBJ_${BLOB_BUCKET}`, { filter: `$O.${BLOB_BUCKET}.C.${nuid}` });
+    const js = jetstream(nc);
+    const h0 = headers();
+    h0.set('Gpunet-Chunk', '0');
+    h0.set('Gpunet-Chunk-Sha256', sha(Buffer.alloc(1000)));
+    await js.publish(`$O.${BLOB_BUCKET}.C.${nuid}`, Buffer.alloc(1000), { headers: h0 });
+    await js.publish(`$O.${BLOB_BUCKET}.C.${nuid}`, Buffer.alloc(1000), { headers: h });
+
+    const again = await blobs.uploadFile('team-a', path);
+    expect(again).toMatchObject({ resumedFromBytes: 0, bytesSent: bytes.length });
+    const dest = join(dir, 'tampered-out.bin');
+    await blobs.downloadTo('team-a', sha(bytes), dest, { size: bytes.length });
+    expect(Buffer.compare(await readFile(dest), bytes)).toBe(0);
   });
 
   it('refuses a team id or hash that could address outside the team', async () => {

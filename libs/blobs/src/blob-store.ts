@@ -3,11 +3,12 @@ import { copyFile, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { encodeFolderManifest, FolderManifest, type FolderManifestEntry } from '#contracts';
 import { GpunetError } from '#errors';
-import { Objm, StorageType, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
+import { Objm, setSha256Backend, StorageType, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { ChunkedWriter } from './chunked-put.js';
 import { BlobIntegrityError, BlobNotFoundError, BlobStoreUnavailableError, FolderInputError, ManifestInvalidError } from './errors.js';
 import { listFolder } from './folder.js';
-import { hashBytes, hashFile, READ_CHUNK_BYTES, type BlobDigest } from './hash.js';
+import { hashBytes, hashFile, type BlobDigest } from './hash.js';
 import { BLOB_BUCKET, blobName, digestToHex } from './names.js';
 import { mapLimit } from './pool.js';
 import { PhaseCounter, type ProgressListener } from './progress.js';
@@ -26,6 +27,10 @@ export interface BlobStoreOptions {
   chunkBytes?: number;
   /** Files a folder upload or download moves at once. Default 4. */
   concurrency?: number;
+  /** Chunks of one upload whose PubAck may be outstanding at once. Default 8. */
+  pipeline?: number;
+  /** How long one chunk's PubAck may take. Default 30 s. */
+  publishTimeoutMs?: number;
   /** Largest blob {@link BlobStore.readBytes} holds in memory (e.g. a folder manifest). Default 64 MiB. */
   maxInMemoryBytes?: number;
   /**
@@ -35,12 +40,16 @@ export interface BlobStoreOptions {
   stallTimeoutMs?: number;
 }
 
-const DEFAULTS = { bucket: BLOB_BUCKET, create: true, replicas: 1, maxBytes: -1, chunkBytes: 1024 * 1024, concurrency: 4, maxInMemoryBytes: 64 * 1024 * 1024, stallTimeoutMs: 30_000 };
+const DEFAULTS = { bucket: BLOB_BUCKET, create: true, replicas: 1, maxBytes: -1, chunkBytes: 1024 * 1024, concurrency: 4, pipeline: 8, publishTimeoutMs: 30_000, maxInMemoryBytes: 64 * 1024 * 1024, stallTimeoutMs: 30_000 };
 
 /** Result of an upload: the blob's address and whether its bytes were already stored. */
 export interface UploadResult extends BlobDigest {
   /** True when the team already held this blob (same name, size and digest): no bytes moved. */
   skipped: boolean;
+  /** Bytes this call sent: 0 when skipped, less than `size` when an interrupted upload was resumed. */
+  bytesSent: number;
+  /** Bytes an earlier, interrupted upload of the same blob had stored, kept rather than sent again. */
+  resumedFromBytes: number;
 }
 
 /** Result of a folder upload. `sha256`/`size` are the manifest blob's: the folder input's address. */
@@ -86,6 +95,12 @@ interface ProgressOption {
   onProgress?: ProgressListener;
 }
 
+/** Options of {@link BlobStore.uploadFile}. */
+export interface UploadOptions extends ProgressOption {
+  /** Aborting stops sending between chunks; what was stored stays for the next upload of the same file to resume from. */
+  signal?: AbortSignal;
+}
+
 /**
  * Content-addressed blobs on the NATS Object Store (nats-server 2.6.3 or later; JetStream on).
  *
@@ -99,17 +114,21 @@ interface ProgressOption {
 export class BlobStore {
   private constructor(
     private readonly os: ObjectStore,
+    private readonly writer: ChunkedWriter,
     private readonly options: typeof DEFAULTS,
   ) {}
 
   /** Opens (by default creating) the blob bucket on a connection the caller owns and closes. */
   static async open(nc: NatsConnection, options: BlobStoreOptions = {}): Promise<BlobStore> {
     const o = { ...DEFAULTS, ...definedOnly(options) };
+    // Downloads verify sha256 as they go; the client's default pure-JS hash runs at a few dozen MB/s.
+    setSha256Backend('native');
     const objm = new Objm(nc);
     const os = await guard(`open bucket ${o.bucket}`, () =>
       o.create ? objm.create(o.bucket, { storage: StorageType.File, replicas: o.replicas, max_bytes: o.maxBytes }) : objm.open(o.bucket),
     );
-    return new BlobStore(os, o);
+    const writer = await guard(`open bucket ${o.bucket}`, () => ChunkedWriter.open(nc, o.bucket, { chunkBytes: o.chunkBytes, pipeline: o.pipeline, timeoutMs: o.publishTimeoutMs }));
+    return new BlobStore(os, writer, o);
   }
 
   /** Streamed sha256 and size of a local file (the address it would be stored under). */
@@ -123,19 +142,19 @@ export class BlobStore {
    * A file that changes between hashing and sending is detected: the object is deleted and a
    * {@link BlobIntegrityError} thrown.
    */
-  async uploadFile(team: string, path: string, options: ProgressOption = {}): Promise<UploadResult> {
+  async uploadFile(team: string, path: string, options: UploadOptions = {}): Promise<UploadResult> {
     const digest = await hashFile(path, options);
-    return this.uploadHashed(team, path, digest, options.onProgress);
+    return this.uploadHashed(team, path, digest, options);
   }
 
   /** Stores bytes held in memory (small blobs such as manifests), skipping them when already held. */
   async uploadBytes(team: string, bytes: Uint8Array): Promise<UploadResult> {
     const digest = hashBytes(bytes);
     const name = blobName(team, digest.sha256);
-    if (await this.holds(name, digest)) return { ...digest, skipped: true };
+    if (await this.holds(name, digest)) return { ...digest, skipped: true, bytesSent: 0, resumedFromBytes: 0 };
     const info = await guard(`put ${name}`, () => this.os.putBlob(this.meta(name), bytes));
     await this.checkStored(name, info, digest);
-    return { ...digest, skipped: false };
+    return { ...digest, skipped: false, bytesSent: digest.size, resumedFromBytes: 0 };
   }
 
   /**
@@ -162,7 +181,7 @@ export class BlobStore {
     const sendBytes = toSend.reduce((n, u) => n + u.digest.size, 0);
 
     const uploading = new PhaseCounter('uploading', sendBytes, options.onProgress);
-    await mapLimit(toSend, concurrency, (u) => this.putFile(blobName(team, u.digest.sha256), u.absolutePath, u.digest, uploading.forFile(u.path)));
+    await mapLimit(toSend, concurrency, (u) => this.putFile(blobName(team, u.digest.sha256), u.absolutePath, u.digest, { onProgress: uploading.forFile(u.path) }));
     if (toSend.length === 0) uploading.add(0);
 
     const entries: FolderManifestEntry[] = files.map((f, i) => ({
@@ -356,40 +375,33 @@ export class BlobStore {
     return info !== null && !info.deleted && info.size === digest.size && digestToHex(info.digest) === digest.sha256;
   }
 
-  private async uploadHashed(team: string, path: string, digest: BlobDigest, onProgress: ProgressListener | undefined): Promise<UploadResult> {
+  private async uploadHashed(team: string, path: string, digest: BlobDigest, options: UploadOptions): Promise<UploadResult> {
     const name = blobName(team, digest.sha256);
-    if (await this.holds(name, digest)) return { ...digest, skipped: true };
-    await this.putFile(name, path, digest, onProgress);
-    return { ...digest, skipped: false };
+    if (await this.holds(name, digest)) return { ...digest, skipped: true, bytesSent: 0, resumedFromBytes: 0 };
+    const { bytesSent, resumedFromBytes } = await this.putFile(name, path, digest, options);
+    return { ...digest, skipped: false, bytesSent, resumedFromBytes };
   }
 
-  /** Streams a file into `name`; the stored digest must be the one hashed before, or the object goes. */
-  private async putFile(name: string, path: string, digest: BlobDigest, onProgress: ProgressListener | undefined): Promise<void> {
-    const handle = await open(path, 'r');
-    try {
-      let offset = 0;
-      const stream = new ReadableStream<Uint8Array>(
-        {
-          async pull(controller) {
-            const buffer = Buffer.allocUnsafe(READ_CHUNK_BYTES);
-            const { bytesRead } = await handle.read(buffer, 0, buffer.length, offset);
-            if (bytesRead === 0) {
-              controller.close();
-              return;
-            }
-            offset += bytesRead;
-            controller.enqueue(buffer.subarray(0, bytesRead));
-            onProgress?.({ phase: 'uploading', bytesDone: offset, bytesTotal: Math.max(digest.size, offset) });
-          },
-        },
-        { highWaterMark: 1 },
+  /**
+   * Streams a file into `name` ({@link ChunkedWriter}: resumes what an interrupted run stored,
+   * pipelines the rest). The bytes sent must hash to the digest computed before, or nothing is kept.
+   */
+  private async putFile(name: string, path: string, digest: BlobDigest, options: UploadOptions): Promise<{ bytesSent: number; resumedFromBytes: number }> {
+    const previous = await guard(`stat ${name}`, () => this.os.info(name));
+    const outcome = await guard(`put ${name}`, () =>
+      this.writer.put(name, path, digest, { ...options, ...(previous && !previous.deleted ? { previousNuid: previous.nuid } : {}) }),
+    ).catch((err: unknown) => {
+      // An abort is the caller's, not the store's: report it as such.
+      throw options.signal?.aborted ? options.signal.reason : err;
+    });
+    if (!outcome.stored) {
+      throw new BlobIntegrityError(
+        `${name}: the file changed while it was uploaded (hashed ${digest.size} bytes as ${digest.sha256}, sent ${outcome.sent.size} bytes as ${outcome.sent.sha256}); upload it again once it is no longer being written`,
+        digest,
+        outcome.sent,
       );
-      const info = await guard(`put ${name}`, () => this.os.put(this.meta(name), stream));
-      if (digest.size === 0) onProgress?.({ phase: 'uploading', bytesDone: 0, bytesTotal: 0 });
-      await this.checkStored(name, info, digest);
-    } finally {
-      await handle.close();
     }
+    return outcome;
   }
 
   /** A put whose bytes differ from the hash they are named by must not stay under that name. */

@@ -94,7 +94,7 @@ export async function uploadJobInputs(blobs: BlobStore, team: string, spec: JobF
       upload = { name: input.name, kind: 'folder', source: input.source, sha256: r.sha256, size: r.size, files: r.files, totalBytes: r.totalBytes, bytesUploaded: r.bytesUploaded, skipped: r.bytesUploaded === 0 };
     } else {
       const r = await blobs.uploadFile(team, input.source, onProgress ? { onProgress } : {});
-      upload = { name: input.name, kind: 'file', source: input.source, sha256: r.sha256, size: r.size, files: 1, totalBytes: r.size, bytesUploaded: r.skipped ? 0 : r.size, skipped: r.skipped };
+      upload = { name: input.name, kind: 'file', source: input.source, sha256: r.sha256, size: r.size, files: 1, totalBytes: r.size, bytesUploaded: r.bytesSent, skipped: r.skipped };
     }
     uploads.push(upload);
     resolved.push({ index: input.index, kind: upload.kind, sha256: upload.sha256, size: upload.size });

@@ -1,0 +1,222 @@
+/**
+ * Resumable, pipelined writes of one object in the NATS Object Store format.
+ *
+ * The `@nats-io/obj` client writes an object in one pass: it waits for each chunk's PubAck before
+ * sending the next, hashes in pure JavaScript, and on any failure purges what it sent, so an
+ * interrupted upload of many gigabytes starts again from zero. This writer produces the same
+ * stored layout (chunks on `$O.<bucket>.C.<nuid>`, then a rolled-up record on
+ * `$O.<bucket>.M.<name>`), so every Object Store reader (`get`, `info`, `delete`, the `nats`
+ * CLI) still works, but:
+ *
+ * - the chunk subject's `nuid` is derived from the object name (itself `<team>/<sha256>`) and the
+ *   chunk size, so a second run of the same upload finds the chunks the first one stored;
+ * - chunks are sent with a window of PubAcks in flight (`pipeline`), each carrying its index and
+ *   its own sha256 in headers (no `Nats-Msg-Id`: a restart after a purge must be able to send the
+ *   same chunk again within the server's duplicate window);
+ * - a failure leaves the stored chunks in place for the next run; the record is written only
+ *   when every byte is stored and the bytes sent hash to the address.
+ */
+import { createHash } from 'node:crypto';
+import { open } from 'node:fs/promises';
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck } from '@nats-io/jetstream';
+import { headers, type NatsConnection } from '@nats-io/transport-node';
+import type { BlobDigest } from './hash.js';
+import type { ProgressListener } from './progress.js';
+
+/** Header naming a chunk's index in its object (0-based). */
+export const CHUNK_INDEX_HEADER = 'Gpunet-Chunk';
+/** Header with the hex sha256 of a chunk's bytes, so a resumed upload can check the last stored chunk against the file. */
+export const CHUNK_SHA256_HEADER = 'Gpunet-Chunk-Sha256';
+
+/** Bytes of a chunk message left for its headers: a message (payload + headers) must fit the server's max_payload. */
+export const CHUNK_HEADER_ROOM = 4096;
+
+/** The chunk subject token of object `name`: stable across runs, so an interrupted upload can resume. */
+export function uploadNuid(bucket: string, name: string, chunkBytes: number): string {
+  return createHash('sha256').update(`gpunet-chunked-put/1\0${bucket}\0${name}\0${chunkBytes}`).digest('hex').slice(0, 32);
+}
+
+/** What one {@link ChunkedWriter.put} did. */
+export interface PutOutcome {
+  /** Bytes found already stored by an earlier, interrupted run of the same upload. */
+  resumedFromBytes: number;
+  /** Bytes sent by this run. */
+  bytesSent: number;
+  /** sha256 and size of what the file held while it was read for sending. */
+  sent: BlobDigest;
+}
+
+/** The chunks of an interrupted upload that a new run can keep. */
+export interface StoredPrefix {
+  chunks: number;
+  /** sha256 of the last stored chunk, from its header; undefined when none is stored. */
+  lastChunkSha256: string | undefined;
+}
+
+/** Writes objects of one bucket in the Object Store layout; see the module comment. */
+export class ChunkedWriter {
+  private readonly js: JetStreamClient;
+  private readonly stream: string;
+
+  private constructor(
+    private readonly jsm: JetStreamManager,
+    nc: NatsConnection,
+    private readonly bucket: string,
+    /** Bytes per chunk, already clamped to the server's max_payload. */
+    readonly chunkBytes: number,
+    private readonly pipeline: number,
+    private readonly timeoutMs: number,
+  ) {
+    this.js = jetstream(nc, { timeout: timeoutMs });
+    this.stream = `OBJ_${bucket}`;
+  }
+
+  static async open(nc: NatsConnection, bucket: string, options: { chunkBytes: number; pipeline: number; timeoutMs: number }): Promise<ChunkedWriter> {
+    const maxPayload = nc.info?.max_payload ?? 1024 * 1024;
+    const chunkBytes = Math.max(1024, Math.min(options.chunkBytes, maxPayload - CHUNK_HEADER_ROOM));
+    return new ChunkedWriter(await jetstreamManager(nc), nc, bucket, chunkBytes, Math.max(1, options.pipeline), options.timeoutMs);
+  }
+
+  /** The chunk subject token of `name` ({@link uploadNuid}). */
+  nuidOf(name: string): string {
+    return uploadNuid(this.bucket, name, this.chunkBytes);
+  }
+
+  chunkSubject(nuid: string): string {
+    return `$O.${this.bucket}.C.${nuid}`;
+  }
+
+  metaSubject(name: string): string {
+    return `$O.${this.bucket}.M.${base64UrlPadded(Buffer.from(name, 'utf8'))}`;
+  }
+
+  /**
+   * How many chunks of `nuid` are stored, when they form the prefix 0..n-1 an interrupted run
+   * leaves (the last one's index header says n-1); otherwise the chunks are purged and 0 returned.
+   */
+  async storedPrefix(nuid: string): Promise<StoredPrefix> {
+    const subject = this.chunkSubject(nuid);
+    const info = await this.jsm.streams.info(this.stream, { subjects_filter: subject });
+    const count = info.state.subjects?.[subject] ?? 0;
+    if (count === 0) return { chunks: 0, lastChunkSha256: undefined };
+    const last = await this.jsm.streams.getMessage(this.stream, { last_by_subj: subject });
+    const index = Number(last?.header?.get(CHUNK_INDEX_HEADER));
+    const sha = last?.header?.get(CHUNK_SHA256_HEADER);
+    if (!last || index !== count - 1 || !sha) {
+      await this.purge(nuid);
+      return { chunks: 0, lastChunkSha256: undefined };
+    }
+    return { chunks: count, lastChunkSha256: sha };
+  }
+
+  /** Removes every chunk stored under `nuid` (an abandoned or refused upload). */
+  async purge(nuid: string): Promise<void> {
+    await this.jsm.streams.purge(this.stream, { filter: this.chunkSubject(nuid) });
+  }
+
+  /**
+   * Stores the file at `path` as object `name` whose address is `digest`: keeps the chunks an
+   * earlier run stored (after checking the last one against the file), sends the rest with
+   * `pipeline` PubAcks in flight, then writes the object record. When the bytes read while
+   * sending do not hash to `digest` (the file changed), the chunks are purged, no record is
+   * written, and the outcome's `sent` says what was read.
+   */
+  async put(name: string, path: string, digest: BlobDigest, options: { onProgress?: ProgressListener; signal?: AbortSignal; previousNuid?: string } = {}): Promise<PutOutcome & { stored: boolean }> {
+    const nuid = this.nuidOf(name);
+    const subject = this.chunkSubject(nuid);
+    const chunkBytes = this.chunkBytes;
+    const totalChunks = Math.ceil(digest.size / chunkBytes);
+    const hash = createHash('sha256');
+    const handle = await open(path, 'r');
+    try {
+      let prefix = await this.storedPrefix(nuid);
+      if (prefix.chunks > totalChunks) {
+        await this.purge(nuid);
+        prefix = { chunks: 0, lastChunkSha256: undefined };
+      }
+      // The chunks an earlier run stored are read from the file (not sent) so the hash covers the whole file.
+      let offset = 0;
+      const buffer = Buffer.allocUnsafe(chunkBytes);
+      for (let i = 0; i < prefix.chunks; i++) {
+        const { bytesRead } = await handle.read(buffer, 0, chunkBytes, offset);
+        const chunk = buffer.subarray(0, bytesRead);
+        hash.update(chunk);
+        offset += bytesRead;
+        if (i === prefix.chunks - 1 && createHash('sha256').update(chunk).digest('hex') !== prefix.lastChunkSha256) {
+          // What is stored is not this file's: start over.
+          await this.purge(nuid);
+          return this.put(name, path, digest, options);
+        }
+      }
+      const resumedFromBytes = offset;
+      if (resumedFromBytes > 0) options.onProgress?.({ phase: 'uploading', bytesDone: offset, bytesTotal: digest.size });
+
+      const inFlight = new Set<Promise<PubAck>>();
+      // A holder rather than a `let`: it is set from callbacks, which narrowing does not see.
+      const failed: { error?: Error } = {};
+      const rethrow = () => {
+        if (failed.error) throw failed.error;
+      };
+      const track = (p: Promise<PubAck>) => {
+        const tracked = p.finally(() => inFlight.delete(tracked));
+        tracked.catch((err: unknown) => (failed.error ??= err instanceof Error ? err : new Error(String(err))));
+        inFlight.add(tracked);
+      };
+      let index = prefix.chunks;
+      for (;;) {
+        options.signal?.throwIfAborted();
+        rethrow();
+        // A fresh buffer per chunk: the one before may still be on its way.
+        const chunk = Buffer.allocUnsafe(chunkBytes);
+        const { bytesRead } = await handle.read(chunk, 0, chunkBytes, offset);
+        if (bytesRead === 0) break;
+        const payload = chunk.subarray(0, bytesRead);
+        hash.update(payload);
+        const h = headers();
+        h.set(CHUNK_INDEX_HEADER, String(index));
+        h.set(CHUNK_SHA256_HEADER, createHash('sha256').update(payload).digest('hex'));
+        track(this.js.publish(subject, payload, { headers: h, timeout: this.timeoutMs }));
+        index += 1;
+        offset += bytesRead;
+        if (inFlight.size >= this.pipeline) await Promise.race(inFlight).catch(() => undefined);
+        options.onProgress?.({ phase: 'uploading', bytesDone: offset, bytesTotal: Math.max(digest.size, offset) });
+      }
+      await Promise.allSettled(inFlight);
+      rethrow();
+      if (digest.size === 0) options.onProgress?.({ phase: 'uploading', bytesDone: 0, bytesTotal: 0 });
+
+      const sent = { sha256: hash.digest('hex'), size: offset };
+      const outcome = { resumedFromBytes, bytesSent: offset - resumedFromBytes, sent };
+      if (sent.sha256 !== digest.sha256 || sent.size !== digest.size) {
+        await this.purge(nuid);
+        return { ...outcome, stored: false };
+      }
+      const record = {
+        name,
+        description: '',
+        options: { max_chunk_size: chunkBytes },
+        bucket: this.bucket,
+        nuid,
+        size: offset,
+        chunks: index,
+        mtime: new Date().toISOString(),
+        digest: `SHA-256=${base64UrlPadded(Buffer.from(digest.sha256, 'hex'))}`,
+        deleted: false,
+      };
+      const rollup = headers();
+      rollup.set('Nats-Rollup', 'sub');
+      await this.js.publish(this.metaSubject(name), JSON.stringify(record), { headers: rollup, timeout: this.timeoutMs });
+      // A record written before by another client pointed at other chunks: they are garbage now.
+      if (options.previousNuid && options.previousNuid !== nuid) await this.purge(options.previousNuid).catch(() => undefined);
+      return { ...outcome, stored: true };
+    } finally {
+      await handle.close();
+    }
+  }
+}
+
+/** base64url with `=` padding, as the Object Store names subjects and digests. */
+export function base64UrlPadded(bytes: Buffer): string {
+  const text = bytes.toString('base64url');
+  return text + '='.repeat((4 - (text.length % 4)) % 4);
+}
