@@ -4,6 +4,7 @@
  * Producers in other languages use `contracts/generated/` (JSON Schema + AsyncAPI 3.0) instead.
  */
 export * from './audit.js';
+export * from './billing.js';
 export * from './commands.js';
 export * from './duration.js';
 export * from './envelope.js';

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { auditEvents, auditQueries } from './audit.js';
+import { billingCommands, billingQueries } from './billing.js';
 import { commands } from './commands.js';
 import { recordedEventSchema } from './envelope.js';
 import { dataEvents } from './events/data.js';
@@ -28,9 +29,9 @@ function byName<const D extends readonly { name: string }[]>(defs: D): ByName<D>
 /** Every event definition by type. */
 export const Events = byName([...jobEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents]);
 /** Every command definition by name. */
-export const Commands = byName(commands);
+export const Commands = byName([...commands, ...billingCommands]);
 /** Every query definition by name. */
-export const Queries = byName([...queries, ...auditQueries]);
+export const Queries = byName([...queries, ...auditQueries, ...billingQueries]);
 
 export type EventType = keyof typeof Events;
 export type CommandName = keyof typeof Commands;

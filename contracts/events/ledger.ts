@@ -24,6 +24,7 @@ export const PriceListPublished = z.object({
     'Least amount of a charged attempt line (billableMs > 0, not waived): a line whose rounded amount is below it is charged this instead. Absent: no minimum.',
   ),
   publishedAt: Timestamp.describe('When the ledger recorded the list.'),
+  publishedBy: z.string().min(1).max(200).optional().describe('Who asked for it: `<team>/<keyId>` of a `billing` API key; absent for the first list, from the ledger\'s configuration.'),
 });
 export type PriceListPublished = z.output<typeof PriceListPublished>;
 

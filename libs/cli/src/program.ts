@@ -12,8 +12,12 @@ import { submit } from './commands/submit.js';
 import { estimate } from './commands/estimate.js';
 import { capacity } from './commands/capacity.js';
 import { AUDIT_FORMATS, auditJob, auditJobs, type AuditFormat, type AuditJobsFlags } from './commands/audit.js';
+import { invoiceShow, invoicesList, isInvoiceId } from './commands/invoices.js';
+import { ledgerRebuild } from './commands/ledger.js';
+import { pricesList, pricesPublish } from './commands/prices.js';
 import { up } from './commands/up.js';
 import { wait } from './commands/wait.js';
+import { UsageError } from './errors.js';
 import { EXIT, exitCodeForError, type ExitCode } from './exit-codes.js';
 import { Printer, type Io } from './output.js';
 import { ENV } from './settings.js';
@@ -156,11 +160,49 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .action(run((ctx, jobId, opts) => output(ctx, jobId as string, opts as { dest?: string })));
 
   withConnection(command('invoice'))
-    .description('charges as the ledger recorded them: one line per attempt, totals in units with 6 decimals')
+    .description(
+      'charges as the ledger recorded them: one line per attempt, totals in units with 6 decimals; `invoice <job-id>` for one job; `invoice show <invoice-id>` (or `invoice <invoice-id>`) for a monthly invoice',
+    )
+    .argument('[show|job-id|invoice-id]', '`show`, a job id (its charges) or an invoice id `inv-<team>-<YYYY-MM>`')
+    .argument('[invoice-id]', 'after `show`: the invoice')
     .option('--job <job-id>', "only this job's charges")
     .option('--from <time>', 'only attempts finished at or after this UTC time')
     .option('--to <time>', 'only attempts finished before this UTC time')
-    .action(run((ctx, opts) => invoice(ctx, opts as Parameters<typeof invoice>[1])));
+    .action(
+      run((ctx, first, second, opts) => {
+        const what = first as string | undefined;
+        if (what === 'show') {
+          if (!second) throw new UsageError('`gpunet invoice show` needs an invoice id', [{ path: 'invoice-id', message: 'is missing', fix: 'list them with `gpunet invoices list`' }]);
+          return invoiceShow(ctx, second as string);
+        }
+        if (what !== undefined && isInvoiceId(what)) return invoiceShow(ctx, what);
+        const flags = opts as Parameters<typeof invoice>[1];
+        return invoice(ctx, what === undefined ? flags : { ...flags, job: what });
+      }),
+    );
+
+  const invoices = command('invoices').description('monthly invoices of your team (UTC calendar months): drafts until the late-event cutoff, then finalized');
+  withConnection(invoices.command('list').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('one row per invoice, newest month first')
+    .option('--month <YYYY-MM>', 'only this month')
+    .option('--status <status>', 'only draft or only finalized invoices')
+    .action(run((ctx, opts) => invoicesList(ctx, opts as { month?: string; status?: string })));
+
+  const prices = command('prices').description('versioned price lists: micro-units per GPU model per hour');
+  withConnection(prices.command('list').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('every version, the one in force now marked')
+    .action(run((ctx) => pricesList(ctx)));
+  withConnection(prices.command('publish').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description(
+      'publish a new version from a YAML or JSON file (API key with role billing): currency, ratesMicrosPerGpuHour { model: micros }, optional effectiveFrom (not in the past; default now), defaultRateMicrosPerGpuHour, minimumChargeMicros',
+    )
+    .argument('<file>')
+    .action(run((ctx, file) => pricesPublish(ctx, file as string)));
+
+  const ledger = command('ledger').description("the ledger's projections");
+  withConnection(ledger.command('rebuild').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('recompute every ledger projection from zero and compare each invoice byte for byte; exit 0 only when all are identical (roles billing, admin)')
+    .action(run((ctx) => ledgerRebuild(ctx)));
 
   const audit = command('audit').description('audit jobs from the event store: what ran, how long, on what, what came back, what it cost (every query is recorded)');
   const auditSub = (name: string) => audit.command(name).exitOverride().showHelpAfterError('(add --help for usage)');

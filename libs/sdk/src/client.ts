@@ -7,13 +7,19 @@ import {
   FINAL_JOB_STATES,
   GetChargesReply,
   GetQueueReply,
+  InvoiceView,
   JobEvents,
   JobOutputs,
   JobView,
+  ListInvoicesReply,
   ListJobsReply,
+  ListPriceListsReply,
   LogLine,
+  PriceListPublished,
+  RebuildLedgerReply,
   SubmitJobReply,
   type JobState,
+  type PublishPriceList,
 } from '#contracts';
 import { BlobStore } from '#blobs';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -238,6 +244,41 @@ export class GpunetClient {
   /** Usage lines and totals of the team, or of one job, as the ledger recorded them. */
   charges(options: { jobId?: string; from?: string; to?: string } = {}): Promise<GetChargesReply> {
     return this.http.json({ method: 'GET', path: '/v1/charges', query: { jobId: options.jobId, from: options.from, to: options.to } }, GetChargesReply);
+  }
+
+  /**
+   * The team's invoices, one per calendar month (UTC), newest first (`GET /v1/invoices`): drafts
+   * while the month is open or inside the late-event cutoff, then finalized.
+   */
+  invoices(filter: { month?: string; status?: 'draft' | 'finalized' } = {}): Promise<ListInvoicesReply> {
+    return this.http.json({ method: 'GET', path: '/v1/invoices', query: { month: filter.month, status: filter.status } }, ListInvoicesReply);
+  }
+
+  /** One invoice (`inv-<team>-<YYYY-MM>`): a line per attempt per node, totals, postings, status, credit notes. */
+  invoice(invoiceId: string): Promise<InvoiceView> {
+    return this.http.json({ method: 'GET', path: `/v1/invoices/${enc(invoiceId)}` }, InvoiceView);
+  }
+
+  /** Every price list version and the one in force now (`GET /v1/prices`). */
+  priceLists(): Promise<ListPriceListsReply> {
+    return this.http.json({ method: 'GET', path: '/v1/prices' }, ListPriceListsReply);
+  }
+
+  /**
+   * Publishes a new price list version (`POST /v1/prices`, an API key with role `billing`). The
+   * ledger numbers it; `effectiveFrom` may not be in the past (default: now). Not retried: a
+   * retry after a lost answer could publish the list twice.
+   */
+  publishPriceList(list: PublishPriceList): Promise<PriceListPublished> {
+    return this.http.json({ method: 'POST', path: '/v1/prices', body: list }, PriceListPublished);
+  }
+
+  /**
+   * Recomputes every ledger projection from zero and compares each invoice byte for byte
+   * (`POST /v1/ledger/rebuild`, roles `billing` and `admin`). Changes no event.
+   */
+  rebuildLedger(options: { timeoutMs?: number } = {}): Promise<RebuildLedgerReply> {
+    return this.http.json({ method: 'POST', path: '/v1/ledger/rebuild', idempotent: true, timeoutMs: options.timeoutMs ?? 600_000 }, RebuildLedgerReply);
   }
 
   /**

@@ -10,6 +10,9 @@ import { EstimateService } from './estimate/estimate.service.js';
 import { QueueHttpController } from './estimate/queue.http.controller.js';
 import { ErrorFilter } from './http/error.filter.js';
 import { HealthHttpController } from './http/health.http.controller.js';
+import { BillingNatsController } from './invoices/billing.nats.controller.js';
+import { BillingService } from './invoices/billing.service.js';
+import { InvoicesHttpController, LedgerHttpController, PricesHttpController } from './invoices/invoices.http.controller.js';
 import { JobViewsFeed } from './jobs/job-views.feed.js';
 import { JobsHttpController } from './jobs/jobs.http.controller.js';
 import { JobsNatsController } from './jobs/jobs.nats.controller.js';
@@ -32,12 +35,13 @@ export interface IntakeStartState {
  */
 export function intakeModule(started: () => IntakeStartState): Type<unknown> {
   @Module({
-    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController, QueueHttpController, CapacityHttpController, AuditHttpController],
+    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController, QueueHttpController, CapacityHttpController, AuditHttpController, InvoicesHttpController, PricesHttpController, LedgerHttpController, BillingNatsController],
     providers: [
       { provide: Authenticator, useFactory: () => started().authenticator },
       { provide: JobViewsFeed, useFactory: () => started().feed },
       JobsService,
       EstimateService,
+      BillingService,
       JobLogs,
       OutputFiles,
       { provide: APP_FILTER, useClass: ErrorFilter },

@@ -1,4 +1,4 @@
-import { Currency, GpuModel, Micros } from '#contracts';
+import { Currency, GpuModel, Micros, parseDuration } from '#contracts';
 import type { BaseConfig } from '#service-kit';
 import { z } from 'zod';
 import { DEFAULT_CURRENCY, DEFAULT_PRICES } from './domain/index.js';
@@ -24,12 +24,32 @@ const Prices = z
   )
   .describe(pricesHelp);
 
+/** A duration as text (`72h`, `30s`, `1d12h`) → ms. */
+function duration(fallback: string, help: string) {
+  return z
+    .string()
+    .default(fallback)
+    .transform((text, ctx) => {
+      const ms = parseDuration(text.trim());
+      if (ms === undefined) {
+        ctx.addIssue({ code: 'custom', message: `is not a duration: write e.g. \`${fallback}\` (units ms, s, m, h, d)` });
+        return z.NEVER;
+      }
+      return ms;
+    })
+    .describe(help);
+}
+
 /** The ledger's own environment variables (merged with the kit's base ones). */
 export const LedgerConfig = z.object({
   /** Prices of the first price list, published once when `ledger-pricelist` is empty. */
   GPUNET_PRICES: Prices,
   /** Currency of the first price list. */
   GPUNET_CURRENCY: Currency.default(DEFAULT_CURRENCY).describe('ISO 4217 code of the first price list, e.g. EUR'),
+  /** How long after a month ends its invoices stay drafts, taking late events; then they are finalized. */
+  GPUNET_INVOICE_CUTOFF: duration('72h', 'late-event cutoff: invoices of a month are finalized this long after the month ends (UTC)'),
+  /** How often the ledger looks for invoices to finalize and corrections to issue. */
+  GPUNET_INVOICE_CHECK_INTERVAL: duration('30s', 'how often invoices past their cutoff are finalized and credit notes issued'),
 });
 
 /** The whole typed configuration a ledger process reads once at start. */

@@ -2,7 +2,11 @@ import { Module } from '@nestjs/common';
 import { AuditController } from './audit/audit.controller.js';
 import { AuditProjectionService } from './audit/audit-projection.service.js';
 import { ChargesController } from './charges/charges.controller.js';
+import { BillingProjectionService } from './invoices/billing-projection.service.js';
+import { InvoiceCloserService } from './invoices/invoice-closer.service.js';
+import { InvoicesController } from './invoices/invoices.controller.js';
 import { PriceBookService } from './prices/price-book.service.js';
+import { PriceListsController } from './prices/price-lists.controller.js';
 import { PricesController } from './prices/prices.controller.js';
 import { QuoteController } from './prices/quote.controller.js';
 import { UsageController } from './usage/usage.controller.js';
@@ -10,7 +14,7 @@ import { UsageRecorderService } from './usage/usage-recorder.service.js';
 
 /** The ledger: price lists, one usage line per finished attempt, charges by query. */
 @Module({
-  controllers: [UsageController, PricesController, ChargesController, QuoteController, AuditController],
-  providers: [PriceBookService, UsageRecorderService, AuditProjectionService],
+  controllers: [UsageController, PricesController, ChargesController, QuoteController, AuditController, InvoicesController, PriceListsController],
+  providers: [PriceBookService, UsageRecorderService, AuditProjectionService, BillingProjectionService, InvoiceCloserService],
 })
 export class LedgerModule {}

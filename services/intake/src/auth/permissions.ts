@@ -6,7 +6,17 @@
 import { ForbiddenError } from '../common/errors.js';
 import type { ApiRole, Principal } from './api-keys.js';
 
-export type Action = 'jobs:submit' | 'jobs:cancel' | 'jobs:read' | 'charges:read' | 'audit:read' | 'audit:read-all-teams';
+export type Action =
+  | 'jobs:submit'
+  | 'jobs:cancel'
+  | 'jobs:read'
+  | 'charges:read'
+  | 'audit:read'
+  | 'audit:read-all-teams'
+  | 'invoices:read'
+  | 'prices:read'
+  | 'prices:publish'
+  | 'ledger:rebuild';
 
 /**
  * - `producer`: submits, cancels and reads its team's jobs and charges;
@@ -14,14 +24,19 @@ export type Action = 'jobs:submit' | 'jobs:cancel' | 'jobs:read' | 'charges:read
  * - `billing`: reads charges only;
  * - `admin`: everything within its team.
  *
+ * Billing: every role reads its team's invoices (`invoices:read`) and the price lists
+ * (`prices:read`); only `billing` publishes a price list (`prices:publish`, network-wide, so not
+ * `admin`, whose powers stop at its team); `billing` and `admin` may rebuild the ledger's
+ * projections (`ledger:rebuild`, which changes no event).
+ *
  * Audit (`audit:read`) is open to every role, within its team; `audit:read-all-teams` is the one
  * cross-team permission: only `compliance` reads every team's audit.
  */
 export const ROLE_ACTIONS: Readonly<Record<ApiRole, readonly Action[]>> = {
-  producer: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read'],
-  compliance: ['jobs:read', 'charges:read', 'audit:read', 'audit:read-all-teams'],
-  billing: ['charges:read', 'audit:read'],
-  admin: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read'],
+  producer: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'invoices:read', 'prices:read'],
+  compliance: ['jobs:read', 'charges:read', 'audit:read', 'audit:read-all-teams', 'invoices:read', 'prices:read'],
+  billing: ['charges:read', 'audit:read', 'invoices:read', 'prices:read', 'prices:publish', 'ledger:rebuild'],
+  admin: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'invoices:read', 'prices:read', 'ledger:rebuild'],
 };
 
 /** Throws ForbiddenError unless the caller's role allows the action. */

@@ -25,6 +25,7 @@ import {
 } from '#contracts';
 import { z } from 'zod';
 import { JobEvents, JobOutputs } from '#contracts';
+import { INVOICE_STATUSES, InvoiceView, ListInvoicesReply, ListPriceListsReply, PriceListPublished, PublishPriceList, RebuildLedgerReply } from '#contracts';
 import { Healthz } from '../jobs/job-records.js';
 import { ErrorBody, RETRY_AFTER_SECONDS } from './http-errors.js';
 
@@ -57,6 +58,12 @@ const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> 
     }),
     io: 'output',
   },
+  ListInvoicesReply: { schema: ListInvoicesReply, io: 'output' },
+  InvoiceView: { schema: InvoiceView, io: 'output' },
+  PublishPriceList: { schema: PublishPriceList, io: 'input' },
+  PriceListPublished: { schema: PriceListPublished, io: 'output' },
+  ListPriceListsReply: { schema: ListPriceListsReply, io: 'output' },
+  RebuildLedgerReply: { schema: RebuildLedgerReply, io: 'output' },
   Healthz: { schema: Healthz, io: 'output' },
   Error: { schema: ErrorBody, io: 'output' },
 };
@@ -120,6 +127,11 @@ export const ROUTES = [
   'GET /v1/charges',
   'GET /v1/audit/jobs',
   'GET /v1/audit/jobs/{jobId}',
+  'GET /v1/invoices',
+  'GET /v1/invoices/{invoiceId}',
+  'GET /v1/prices',
+  'POST /v1/prices',
+  'POST /v1/ledger/rebuild',
   'GET /healthz',
   'GET /openapi.json',
 ] as const;
@@ -318,6 +330,48 @@ function paths(): Json {
         description: 'A team key reads its own team\'s jobs (another team\'s is 404); a `compliance` key reads any. Recorded as `AuditQueried` before it is answered.',
         parameters: [jobIdParam],
         responses: { '200': { description: 'The job\'s audit.', content: json('AuditJob') }, ...JOB_ERRORS, '502': errorResponse('BadGateway') },
+      },
+    },
+    '/v1/invoices': {
+      get: {
+        operationId: 'listInvoices',
+        summary: 'The team\'s invoices, one per calendar month (UTC), newest first',
+        description: 'Drafts while the month is open or inside its late-event cutoff, then finalized (never changed; corrected by credit notes). Answered by the ledger at the store head.',
+        parameters: [
+          { name: 'month', in: 'query', required: false, description: 'Only this month, `YYYY-MM`.', schema: { type: 'string', pattern: '^\\d{4}-(0[1-9]|1[0-2])$' } },
+          { name: 'status', in: 'query', required: false, description: 'Only drafts or only finalized invoices.', schema: { type: 'string', enum: [...INVOICE_STATUSES] } },
+        ],
+        responses: { '200': { description: 'The invoices.', content: json('ListInvoicesReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
+      },
+    },
+    '/v1/invoices/{invoiceId}': {
+      get: {
+        operationId: 'getInvoice',
+        summary: 'One invoice: a line per attempt per node, totals, double-entry postings, status, credit notes',
+        description: 'Another team\'s invoice is 404. The store position it was derived at is `derivedAtPosition`.',
+        parameters: [{ name: 'invoiceId', in: 'path', required: true, description: '`inv-<team>-<YYYY-MM>`.', schema: { type: 'string' } }],
+        responses: { '200': { description: 'The invoice.', content: json('InvoiceView') }, ...JOB_ERRORS, '502': errorResponse('BadGateway') },
+      },
+    },
+    '/v1/prices': {
+      get: {
+        operationId: 'listPriceLists',
+        summary: 'Every price list version and the one in force now',
+        responses: { '200': { description: 'The price lists.', content: json('ListPriceListsReply') }, ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
+      },
+      post: {
+        operationId: 'publishPriceList',
+        summary: 'Publish a new price list version (role `billing`)',
+        description: 'The ledger numbers it after the latest. `effectiveFrom` may not be in the past (a price list never changes the past); default: now.',
+        requestBody: { required: true, content: json('PublishPriceList') },
+        responses: { '201': { description: 'The recorded version.', content: json('PriceListPublished') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
+      },
+    },
+    '/v1/ledger/rebuild': {
+      post: {
+        operationId: 'rebuildLedger',
+        summary: 'Recompute the ledger\'s projections from zero and compare every invoice byte for byte (roles `billing`, `admin`)',
+        responses: { '200': { description: 'What the rebuild found.', content: json('RebuildLedgerReply') }, ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
       },
     },
     '/healthz': {

@@ -2,7 +2,7 @@
  * The charges read model: usage lines folded from `UsageRecorded`, answering per job and per team
  * with the lines, the sum per currency and the billable time. Pure.
  *
- * One line per attempt: a line for an attempt already known is ignored (the first recorded wins,
+ * One line per attempt per node: a line for an (attempt, node) already known is ignored (the first recorded wins,
  * as the store's position order says), so folding a history with redeliveries gives the same
  * answer as folding it de-duplicated.
  *
@@ -21,11 +21,11 @@ export interface UsageRecordedEvent {
 export type ChargesEvent = UsageRecordedEvent;
 
 export interface ChargesState {
-  /** Lines by attempt id, in the order they were folded. */
+  /** Lines by `<attemptId>@<nodeId>` (a multi-node attempt has a line per node), in the order they were folded. */
   readonly lines: Map<string, UsageRecorded>;
-  /** Attempt ids per job, in fold order. */
+  /** Line keys per job, in fold order. */
   readonly byJob: Map<string, string[]>;
-  /** Attempt ids per team, in fold order. */
+  /** Line keys per team, in fold order. */
   readonly byTeam: Map<string, string[]>;
 }
 
@@ -34,10 +34,10 @@ export function initialCharges(): ChargesState {
   return { lines: new Map(), byJob: new Map(), byTeam: new Map() };
 }
 
-function push(index: Map<string, string[]>, key: string, attemptId: string): void {
+function push(index: Map<string, string[]>, key: string, lineKey: string): void {
   const ids = index.get(key);
-  if (ids) ids.push(attemptId);
-  else index.set(key, [attemptId]);
+  if (ids) ids.push(lineKey);
+  else index.set(key, [lineKey]);
 }
 
 /** Folds one event into the model (in place) and returns it. */
@@ -45,10 +45,11 @@ export function evolve(state: ChargesState, event: ChargesEvent): ChargesState {
   switch (event.type) {
     case 'UsageRecorded': {
       const line = event.data;
-      if (state.lines.has(line.attemptId)) return state;
-      state.lines.set(line.attemptId, line);
-      push(state.byJob, line.jobId, line.attemptId);
-      push(state.byTeam, line.team, line.attemptId);
+      const key = `${line.attemptId}@${line.nodeId}`;
+      if (state.lines.has(key)) return state;
+      state.lines.set(key, line);
+      push(state.byJob, line.jobId, key);
+      push(state.byTeam, line.team, key);
       return state;
     }
   }

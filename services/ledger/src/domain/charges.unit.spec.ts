@@ -115,3 +115,13 @@ describe('charges read model', () => {
     );
   });
 });
+
+describe('charges of a multi-node attempt', () => {
+  it('keeps one line per node of the same attempt, and still one per (attempt, node) on redelivery', () => {
+    const n1 = line('job-g-a1', { jobId: 'job-g', nodeId: 'node-1', amountMicros: 10 });
+    const n2 = line('job-g-a1', { jobId: 'job-g', nodeId: 'node-2', amountMicros: 20 });
+    const got = chargesFor(given(n1, n2, n1, n2), { team: 'team-a', jobId: 'job-g' });
+    expect(got.lines).toEqual([n1, n2]);
+    expect(got.totals).toEqual([{ currency: 'EUR', amountMicros: 30 }]);
+  });
+});

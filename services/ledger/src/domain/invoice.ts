@@ -325,3 +325,88 @@ export function canonicalJson(value: unknown): string {
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
 }
+
+// ── views ──────────────────────────────────────────────────────────────────────────────────
+
+/** Status, credit notes and net totals of an invoice, as the queries answer it. */
+export interface InvoiceViewOf extends InvoiceBody {
+  status: 'draft' | 'finalized';
+  finalizesAt: string;
+  finalizedAt?: string;
+  creditNotes: CreditNoteIssued[];
+  net: { currency: string; amountMicros: number }[];
+}
+
+function creditedTotals(notes: readonly CreditNoteIssued[]): Map<string, bigint> {
+  const sums = new Map<string, bigint>();
+  for (const n of notes) for (const t of n.totals) sums.set(t.currency, (sums.get(t.currency) ?? 0n) + BigInt(t.amountMicros));
+  return sums;
+}
+
+/**
+ * An invoice as of the state: the stored copy when finalized (never re-derived: it does not
+ * change), else the draft derived now (empty when the team has no lines that month).
+ */
+export function invoiceView(state: BillingState, invoiceId: string, cutoffMs: number): InvoiceViewOf {
+  const { team, month } = parseInvoiceId(invoiceId);
+  const finalized = state.finalized.get(invoiceId);
+  const notes = (state.creditNotes.get(invoiceId) ?? []).map((n) => n.data);
+  const invoice = finalized ? finalized.data.invoice : invoiceOf(state, team, month);
+  const credited = creditedTotals(notes);
+  const view: InvoiceViewOf = {
+    ...invoice,
+    status: finalized ? 'finalized' : 'draft',
+    finalizesAt: new Date(finalizesAt(month, cutoffMs)).toISOString(),
+    creditNotes: notes,
+    net: invoice.totals.map((t) => ({ currency: t.currency, amountMicros: Number(BigInt(t.amountMicros) - (credited.get(t.currency) ?? 0n)) })),
+  };
+  if (finalized) view.finalizedAt = finalized.data.finalizedAt;
+  return view;
+}
+
+/** One invoice in a list. */
+export interface InvoiceSummaryOf {
+  invoiceId: string;
+  team: string;
+  month: string;
+  status: 'draft' | 'finalized';
+  lines: number;
+  totals: { currency: string; amountMicros: number; billableMs: number }[];
+  credited: { currency: string; amountMicros: number }[];
+  derivedAtPosition: string;
+  finalizesAt: string;
+  finalizedAt?: string;
+}
+
+/**
+ * Every invoice with lines (drafts derived now, finalized ones as stored), newest month first,
+ * then by team; filtered by team, month and status when given.
+ */
+export function invoiceSummaries(state: BillingState, filter: { team?: string; month?: string; status?: 'draft' | 'finalized' }, cutoffMs: number): InvoiceSummaryOf[] {
+  const drafts = allInvoices(state);
+  const ids = new Set([...drafts.keys(), ...state.finalized.keys()]);
+  const out: InvoiceSummaryOf[] = [];
+  for (const id of ids) {
+    const finalized = state.finalized.get(id);
+    const invoice = finalized ? finalized.data.invoice : drafts.get(id)!;
+    if (filter.team !== undefined && invoice.team !== filter.team) continue;
+    if (filter.month !== undefined && invoice.month !== filter.month) continue;
+    const status = finalized ? 'finalized' : 'draft';
+    if (filter.status !== undefined && filter.status !== status) continue;
+    const credited = [...creditedTotals((state.creditNotes.get(id) ?? []).map((n) => n.data))].map(([currency, s]) => ({ currency, amountMicros: Number(s) }));
+    const summary: InvoiceSummaryOf = {
+      invoiceId: id,
+      team: invoice.team,
+      month: invoice.month,
+      status,
+      lines: invoice.lines.length,
+      totals: invoice.totals.map((t) => ({ currency: t.currency, amountMicros: t.amountMicros, billableMs: t.billableMs })),
+      credited,
+      derivedAtPosition: invoice.derivedAtPosition,
+      finalizesAt: new Date(finalizesAt(invoice.month, cutoffMs)).toISOString(),
+    };
+    if (finalized) summary.finalizedAt = finalized.data.finalizedAt;
+    out.push(summary);
+  }
+  return out.sort((a, b) => (a.month !== b.month ? (a.month < b.month ? 1 : -1) : a.team < b.team ? -1 : a.team > b.team ? 1 : 0));
+}

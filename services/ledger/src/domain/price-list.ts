@@ -108,3 +108,44 @@ export function statesPrices(version: PriceListVersion, prices: Readonly<Record<
     named.every((m) => version.ratesMicrosPerGpuHour[m] === rates[m])
   );
 }
+
+/** What a publisher asks for; the ledger adds the version number and the time. */
+export interface PriceListRequest {
+  currency: string;
+  effectiveFrom?: string;
+  ratesMicrosPerGpuHour: Readonly<Record<string, number>>;
+  defaultRateMicrosPerGpuHour?: number;
+  minimumChargeMicros?: number;
+  publishedBy?: string;
+}
+
+/**
+ * The next version of the price list: numbered after the latest, in force from `effectiveFrom`
+ * (default `now`). Refused (ValidationError naming the field) when it names no price, or when it
+ * would apply before `now`: a price list never changes the past, so a line once priced keeps its
+ * rate and an invoice once derived stays what it was.
+ */
+export function decidePriceList(book: PriceBook, request: PriceListRequest, now: Date): PriceListPublished {
+  if (Object.keys(request.ratesMicrosPerGpuHour).length === 0 && request.defaultRateMicrosPerGpuHour === undefined) {
+    throw new ValidationError('the price list names no price', [
+      { path: 'ratesMicrosPerGpuHour', message: 'names no GPU model and there is no defaultRateMicrosPerGpuHour', fix: 'add e.g. `"A100": 3500000` or a defaultRateMicrosPerGpuHour' },
+    ]);
+  }
+  const effectiveFrom = request.effectiveFrom ?? now.toISOString();
+  if (epochMs(effectiveFrom, 'effectiveFrom') < now.getTime()) {
+    throw new ValidationError(`effectiveFrom ${effectiveFrom} is before now (${now.toISOString()})`, [
+      { path: 'effectiveFrom', message: 'must not be in the past: a price list never changes the past', fix: 'leave it out to apply from now, or give a later time' },
+    ]);
+  }
+  const list: PriceListPublished = {
+    version: (latestVersion(book)?.version ?? 0) + 1,
+    currency: request.currency,
+    effectiveFrom: new Date(epochMs(effectiveFrom, 'effectiveFrom')).toISOString(),
+    ratesMicrosPerGpuHour: { ...request.ratesMicrosPerGpuHour },
+    publishedAt: now.toISOString(),
+  };
+  if (request.defaultRateMicrosPerGpuHour !== undefined) list.defaultRateMicrosPerGpuHour = request.defaultRateMicrosPerGpuHour;
+  if (request.minimumChargeMicros !== undefined) list.minimumChargeMicros = request.minimumChargeMicros;
+  if (request.publishedBy !== undefined) list.publishedBy = request.publishedBy;
+  return list;
+}

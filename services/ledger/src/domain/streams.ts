@@ -31,3 +31,11 @@ export function intakeJobStreamId(jobId: string): string {
 export function placementNodeStreamId(nodeId: string): string {
   return `placement-node-${nodeId}`;
 }
+
+/** Prefix of the invoice streams, one per team and month. */
+export const INVOICE_STREAM_PREFIX = `${LEDGER_STREAM_PREFIX}invoice-`;
+
+/** `ledger-invoice-<team>-<YYYY-MM>`: the InvoiceFinalized of a team's month, then its CreditNoteIssued. */
+export function invoiceStreamId(team: string, month: string): string {
+  return `${INVOICE_STREAM_PREFIX}${team}-${month}`;
+}

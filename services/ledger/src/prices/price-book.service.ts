@@ -1,9 +1,10 @@
-import type { PriceListPublished } from '#contracts';
+import type { PriceListPublished, RecordPriceList } from '#contracts';
 import { WrongExpectedVersionError, type EventStore } from '#event-store';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, SERVICE_CONFIG, type Clock, type EventWriter } from '#service-kit';
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
 import {
+  decidePriceList,
   emptyPriceBook,
   evolvePriceBook,
   firstPriceList,
@@ -24,6 +25,8 @@ import type { LedgerConfig } from '../ledger.config.js';
 @Injectable()
 export class PriceBookService implements OnModuleInit {
   private book: PriceBook = emptyPriceBook;
+  /** The published lists as recorded, by version. */
+  private readonly lists = new Map<number, PriceListPublished>();
   /** Next revision of `ledger-pricelist` to read: everything before it is folded. */
   private nextRevision = 0n;
 
@@ -61,7 +64,37 @@ export class PriceBookService implements OnModuleInit {
   apply(data: PriceListPublished): void {
     const before = this.book;
     this.book = evolvePriceBook(this.book, { type: 'PriceListPublished', data });
+    if (!this.lists.has(data.version)) this.lists.set(data.version, data);
     if (this.book !== before) this.logger.info({ priceListVersion: data.version, effectiveFrom: data.effectiveFrom, currency: data.currency }, 'price list version known');
+  }
+
+  /** Every published list as recorded, ascending by version, after catching up with the store. */
+  async published(): Promise<PriceListPublished[]> {
+    await this.catchUp();
+    return [...this.lists.values()].sort((a, b) => a.version - b.version);
+  }
+
+  /**
+   * Records the next version (`decidePriceList`: numbered after the latest, never in force
+   * before now). The append expects the stream revision this ledger folded, so two publishers
+   * at once get two consecutive versions: the loser catches up and numbers again.
+   */
+  async publish(request: RecordPriceList): Promise<PriceListPublished> {
+    for (let attempt = 1; ; attempt++) {
+      await this.catchUp();
+      const list = decidePriceList(this.book, request, this.clock.now());
+      try {
+        await this.writer.append(PRICE_LIST_STREAM, [{ type: 'PriceListPublished', data: list }], {
+          expectedRevision: this.nextRevision === 0n ? 'no_stream' : this.nextRevision - 1n,
+        });
+      } catch (err) {
+        if (err instanceof WrongExpectedVersionError && attempt < 5) continue;
+        throw err;
+      }
+      await this.catchUp();
+      this.logger.info({ priceListVersion: list.version, effectiveFrom: list.effectiveFrom, currency: list.currency, publishedBy: list.publishedBy }, 'price list published');
+      return list;
+    }
   }
 
   private async catchUp(): Promise<void> {

@@ -42,7 +42,7 @@ export class UsageRecorderService {
 
     const usageStream = usageStreamId(finished.jobId);
     const recorded = await this.store.readStream(usageStream);
-    const existing = lineOf(recorded, finished.attemptId);
+    const existing = lineOf(recorded, finished.attemptId, finished.nodeId);
     if (existing) {
       log.info({ attemptId: finished.attemptId }, 'usage of the attempt already recorded');
       return { kind: 'already_recorded', line: existing };
@@ -61,7 +61,7 @@ export class UsageRecorderService {
       });
       if (written.alreadyRecorded) {
         // Another handler of the same JobFinished got there first: its line (and recordedAt) stands.
-        const raced = lineOf(await this.store.readStream(usageStream), finished.attemptId);
+        const raced = lineOf(await this.store.readStream(usageStream), finished.attemptId, finished.nodeId);
         if (raced) {
           log.info({ attemptId: finished.attemptId }, 'usage of the attempt recorded meanwhile by another handler');
           return { kind: 'already_recorded', line: raced };
@@ -71,7 +71,7 @@ export class UsageRecorderService {
       // Another handler of the same JobFinished won the race (its line has another recordedAt,
       // hence the id clash): that line stands. Any other reason to fail is reported as it is.
       if (!(err instanceof WrongExpectedVersionError || err instanceof IdempotencyConflictError)) throw err;
-      const raced = lineOf(await this.store.readStream(usageStream), finished.attemptId);
+      const raced = lineOf(await this.store.readStream(usageStream), finished.attemptId, finished.nodeId);
       if (!raced) throw err;
       log.info({ attemptId: finished.attemptId }, 'usage of the attempt recorded meanwhile by another handler');
       return { kind: 'already_recorded', line: raced };
@@ -111,8 +111,11 @@ export class UsageRecorderService {
   }
 }
 
-/** The usage line of an attempt among the events of a usage stream. */
-function lineOf(events: readonly RecordedEvent[], attemptId: string): UsageRecorded | undefined {
-  const found = events.find((e) => e.type === 'UsageRecorded' && (e.data as UsageRecorded).attemptId === attemptId);
+/**
+ * The usage line of an attempt on a node among the events of a usage stream: keyed by both, as a
+ * multi-node attempt has one line per node.
+ */
+function lineOf(events: readonly RecordedEvent[], attemptId: string, nodeId: string): UsageRecorded | undefined {
+  const found = events.find((e) => e.type === 'UsageRecorded' && (e.data as UsageRecorded).attemptId === attemptId && (e.data as UsageRecorded).nodeId === nodeId);
   return found?.data as UsageRecorded | undefined;
 }
