@@ -61,6 +61,26 @@ export const AttemptView = z
     releasedAt: Timestamp.optional().describe('When the GPUs were freed.'),
     outcome: JobOutcome.optional(),
     exitCode: z.int().nullable().optional().describe('Exit code, null when killed by a signal; absent until finished.'),
+    nodes: z
+      .array(
+        z
+          .object({
+            nodeId: NodeId,
+            gpuIndices: GpuIndices,
+            heldAt: Timestamp.optional().describe('When this node\'s agent held its GPUs (its billing starts).'),
+            finishedAt: Timestamp.optional().describe('When this part ended (its billing stops).'),
+            releasedAt: Timestamp.optional().describe('When this node\'s GPUs were freed.'),
+            outcome: JobOutcome.optional(),
+            exitCode: z.int().nullable().optional().describe('Exit code of this part, null when killed by a signal.'),
+            peerEnded: NodeId.optional().describe('Set when this part was stopped because the part on that node ended first.'),
+          })
+          .describe('One node\'s part of a multi-node attempt.'),
+      )
+      .optional()
+      .describe(
+        'Multi-node attempts only: every part in rank order (rank 0 first). The attempt\'s nodeId/gpuIndices are rank 0\'s; its heldAt is the first part\'s hold, ' +
+          'its finishedAt/outcome are decided once every part ended (see contracts/gang.ts), its releasedAt is the last part\'s release.',
+      ),
   })
   .describe('One run attempt of the job.');
 export type AttemptView = z.output<typeof AttemptView>;
@@ -224,7 +244,7 @@ export const GetQueueReply = z
           reason: z
             .string()
             .describe(
-              'Why it waits, a Slurm-style code: `Inputs` (not staged yet), `Resources` (no node has enough free GPUs of its model), `Priority` (higher jobs hold every reservation), `Reservation` (it would run into a higher job\'s reservation), `NoNodes`, `Requeue`, `Cancelling`; more may be added.',
+              'Why it waits, a Slurm-style code: `Inputs` (not staged yet), `Resources` (no node has enough free GPUs of its model), `Priority` (higher jobs hold every reservation), `Reservation` (it would run into a higher job\'s reservation), `DeadlineUnreachable` (the plan\'s expected start plus its time limit is past its deadline), `NoNodes`, `Requeue`, `Cancelling`; more may be added.',
             ),
           gpus: z.int().min(1).describe('GPUs requested.'),
           gpuModel: GpuModel.optional().describe('GPU model requested, if any.'),
@@ -275,11 +295,12 @@ export const EstimateReply = z
     reason: z
       .string()
       .describe(
-        'When runnable: `StartsNow`, or why it would wait (`Resources`, `Reservation`, `Priority`). Otherwise: `NoNodes` (none registered), `NoNodeFits` (no node has that many GPUs of one model), `Unpredictable` (behind work whose end is unknown).',
+        'When runnable: `StartsNow`, or why it would wait (`Resources`, `Reservation`, `Priority`). Otherwise: `NoNodes` (none registered), `NoNodeFits` (the nodes together do not have that many GPUs of one model), `Unpredictable` (behind work whose end is unknown).',
       ),
     expectedStart: Timestamp.optional().describe('When it is expected to start (when runnable).'),
     expectedEnd: Timestamp.optional().describe('Expected start plus the time limit: the latest it would end (when runnable).'),
     gpuModel: GpuModel.optional().describe('The GPU model it would run on (when runnable).'),
+    nodes: z.int().min(1).optional().describe('Nodes it would run on (when runnable): more than 1 for a job larger than any node, which gets whole nodes.'),
     at: Timestamp.describe('The plan time this answer is for.'),
   })
   .describe('Where the job would land in the current plan.');

@@ -60,15 +60,44 @@ export const JobCancelRequested = z.object({
 });
 export type JobCancelRequested = z.output<typeof JobCancelRequested>;
 
-export const JobPlaced = z.object({
-  jobId: JobId,
-  attemptId: AttemptId,
-  attempt: z.int().min(1).describe('Attempt number, 1 for the first run, +1 per requeue.'),
+/** One node of a multi-node gang. */
+export const GangMember = z.object({
   nodeId: NodeId,
   gpuIndices: GpuIndices,
-  gpuModel: GpuModel,
-  placedAt: Timestamp.describe('When placement chose the node.'),
 });
+export type GangMember = z.output<typeof GangMember>;
+
+function sameIndices(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+export const JobPlaced = z
+  .object({
+    jobId: JobId,
+    attemptId: AttemptId,
+    attempt: z.int().min(1).describe('Attempt number, 1 for the first run, +1 per requeue.'),
+    nodeId: NodeId,
+    gpuIndices: GpuIndices,
+    gpuModel: GpuModel,
+    placedAt: Timestamp.describe('When placement chose the node.'),
+    nodes: z
+      .array(GangMember)
+      .min(2)
+      .optional()
+      .describe(
+        'A multi-node gang: every node of the attempt in rank order, all of `gpuModel`. `nodes[0]` is `nodeId`/`gpuIndices` (rank 0, ' +
+          'which collects the outputs). Absent when the attempt runs on one node. Each node\'s agent records its own ComputeHeld … ' +
+          'ComputeReleased in its own attempt stream; all are placed at once, never some of them.',
+      ),
+  })
+  .refine((e) => e.nodes === undefined || (e.nodes[0]!.nodeId === e.nodeId && sameIndices(e.nodes[0]!.gpuIndices, e.gpuIndices)), {
+    error: withFix('nodes[0] must be the node and GPUs named by nodeId and gpuIndices', 'list the rank-0 node first'),
+    path: ['nodes', 0],
+  })
+  .refine((e) => e.nodes === undefined || new Set(e.nodes.map((n) => n.nodeId)).size === e.nodes.length, {
+    error: withFix('a node appears twice in nodes', 'list each node of the gang once, with all its GPUs'),
+    path: ['nodes'],
+  });
 export type JobPlaced = z.output<typeof JobPlaced>;
 
 export const ComputeHeld = z
@@ -124,6 +153,10 @@ export const JobFinished = z.object({
   signal: z.string().nullable().default(null).describe('Signal that ended the process (e.g. `SIGKILL`), or null.'),
   message: HumanText.optional().describe('Detail for people, e.g. why it could not start.'),
   finishedAt: Timestamp.describe('Agent clock: when the process ended (or the attempt was given up). Billing stops here.'),
+  peerEnded: NodeId.optional().describe(
+    'Multi-node gangs only: the agent stopped this node\'s part because the part on that node ended first (rank 0 ended, a part failed, ' +
+      'or its node was lost). Such a part does not decide the attempt\'s outcome.',
+  ),
 });
 export type JobFinished = z.output<typeof JobFinished>;
 

@@ -1,5 +1,9 @@
 import type { BaseConfig } from '#service-kit';
 import { z } from 'zod';
+import { DEFAULT_PRIORITY_WEIGHTS, DEFAULT_RESERVATION_DEPTH, DEFAULT_USAGE_HALF_LIFE_MS, type PlanOptions, type StateOptions } from './domain/index.js';
+
+const weight = (name: string, dflt: number) =>
+  z.coerce.number().int().min(0).max(1_000_000).default(dflt).describe(`${name} (integer 0–1000000; 0 turns the factor off)`);
 
 /** Placement's own environment variables (merged with the kit's); see services/placement/README.md. */
 export const PlacementConfig = z.object({
@@ -10,5 +14,34 @@ export const PlacementConfig = z.object({
     .optional()
     .describe('ms a node may stay silent before it is lost; default 3 × its heartbeat interval, at least 5000'),
   GPUNET_NODE_CHECK_MS: z.coerce.number().int().min(10).default(1_000).describe('ms between checks for silent nodes'),
+  GPUNET_PRIORITY_WEIGHT_AGE: weight('weight of the age factor', DEFAULT_PRIORITY_WEIGHTS.age),
+  GPUNET_PRIORITY_WEIGHT_FAIRSHARE: weight('weight of the fair-share factor', DEFAULT_PRIORITY_WEIGHTS.fairShare),
+  GPUNET_PRIORITY_WEIGHT_SIZE: weight('weight of the job-size factor', DEFAULT_PRIORITY_WEIGHTS.size),
+  GPUNET_PRIORITY_AGE_CAP_MS: z.coerce.number().int().min(1).default(DEFAULT_PRIORITY_WEIGHTS.ageCapMs).describe('ms of waiting at which the age factor reaches 1'),
+  GPUNET_PRIORITY_SIZE_FULL_GPUS: z.coerce.number().int().min(1).default(DEFAULT_PRIORITY_WEIGHTS.sizeFullGpus).describe('GPUs at which the size factor reaches 1'),
+  GPUNET_FAIRSHARE_HALF_LIFE_MS: z.coerce.number().int().min(1).default(DEFAULT_USAGE_HALF_LIFE_MS).describe('half-life of past usage in fair share, ms'),
+  GPUNET_RESERVATION_DEPTH: z.coerce.number().int().min(0).max(10_000).default(DEFAULT_RESERVATION_DEPTH).describe('how many waiting jobs, highest priority first, hold reservations'),
+  GPUNET_BACKFILL: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on').describe('on: lower jobs start where they delay no reservation; off: strict priority order'),
 });
 export type PlacementConfig = z.output<typeof PlacementConfig> & BaseConfig;
+
+/** The scheduling options of the plan (priority weights, reservations, backfill) from the config. */
+export function planOptionsOf(config: Partial<PlacementConfig>): PlanOptions {
+  const c = PlacementConfig.parse(config);
+  return {
+    weights: {
+      age: c.GPUNET_PRIORITY_WEIGHT_AGE,
+      ageCapMs: c.GPUNET_PRIORITY_AGE_CAP_MS,
+      fairShare: c.GPUNET_PRIORITY_WEIGHT_FAIRSHARE,
+      size: c.GPUNET_PRIORITY_WEIGHT_SIZE,
+      sizeFullGpus: c.GPUNET_PRIORITY_SIZE_FULL_GPUS,
+    },
+    reservationDepth: c.GPUNET_RESERVATION_DEPTH,
+    backfill: c.GPUNET_BACKFILL === 'on',
+  };
+}
+
+/** The state options (fair-share half-life) from the config. */
+export function stateOptionsOf(config: Partial<PlacementConfig>): StateOptions {
+  return { usageHalfLifeMs: PlacementConfig.parse(config).GPUNET_FAIRSHARE_HALF_LIFE_MS };
+}

@@ -18,7 +18,7 @@ export type EstimateOptions = Pick<SubmitFlags, 'gpus' | 'gpuModel' | 'timeLimit
 /** Why a job cannot run, for people. */
 const NOT_RUNNABLE: Record<string, string> = {
   NoNodes: 'no node is registered',
-  NoNodeFits: 'no node has that many GPUs of one model (of the requested model)',
+  NoNodeFits: 'the network does not have that many GPUs of one model (of the requested model), even over several nodes',
   Unpredictable: 'it would wait behind work whose end is unknown',
 };
 

@@ -1,4 +1,4 @@
-import type { JobCancelRequested, JobPlaced } from '#contracts';
+import type { JobCancelRequested, JobFinished, JobPlaced, NodeLost } from '#contracts';
 import { JetStreamContext } from '#service-kit';
 import { Controller } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
@@ -17,6 +17,17 @@ export class AgentController {
   @EventPattern<string>('JobPlaced')
   async onJobPlaced(@Payload() data: JobPlaced, @Ctx() ctx: JetStreamContext): Promise<void> {
     await this.agent.place(data, ctx.getEvent(), ctx.getLogger());
+  }
+
+  /** Gang parts: another part's end may stop this node's part. */
+  @EventPattern<string>('JobFinished')
+  async onJobFinished(@Payload() data: JobFinished, @Ctx() ctx: JetStreamContext): Promise<void> {
+    await this.agent.peerFinished(data, ctx.getLogger());
+  }
+
+  @EventPattern<string>('NodeLost')
+  async onNodeLost(@Payload() data: NodeLost, @Ctx() ctx: JetStreamContext): Promise<void> {
+    await this.agent.peerLost(data, ctx.getLogger());
   }
 
   @EventPattern<string>('JobCancelRequested')

@@ -85,9 +85,10 @@ export class AttemptHandle {
   /**
    * Asks the attempt to stop with this outcome. Before the process runs the attempt finishes at
    * once; while it runs the process is aborted and its end recorded with this outcome.
+   * `peerEnded`: a gang part stopped because the part on that node ended first.
    */
-  async stop(outcome: StopOutcome, reason: string, at: () => string): Promise<void> {
-    const facts = await this.execute(() => ({ type: 'Stop', outcome, reason, at: at() }));
+  async stop(outcome: StopOutcome, reason: string, at: () => string, peerEnded?: string): Promise<void> {
+    const facts = await this.execute(() => ({ type: 'Stop', outcome, reason, at: at(), ...(peerEnded !== undefined && { peerEnded }) }));
     // Only a stop that changed something aborts: a finished attempt's outputs upload goes on.
     if (facts.length > 0) this.stopper.abort(new Error(reason));
   }
@@ -96,8 +97,9 @@ export class AttemptHandle {
     const facts = decide(this.current, command);
     const recorded = facts.filter(isRecorded);
     if (recorded.length > 0) {
-      const streamId = attemptStreamId(this.current.placement.nodeId, this.current.placement.attemptId);
-      await this.append(streamId, recorded);
+      const { nodeId, attemptId, gangNodes } = this.current.placement;
+      // Every part of a gang answers the same JobPlaced: its node tells their event ids apart.
+      await this.append(attemptStreamId(nodeId, attemptId), gangNodes === undefined ? recorded : recorded.map((e) => ({ ...e, discriminator: nodeId })));
     }
     this.current = facts.reduce(evolve, this.current);
     return facts;

@@ -275,10 +275,11 @@ export class AttemptRunner {
   }
 
   private runSpec(launch: Launch): RunSpec {
-    const { jobId, attemptId, gpuIndices } = this.handle.state.placement;
+    const { jobId, attemptId, gpuIndices, rank, gangNodes } = this.handle.state.placement;
     return {
       jobId,
       attemptId,
+      ...(gangNodes !== undefined && { gang: { rank: rank ?? 0, nodes: gangNodes } }),
       dirs: this.dirs!,
       command: launch.command,
       args: launch.args,

@@ -1,5 +1,5 @@
 import { BlobStore } from '#blobs';
-import { heartbeatSubject, type JobCancelRequested, type JobPlaced } from '#contracts';
+import { heartbeatSubject, stopsGang, type JobCancelRequested, type JobFinished, type JobPlaced, type NodeLost } from '#contracts';
 import { isRetryable } from '#errors';
 import type { EventStore } from '#event-store';
 import type { BusEvent } from '#messaging';
@@ -19,6 +19,7 @@ import {
   nodeGpus,
   nodeStreamId,
   placementConflicts,
+  placementOn,
   recoveryStep,
   registration,
   attemptStreamId,
@@ -182,12 +183,13 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
    * the JobPlaced is acknowledged only then; a crash in between is covered by recovery.
    */
   async place(placed: JobPlaced, event: BusEvent, log: Logger): Promise<void> {
-    if (placed.nodeId !== this.nodeId) return;
+    // This node's part: the whole attempt, or one node of a multi-node gang.
+    const placement: Placement | undefined = placementOn(placed, this.nodeId);
+    if (!placement) return;
     if (this.attempts.has(placed.attemptId)) {
       log.info({ attemptId: placed.attemptId }, 'placement already being handled');
       return;
     }
-    const placement: Placement = { jobId: placed.jobId, attemptId: placed.attemptId, nodeId: placed.nodeId, gpuIndices: placed.gpuIndices, gpuModel: placed.gpuModel };
     const recorded = await this.store.readStream(attemptStreamId(this.nodeId, placed.attemptId));
     const state = foldAttempt(placement, recorded.map((e) => ({ type: e.type, data: e.data }) as RecordedAttemptEvent));
     const alog = log.child({ attemptId: placed.attemptId });
@@ -245,6 +247,33 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
     for (const runner of runners) {
       log.info({ attemptId: runner.handle.attemptId, phase: runner.handle.state.phase }, 'cancelling attempt');
       await runner.handle.stop('cancelled', reason, this.now);
+    }
+  }
+
+  /**
+   * Another part of a gang this node runs a part of has ended: when it was rank 0, or it did not
+   * complete on its own, this node's part stops too (`peerEnded`), so a gang never runs on half its nodes.
+   */
+  async peerFinished(finished: JobFinished, log: Logger): Promise<void> {
+    if (finished.nodeId === this.nodeId) return;
+    const runner = this.attempts.get(finished.attemptId);
+    const gang = runner?.handle.state.placement.gangNodes;
+    if (!runner || !gang || runner.handle.state.finished !== undefined) return;
+    const rank = gang.indexOf(finished.nodeId);
+    if (rank < 0 || !stopsGang(finished, rank)) return;
+    const why = rank === 0 ? `rank 0 on ${finished.nodeId} ended (${finished.outcome})` : `the part on ${finished.nodeId} (rank ${rank}) ended ${finished.outcome}`;
+    log.info({ attemptId: finished.attemptId, peer: finished.nodeId, outcome: finished.outcome }, 'stopping this gang part: another part ended');
+    await runner.handle.stop('cancelled', `stopped: ${why}`, this.now, finished.nodeId);
+  }
+
+  /** A node of a gang this node runs a part of was lost: this part stops too; placement requeues the job. */
+  async peerLost(lost: NodeLost, log: Logger): Promise<void> {
+    if (lost.nodeId === this.nodeId) return;
+    for (const runner of this.attempts.values()) {
+      const gang = runner.handle.state.placement.gangNodes;
+      if (!gang?.includes(lost.nodeId) || runner.handle.state.finished !== undefined) continue;
+      log.warn({ attemptId: runner.handle.attemptId, peer: lost.nodeId }, 'stopping this gang part: another node of the gang was lost');
+      await runner.handle.stop('cancelled', `stopped: node ${lost.nodeId} of the gang was lost`, this.now, lost.nodeId);
     }
   }
 

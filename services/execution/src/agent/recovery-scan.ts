@@ -6,6 +6,7 @@ import {
   attemptsToRecover,
   RECORDED_ATTEMPT_EVENT_TYPES,
   type AttemptState,
+  placementOn,
   type Placement,
   type RecordedAttemptEvent,
 } from '../domain/index.js';
@@ -51,8 +52,9 @@ export async function scanForRecovery(store: EventStore, nodeId: string): Promis
   const placedAt = new Map<string, bigint>();
   for await (const e of readAllPages(store, { types: ['JobPlaced'], streamPrefix: PLACEMENT_STREAM_PREFIX }, from, head)) {
     const data = e.data as JobPlaced;
-    if (data?.nodeId !== nodeId) continue;
-    placements.push({ jobId: data.jobId, attemptId: data.attemptId, nodeId, gpuIndices: data.gpuIndices, gpuModel: data.gpuModel });
+    const placement = data ? placementOn(data, nodeId) : undefined;
+    if (!placement) continue;
+    placements.push(placement);
     causes.set(data.attemptId, e);
     placedAt.set(data.attemptId, e.position);
   }

@@ -15,14 +15,36 @@
  * team pays: an attempt that never held compute has no ComputeHeld (billed 0), and every
  * attempt ends with exactly one JobFinished and one ComputeReleased.
  */
-import type { ComputeHeld, ComputeReleased, JobFinished, JobOutcome, JobPlaced, JobStarted } from '#contracts';
+import { gangPartOf, type ComputeHeld, type ComputeReleased, type JobFinished, type JobOutcome, type JobPlaced, type JobStarted } from '#contracts';
 import { IllegalStateError } from '#errors';
 
 export const ATTEMPT_PHASES = ['placed', 'staging', 'held', 'running', 'finished', 'outputs', 'released'] as const;
 export type AttemptPhase = (typeof ATTEMPT_PHASES)[number];
 
-/** Where an attempt runs: its ids, node and GPUs, as placement chose them. */
-export type Placement = Pick<JobPlaced, 'jobId' | 'attemptId' | 'nodeId' | 'gpuIndices' | 'gpuModel'>;
+/**
+ * Where an attempt runs on this node: its ids, this node and its GPUs, as placement chose them.
+ * For a multi-node gang, this node's part: its rank and every node of the gang in rank order.
+ */
+export type Placement = Pick<JobPlaced, 'jobId' | 'attemptId' | 'nodeId' | 'gpuIndices' | 'gpuModel'> & {
+  /** 0 for a one-node attempt and for a gang's main part (which alone hands over outputs). */
+  readonly rank?: number;
+  /** Every node of a multi-node gang, rank order; absent for a one-node attempt. */
+  readonly gangNodes?: readonly string[];
+};
+
+/** This node's part of a placement, or undefined when the node takes no part in it. */
+export function placementOn(placed: JobPlaced, nodeId: string): Placement | undefined {
+  const part = gangPartOf(placed, nodeId);
+  if (!part) return undefined;
+  return {
+    jobId: placed.jobId,
+    attemptId: placed.attemptId,
+    nodeId,
+    gpuIndices: [...part.gpuIndices],
+    gpuModel: placed.gpuModel,
+    ...(placed.nodes !== undefined ? { rank: part.rank, gangNodes: placed.nodes.map((n) => n.nodeId) } : {}),
+  };
+}
 
 /** Events this agent records in the attempt's stream, in the order they can occur. */
 export type RecordedAttemptEvent =
@@ -40,7 +62,7 @@ export type StopOutcome = Extract<JobOutcome, 'cancelled' | 'node_lost'>;
 /** Facts only this agent process knows; they are not recorded and a restart forgets them. */
 export type LocalAttemptFact =
   | { type: 'StagingBegan' }
-  | { type: 'StopRequested'; outcome: StopOutcome; reason: string }
+  | { type: 'StopRequested'; outcome: StopOutcome; reason: string; peerEnded?: string }
   | { type: 'OutputsSettled'; stored: boolean };
 
 export type AttemptFact = RecordedAttemptEvent | LocalAttemptFact;
@@ -57,7 +79,7 @@ export interface AttemptState {
   readonly startedAt?: string;
   readonly finished?: FinishedFacts;
   /** A stop asked for while the process runs; the run's end is then recorded with this outcome. */
-  readonly stop?: { readonly outcome: StopOutcome; readonly reason: string };
+  readonly stop?: { readonly outcome: StopOutcome; readonly reason: string; readonly peerEnded?: string };
   /** Set once the outputs step is over: whether storage recorded them. */
   readonly outputsStored?: boolean;
   /** Recorded events so far: the stream's revision is `recorded - 1`. */
@@ -83,7 +105,7 @@ export type AttemptCommand =
    * (nothing more to do); while it runs the stop is remembered and the caller stops the process;
    * once finished it changes nothing.
    */
-  | { type: 'Stop'; outcome: StopOutcome; reason: string; at: string }
+  | { type: 'Stop'; outcome: StopOutcome; reason: string; at: string; /** A gang part stopped because the part on that node ended first. */ peerEnded?: string }
   /**
    * The agent lost the process (it was restarted): an unfinished attempt ends `node_lost` now;
    * a finished one resumes where it stopped.
@@ -108,9 +130,9 @@ export function expectedRevision(state: AttemptState): 'no_stream' | bigint {
   return state.recorded === 0 ? 'no_stream' : BigInt(state.recorded - 1);
 }
 
-/** Whether the process ran and ended in a way whose files are worth keeping. */
+/** Whether the process ran and ended in a way whose files are worth keeping. A gang's outputs come from rank 0 only. */
 export function needsOutputs(state: AttemptState): boolean {
-  return state.startedAt !== undefined && state.finished !== undefined && state.finished.outcome !== 'node_lost';
+  return state.startedAt !== undefined && state.finished !== undefined && state.finished.outcome !== 'node_lost' && (state.placement.rank ?? 0) === 0;
 }
 
 /** Whether the attempt is over as far as billing goes (JobFinished recorded). */
@@ -132,7 +154,7 @@ export function clipMessage(message: string): string {
   return message.length <= MAX_FINISH_MESSAGE_CHARS ? message : `${message.slice(0, MAX_FINISH_MESSAGE_CHARS - 1)}…`;
 }
 
-function finishedEvent(state: AttemptState, f: Omit<FinishedFacts, 'message'> & { message?: string }): RecordedAttemptEvent {
+function finishedEvent(state: AttemptState, f: Omit<FinishedFacts, 'message'> & { message?: string; peerEnded?: string | undefined }): RecordedAttemptEvent {
   const { jobId, attemptId, nodeId } = state.placement;
   return {
     type: 'JobFinished',
@@ -145,6 +167,7 @@ function finishedEvent(state: AttemptState, f: Omit<FinishedFacts, 'message'> & 
       signal: f.signal,
       ...(f.message !== undefined && { message: clipMessage(f.message) }),
       finishedAt: f.finishedAt,
+      ...(f.peerEnded !== undefined && { peerEnded: f.peerEnded }),
     },
   };
 }
@@ -175,9 +198,10 @@ export function decide(state: AttemptState, command: AttemptCommand): AttemptFac
       if (state.phase === 'held' || state.phase === 'running') {
         // A stop asked for while the process ran: the engine reports the abort as `cancelled`;
         // record why the agent stopped it. A process that ended on its own keeps its outcome.
-        const outcome = state.stop !== undefined && command.outcome === 'cancelled' ? state.stop.outcome : command.outcome;
+        const stopped = state.stop !== undefined && command.outcome === 'cancelled';
+        const outcome = stopped ? state.stop!.outcome : command.outcome;
         const message = command.message ?? (outcome === state.stop?.outcome ? state.stop.reason : undefined);
-        return [finishedEvent(state, { outcome, exitCode: command.exitCode, signal: command.signal, message, finishedAt: command.at })];
+        return [finishedEvent(state, { outcome, exitCode: command.exitCode, signal: command.signal, message, finishedAt: command.at, peerEnded: stopped ? state.stop!.peerEnded : undefined })];
       }
       if ((before as readonly AttemptPhase[]).includes(state.phase)) {
         // Refused before compute was held: nothing ran, so no exit status.
@@ -191,10 +215,12 @@ export function decide(state: AttemptState, command: AttemptCommand): AttemptFac
         case 'placed':
         case 'staging':
         case 'held':
-          return [finishedEvent(state, { outcome: command.outcome, exitCode: null, signal: null, message: command.reason, finishedAt: command.at })];
+          return [finishedEvent(state, { outcome: command.outcome, exitCode: null, signal: null, message: command.reason, finishedAt: command.at, peerEnded: command.peerEnded })];
         case 'running':
           // The first stop wins: a cancel followed by the agent stopping stays a cancel.
-          return state.stop === undefined ? [{ type: 'StopRequested', outcome: command.outcome, reason: command.reason }] : [];
+          return state.stop === undefined
+            ? [{ type: 'StopRequested', outcome: command.outcome, reason: command.reason, ...(command.peerEnded !== undefined && { peerEnded: command.peerEnded }) }]
+            : [];
         default:
           return [];
       }
@@ -226,7 +252,7 @@ export function evolve(state: AttemptState, fact: AttemptFact): AttemptState {
     case 'StagingBegan':
       return { ...state, phase: 'staging' };
     case 'StopRequested':
-      return { ...state, stop: { outcome: fact.outcome, reason: fact.reason } };
+      return { ...state, stop: { outcome: fact.outcome, reason: fact.reason, ...(fact.peerEnded !== undefined && { peerEnded: fact.peerEnded }) } };
     case 'OutputsSettled':
       return { ...state, phase: 'outputs', outputsStored: fact.stored };
     case 'ComputeHeld':

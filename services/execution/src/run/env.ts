@@ -40,6 +40,8 @@ export interface RunEnvInput {
   readonly dirs: RunDirs;
   /** GPU indices held for the attempt, in the order the job sees them as devices 0, 1, … */
   readonly gpus: readonly number[];
+  /** A multi-node gang: this part's rank and every node in rank order. Absent: one node (rank 0 of 1). */
+  readonly gang?: { readonly rank: number; readonly nodes: readonly string[] };
   /** The job's own variables; they override the passed-through host values, never the platform's. */
   readonly jobEnv?: Readonly<Record<string, string>>;
   /** The agent's environment; only the names in `passEnv` are read. */
@@ -74,5 +76,9 @@ export function buildRunEnv(input: RunEnvInput): Record<string, string> {
   env.GPUNET_OUTPUT_DIR = input.dirs.outputs;
   env.GPUNET_CHECKPOINT_DIR = input.dirs.checkpoints;
   env.GPUNET_WORK_DIR = input.dirs.work;
+  // The parts of a multi-node job find each other by these (rank 0 writes the outputs).
+  env.GPUNET_NODE_RANK = String(input.gang?.rank ?? 0);
+  env.GPUNET_NUM_NODES = String(input.gang?.nodes.length ?? 1);
+  if (input.gang) env.GPUNET_NODES = input.gang.nodes.join(',');
   return env;
 }

@@ -33,6 +33,8 @@ export interface RunSpec {
   readonly env?: Readonly<Record<string, string>>;
   /** GPU indices held for this attempt; exported as `CUDA_VISIBLE_DEVICES`. Default none. */
   readonly gpus?: readonly number[];
+  /** A multi-node gang: this part's rank and every node in rank order (see `buildRunEnv`). */
+  readonly gang?: { readonly rank: number; readonly nodes: readonly string[] };
   /** Wall time from start after which the process group gets SIGTERM. Positive integer ms. */
   readonly timeLimitMs: number;
   /** Time between SIGTERM and SIGKILL, for the job to checkpoint and exit. Default 10 000 ms. */
@@ -247,6 +249,7 @@ export async function runProcess(spec: RunSpec, opts: RunOptions = {}): Promise<
     attemptId: spec.attemptId,
     dirs: spec.dirs,
     gpus: spec.gpus ?? [],
+    ...(spec.gang !== undefined && { gang: spec.gang }),
     jobEnv: spec.env,
     hostEnv,
     passEnv: opts.passEnv,

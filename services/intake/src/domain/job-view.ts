@@ -12,6 +12,7 @@
  */
 import {
   FINAL_JOB_STATES,
+  gangOutcome,
   type AttemptView,
   type EventData,
   type JobState,
@@ -171,27 +172,48 @@ function applyChange(view: JobView, event: JobEvent): JobView {
         gpuIndices: d.gpuIndices,
         gpuModel: d.gpuModel,
         placedAt: d.placedAt,
+        ...(d.nodes !== undefined ? { nodes: d.nodes.map((n) => ({ nodeId: n.nodeId, gpuIndices: n.gpuIndices })) } : {}),
       };
       return { ...view, state: 'placed', attempts: [...view.attempts.filter((a) => a.attemptId !== d.attemptId), attempt] };
     }
     case 'ComputeHeld': {
       const d = event.data as EventData<'ComputeHeld'>;
+      const gang = patchPart(view, d.attemptId, d.nodeId, { heldAt: d.heldAt });
+      // A gang's hold starts with its first part's.
+      if (gang) return gang.attempt.heldAt === undefined ? patchAttempt(gang.view, d.attemptId, { heldAt: d.heldAt }) : gang.view;
       return patchAttempt(view, d.attemptId, { heldAt: d.heldAt });
     }
     case 'JobStarted': {
       const d = event.data as EventData<'JobStarted'>;
-      const next = patchAttempt(view, d.attemptId, { startedAt: d.startedAt });
+      const started = view.attempts.find((a) => a.attemptId === d.attemptId)?.startedAt;
+      const next = started === undefined ? patchAttempt(view, d.attemptId, { startedAt: d.startedAt }) : view;
       return !final && isCurrentAttempt(view, d.attemptId) ? { ...next, state: 'running' } : next;
     }
     case 'JobFinished': {
       const d = event.data as EventData<'JobFinished'>;
-      const next = patchAttempt(view, d.attemptId, { finishedAt: d.finishedAt, outcome: d.outcome, exitCode: d.exitCode });
+      let patch: Partial<AttemptView> = { finishedAt: d.finishedAt, outcome: d.outcome, exitCode: d.exitCode };
+      let next: JobView;
+      const gang = patchPart(view, d.attemptId, d.nodeId, { finishedAt: d.finishedAt, outcome: d.outcome, exitCode: d.exitCode, ...(d.peerEnded !== undefined ? { peerEnded: d.peerEnded } : {}) });
+      if (gang) {
+        // A gang's attempt ends with its last part; the parts that ended on their own decide how.
+        const parts = gang.attempt.nodes!;
+        const verdict = gangOutcome(
+          parts.map((p, rank) => ({ nodeId: p.nodeId, gpuIndices: p.gpuIndices, rank })),
+          parts.filter((p) => p.outcome !== undefined).map((p) => ({ nodeId: p.nodeId, outcome: p.outcome!, ...(p.peerEnded !== undefined ? { peerEnded: p.peerEnded } : {}) })),
+        );
+        if (!verdict || gang.attempt.outcome !== undefined) return gang.view;
+        patch = { finishedAt: d.finishedAt, outcome: verdict.outcome, exitCode: parts.find((p) => p.nodeId === verdict.decidedBy)?.exitCode ?? null };
+        next = patchAttempt(gang.view, d.attemptId, patch);
+      } else next = patchAttempt(view, d.attemptId, patch);
       if (final || !isCurrentAttempt(view, d.attemptId)) return next;
-      return { ...next, state: 'finishing', outcome: d.outcome, exitCode: d.exitCode };
+      return { ...next, state: 'finishing', outcome: patch.outcome!, exitCode: patch.exitCode ?? null };
     }
     case 'ComputeReleased': {
       const d = event.data as EventData<'ComputeReleased'>;
-      const next = patchAttempt(view, d.attemptId, { releasedAt: d.releasedAt });
+      const gang = patchPart(view, d.attemptId, d.nodeId, { releasedAt: d.releasedAt });
+      // A gang's GPUs are all free only with its last part's release.
+      if (gang && gang.attempt.nodes!.some((p) => p.releasedAt === undefined)) return gang.view;
+      const next = patchAttempt(gang?.view ?? view, d.attemptId, { releasedAt: d.releasedAt });
       const attempt = next.attempts.find((a) => a.attemptId === d.attemptId);
       // Only the current attempt's release ends the job, once it finished; a lost node's attempt waits for placement's requeue.
       if (final || !isCurrentAttempt(view, d.attemptId) || attempt?.outcome === undefined || attempt.outcome === 'node_lost') return next;
@@ -220,6 +242,14 @@ function isCurrentAttempt(view: JobView, attemptId: string): boolean {
 function patchAttempt(view: JobView, attemptId: string, patch: Partial<AttemptView>): JobView {
   if (!view.attempts.some((a) => a.attemptId === attemptId)) return view;
   return { ...view, attempts: view.attempts.map((a) => (a.attemptId === attemptId ? { ...a, ...patch } : a)) };
+}
+
+/** Patches one part of a multi-node attempt; undefined when the attempt is not a gang (or unknown). */
+function patchPart(view: JobView, attemptId: string, nodeId: string, patch: Partial<NonNullable<AttemptView['nodes']>[number]>): { view: JobView; attempt: AttemptView } | undefined {
+  const attempt = view.attempts.find((a) => a.attemptId === attemptId);
+  if (!attempt?.nodes?.some((p) => p.nodeId === nodeId)) return undefined;
+  const next: AttemptView = { ...attempt, nodes: attempt.nodes.map((p) => (p.nodeId === nodeId ? { ...p, ...patch } : p)) };
+  return { view: { ...view, attempts: view.attempts.map((a) => (a.attemptId === attemptId ? next : a)) }, attempt: next };
 }
 
 function asRecord(value: unknown): Record<string, unknown> {

@@ -156,17 +156,25 @@ export interface LargestNode {
 export class NodeSizes {
   private readonly byModel = new Map<string, LargestNode>();
   private any: LargestNode | undefined;
+  private readonly totals = new Map<string, number>();
 
   constructor(nodes: readonly NodeRecord[]) {
     for (const node of nodes) {
       const counts = new Map<string, number>();
       for (const g of node.gpus) counts.set(g.model, (counts.get(g.model) ?? 0) + 1);
+      for (const [model, n] of counts) this.totals.set(model, (this.totals.get(model) ?? 0) + n);
       for (const [gpuModel, gpus] of counts) {
         const best = this.byModel.get(gpuModel);
         if (!best || gpus > best.gpus) this.byModel.set(gpuModel, { nodeId: node.nodeId, gpuModel, gpus });
         if (!this.any || gpus > this.any.gpus) this.any = { nodeId: node.nodeId, gpuModel, gpus };
       }
     }
+  }
+
+  /** GPUs of `gpuModel` over every node (of the most common model when none is asked): the most a multi-node job may ask for. */
+  total(gpuModel: string | undefined): number {
+    if (gpuModel !== undefined) return this.totals.get(gpuModel) ?? 0;
+    return Math.max(0, ...this.totals.values());
   }
 
   /** Every model some node offers, sorted. */

@@ -5,8 +5,8 @@
  * In order:
  * 1. withdraw every queued job whose team asked to cancel it (`JobWithdrawn`, outcome `cancelled`),
  *    and every queued job whose deadline has passed (outcome `deadline`, see `deadlines.ts`);
- * 2. reject every never-placed job that no registered node could ever hold (`JobRejected`,
- *    `unsatisfiable`, naming the largest node); with no node registered yet, jobs wait instead;
+ * 2. reject every never-placed job that the registered nodes could never hold, even together as
+ *    whole nodes of one model (`JobRejected`, `unsatisfiable`); with no node registered yet, jobs wait instead;
  * 3. requeue every job whose attempt ended `node_lost` (`JobRequeued`); it keeps its submit position;
  * 4. place: the policy (backfill with reservations by priority, by default) puts placeable jobs on free GPUs (`JobPlaced`).
  * A job gets at most one of 1–3 and, after a requeue, possibly a placement in the same pass.
@@ -14,7 +14,7 @@
 import type { EventData, FieldIssue } from '#contracts';
 import { attemptIdFor } from './attempt-id.js';
 import { deadlinePassed, deadlineWithdrawn } from './deadlines.js';
-import { NodeSizes, PassCapacity } from './capacity.js';
+import { NodeSizes, PassCapacity, type Gang } from './capacity.js';
 import { backfill, defaultPolicy, type PlacementPolicy } from './policy.js';
 import type { PlanOptions } from './plan.js';
 import { registeredNodes, type JobRecord, type PlacementState } from './state.js';
@@ -69,18 +69,20 @@ export function decide(state: PlacementState, now: Date, options: DecideOptions 
 
   if (candidates.length === 0 || nodes.length === 0) return out;
   const policy = options.policy ?? (options.plan ? backfill(options.plan) : defaultPolicy);
-  for (const { job, gang } of policy(candidates, new PassCapacity(nodes), now, state)) {
+  for (const { job, gangs } of policy(candidates, new PassCapacity(nodes), now, state)) {
     const attempt = (job.attempts[job.attempts.length - 1]?.attempt ?? 0) + 1;
+    const [rank0] = gangs as [Gang, ...Gang[]];
     out.push({
       type: 'JobPlaced',
       data: {
         jobId: job.jobId,
         attemptId: attemptIdFor(job.jobId, attempt),
         attempt,
-        nodeId: gang.nodeId,
-        gpuIndices: gang.gpuIndices,
-        gpuModel: gang.gpuModel,
+        nodeId: rank0.nodeId,
+        gpuIndices: rank0.gpuIndices,
+        gpuModel: rank0.gpuModel,
         placedAt: at,
+        ...(gangs.length > 1 ? { nodes: gangs.map((g) => ({ nodeId: g.nodeId, gpuIndices: g.gpuIndices })) } : {}),
       },
     });
   }
@@ -95,7 +97,8 @@ function withdrawn(job: JobRecord, at: string): PlacementDecision {
 function unsatisfiable(job: JobRecord, sizes: NodeSizes): { message: string; issue: FieldIssue } | undefined {
   const { gpus, gpuModel } = job.request;
   const largest = sizes.largest(gpuModel);
-  if (largest && largest.gpus >= gpus) return undefined;
+  // Larger than any node: whole nodes of one model together, if there are enough of them.
+  if (largest && sizes.total(gpuModel) >= gpus) return undefined;
   if (!largest) {
     const models = sizes.models;
     return {
@@ -104,8 +107,9 @@ function unsatisfiable(job: JobRecord, sizes: NodeSizes): { message: string; iss
     };
   }
   const what = gpuModel === undefined ? `${gpus} GPUs of one model` : `${gpus} GPUs of model ${gpuModel}`;
+  const most = sizes.total(gpuModel);
   return {
-    message: `the job asks for ${what} on one node, but the largest node has ${largest.gpus} (${largest.nodeId}: ${largest.gpus} × ${largest.gpuModel})`,
-    issue: { path: 'request.gpus', message: `more GPUs than any node has (largest: ${largest.gpus})`, fix: `ask for at most ${largest.gpus} GPUs` },
+    message: `the job asks for ${what}, but all nodes together have ${gpuModel === undefined ? 'at most ' : ''}${most} (largest node: ${largest.nodeId}, ${largest.gpus} × ${largest.gpuModel})`,
+    issue: { path: 'request.gpus', message: `more GPUs of one model than all nodes together have (${most})`, fix: `ask for at most ${most} GPUs` },
   };
 }

@@ -82,7 +82,7 @@ describe('decide: placement', () => {
 });
 
 describe('decide: rejection', () => {
-  it('rejects at once a job larger than every node, naming the largest node', () => {
+  it('rejects at once a job larger than all nodes together, naming the largest node', () => {
     const h = given(ev.node('n1', 2), ev.node('n2', 8), ev.submitted('huge', 16));
     const [d, ...rest] = decide(h.state, now);
     expect(rest).toEqual([]);
@@ -90,13 +90,13 @@ describe('decide: rejection', () => {
       type: 'JobRejected',
       data: expect.objectContaining({ jobId: 'huge', team: 'team-a', reason: 'unsatisfiable', rejectedAt: now.toISOString() }),
     });
-    expect(d!.data).toHaveProperty('message', 'the job asks for 16 GPUs of one model on one node, but the largest node has 8 (n2: 8 × A100)');
-    expect(d!.data).toHaveProperty('issues', [expect.objectContaining({ path: 'request.gpus', fix: 'ask for at most 8 GPUs' })]);
+    expect(d!.data).toHaveProperty('message', 'the job asks for 16 GPUs of one model, but all nodes together have at most 10 (largest node: n2, 8 × A100)');
+    expect(d!.data).toHaveProperty('issues', [expect.objectContaining({ path: 'request.gpus', fix: 'ask for at most 10 GPUs' })]);
   });
 
   it('counts only GPUs of the requested model', () => {
     const h = given(ev.mixedNode('mix', ['T4', 'T4', 'T4', 'A100']), ev.submitted('j1', 2, 'A100'));
-    expect(decide(h.state, now)[0]!.data).toHaveProperty('message', 'the job asks for 2 GPUs of model A100 on one node, but the largest node has 1 (mix: 1 × A100)');
+    expect(decide(h.state, now)[0]!.data).toHaveProperty('message', 'the job asks for 2 GPUs of model A100, but all nodes together have 1 (largest node: mix, 1 × A100)');
   });
 
   it('rejects a model no node offers, listing the models there are', () => {
@@ -166,7 +166,7 @@ describe('decide: a pass is complete', () => {
   it('proposes nothing more once its own decisions are applied', () => {
     const h = given(ev.node('n1', 2), ev.node('n2', 1));
     for (let i = 0; i < 6; i++) h.apply(ev.submitted(`j${i}`, 1 + (i % 2)), ev.staged(`j${i}`));
-    h.apply(ev.cancelRequested('j5'), ev.submitted('huge', 3));
+    h.apply(ev.cancelRequested('j5'), ev.submitted('huge', 4));
     const first = decide(h.state, now);
     // By priority: the 2-GPU jobs rank above the 1-GPU ones (size factor), oldest first among equals.
     expect(first.map((d) => `${d.type}:${d.data.jobId}`)).toEqual(['JobWithdrawn:j5', 'JobRejected:huge', 'JobPlaced:j1', 'JobPlaced:j0']);

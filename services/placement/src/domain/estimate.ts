@@ -23,7 +23,7 @@ export type EstimateWait = NonNullable<PlannedJob['reason']>;
 
 /**
  * The estimate. `runnable: false` when no registered node can ever hold the job (`NoNodes`: none
- * is registered; `NoNodeFits`: no node has that many GPUs of one model, of the requested model)
+ * is registered; `NoNodeFits`: the nodes together do not have that many GPUs of one model, of the requested model)
  * or when its start cannot be predicted (`Unpredictable`: behind work whose end is unknown).
  */
 export type Estimate =
@@ -37,6 +37,8 @@ export type Estimate =
       reason?: EstimateWait;
       /** The GPU model it would run on (the requested one, or the one the plan found). */
       gpuModel: string;
+      /** Nodes it would run on: 1, or more for a job larger than any node (whole nodes). */
+      nodes: number;
       /** 1-based rank by priority among the placeable jobs with it. */
       rank: number;
       /** Its priority as it would be now. */
@@ -47,14 +49,17 @@ export type Estimate =
 /** Job id of the hypothetical job inside the plan (never a real id: job ids start with `job_`). */
 export const ESTIMATE_JOB_ID = '(estimate)';
 
-/** Can some registered node ever hold `request` (that many GPUs of one model, of its model if asked)? */
+/**
+ * Can the registered nodes ever hold `request`: that many GPUs of one model (of its model if
+ * asked), on one node or, for a job larger than any node, over whole nodes of that model?
+ */
 export function anyNodeFits(state: PlacementState, request: GpuRequest): boolean {
-  return registeredNodes(state).some((node) => {
-    const perModel = new Map<string, number>();
+  const perModel = new Map<string, number>();
+  for (const node of registeredNodes(state)) {
     for (const g of node.gpus) if (request.gpuModel === undefined || g.model === request.gpuModel) perModel.set(g.model, (perModel.get(g.model) ?? 0) + 1);
-    for (const n of perModel.values()) if (n >= request.gpus) return true;
-    return false;
-  });
+  }
+  for (const n of perModel.values()) if (n >= request.gpus) return true;
+  return false;
 }
 
 /**
@@ -92,7 +97,8 @@ export function estimate(state: PlacementState, request: EstimateRequest, now: n
     expectedEnd: entry.expectedStart + request.timeLimitMs,
     ...(entry.reason !== undefined ? { reason: entry.reason } : {}),
     // A start is either a gang now or a reservation.
-    gpuModel: (entry.start ?? entry.reservation)!.gpuModel,
+    gpuModel: entry.start?.[0]?.gpuModel ?? entry.reservation!.gpuModel,
+    nodes: entry.start?.length ?? entry.reservation!.parts.length,
     rank: entry.rank,
     priority: entry.priority,
   };

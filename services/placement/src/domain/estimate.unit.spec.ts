@@ -25,6 +25,7 @@ describe('estimate: a job that is not submitted, at the back of the queue', () =
       expectedStart: T0 + 10 * MIN,
       expectedEnd: T0 + 40 * MIN,
       gpuModel: 'A100',
+      nodes: 1,
       rank: 1,
       priority: expect.any(Number),
     });

@@ -6,7 +6,7 @@
  * Facts are never refused: an event that contradicts the state (a GPU placed twice, a release
  * of an unknown attempt) is recorded as well as it can be, never thrown away or thrown at.
  */
-import type { EventData, NodeHeartbeat } from '#contracts';
+import { gangGpus, gangOutcome, gangParts, type EventData, type NodeHeartbeat } from '#contracts';
 import { currentAttempt, decayed, type AttemptRecord, type JobRecord, type NodeRecord, type PlacementState } from './state.js';
 
 /** The event types placement folds (and consumes from the bus). */
@@ -94,15 +94,16 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
         state.live.set(d.attemptId, {
           attemptId: d.attemptId,
           jobId: d.jobId,
-          gpus: d.gpuIndices.length,
+          gpus: gangGpus(d),
           placedAt: Date.parse(d.placedAt),
           finished: false,
           ...(job ? { team: job.team, timeLimitMs: job.request.timeLimitMs } : {}),
         });
       }
-      hold(state, d.nodeId, d.attemptId, d.gpuIndices);
+      const parts = gangParts(d).map((p) => ({ nodeId: p.nodeId, gpuIndices: [...p.gpuIndices] }));
+      for (const p of parts) hold(state, p.nodeId, d.attemptId, p.gpuIndices);
       if (job) {
-        job.attempts.push({ attemptId: d.attemptId, attempt: d.attempt, nodeId: d.nodeId, gpuIndices: [...d.gpuIndices], gpuModel: d.gpuModel, placedAt: d.placedAt });
+        job.attempts.push({ attemptId: d.attemptId, attempt: d.attempt, nodeId: d.nodeId, gpuIndices: [...d.gpuIndices], parts, ends: [], gpuModel: d.gpuModel, placedAt: d.placedAt });
         if (job.phase !== 'ended') {
           job.phase = 'placed';
           dequeue(state, job);
@@ -136,8 +137,14 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
       const d = event.data;
       const job = state.jobs.get(d.jobId);
       const attempt = findAttempt(state, d.jobId, d.attemptId);
-      if (!job || !attempt || attempt.outcome !== undefined) return state;
-      finishAttempt(state, job, attempt, d.outcome, d.finishedAt);
+      if (!job || !attempt || attempt.outcome !== undefined || attempt.ends.some((e) => e.nodeId === d.nodeId)) return state;
+      attempt.ends.push({ nodeId: d.nodeId, outcome: d.outcome, ...(d.peerEnded !== undefined ? { peerEnded: d.peerEnded } : {}) });
+      // A gang's attempt ends when its last part does; its outcome is the parts' verdict.
+      const verdict = gangOutcome(
+        attempt.parts.map((p, rank) => ({ ...p, rank })),
+        attempt.ends,
+      );
+      if (verdict) finishAttempt(state, job, attempt, verdict.outcome, d.finishedAt);
       return state;
     }
     case 'NodeLost': {
@@ -151,16 +158,16 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
         const attempt = findAttempt(state, a.jobId, a.attemptId);
         if (job && attempt && attempt.outcome === undefined) finishAttempt(state, job, attempt, 'node_lost', d.detectedAt);
       }
-      for (const attemptId of [...node.holds.keys()]) release(state, attemptId);
+      for (const attemptId of [...node.holds.keys()]) release(state, attemptId, d.nodeId);
       node.registered = false;
       node.lostAt = d.detectedAt;
       return state;
     }
     case 'ComputeReleased': {
       const d = event.data;
-      release(state, d.attemptId);
+      release(state, d.attemptId, d.nodeId);
       const attempt = findAttempt(state, d.jobId, d.attemptId);
-      if (attempt) attempt.released = true;
+      if (attempt && !state.holders.has(d.attemptId)) attempt.released = true;
       return state;
     }
   }
@@ -189,7 +196,9 @@ function hold(state: PlacementState, nodeId: string, attemptId: string, indices:
   if (node.holds.has(attemptId)) return;
   node.holds.set(attemptId, [...indices]);
   for (const i of indices) node.busy.set(i, (node.busy.get(i) ?? 0) + 1);
-  state.holders.set(attemptId, nodeId);
+  const holders = state.holders.get(attemptId);
+  if (holders) holders.push(nodeId);
+  else state.holders.set(attemptId, [nodeId]);
 }
 
 /**
@@ -200,7 +209,8 @@ function hold(state: PlacementState, nodeId: string, attemptId: string, indices:
 function foldUsage(state: PlacementState, team: string, attempt: AttemptRecord): void {
   if (attempt.heldAt === undefined || attempt.finishedAt === undefined) return;
   const end = Date.parse(attempt.finishedAt);
-  const gpuMs = Math.max(0, end - Date.parse(attempt.heldAt)) * attempt.gpuIndices.length;
+  const gpus = attempt.parts.reduce((n, p) => n + p.gpuIndices.length, 0);
+  const gpuMs = Math.max(0, end - Date.parse(attempt.heldAt)) * gpus;
   if (!Number.isFinite(gpuMs) || gpuMs === 0) return;
   const u = state.usage.get(team);
   if (!u) state.usage.set(team, { gpuMs, asOf: end });
@@ -210,11 +220,20 @@ function foldUsage(state: PlacementState, team: string, attempt: AttemptRecord):
   } else u.gpuMs += decayed(gpuMs, end, u.asOf, state.usageHalfLifeMs);
 }
 
-function release(state: PlacementState, attemptId: string): void {
-  state.live.delete(attemptId);
-  const nodeId = state.holders.get(attemptId);
-  if (nodeId === undefined) return;
-  state.holders.delete(attemptId);
+/** Frees the attempt's GPUs on `nodeId` (one part of a gang); the attempt stops being live once no part holds GPUs. */
+function release(state: PlacementState, attemptId: string, nodeId: string): void {
+  const holders = state.holders.get(attemptId);
+  if (holders === undefined) {
+    state.live.delete(attemptId);
+    return;
+  }
+  if (!holders.includes(nodeId)) return;
+  const rest = holders.filter((n) => n !== nodeId);
+  if (rest.length > 0) state.holders.set(attemptId, rest);
+  else {
+    state.holders.delete(attemptId);
+    state.live.delete(attemptId);
+  }
   const node = state.nodes.get(nodeId)!;
   const indices = node.holds.get(attemptId) ?? [];
   node.holds.delete(attemptId);

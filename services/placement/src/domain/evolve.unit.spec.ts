@@ -49,7 +49,7 @@ describe('evolve: holds', () => {
     const h = given(ev.node('n1', 4), ev.submitted('j', 2), ev.staged('j'), ev.placed('j', 1, 'n1', [1, 3]));
     const node = h.state.nodes.get('n1')!;
     expect([...node.busy.keys()].sort()).toEqual([1, 3]);
-    expect(h.state.holders.get('j-a1')).toBe('n1');
+    expect(h.state.holders.get('j-a1')).toEqual(['n1']);
     h.apply(ev.held('j', 1, 'n1', [1, 3]), ev.finished('j', 1, 'n1'));
     expect(node.busy.size).toBe(2);
     h.apply(ev.released('j', 1, 'n1', [1, 3]));

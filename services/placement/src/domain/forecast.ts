@@ -49,8 +49,8 @@ export function forecast(state: PlacementState, now: number | Date, options: For
       for (const i of indices) mark(node.nodeId, i, t, end);
     }
   }
-  for (const { job, gang } of p.starts) for (const i of gang.gpuIndices) mark(gang.nodeId, i, t, t + job.request.timeLimitMs);
-  for (const j of p.jobs) if (j.reservation) for (const i of j.reservation.gpuIndices) mark(j.reservation.nodeId, i, j.reservation.start, j.reservation.end);
+  for (const { job, gangs } of p.starts) for (const gang of gangs) for (const i of gang.gpuIndices) mark(gang.nodeId, i, t, t + job.request.timeLimitMs);
+  for (const { reservation: r } of p.jobs) if (r) for (const part of r.parts) for (const i of part.gpuIndices) mark(part.nodeId, i, r.start, r.end);
 
   const totals: Record<string, number> = {};
   for (const node of nodes) for (const g of node.gpus) totals[g.model] = (totals[g.model] ?? 0) + 1;

@@ -7,6 +7,7 @@
 import fc from 'fast-check';
 import { decide } from './decide.js';
 import { evolve, type PlacementEvent } from './evolve.js';
+import { gangParts } from '#contracts';
 import { ev, T0, type Unpositioned } from './fixtures.js';
 import { initialState, type PlacementState } from './state.js';
 
@@ -20,6 +21,8 @@ const MODELS = ['A100', 'T4'] as const;
 const action: fc.Arbitrary<Action> = fc.oneof(
   // Mostly any model and small gangs, so that most jobs fit somewhere and GPUs are contended.
   { weight: 5, arbitrary: fc.record({ kind: fc.constant('submit' as const), gpus: fc.integer({ min: 1, max: 3 }), model: fc.constantFrom(0, 1, 2, 2, 2) }) },
+  // Now and then a job larger than most nodes: placed over whole nodes, or rejected.
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('submit' as const), gpus: fc.integer({ min: 3, max: 7 }), model: fc.constantFrom(0, 1, 2) }) },
   {
     weight: 14,
     arbitrary: fc.record({
@@ -102,6 +105,8 @@ function step(w: World, a: Action): void {
 
 /** Passes that placed a job while another attempt held GPUs: the runs must exercise contention, not just assert. */
 let contended = 0;
+/** Placements over several nodes: the generator must produce them too. */
+let multiNode = 0;
 const stats = { placed: 0, contended: 0 };
 
 /** One pass: check its proposals against the state, then apply them as the service would. */
@@ -111,25 +116,33 @@ function pass(w: World, now: Date): void {
   for (const d of decisions) {
     if (d.type !== 'JobPlaced') continue;
     const p = d.data;
-    const node = w.state.nodes.get(p.nodeId);
     const job = w.state.jobs.get(p.jobId)!;
-    expect(node?.registered).toBe(true);
     expect(job.phase === 'queued' || job.phase === 'lost').toBe(true);
     expect(job.cancelRequested).toBe(false);
-    expect(p.gpuIndices).toHaveLength(job.request.gpus);
+    // All of the job at once: one node, or whole nodes of one model for a job larger than a node.
+    const parts = gangParts(p);
+    expect(parts.reduce((n, part) => n + part.gpuIndices.length, 0)).toBe(job.request.gpus);
+    if (parts.length > 1) multiNode++;
     if (job.request.gpuModel) expect(p.gpuModel).toBe(job.request.gpuModel);
-    for (const i of p.gpuIndices) {
-      const key = `${p.nodeId}/${i}`;
-      expect({ gpu: key, busy: node!.busy.has(i) }).toEqual({ gpu: key, busy: false });
-      expect({ gpu: key, proposedTwice: proposed.has(key) }).toEqual({ gpu: key, proposedTwice: false });
-      expect(node!.gpus.find((g) => g.index === i)?.model).toBe(p.gpuModel);
-      proposed.add(key);
+    for (const part of parts) {
+      const node = w.state.nodes.get(part.nodeId);
+      expect(node?.registered).toBe(true);
+      for (const i of part.gpuIndices) {
+        const key = `${part.nodeId}/${i}`;
+        expect({ gpu: key, busy: node!.busy.has(i) }).toEqual({ gpu: key, busy: false });
+        expect({ gpu: key, proposedTwice: proposed.has(key) }).toEqual({ gpu: key, proposedTwice: false });
+        expect(node!.gpus.find((g) => g.index === i)?.model).toBe(p.gpuModel);
+        proposed.add(key);
+      }
     }
   }
   if (decisions.some((d) => d.type === 'JobPlaced') && w.state.holders.size > 0) contended++;
   for (const d of decisions) {
     apply(w, d);
-    if (d.type === 'JobPlaced') w.attempts.push({ ...d.data, gpuIndices: [...d.data.gpuIndices], held: false, finished: false, released: false });
+    // Each part of a gang is driven by its own node's agent.
+    if (d.type === 'JobPlaced') {
+      for (const part of gangParts(d.data)) w.attempts.push({ ...d.data, nodeId: part.nodeId, gpuIndices: [...part.gpuIndices], held: false, finished: false, released: false });
+    }
   }
   // The fold agrees: no GPU is held by two attempts, and a second pass has nothing left to do.
   for (const node of w.state.nodes.values()) for (const [i, n] of node.busy) expect({ gpu: `${node.nodeId}/${i}`, holders: n }).toEqual({ gpu: `${node.nodeId}/${i}`, holders: 1 });
@@ -162,6 +175,7 @@ describe('placement invariant (property)', () => {
     // Guards the generator: a history that never contends for GPUs would prove nothing.
     expect(stats.placed).toBeGreaterThan(400);
     expect(stats.contended).toBeGreaterThan(200);
+    expect(multiNode).toBeGreaterThan(10);
   });
 
   it('lets every placeable job run eventually when agents finish and release', () => {

@@ -71,7 +71,7 @@ export function detectLostNodes(state: PlacementState, now: Date, options: NodeL
   const affected = new Map<string, { jobId: string; attemptId: string }[]>(lost.map((n) => [n.nodeId, []]));
   for (const job of state.jobs.values()) {
     for (const a of job.attempts) {
-      if (a.outcome === undefined && !a.released) affected.get(a.nodeId)?.push({ jobId: job.jobId, attemptId: a.attemptId });
+      if (a.outcome === undefined && !a.released) for (const p of a.parts) affected.get(p.nodeId)?.push({ jobId: job.jobId, attemptId: a.attemptId });
     }
   }
   const detectedAt = now.toISOString();

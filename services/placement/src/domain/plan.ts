@@ -13,7 +13,10 @@
  *    reservations. A lower job therefore never delays a reservation: it either ends before the
  *    reservation's start or uses GPUs the reservation does not need.
  *
- * Gangs stay whole: every GPU of a job on one node, of one model (see `capacity.ts`).
+ * Gangs stay whole: every GPU of a job on one node, of one model (see `capacity.ts`). A job
+ * larger than every node of its model gets whole nodes of one model (the remainder on one more
+ * node), all free at once: it starts only when all are free now, and its reservation is the
+ * earliest time enough whole nodes are free. Never a partial hold.
  */
 import type { Gang } from './capacity.js';
 import type { PendingReason } from './queue-view.js';
@@ -36,11 +39,10 @@ export interface PlanOptions {
 /** Default of {@link PlanOptions.reservationDepth}. */
 export const DEFAULT_RESERVATION_DEPTH = 8;
 
-/** GPUs held for a waiting job from `start` to `end` (epoch ms). */
+/** GPUs held for a waiting job from `start` to `end` (epoch ms): one part per node, rank order. */
 export interface Reservation {
-  nodeId: string;
   gpuModel: string;
-  gpuIndices: number[];
+  parts: { nodeId: string; gpuIndices: number[] }[];
   start: number;
   end: number;
 }
@@ -51,14 +53,14 @@ export interface PlannedJob {
   priority: number;
   /** 1-based rank by priority among the placeable jobs. */
   rank: number;
-  /** Where it starts now, if it does. */
-  start?: Gang;
+  /** Where it starts now, if it does: one gang per node, rank order (one for a job that fits a node). */
+  start?: Gang[];
   /** Its reservation, when it cannot start now and is among the first `reservationDepth` such. */
   reservation?: Reservation;
   /** Epoch ms it is expected to start: `now` when it starts, its reservation's start, else undefined (unknown). */
   expectedStart?: number;
   /** Why it waits (undefined when it starts now). */
-  reason?: Extract<PendingReason, 'Resources' | 'Priority' | 'Reservation'>;
+  reason?: Extract<PendingReason, 'Resources' | 'Priority' | 'Reservation' | 'DeadlineUnreachable'>;
 }
 
 /** The plan of one pass. */
@@ -66,8 +68,8 @@ export interface Plan {
   now: number;
   /** Placeable jobs in priority order. */
   jobs: PlannedJob[];
-  /** The jobs that start now, in priority order (a subset of `jobs`). */
-  starts: { job: JobRecord; gang: Gang }[];
+  /** The jobs that start now, in priority order (a subset of `jobs`), each with its gangs (rank order). */
+  starts: { job: JobRecord; gangs: Gang[] }[];
 }
 
 interface GpuLine {
@@ -103,6 +105,7 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
   const depth = options.reservationDepth ?? DEFAULT_RESERVATION_DEPTH;
   const doBackfill = options.backfill ?? true;
   const lines = timeline(state, t);
+  const largest = largestPerModel(lines);
   let maxFreeNow = 0;
   let totalFreeNow = 0;
   for (const l of lines) {
@@ -121,14 +124,15 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
     jobs.push(entry);
     const { gpus, gpuModel, timeLimitMs } = job.request;
     const end = t + timeLimitMs;
+    const multi = gpus > (gpuModel === undefined ? largest.any : (largest.byModel.get(gpuModel) ?? 0));
     let fitsIgnoringReservations = false;
-    if ((doBackfill || !blocked) && gpus <= maxFreeNow && gpus <= totalFreeNow) {
-      const found = startNow(lines, gpus, gpuModel, t, end);
+    if ((doBackfill || !blocked) && (multi || gpus <= maxFreeNow) && gpus <= totalFreeNow) {
+      const found = multi ? startWhole(lines, gpus, gpuModel, t, end) : startNow(lines, gpus, gpuModel, t, end);
       fitsIgnoringReservations = found.fitsIgnoringReservations;
-      if (found.gang) {
-        entry.start = found.gang;
+      if (found.gangs) {
+        entry.start = found.gangs;
         entry.expectedStart = t;
-        starts.push({ job, gang: found.gang });
+        starts.push({ job, gangs: found.gangs });
         totalFreeNow -= gpus;
         // Stays an upper bound: the node that gave GPUs may have been the fullest.
         return;
@@ -136,7 +140,7 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
     }
     blocked = true;
     if (reservations < depth) {
-      const r = reserve(lines, gpus, gpuModel, t, timeLimitMs);
+      const r = multi ? reserveWhole(lines, gpus, gpuModel, t, timeLimitMs) : reserve(lines, gpus, gpuModel, t, timeLimitMs);
       if (r) {
         reservations++;
         entry.reservation = r;
@@ -144,6 +148,8 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
       }
     }
     entry.reason = fitsIgnoringReservations ? 'Reservation' : entry.reservation || reservations < depth ? 'Resources' : 'Priority';
+    // Waiting is pointless when the plan's own start already lands past the deadline.
+    if (job.deadlineAt !== undefined && entry.expectedStart !== undefined && entry.expectedStart + timeLimitMs > job.deadlineAt) entry.reason = 'DeadlineUnreachable';
   });
   return { now: t, jobs, starts };
 }
@@ -172,7 +178,7 @@ function timeline(state: PlacementState, now: number): NodeLine[] {
  * The first node (in order) with `gpus` GPUs of one model (the requested one) free now whose
  * reservations begin no earlier than `end`; lowest indices first. Marks them busy until `end`.
  */
-function startNow(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, end: number): { gang?: Gang; fitsIgnoringReservations: boolean } {
+function startNow(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, end: number): { gangs?: Gang[]; fitsIgnoringReservations: boolean } {
   let fitsIgnoringReservations = false;
   for (const line of lines) {
     if (line.freeNow < gpus) continue;
@@ -193,7 +199,7 @@ function startNow(lines: NodeLine[], gpus: number, gpuModel: string | undefined,
       const chosen = list.slice(0, gpus);
       for (const g of chosen) g.freeAt = end;
       line.freeNow -= gpus;
-      return { gang: { nodeId: line.nodeId, gpuModel: model, gpuIndices: chosen.map((g) => g.index) }, fitsIgnoringReservations: true };
+      return { gangs: [{ nodeId: line.nodeId, gpuModel: model, gpuIndices: chosen.map((g) => g.index) }], fitsIgnoringReservations: true };
     }
   }
   return { fitsIgnoringReservations };
@@ -225,10 +231,115 @@ function reserve(lines: NodeLine[], gpus: number, gpuModel: string | undefined, 
     g.reservedFrom = Math.min(g.reservedFrom, best.start);
     g.reservedUntil = Math.max(g.reservedUntil, end);
   }
-  return { nodeId: best.line.nodeId, gpuModel: best.model, gpuIndices: best.chosen.map((g) => g.index).sort((a, b) => a - b), start: best.start, end };
+  return { gpuModel: best.model, parts: [{ nodeId: best.line.nodeId, gpuIndices: best.chosen.map((g) => g.index).sort((a, b) => a - b) }], start: best.start, end };
 }
 
 /** When a GPU is free of running work and of every reservation made so far. */
 function availableAt(g: GpuLine, now: number): number {
   return Math.max(now, g.freeAt, g.reservedUntil);
+}
+
+/** Most GPUs of each model on one node, and of any one model: what decides whether a job needs several nodes. */
+function largestPerModel(lines: readonly NodeLine[]): { byModel: Map<string, number>; any: number } {
+  const byModel = new Map<string, number>();
+  let any = 0;
+  for (const line of lines) {
+    const counts = new Map<string, number>();
+    for (const g of line.gpus) counts.set(g.model, (counts.get(g.model) ?? 0) + 1);
+    for (const [model, n] of counts) {
+      byModel.set(model, Math.max(byModel.get(model) ?? 0, n));
+      any = Math.max(any, n);
+    }
+  }
+  return { byModel, any };
+}
+
+/** Models in order of first appearance over the nodes (first-fit order), or just the requested one. */
+function modelsOf(lines: readonly NodeLine[], gpuModel: string | undefined): string[] {
+  if (gpuModel !== undefined) return [gpuModel];
+  const seen = new Set<string>();
+  for (const line of lines) for (const g of line.gpus) seen.add(g.model);
+  return [...seen];
+}
+
+/**
+ * `gpus` GPUs of `model` over several nodes, from the GPUs `usable` accepts: whole nodes (every GPU
+ * of the model on the node usable) in first-fit order while the rest needs at least a whole node,
+ * then the remainder on the first other node that has it. Undefined unless all of it is there.
+ */
+function pickWhole(lines: readonly NodeLine[], gpus: number, model: string, usable: (g: GpuLine) => boolean): { line: NodeLine; chosen: GpuLine[] }[] | undefined {
+  const picks: { line: NodeLine; chosen: GpuLine[] }[] = [];
+  const others: { line: NodeLine; ok: GpuLine[] }[] = [];
+  let left = gpus;
+  for (const line of lines) {
+    const ofModel = line.gpus.filter((g) => g.model === model);
+    if (ofModel.length === 0) continue;
+    const ok = ofModel.filter(usable);
+    if (ok.length === ofModel.length && left >= ofModel.length) {
+      picks.push({ line, chosen: ok });
+      left -= ok.length;
+      if (left === 0) return picks;
+    } else others.push({ line, ok });
+  }
+  const last = others.find((o) => o.ok.length >= left);
+  if (!last) return undefined;
+  picks.push({ line: last.line, chosen: last.ok.slice(0, left) });
+  return picks;
+}
+
+/** A job larger than any node: whole nodes free now whose reservations begin no earlier than `end`. Marks them busy until `end`. */
+function startWhole(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, end: number): { gangs?: Gang[]; fitsIgnoringReservations: boolean } {
+  let fitsIgnoringReservations = false;
+  for (const model of modelsOf(lines, gpuModel)) {
+    const picks = pickWhole(lines, gpus, model, (g) => g.freeAt <= now && g.reservedFrom >= end);
+    if (!picks) {
+      if (pickWhole(lines, gpus, model, (g) => g.freeAt <= now)) fitsIgnoringReservations = true;
+      continue;
+    }
+    for (const { line, chosen } of picks) {
+      for (const g of chosen) g.freeAt = end;
+      line.freeNow -= chosen.length;
+    }
+    return { gangs: picks.map(({ line, chosen }) => ({ nodeId: line.nodeId, gpuModel: model, gpuIndices: chosen.map((g) => g.index) })), fitsIgnoringReservations: true };
+  }
+  return { fitsIgnoringReservations };
+}
+
+/**
+ * The earliest reservation of whole nodes for a job larger than any node: the first instant at
+ * which {@link pickWhole} finds the job's GPUs free of running work and earlier reservations
+ * (binary search over the instants GPUs become available; more time never makes fewer free).
+ */
+function reserveWhole(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, timeLimitMs: number): Reservation | undefined {
+  let best: { model: string; start: number; picks: { line: NodeLine; chosen: GpuLine[] }[] } | undefined;
+  for (const model of modelsOf(lines, gpuModel)) {
+    const times = [...new Set(lines.flatMap((l) => l.gpus.filter((g) => g.model === model).map((g) => availableAt(g, now))))].filter(Number.isFinite).sort((a, b) => a - b);
+    let lo = 0;
+    let hi = times.length - 1;
+    let found: { start: number; picks: { line: NodeLine; chosen: GpuLine[] }[] } | undefined;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const at = times[mid]!;
+      const picks = pickWhole(lines, gpus, model, (g) => availableAt(g, now) <= at);
+      if (picks) {
+        found = { start: at, picks };
+        hi = mid - 1;
+      } else lo = mid + 1;
+    }
+    if (found && found.start < (best?.start ?? Infinity)) best = { model, ...found };
+  }
+  if (!best) return undefined;
+  const end = best.start + timeLimitMs;
+  for (const { chosen } of best.picks) {
+    for (const g of chosen) {
+      g.reservedFrom = Math.min(g.reservedFrom, best.start);
+      g.reservedUntil = Math.max(g.reservedUntil, end);
+    }
+  }
+  return {
+    gpuModel: best.model,
+    parts: best.picks.map(({ line, chosen }) => ({ nodeId: line.nodeId, gpuIndices: chosen.map((g) => g.index).sort((a, b) => a - b) })),
+    start: best.start,
+    end,
+  };
 }

@@ -31,9 +31,9 @@ describe('plan: backfill with reservations', () => {
   it('given a blocked top job, when a lower job would run into its reservation, then only the one that ends before it starts', () => {
     const p = plan(history().state, T0 + 10 * MIN);
     const byId = new Map(p.jobs.map((j) => [j.job.jobId, j]));
-    expect(byId.get('big')).toMatchObject({ rank: 1, reason: 'Resources', expectedStart: T0 + HOUR, reservation: { nodeId: 'n1', gpuIndices: [0, 1, 2, 3], start: T0 + HOUR, end: T0 + 3 * HOUR } });
+    expect(byId.get('big')).toMatchObject({ rank: 1, reason: 'Resources', expectedStart: T0 + HOUR, reservation: { parts: [{ nodeId: 'n1', gpuIndices: [0, 1, 2, 3] }], start: T0 + HOUR, end: T0 + 3 * HOUR } });
     expect(byId.get('long')).toMatchObject({ reason: 'Reservation' });
-    expect(byId.get('short')).toMatchObject({ expectedStart: T0 + 10 * MIN, start: { nodeId: 'n1', gpuIndices: [3] } });
+    expect(byId.get('short')).toMatchObject({ expectedStart: T0 + 10 * MIN, start: [{ nodeId: 'n1', gpuIndices: [3] }] });
     expect(byId.get('short')!.reason).toBeUndefined();
     expect(p.starts.map((s) => s.job.jobId)).toEqual(['short']);
   });
@@ -42,7 +42,7 @@ describe('plan: backfill with reservations', () => {
     const h = history().apply(ev.node('n2', 2));
     const p = plan(h.state, T0 + 10 * MIN);
     // long (older) on n2, which the reservation does not need; short still fits before it on n1.
-    expect(p.starts.map((s) => [s.job.jobId, s.gang.nodeId, s.gang.gpuIndices])).toEqual([
+    expect(p.starts.map((s) => [s.job.jobId, s.gangs[0]!.nodeId, s.gangs[0]!.gpuIndices])).toEqual([
       ['long', 'n2', [0]],
       ['short', 'n1', [3]],
     ]);
@@ -190,5 +190,86 @@ describe('queueView with a plan', () => {
       ['gone', 'Cancelling', undefined, undefined],
     ]);
     expect(queueView(h.state).pending.map((v) => v.reason)).toEqual(['Resources', 'Inputs', 'Cancelling']);
+  });
+});
+
+describe('plan: jobs larger than a node (multi-node gangs)', () => {
+  it('given enough whole free nodes, when a job is larger than any node, then it starts over whole nodes with the remainder on one more', () => {
+    const h = given(ev.node('a', 4), ev.node('b', 4), ev.node('c', 4), submitted('wide', 10, HOUR), ev.staged('wide'));
+    const p = plan(h.state, T0);
+    expect(p.starts.map((s) => s.gangs.map((g) => [g.nodeId, g.gpuIndices]))).toEqual([
+      [
+        ['a', [0, 1, 2, 3]],
+        ['b', [0, 1, 2, 3]],
+        ['c', [0, 1]],
+      ],
+    ]);
+  });
+
+  it('never starts part of it: with one node busy, it waits and reserves the time every part is free', () => {
+    const h = given(ev.node('a', 4), ev.node('b', 4), submitted('run', 1, HOUR), ev.placed('run', 1, 'b', [0]), heldAt('run', 'b', [0], T0))
+      .apply(submitted('wide', 8, HOUR), ev.staged('wide'))
+      .apply(submitted('small', 1, 30 * MIN), ev.staged('small'))
+      .apply(submitted('long', 2, 3 * HOUR), ev.staged('long'));
+    const p = plan(h.state, T0 + 10 * MIN);
+    const byId = new Map(p.jobs.map((j) => [j.job.jobId, j]));
+    expect(byId.get('wide')).toMatchObject({
+      rank: 1,
+      reason: 'Resources',
+      expectedStart: T0 + HOUR,
+      reservation: { parts: [{ nodeId: 'a', gpuIndices: [0, 1, 2, 3] }, { nodeId: 'b', gpuIndices: [0, 1, 2, 3] }], start: T0 + HOUR },
+    });
+    expect(byId.get('wide')!.start).toBeUndefined();
+    // Backfill: the short job fits before the reservation; the long one would delay it and waits.
+    expect(p.starts.map((s) => s.job.jobId)).toEqual(['small']);
+    expect(byId.get('long')!.reason).toBe('Reservation');
+  });
+
+  it('decide names every node of the gang in JobPlaced, rank 0 first, and evolve holds them all until each is released', () => {
+    const h = given(ev.node('a', 2), ev.node('b', 2), submitted('wide', 4, HOUR), ev.staged('wide'));
+    const [placed] = decide(h.state, new Date(T0));
+    expect(placed).toMatchObject({ type: 'JobPlaced', data: { nodeId: 'a', gpuIndices: [0, 1], nodes: [{ nodeId: 'a', gpuIndices: [0, 1] }, { nodeId: 'b', gpuIndices: [0, 1] }] } });
+    h.apply(placed!);
+    expect([...h.state.nodes.values()].map((n) => n.busy.size)).toEqual([2, 2]);
+    const attemptId = (placed!.data as { attemptId: string }).attemptId;
+    // Rank 0 ends; rank 1 is stopped for it: the attempt ends completed only with both ends in.
+    h.apply(ev.finished('wide', 1, 'a', 'completed'));
+    expect(h.state.jobs.get('wide')!.attempts[0]!.outcome).toBeUndefined();
+    h.apply({ type: 'JobFinished', data: { jobId: 'wide', attemptId, nodeId: 'b', outcome: 'cancelled', exitCode: null, signal: 'SIGTERM', finishedAt: new Date(T0 + 1000).toISOString(), peerEnded: 'a' } });
+    expect(h.state.jobs.get('wide')!.attempts[0]!.outcome).toBe('completed');
+    h.apply(ev.released('wide', 1, 'a', [0, 1]));
+    expect([...h.state.nodes.values()].map((n) => n.busy.size)).toEqual([0, 2]);
+    expect(h.state.jobs.get('wide')!.attempts[0]!.released).toBeUndefined();
+    h.apply(ev.released('wide', 1, 'b', [0, 1]));
+    expect([...h.state.nodes.values()].map((n) => n.busy.size)).toEqual([0, 0]);
+    expect(h.state.jobs.get('wide')!.attempts[0]!.released).toBe(true);
+  });
+
+  it('a lost node ends the whole gang node_lost and the job is requeued', () => {
+    const h = given(ev.node('a', 2), ev.node('b', 2), submitted('wide', 4, HOUR), ev.staged('wide'));
+    const [placed] = decide(h.state, new Date(T0));
+    h.apply(placed!);
+    const attemptId = (placed!.data as { attemptId: string }).attemptId;
+    h.apply({ type: 'NodeLost', data: { nodeId: 'b', reason: 'heartbeat_timeout', lastSeenAt: new Date(T0).toISOString(), detectedAt: new Date(T0 + 60_000).toISOString(), affectedAttempts: [{ jobId: 'wide', attemptId }] } });
+    expect(h.state.jobs.get('wide')!.phase).toBe('lost');
+    expect(decide(h.state, new Date(T0 + 61_000)).map((d) => d.type)).toEqual(['JobRequeued']);
+  });
+});
+
+describe('plan: deadlines', () => {
+  it('marks a waiting job DeadlineUnreachable when its expected start plus its limit lands past its deadline, and shows it in the queue', () => {
+    const withDeadline = (e: Unpositioned, deadline: number): Unpositioned => ({ type: 'JobSubmitted', data: { ...(e.data as EventData<'JobSubmitted'>), deadlineAt: new Date(deadline).toISOString() } });
+    const h = given(ev.node('n1', 1), submitted('run', 1, 2 * HOUR), ev.placed('run', 1, 'n1', [0]), heldAt('run', 'n1', [0], T0))
+      .apply(withDeadline(submitted('late', 1, HOUR), T0 + 2 * HOUR), ev.staged('late'))
+      .apply(withDeadline(submitted('fine', 1, HOUR), T0 + 5 * HOUR), ev.staged('fine'));
+    const p = plan(h.state, T0 + MIN, { reservationDepth: 8 });
+    const byId = new Map(p.jobs.map((j) => [j.job.jobId, j]));
+    // `late` could start at T0+2h at the earliest, after `run`, and needs 1h: past its deadline.
+    expect(byId.get('late')).toMatchObject({ reason: 'DeadlineUnreachable', expectedStart: T0 + 2 * HOUR });
+    expect(byId.get('fine')!.reason).not.toBe('DeadlineUnreachable');
+    expect(queueView(h.state, p).pending.map((j) => [j.job.jobId, j.reason])).toEqual([
+      ['late', 'DeadlineUnreachable'],
+      ['fine', 'Resources'],
+    ]);
   });
 });

@@ -7,10 +7,10 @@ import type { Gang, PassCapacity } from './capacity.js';
 import { plan, type PlanOptions } from './plan.js';
 import type { JobRecord, PlacementState } from './state.js';
 
-/** One job placed on one gang in a pass. */
+/** One job placed in a pass: its gangs, one per node in rank order (one for a job that fits a node). */
 export interface Allocation {
   job: JobRecord;
-  gang: Gang;
+  gangs: Gang[];
 }
 
 /**
@@ -27,9 +27,9 @@ export type PlacementPolicy = (candidates: readonly JobRecord[], capacity: PassC
  */
 export function backfill(options: PlanOptions = {}): PlacementPolicy {
   return (candidates, capacity, now, state) =>
-    plan(state, now, options, candidates).starts.map(({ job, gang }) => {
-      capacity.take(gang);
-      return { job, gang };
+    plan(state, now, options, candidates).starts.map(({ job, gangs }) => {
+      capacity.takeAll(gangs);
+      return { job, gangs };
     });
 }
 
@@ -48,7 +48,7 @@ export const firstFit: PlacementPolicy = (candidates, capacity) => {
     const gang = capacity.fit(job.request);
     if (!gang) continue;
     capacity.take(gang);
-    out.push({ job, gang });
+    out.push({ job, gangs: [gang] });
   }
   return out;
 };

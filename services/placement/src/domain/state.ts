@@ -7,9 +7,11 @@
  * history must not copy the whole inventory per event); `decide` only reads it.
  */
 
-/** What a job asks for. Issue-4 policies add priority inputs beside it, not inside it. */
+import type { PartEnd } from '#contracts';
+
+/** What a job asks for. Priority inputs sit beside it, not inside it. */
 export interface GpuRequest {
-  /** GPUs, all on one node and of one model. */
+  /** GPUs, all of one model: on one node, or over whole nodes when no node has that many. */
   gpus: number;
   /** Required model; absent: any model (still one model per job). */
   gpuModel?: string;
@@ -70,8 +72,13 @@ export type JobPhase =
 export interface AttemptRecord {
   attemptId: string;
   attempt: number;
+  /** Rank 0's node and GPUs (the only ones for a one-node attempt). */
   nodeId: string;
   gpuIndices: readonly number[];
+  /** Every part, rank order: one per node of a multi-node gang, else just rank 0. */
+  parts: { nodeId: string; gpuIndices: readonly number[] }[];
+  /** Each part's JobFinished so far; the attempt ends (`outcome`) once every part has one (see `gangOutcome`). */
+  ends: PartEnd[];
   gpuModel: string;
   placedAt: string;
   /** Agent clock, from ComputeHeld. */
@@ -138,8 +145,8 @@ export interface PlacementState {
   jobs: Map<string, JobRecord>;
   /** Jobs not placed and not ended (waiting_inputs, queued, lost), ascending submitPosition. */
   queue: JobRecord[];
-  /** Attempt id → node id of every hold not yet released. */
-  holders: Map<string, string>;
+  /** Attempt id → ids of the nodes where it holds GPUs, until each ComputeReleased (several for a multi-node gang). */
+  holders: Map<string, string[]>;
   /** Highest store position applied. */
   position: bigint;
   /** Team → decayed GPU-ms of its ended attempts (fair share). */

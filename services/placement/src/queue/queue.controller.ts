@@ -17,7 +17,7 @@ export class QueueController {
   getQueue(@Payload() query: GetQueue): GetQueueReply {
     const now = this.clock.now();
     // The live plan gives placeable jobs their reason, rank and expected start.
-    const view = queueView(this.scheduler.state, plan(this.scheduler.state, now));
+    const view = queueView(this.scheduler.state, plan(this.scheduler.state, now, this.scheduler.planOptions));
     const pending = view.pending
       .filter((p) => (query.team === undefined || p.job.team === query.team) && (query.jobId === undefined || p.job.jobId === query.jobId))
       .slice(0, query.limit)
@@ -51,7 +51,7 @@ export class QueueController {
   @MessagePattern(querySubject('placement', 'Estimate'))
   estimate(@Payload() query: Estimate): EstimateReply {
     const now = this.clock.now();
-    const e = estimate(this.scheduler.state, { team: query.team, ...query.request }, now);
+    const e = estimate(this.scheduler.state, { team: query.team, ...query.request }, now, this.scheduler.planOptions);
     const at = now.toISOString();
     if (!e.runnable) return { runnable: false, reason: e.reason, at };
     return {
@@ -60,6 +60,7 @@ export class QueueController {
       expectedStart: new Date(e.expectedStart).toISOString(),
       expectedEnd: new Date(e.expectedEnd).toISOString(),
       gpuModel: e.gpuModel,
+      nodes: e.nodes,
       at,
     };
   }
@@ -68,7 +69,7 @@ export class QueueController {
   @MessagePattern(querySubject('placement', 'Capacity'))
   capacity(@Payload() query: Capacity): CapacityReply {
     const now = this.clock.now();
-    const f = forecast(this.scheduler.state, now, { hours: query.hours });
+    const f = forecast(this.scheduler.state, now, { ...this.scheduler.planOptions, hours: query.hours });
     const list = (r: Record<string, number>) => Object.entries(r).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([gpuModel, gpus]) => ({ gpuModel, gpus }));
     return { totals: list(f.totals), hours: f.hours.map((h) => ({ start: new Date(h.start).toISOString(), free: list(h.free) })), at: now.toISOString() };
   }

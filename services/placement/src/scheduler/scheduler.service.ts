@@ -18,9 +18,10 @@ import {
   type PlacementDecision,
   type PlacementEvent,
   type PlacementState,
+  type PlanOptions,
 } from '../domain/index.js';
 import { detectLostNodes, observeRegistration, placementNodeStreamId, type NodeLossDecision } from '../domain/node-loss.js';
-import type { PlacementConfig } from '../placement.config.js';
+import { planOptionsOf, stateOptionsOf, type PlacementConfig } from '../placement.config.js';
 
 /** Events read per page when folding the store at start. */
 const FOLD_PAGE = 5_000;
@@ -45,7 +46,9 @@ const MAX_PASSES = 5;
  */
 @Injectable()
 export class SchedulerService implements OnModuleInit {
-  readonly state: PlacementState = initialState();
+  readonly state: PlacementState;
+  /** Priority weights, reservation depth and backfill, from the config: every pass and query plans with them. */
+  readonly planOptions: PlanOptions;
   /** Store head folded at start: bus events at or below it are already applied. */
   private foldedHead = 0n;
   /** Last revision of each `placement-job-<jobId>` stream seen: the next append's expectedRevision. */
@@ -60,9 +63,11 @@ export class SchedulerService implements OnModuleInit {
     @Inject(EVENT_WRITER) private readonly writer: EventWriter,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(LOGGER) logger: Logger,
-    @Inject(SERVICE_CONFIG) private readonly config: Pick<PlacementConfig, 'GPUNET_NODE_LEASE_MS'>,
+    @Inject(SERVICE_CONFIG) private readonly config: Partial<PlacementConfig>,
   ) {
     this.log = logger.child({ component: 'scheduler' });
+    this.planOptions = planOptionsOf(config);
+    this.state = initialState(stateOptionsOf(config));
   }
 
   /** Folds the store before anything is consumed, then places what can be placed already. */
@@ -178,7 +183,7 @@ export class SchedulerService implements OnModuleInit {
   /** Decides and records until nothing is left to decide (normally one pass). */
   private async pass(cause: BusEvent | undefined, log: Logger = this.log): Promise<void> {
     for (let n = 0; n < MAX_PASSES; n++) {
-      const decisions = decide(this.state, this.clock.now());
+      const decisions = decide(this.state, this.clock.now(), { plan: this.planOptions });
       if (decisions.length === 0) return;
       for (const d of decisions) {
         if (!(await this.record(d, cause, log))) break; // caught up after a conflict: decide again

@@ -19,7 +19,7 @@ export const strictFcfs: PlacementPolicy = (candidates, capacity) => {
     const gang = capacity.fit(job.request);
     if (!gang) break;
     capacity.take(gang);
-    out.push({ job, gang });
+    out.push({ job, gangs: [gang] });
   }
   return out;
 };
@@ -36,7 +36,7 @@ export const shortestFirst: PlacementPolicy = (candidates, capacity) => {
     const gang = capacity.fit(job.request);
     if (!gang) continue;
     capacity.take(gang);
-    out.push({ job, gang });
+    out.push({ job, gangs: [gang] });
   }
   return out;
 };

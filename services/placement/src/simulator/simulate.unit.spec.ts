@@ -94,7 +94,7 @@ describe('simulate', () => {
     const report = simulate(swfTrace(2, [{ job: 1, submit: 0, run: 10, procs: 3 }, { job: 2, submit: 0, run: 10, procs: 1 }]), { gpusPerNode: 2 });
     expect(report.metrics.jobs).toBe(1);
     expect(report.metrics.rejected).toBe(1);
-    expect(report.notes).toEqual(['1 job(s) rejected by the core (first: swf-1: the job asks for 3 GPUs of one model on one node, but the largest node has 2 (node-0000: 2 × sim-gpu))']);
+    expect(report.notes).toEqual(['1 job(s) rejected by the core (first: swf-1: the job asks for 3 GPUs of one model, but all nodes together have at most 2 (largest node: node-0000, 2 × sim-gpu))']);
   });
 
   it('sizes the cluster from MaxProcs mapped to GPUs unless given, and needs one of the two', () => {
