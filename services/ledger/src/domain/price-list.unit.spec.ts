@@ -1,6 +1,7 @@
 import { PriceListPublished } from '#contracts';
 import { ValidationError } from '#errors';
 import {
+  decidePriceList,
   DEFAULT_PRICES,
   emptyPriceBook,
   epochMs,
@@ -77,5 +78,39 @@ describe('statesPrices', () => {
     expect(statesPrices(v, DEFAULT_PRICES, 'USD')).toBe(false);
     expect(statesPrices(v, { ...DEFAULT_PRICES, A100: 1 }, 'EUR')).toBe(false);
     expect(statesPrices(v, { 'sim-gpu': 3_600_000 }, 'EUR')).toBe(false);
+  });
+});
+
+describe('decidePriceList', () => {
+  const now = new Date('2025-06-15T12:00:00.000Z');
+  const book = [published(1, '1970-01-01T00:00:00.000Z', { A100: 1 }), published(2, '2025-06-01T00:00:00.000Z', { A100: 2 })].reduce(
+    (b, data) => evolvePriceBook(b, { type: 'PriceListPublished', data }),
+    emptyPriceBook as PriceBook,
+  );
+
+  it('numbers the next version after the latest, in force from now by default, with who asked and the minimum', () => {
+    const list = decidePriceList(book, { currency: 'EUR', ratesMicrosPerGpuHour: { A100: 3_500_000 }, minimumChargeMicros: 10_000, publishedBy: 'billing/key-1' }, now);
+    expect(list).toEqual({
+      version: 3,
+      currency: 'EUR',
+      effectiveFrom: '2025-06-15T12:00:00.000Z',
+      ratesMicrosPerGpuHour: { A100: 3_500_000 },
+      minimumChargeMicros: 10_000,
+      publishedBy: 'billing/key-1',
+      publishedAt: '2025-06-15T12:00:00.000Z',
+    });
+    expect(() => PriceListPublished.parse(list)).not.toThrow();
+    expect(decidePriceList(emptyPriceBook, { currency: 'EUR', ratesMicrosPerGpuHour: {}, defaultRateMicrosPerGpuHour: 1 }, now).version).toBe(1);
+  });
+
+  it('refuses a list in force before now (a price list never changes the past), naming effectiveFrom', () => {
+    expect(() => decidePriceList(book, { currency: 'EUR', effectiveFrom: '2025-06-15T11:59:59.999Z', ratesMicrosPerGpuHour: { A100: 1 } }, now)).toThrow(
+      expect.objectContaining({ issues: [expect.objectContaining({ path: 'effectiveFrom' })] }),
+    );
+    expect(decidePriceList(book, { currency: 'EUR', effectiveFrom: '2025-07-01T00:00:00Z', ratesMicrosPerGpuHour: { A100: 1 } }, now).effectiveFrom).toBe('2025-07-01T00:00:00.000Z');
+  });
+
+  it('refuses a list that names no price', () => {
+    expect(() => decidePriceList(book, { currency: 'EUR', ratesMicrosPerGpuHour: {} }, now)).toThrow(ValidationError);
   });
 });

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { billableMs, chargeMicros, NoPriceError, rateAt, type PriceListVersion } from './pricing.js';
+import { billableMs, chargeMicros, lineAmountMicros, NoPriceError, rateAt, type PriceListVersion } from './pricing.js';
 
 const v1: PriceListVersion = { version: 1, currency: 'EUR', effectiveFrom: 0, ratesMicrosPerGpuHour: { A100: 2_000_000 }, defaultRateMicrosPerGpuHour: 1_000_000 };
 const v2: PriceListVersion = { version: 2, currency: 'EUR', effectiveFrom: 1_000, ratesMicrosPerGpuHour: { A100: 3_000_000 } };
@@ -48,5 +48,26 @@ describe('billableMs', () => {
   it('is finished − held, never negative', () => {
     expect(billableMs(1_000, 4_500)).toBe(3_500);
     expect(billableMs(5_000, 4_000)).toBe(0);
+  });
+});
+
+describe('lineAmountMicros (the one rounding rule, then the minimum charge)', () => {
+  it('rounds the exact charge once, half up, and raises a charged line to the minimum', () => {
+    // 1 A100 × 1,026 ms at 3.50/h = 997.5 µ → 998 µ; a minimum of 1,000 µ lifts it.
+    expect(lineAmountMicros(1, 1_026, 3_500_000)).toEqual({ amountMicros: 998, minimumApplied: false });
+    expect(lineAmountMicros(1, 1_026, 3_500_000, 1_000)).toEqual({ amountMicros: 1_000, minimumApplied: true });
+    expect(lineAmountMicros(1, 1_026, 3_500_000, 998)).toEqual({ amountMicros: 998, minimumApplied: false });
+  });
+  it('charges nothing for a line of 0 ms, minimum or not (nothing was held)', () => {
+    expect(lineAmountMicros(4, 0, 3_600_000, 50_000)).toEqual({ amountMicros: 0, minimumApplied: false });
+  });
+  it('is never below the minimum for a charged line and never differs from the exact value by more than half a micro above it', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 64 }), fc.integer({ min: 1, max: 30 * 86_400_000 }), fc.integer({ min: 0, max: 50_000_000 }), fc.integer({ min: 0, max: 1_000_000 }), (g, ms, rate, min) => {
+        const { amountMicros, minimumApplied } = lineAmountMicros(g, ms, rate, min);
+        const rounded = chargeMicros(g, ms, rate);
+        return amountMicros === Math.max(rounded, min) && minimumApplied === rounded < min;
+      }),
+    );
   });
 });

@@ -1,0 +1,308 @@
+/**
+ * Property: for random event histories — attempts on one or several nodes, duplicates of agent
+ * events, redeliveries into the live fold, events recorded late inside and after the cutoff,
+ * nodes declared lost after finalization, a price change — and a ledger that runs its invoice
+ * pass on a clock and restarts at random points, the invoices equal a reference computed here,
+ * independently, from the de-duplicated history; finalized invoices replay byte for byte at their
+ * recorded position; a fold from zero (rebuild) gives byte-identical invoices; postings balance
+ * and no GPU is billed for more than the wall-clock time.
+ */
+import type { InvoiceFinalized, InvoiceLine, JobOutcome, Posting } from '#contracts';
+import fc from 'fast-check';
+import { evolveBilling, foldBilling, initialBilling, type BillingState } from './billing.js';
+import { FixtureLog } from './billing.fixtures.js';
+import { canonicalJson, decideInvoices, deriveInvoice, invoiceSummaries, invoiceView, parseInvoiceId } from './invoice.js';
+import { monthEnd, monthOf } from './months.js';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const CUTOFF = DAY;
+const TICK = 4 * HOUR;
+const BASE = Date.parse('2025-06-27T00:00:00.000Z');
+const V2_FROM = BASE + 3 * DAY;
+const MODEL: Record<string, string> = { n1: 'sim-gpu', n2: 'A100' };
+const RATES = [
+  { from: 0, rates: { 'sim-gpu': 3_600_000, A100: 3_500_000 } as Record<string, number>, minimum: 0 },
+  { from: V2_FROM, rates: { 'sim-gpu': 7_200_000, A100: 1_800_001 } as Record<string, number>, minimum: 5_000 },
+];
+
+/** The reference price of a line, written out here without the ledger's code. */
+function referenceAmount(model: string, gpus: number, heldAt: number, ms: number): number {
+  const list = heldAt >= V2_FROM ? RATES[1]! : RATES[0]!;
+  const exact2 = BigInt(gpus) * BigInt(ms) * BigInt(list.rates[model]!) * 2n;
+  const rounded = Number((exact2 + 3_600_000n) / 7_200_000n);
+  return ms > 0 && rounded < list.minimum ? list.minimum : rounded;
+}
+
+interface Slot {
+  node: string;
+  gpus: number[];
+}
+interface AttemptSpec {
+  shape: 0 | 1 | 2;
+  node: 0 | 1;
+  gpu: 0 | 1;
+  gapMs: number;
+  durationMs: number;
+  outcome: JobOutcome;
+  /** 0: recorded at once; 1: late inside the cutoff; 2: very late (after the cutoff). */
+  lateness: 0 | 1 | 2;
+  delayMs: number;
+  lostAfterMs: number | null;
+  duplicate: boolean;
+  teamInMetadata: boolean;
+  team: 0 | 1;
+}
+
+const attemptArb: fc.Arbitrary<AttemptSpec> = fc.record({
+  shape: fc.constantFrom(0 as const, 1 as const, 2 as const),
+  node: fc.constantFrom(0 as const, 1 as const),
+  gpu: fc.constantFrom(0 as const, 1 as const),
+  gapMs: fc.integer({ min: 0, max: 12 * HOUR }),
+  durationMs: fc.integer({ min: 0, max: 20 * HOUR }),
+  outcome: fc.constantFrom<JobOutcome>('completed', 'completed', 'failed', 'timeout', 'node_lost'),
+  lateness: fc.constantFrom(0 as const, 0 as const, 1 as const, 2 as const),
+  delayMs: fc.integer({ min: 0, max: 1_000_000 }),
+  lostAfterMs: fc.option(fc.integer({ min: 0, max: 6 * DAY }), { freq: 4 }),
+  duplicate: fc.boolean(),
+  teamInMetadata: fc.boolean(),
+  team: fc.constantFrom(0 as const, 1 as const),
+});
+
+interface Pending {
+  at: number;
+  seq: number;
+  type: string;
+  data: unknown;
+  team?: string;
+}
+
+interface RefLine {
+  lineId: string;
+  team: string;
+  node: string;
+  gpuIndices: number[];
+  heldAt: number;
+  finishedAt: number;
+  amount: number;
+  /** When the line became complete in the store (the later of its first ComputeHeld and JobFinished). */
+  completedAt: number;
+}
+
+/** The history as recorded (by time), and the reference lines from its de-duplicated facts. */
+function buildHistory(specs: AttemptSpec[]): { pending: Pending[]; reference: Map<string, RefLine> } {
+  const pending: Pending[] = [];
+  let seq = 0;
+  const push = (at: number, type: string, data: unknown, team?: string) => pending.push({ at, seq: seq++, type, data, ...(team === undefined ? {} : { team }) });
+  push(BASE - DAY, 'PriceListPublished', { version: 1, currency: 'EUR', effectiveFrom: '1970-01-01T00:00:00.000Z', ratesMicrosPerGpuHour: RATES[0]!.rates, publishedAt: new Date(BASE - DAY).toISOString() });
+  push(BASE, 'PriceListPublished', {
+    version: 2,
+    currency: 'EUR',
+    effectiveFrom: new Date(V2_FROM).toISOString(),
+    ratesMicrosPerGpuHour: RATES[1]!.rates,
+    minimumChargeMicros: RATES[1]!.minimum,
+    publishedAt: new Date(BASE).toISOString(),
+  });
+  const cursor = new Map<string, number>();
+  const reference = new Map<string, RefLine>();
+  specs.forEach((s, i) => {
+    const jobId = `job-${i}`;
+    const attemptId = `${jobId}-a1`;
+    const team = s.team ? 'team-b' : 'team-a';
+    const slots: Slot[] =
+      s.shape === 0 ? [{ node: `n${s.node + 1}`, gpus: [s.gpu] }] : s.shape === 1 ? [{ node: `n${s.node + 1}`, gpus: [0, 1] }] : [{ node: 'n1', gpus: [s.gpu] }, { node: 'n2', gpus: [s.gpu] }];
+    // GPUs are never held twice at once: start after every slot used is free again.
+    const start = Math.max(BASE, ...slots.flatMap((sl) => sl.gpus.map((g) => cursor.get(`${sl.node}/${g}`) ?? BASE))) + s.gapMs;
+    const end = start + s.durationMs;
+    for (const sl of slots) for (const g of sl.gpus) cursor.set(`${sl.node}/${g}`, end);
+    push(start - HOUR, 'JobSubmitted', { jobId, team });
+    const delay = s.lateness === 0 ? s.delayMs % 60_000 : s.lateness === 1 ? s.delayMs % (CUTOFF - HOUR) : CUTOFF + 2 * DAY + s.delayMs;
+    const metaTeam = s.teamInMetadata ? team : undefined;
+    for (const sl of slots) {
+      const held = { jobId, attemptId, nodeId: sl.node, gpuIndices: sl.gpus, gpuModel: MODEL[sl.node]!, gpus: sl.gpus.length, heldAt: new Date(start).toISOString() };
+      const finishedAt = end;
+      const outcome = s.outcome;
+      const finished = { jobId, attemptId, nodeId: sl.node, outcome, exitCode: outcome === 'completed' ? 0 : null, signal: null, finishedAt: new Date(finishedAt).toISOString() };
+      const heldRecorded = s.lateness === 2 ? end + delay : start + (s.delayMs % 1_000);
+      const finishedRecorded = Math.max(heldRecorded, end + delay);
+      push(heldRecorded, 'ComputeHeld', held, metaTeam);
+      push(finishedRecorded, 'JobFinished', finished, metaTeam);
+      if (s.duplicate) {
+        // The agent said it again (a restart re-emitting), with other stamps: the first recorded stands.
+        push(finishedRecorded + 1, 'ComputeHeld', { ...held, heldAt: new Date(start - HOUR).toISOString() }, metaTeam);
+        push(finishedRecorded + 2, 'JobFinished', { ...finished, outcome: 'completed', finishedAt: new Date(finishedAt + HOUR).toISOString() }, metaTeam);
+      }
+      let waived = outcome === 'node_lost';
+      if (s.lostAfterMs !== null) {
+        push(end + s.lostAfterMs, 'NodeLost', { nodeId: sl.node, reason: 'heartbeat_timeout', lastSeenAt: held.heldAt, detectedAt: new Date(end + s.lostAfterMs).toISOString(), affectedAttempts: [{ jobId, attemptId }] });
+        waived = true;
+      }
+      const ms = waived ? 0 : end - start;
+      reference.set(`${attemptId}@${sl.node}`, {
+        lineId: `${attemptId}@${sl.node}`,
+        team,
+        node: sl.node,
+        gpuIndices: sl.gpus,
+        heldAt: start,
+        finishedAt,
+        amount: waived ? 0 : referenceAmount(MODEL[sl.node]!, sl.gpus.length, start, ms),
+        completedAt: finishedRecorded,
+      });
+    }
+  });
+  pending.sort((a, b) => a.at - b.at || a.seq - b.seq);
+  return { pending, reference };
+}
+
+interface Run {
+  log: FixtureLog;
+  live: BillingState;
+  /** When each invoice was finalized (tick time). */
+  finalizedAt: Map<string, number>;
+}
+
+/** Drives the ledger: events are recorded as their time comes, the invoice pass runs every tick, the ledger restarts and sees redeliveries. */
+function runLedger(pending: Pending[], restarts: number[], redeliveries: number[]): Run {
+  const log = new FixtureLog();
+  let live = initialBilling();
+  const finalizedAt = new Map<string, number>();
+  const lastAt = pending.at(-1)!.at;
+  // Run until every month with events has ended and passed its cutoff.
+  const end = monthEnd(monthOf(lastAt)) + CUTOFF + 2 * TICK;
+  let next = 0;
+  let tick = 0;
+  for (let now = BASE - DAY; now <= end; now += TICK, tick++) {
+    while (next < pending.length && pending[next]!.at <= now) {
+      const p = pending[next++]!;
+      log.append(p.type, p.data, { recordedAt: p.at, ...(p.team === undefined ? {} : { team: p.team }) });
+    }
+    if (restarts.includes(tick)) live = initialBilling(); // a restart: the projection is folded again from zero
+    for (const e of log.events) evolveBilling(live, e);
+    // Redelivered events (already folded) change nothing.
+    for (const r of redeliveries) if (log.events.length) evolveBilling(live, log.events[r % log.events.length]!);
+    live.position = BigInt(log.events.length);
+    const decided = decideInvoices(live, now, CUTOFF);
+    for (const f of decided.finalize) {
+      log.append('InvoiceFinalized', f, { recordedAt: now });
+      finalizedAt.set(f.invoice.invoiceId, now);
+    }
+    for (const c of decided.credit) log.append('CreditNoteIssued', c, { recordedAt: now });
+    for (const e of log.events) evolveBilling(live, e);
+  }
+  return { log, live, finalizedAt };
+}
+
+/** What the runs exercised, so the property is known to reach the cases it is about. */
+const seenCases = { lateAfterFinalization: 0, lateInsideCutoff: 0, creditNotes: 0, minimumApplied: 0, multiNode: 0, waived: 0 };
+
+function checkRun(specs: AttemptSpec[], restarts: number[], redeliveries: number[]): void {
+  const { pending, reference } = buildHistory(specs);
+  const { log, live, finalizedAt } = runLedger(pending, restarts, redeliveries);
+
+  const views = invoiceSummaries(live, {}, CUTOFF).map((s) => invoiceView(live, s.invoiceId, CUTOFF));
+  // Every month has ended long ago: every invoice is finalized, each exactly once in the log.
+  expect(views.every((v) => v.status === 'finalized')).toBe(true);
+  const finalEvents = log.events.filter((e) => e.type === 'InvoiceFinalized').map((e) => (e.data as InvoiceFinalized).invoice.invoiceId);
+  expect(new Set(finalEvents).size).toBe(finalEvents.length);
+
+  // Each reference line is on exactly one invoice, of its team; net of credit notes it costs the reference amount.
+  const seen = new Map<string, { line: InvoiceLine; invoiceId: string }>();
+  for (const v of views) for (const line of v.lines) {
+    expect(seen.has(line.lineId)).toBe(false);
+    seen.set(line.lineId, { line, invoiceId: v.invoiceId });
+  }
+  expect([...seen.keys()].sort()).toEqual([...reference.keys()].sort());
+  const credited = new Map<string, number>();
+  for (const v of views) for (const n of v.creditNotes) for (const l of n.lines) credited.set(l.lineId, (credited.get(l.lineId) ?? 0) + l.amountMicros);
+  for (const [lineId, ref] of reference) {
+    const { line, invoiceId } = seen.get(lineId)!;
+    expect({ lineId, team: parseInvoiceId(invoiceId).team, net: line.amountMicros - (credited.get(lineId) ?? 0) }).toEqual({ lineId, team: ref.team, net: ref.amount });
+    expect(line.heldFrom).toBe(new Date(ref.heldAt).toISOString());
+    expect(line.finishedAt).toBe(new Date(ref.finishedAt).toISOString());
+    // Late inside the cutoff: on the month it finished in. Only a line completed after that invoice was finalized moves on.
+    const month = monthOf(ref.finishedAt);
+    const closed = finalizedAt.get(`inv-${ref.team}-${month}`);
+    if (closed === undefined || ref.completedAt <= closed) {
+      expect({ lineId, month: parseInvoiceId(invoiceId).month, lateFrom: line.lateFrom }).toEqual({ lineId, month, lateFrom: undefined });
+    } else {
+      expect({ lineId, lateFrom: line.lateFrom }).toEqual({ lineId, lateFrom: month });
+      expect(parseInvoiceId(invoiceId).month > month).toBe(true);
+    }
+    if (ref.completedAt < monthEnd(month) + CUTOFF) expect(line.lateFrom).toBeUndefined();
+    if (line.lateFrom) seenCases.lateAfterFinalization++;
+    if (ref.completedAt >= monthEnd(month) && ref.completedAt < monthEnd(month) + CUTOFF) seenCases.lateInsideCutoff++;
+    if (line.minimumApplied) seenCases.minimumApplied++;
+    if (line.waivedReason) seenCases.waived++;
+    if (line.lineId.endsWith('@n2') && seen.has(line.lineId.replace(/@n2$/, '@n1'))) seenCases.multiNode++;
+  }
+  seenCases.creditNotes += views.reduce((n, v) => n + v.creditNotes.length, 0);
+
+  // Finalized invoices replay byte for byte at their recorded position.
+  for (const e of log.events.filter((x) => x.type === 'InvoiceFinalized')) {
+    const stored = (e.data as InvoiceFinalized).invoice;
+    const replayed = deriveInvoice(log.events, { team: stored.team, month: stored.month, asOf: BigInt(stored.derivedAtPosition) });
+    expect(canonicalJson(replayed)).toBe(canonicalJson(stored));
+  }
+  // A fold from zero (rebuild) answers byte-identical invoices.
+  const fresh = foldBilling(log.events);
+  fresh.position = live.position;
+  expect(invoiceSummaries(fresh, {}, CUTOFF).map((s) => canonicalJson(invoiceView(fresh, s.invoiceId, CUTOFF)))).toEqual(views.map((v) => canonicalJson(v)));
+
+  // Conservation: debits equal credits per currency; revenue equals the reference total.
+  const postings: Posting[] = views.flatMap((v) => [...v.postings, ...v.creditNotes.flatMap((n) => n.postings)]);
+  const sum = (ps: Posting[]) => ps.reduce((s, p) => s + BigInt(p.amountMicros), 0n);
+  expect(sum(postings.filter((p) => p.side === 'debit'))).toBe(sum(postings.filter((p) => p.side === 'credit')));
+  const revenue = sum(postings.filter((p) => p.account === 'revenue:compute' && p.side === 'credit')) - sum(postings.filter((p) => p.account === 'revenue:compute' && p.side === 'debit'));
+  expect(revenue).toBe([...reference.values()].reduce((s, r) => s + BigInt(r.amount), 0n));
+  for (const v of views) {
+    const receivable = v.postings.filter((p) => p.account === `receivable:${v.team}`);
+    expect(sum(receivable)).toBe(v.totals.reduce((s, t) => s + BigInt(t.amountMicros), 0n));
+  }
+  // No GPU billed for more than the wall-clock time: billed intervals of one GPU never overlap.
+  const byGpu = new Map<string, [number, number][]>();
+  for (const { line } of seen.values()) {
+    if (line.billableMs === 0) continue;
+    for (const g of line.gpuIndices) {
+      const list = byGpu.get(`${line.nodeId}/${g}`) ?? [];
+      list.push([Date.parse(line.heldFrom), Date.parse(line.heldFrom) + line.billableMs]);
+      byGpu.set(`${line.nodeId}/${g}`, list);
+    }
+  }
+  for (const [gpu, intervals] of byGpu) {
+    intervals.sort((a, b) => a[0] - b[0]);
+    const billed = intervals.reduce((s, [a, b]) => s + (b - a), 0);
+    const wall = Math.max(...intervals.map((i) => i[1])) - intervals[0]![0];
+    expect({ gpu, over: billed > wall }).toEqual({ gpu, over: false });
+    for (let i = 1; i < intervals.length; i++) expect(intervals[i]![0]).toBeGreaterThanOrEqual(intervals[i - 1]![1]);
+  }
+}
+
+describe('invoices from random histories', () => {
+  it('equal the reference from the de-duplicated history, whatever the duplicates, redeliveries, late events and restarts', () => {
+    fc.assert(
+      fc.property(
+        fc.array(attemptArb, { minLength: 1, maxLength: 25 }),
+        fc.array(fc.integer({ min: 0, max: 200 }), { maxLength: 5 }),
+        fc.array(fc.nat(), { maxLength: 10 }),
+        (specs, restarts, redeliveries) => checkRun(specs, restarts, redeliveries),
+      ),
+      { numRuns: 60 },
+    );
+    for (const [name, count] of Object.entries(seenCases)) expect({ name, reached: count > 0 }).toEqual({ name, reached: true });
+  });
+
+  it('a given history: a late event inside the cutoff is on its month, a node lost after finalization is credited', () => {
+    const base: AttemptSpec = { shape: 0, node: 0, gpu: 0, gapMs: 0, durationMs: HOUR, outcome: 'completed', lateness: 0, delayMs: 0, lostAfterMs: null, duplicate: false, teamInMetadata: true, team: 0 };
+    checkRun(
+      [
+        { ...base, gapMs: 3 * DAY + 22 * HOUR, durationMs: HOUR, lateness: 1, delayMs: 20 * HOUR }, // ends 2025-06-30T23:00, recorded 19h later
+        { ...base, node: 1, gapMs: 2 * DAY, lostAfterMs: 5 * DAY }, // June, lost after finalization
+        { ...base, gpu: 1, gapMs: 3 * DAY, lateness: 2, duplicate: true }, // recorded after the cutoff
+        { ...base, shape: 2, gapMs: 5 * DAY, durationMs: 1 }, // a two-node attempt of 1 ms: the minimum charge
+      ],
+      [7],
+      [3, 11],
+    );
+  });
+});
+
