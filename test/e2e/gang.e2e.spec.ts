@@ -16,6 +16,13 @@ beforeAll(async () => {
   net = await TestNetwork.start({ agents: 2, gpus: 2, env: { GPUNET_KILL_GRACE_MS: '1000' } });
 }, 90_000);
 
+/** The gang's node ids by rank; every test network node takes part. */
+function ranks(placed: JobPlaced): string[] {
+  const ids = (placed.nodes ?? []).map((n) => n.nodeId);
+  expect([...ids].sort()).toEqual(['node-1', 'node-2']);
+  return ids;
+}
+
 afterAll(async () => {
   await net?.stop();
 }, 60_000);
@@ -37,9 +44,11 @@ describe('multi-node gangs across real agents', () => {
 
       const placed = events.filter((e) => e.type === 'JobPlaced').map((e) => e.data as JobPlaced);
       expect(placed).toHaveLength(1);
+      // Both whole nodes, in first-fit (registration) order.
+      const [r0, r1] = ranks(placed[0]!);
       expect(placed[0]!.nodes).toEqual([
-        { nodeId: 'node-1', gpuIndices: [0, 1] },
-        { nodeId: 'node-2', gpuIndices: [0, 1] },
+        { nodeId: r0, gpuIndices: [0, 1] },
+        { nodeId: r1, gpuIndices: [0, 1] },
       ]);
       // Each node held its own GPUs for the one attempt.
       const held = events.filter((e) => e.type === 'ComputeHeld').map((e) => e.data as ComputeHeld);
@@ -55,8 +64,8 @@ describe('multi-node gangs across real agents', () => {
       // The view shows both parts, the attempt's hold from the first part's to the last release.
       const [attempt] = view.attempts;
       expect(attempt!.nodes!.map((p) => [p.nodeId, p.outcome, p.releasedAt !== undefined])).toEqual([
-        ['node-1', 'completed', true],
-        ['node-2', 'completed', true],
+        [r0, 'completed', true],
+        [r1, 'completed', true],
       ]);
       expect(attempt!.outcome).toBe('completed');
       // Outputs come from rank 0 only.
@@ -64,8 +73,8 @@ describe('multi-node gangs across real agents', () => {
       const lines: string[] = [];
       for await (const l of client.logs(jobId)) lines.push(l.line);
       const text = lines.join('\n');
-      expect(text).toContain('part rank=0 of 2 nodes=node-1,node-2 gpus=0,1');
-      expect(text).toContain('part rank=1 of 2 nodes=node-1,node-2 gpus=0,1');
+      expect(text).toContain(`part rank=0 of 2 nodes=${r0},${r1} gpus=0,1`);
+      expect(text).toContain(`part rank=1 of 2 nodes=${r0},${r1} gpus=0,1`);
     }),
     90_000,
   );
@@ -82,9 +91,10 @@ describe('multi-node gangs across real agents', () => {
       expect({ state: view.state, exitCode: view.exitCode }).toEqual({ state: 'failed', exitCode: 3 });
       // Rank 0 did not sleep its minute: it was stopped for its peer.
       expect(Date.now() - started).toBeLessThan(45_000);
+      const [r0, r1] = ranks(events.find((e) => e.type === 'JobPlaced')!.data as JobPlaced);
       const finished = events.filter((e) => e.type === 'JobFinished').map((e) => e.data as JobFinished);
-      expect(finished.find((f) => f.nodeId === 'node-2')).toMatchObject({ outcome: 'failed', exitCode: 3 });
-      expect(finished.find((f) => f.nodeId === 'node-1')).toMatchObject({ outcome: 'cancelled', peerEnded: 'node-2' });
+      expect(finished.find((f) => f.nodeId === r1)).toMatchObject({ outcome: 'failed', exitCode: 3 });
+      expect(finished.find((f) => f.nodeId === r0)).toMatchObject({ outcome: 'cancelled', peerEnded: r1 });
       expect((await jobEvents(network(), [jobId], ['ComputeReleased'])).map((e) => (e.data as { nodeId: string }).nodeId).sort()).toEqual(['node-1', 'node-2']);
     }),
     90_000,

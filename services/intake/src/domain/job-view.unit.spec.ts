@@ -215,3 +215,35 @@ describe('helpers', () => {
     });
   });
 });
+
+describe('a multi-node attempt', () => {
+  const part = <T extends EventType>(type: T, data: EventData<T>) => ev(type, data);
+  const gang = () => {
+    position = 0n;
+    const rec = [
+      submitted(),
+      staged(),
+      part('JobPlaced', { jobId: JOB, attemptId: A1, attempt: 1, nodeId: 'node-1', gpuIndices: [0, 1], gpuModel: 'A100', placedAt: at(2), nodes: [{ nodeId: 'node-1', gpuIndices: [0, 1] }, { nodeId: 'node-2', gpuIndices: [0, 1] }] }),
+      part('ComputeHeld', { jobId: JOB, attemptId: A1, nodeId: 'node-2', gpuIndices: [0, 1], gpuModel: 'A100', gpus: 2, heldAt: at(3) }),
+      part('ComputeHeld', { jobId: JOB, attemptId: A1, nodeId: 'node-1', gpuIndices: [0, 1], gpuModel: 'A100', gpus: 2, heldAt: at(4) }),
+      part('JobStarted', { jobId: JOB, attemptId: A1, nodeId: 'node-1', startedAt: at(5) }),
+    ];
+    return foldJobs(rec).get(JOB)!;
+  };
+
+  it('holds from the first part, and ends only when every part ended, with the verdict of the parts that ended on their own', () => {
+    let r: JobRecord | undefined = gang();
+    expect(r.view.attempts[0]).toMatchObject({ heldAt: at(3), nodes: [{ nodeId: 'node-1', heldAt: at(4) }, { nodeId: 'node-2', heldAt: at(3) }] });
+    r = evolveJob(r, part('JobFinished', { jobId: JOB, attemptId: A1, nodeId: 'node-2', outcome: 'failed', exitCode: 3, signal: null, finishedAt: at(6) }))!;
+    expect(r.view.state).toBe('running');
+    r = evolveJob(r, part('JobFinished', { jobId: JOB, attemptId: A1, nodeId: 'node-1', outcome: 'cancelled', exitCode: null, signal: 'SIGTERM', finishedAt: at(7), peerEnded: 'node-2' }))!;
+    expect(r.view).toMatchObject({ state: 'finishing', outcome: 'failed', exitCode: 3 });
+    expect(r.view.attempts[0]).toMatchObject({ outcome: 'failed', finishedAt: at(7) });
+    r = evolveJob(r, part('ComputeReleased', { jobId: JOB, attemptId: A1, nodeId: 'node-1', gpuIndices: [0, 1], releasedAt: at(8) }))!;
+    expect(r.view.state).toBe('finishing');
+    r = evolveJob(r, part('ComputeReleased', { jobId: JOB, attemptId: A1, nodeId: 'node-2', gpuIndices: [0, 1], releasedAt: at(9) }))!;
+    expect(r.view.state).toBe('failed');
+    expect(r.view.attempts[0]!.releasedAt).toBe(at(9));
+    expect(JobViewSchema.safeParse(r.view).success).toBe(true);
+  });
+});
