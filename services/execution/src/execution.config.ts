@@ -28,6 +28,16 @@ export const ExecutionConfig = z.object({
   GPUNET_MAX_LOG_BYTES: positiveInt('bytes of job output kept per attempt').default(64 * 1024 * 1024),
   GPUNET_STORE_OUTPUTS_TIMEOUT_MS: positiveInt('milliseconds to wait for one StoreOutputs reply').default(10_000),
   GPUNET_STORE_OUTPUTS_GIVE_UP_MS: positiveInt('milliseconds of retrying StoreOutputs before the outputs are given up').default(120_000),
+  GPUNET_JOB_UIDS: z
+    .string()
+    .regex(/^(off|\d{1,10}-\d{1,10})$/, { error: 'GPUNET_JOB_UIDS must be a uid range such as 61000-61999, or off' })
+    .default('61000-61999')
+    .describe('uids (= gids) jobs run as when the agent is root, one per concurrent attempt; off: jobs run as the agent\'s user'),
+  GPUNET_NETWORK_ISOLATION: z.enum(['auto', 'off']).default('auto').describe('auto: a job without `network: true` gets its own network namespace where the agent can make one'),
+  GPUNET_JOB_MAX_PROCESSES: positiveInt('processes one job may have at once (cgroup pids.max, else RLIMIT_NPROC of its job user)').default(4096),
+  GPUNET_JOB_MAX_MEMORY_BYTES: positiveInt('memory one job may use (cgroup memory limit); unset: no cap beyond the machine').optional(),
+  GPUNET_CHECKPOINT_INTERVAL_MS: positiveInt('milliseconds between saves of a running job\'s checkpoint directory, unless its spec says otherwise').default(600_000),
+  GPUNET_CONTAINER_RUNTIME: z.enum(['auto', 'docker', 'podman', 'off']).default('auto').describe('container runtime for `kind: container` work; auto: docker, else podman, when its daemon answers'),
 });
 
 /** The whole typed configuration an execution agent reads once at start. */

@@ -1,15 +1,15 @@
 import type { BlobStore } from '#blobs';
-import type { JobCancelRequested, JobSpec, JobSubmitted } from '#contracts';
+import type { JobCancelRequested, JobSpec, JobStarted, JobSubmitted } from '#contracts';
 import { isRetryable, NotFoundError, ValidationError } from '#errors';
 import type { EventStore } from '#event-store';
 import type { Clock } from '#service-kit';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { existsSync } from 'node:fs';
-import { open, rmdir, stat, writeFile } from 'node:fs/promises';
+import { mkdir, open, rmdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { needsOutputs, planLaunch, type Launch, type ScriptLocation } from '../domain/index.js';
+import { missingRuntimeMessage, needsOutputs, planLaunch, UnsupportedWorkError, type Launch, type ScriptLocation } from '../domain/index.js';
 import type { ExecutionConfig } from '../execution.config.js';
 import { LogStreamer, type LogFiles } from '../logs/log-streamer.js';
 import { selectOutputs, storeOutputs } from '../outputs/output-handover.js';
@@ -17,6 +17,9 @@ import { prepareRunDirs, removeRunDirs, runProcess, runSpecIssues, sealInputs, s
 import type { InputCache } from '../staging/input-cache.js';
 import type { AttemptHandle } from './attempt-handle.js';
 import { writeProcessMarker } from './leftover-process.js';
+import { CheckpointKeeper, latestCheckpoint, restoreCheckpoint } from './checkpoints.js';
+import { containerLaunch, pullImage, removeContainer } from './container-work.js';
+import type { AttemptConfinement, NodeConfinement } from './node-confinement.js';
 
 /** What every attempt of this agent shares. */
 export interface AgentContext {
@@ -29,6 +32,8 @@ export interface AgentContext {
   readonly js: JetStreamClient;
   readonly blobs: BlobStore;
   readonly cache: InputCache;
+  /** How jobs are confined on this node (job users, network namespace, cgroups, container runtimes). */
+  readonly confine: NodeConfinement;
 }
 
 /** What the intake stream says of a job: who submitted what, and whether it was cancelled. */
@@ -65,6 +70,16 @@ export class AttemptRunner {
   private dirs: RunDirs | undefined;
   private launch: Launch | undefined;
   private logFiles: LogFiles | undefined;
+  private confined: AttemptConfinement | undefined;
+  /** What runs, for JobStarted (script sha256 or image id). */
+  private work: JobStarted['work'];
+  /** Files the agent wrote for the job outside its own directories (an inline script): readable by the job user. */
+  private readableFiles: string[] = [];
+  /** Sequence of the checkpoint restored into this attempt, if any; and the job's highest sequence so far. */
+  private resumedFrom: number | undefined;
+  private lastSequence = 0;
+  /** Agent notices from before the log stream existed (e.g. the checkpoint restore). */
+  private readonly pendingNotices: string[] = [];
 
   constructor(
     private readonly ctx: AgentContext,
@@ -125,10 +140,12 @@ export class AttemptRunner {
     }
 
     try {
-      this.launch = planLaunch(spec.work, await this.scriptLocation(spec, this.dirs));
+      this.launch = await this.prepareWork(spec, this.dirs);
       const issues = runSpecIssues(this.runSpec(this.launch));
       if (issues.length > 0) throw new ValidationError(issues.map((i) => `${i.path}: ${i.message}${i.fix ? ` (${i.fix})` : ''}`).join('; '), issues);
       await sealInputs(this.dirs.inputs);
+      await this.restoreLastCheckpoint(team, jobId, this.dirs);
+      await this.ctx.confine.grant(this.dirs, this.confined?.user, this.readableFiles);
     } catch (err) {
       await refuse('failed', `the job cannot be started: ${(err as Error).message}`);
       return false;
@@ -146,6 +163,7 @@ export class AttemptRunner {
 
   /** Removes what `prepare()` created, for a placement handed back to the bus before anything was recorded. */
   async discard(): Promise<void> {
+    await this.ctx.confine.release(this.handle.attemptId, this.confined?.user);
     if (existsSync(this.runRoot)) await removeRunDirs({ root: this.runRoot });
     // The job's directory goes with its last attempt (another attempt of it may still be here).
     await rmdir(dirname(this.runRoot)).catch(() => undefined);
@@ -181,6 +199,8 @@ export class AttemptRunner {
     const dirs = (this.dirs ??= await prepareRunDirs(this.ctx.workDir, jobId, attemptId));
     const streamer = new LogStreamer(this.ctx.js, jobId, attemptId, dirs.logs, { now: this.now });
     this.logFiles = streamer.files;
+    for (const line of this.pendingNotices.splice(0)) streamer.notice(line);
+    const keeper = this.checkpointKeeper(streamer, dirs);
     let result: RunResult;
     try {
       if (this.launch === undefined) throw new Error('no launch plan (the attempt was not prepared by this agent)');
@@ -190,11 +210,18 @@ export class AttemptRunner {
         signal: h.signal,
         onLog: streamer.push,
         maxLogBytes: this.ctx.config.GPUNET_MAX_LOG_BYTES,
+        cgroupBases: this.ctx.confine.cgroupBases,
         onSpawn: (pid, startedAt) => {
           h.pgid = pid;
           writeProcessMarker(dirs.root, pid, attemptId, new Date(startedAt).toISOString());
-          h.execute((s) => (s.phase === 'held' ? { type: 'Start', at: new Date(startedAt).toISOString() } : undefined)).catch((err: unknown) =>
-            h.log.error({ err }, 'JobStarted could not be recorded'),
+          const resumedFromCheckpoint = this.resumedFrom;
+          h.execute((s) =>
+            s.phase === 'held'
+              ? { type: 'Start', at: new Date(startedAt).toISOString(), work: this.work, ...(resumedFromCheckpoint !== undefined && { resumedFromCheckpoint }) }
+              : undefined,
+          ).then(
+            () => keeper.start(),
+            (err: unknown) => h.log.error({ err }, 'JobStarted could not be recorded'),
           );
           h.log.info({ pid, command: launch.command }, 'job started');
         },
@@ -206,6 +233,9 @@ export class AttemptRunner {
       );
       return streamer;
     }
+    // The last checkpoint is recorded before the end, so a requeued attempt always finds it.
+    await keeper.finish();
+    if (this.work?.runtime !== undefined) await removeContainer(this.work.runtime, attemptId);
     const r = result;
     await h.execute((s) =>
       s.finished
@@ -287,6 +317,92 @@ export class AttemptRunner {
       gpus: gpuIndices,
       timeLimitMs: this.job!.spec.request.timeLimitMs,
       graceMs: this.ctx.config.GPUNET_KILL_GRACE_MS,
+      ...this.unattended(),
+    };
+  }
+
+  /**
+   * Confinement, then the launch: a script (its sha256 is what JobStarted records) or a container
+   * image pulled now, before compute is held (its id is recorded and is what runs).
+   */
+  private async prepareWork(spec: JobSpec, dirs: RunDirs): Promise<Launch> {
+    const { jobId, attemptId, gpuIndices } = this.handle.state.placement;
+    this.confined = this.ctx.confine.forAttempt(attemptId, spec);
+    if (spec.work.kind === 'container') {
+      const runtime = this.ctx.confine.containerRuntimes[0];
+      if (runtime === undefined) throw new UnsupportedWorkError(missingRuntimeMessage(spec.work.image, this.ctx.nodeId));
+      const { imageId } = await pullImage(runtime, spec.work.image);
+      this.work = { kind: 'container', digest: imageId, runtime };
+      const { user, confinement } = this.confined;
+      return containerLaunch({
+        runtime,
+        imageId,
+        work: spec.work,
+        jobId,
+        attemptId,
+        dirs,
+        ...(user && { user }),
+        network: spec.request.network,
+        ...(this.ctx.config.GPUNET_JOB_MAX_MEMORY_BYTES !== undefined && { memoryBytes: this.ctx.config.GPUNET_JOB_MAX_MEMORY_BYTES }),
+        maxProcesses: confinement.cgroup?.maxProcesses ?? this.ctx.config.GPUNET_JOB_MAX_PROCESSES,
+        // Declared slots have no device to pass; real GPUs do.
+        gpus: existsSync('/dev/nvidiactl') ? gpuIndices : [],
+      });
+    }
+    const script = await this.scriptLocation(spec, dirs);
+    this.work = { kind: 'script', digest: `sha256:${(await this.ctx.blobs.hashFile(script.file)).sha256}` };
+    if (!script.file.startsWith(`${dirs.inputs}/`)) this.readableFiles.push(script.file);
+    return planLaunch(spec.work, script);
+  }
+
+  /** Puts the job's last checkpoint (from any earlier attempt) into `checkpoints/`, before compute is held. */
+  private async restoreLastCheckpoint(team: string, jobId: string, dirs: RunDirs): Promise<void> {
+    const last = await latestCheckpoint(this.ctx.store, jobId);
+    if (!last) return;
+    this.lastSequence = last.sequence;
+    try {
+      const got = await restoreCheckpoint(this.ctx.blobs, team, last, dirs.checkpoints);
+      this.resumedFrom = last.sequence;
+      this.pendingNotices.push(`[gpunet] resumed from checkpoint ${last.sequence} of attempt ${last.attemptId} (${got.files} file(s), ${got.bytes} bytes)`);
+      this.handle.log.info({ sequence: last.sequence, from: last.attemptId, files: got.files, bytes: got.bytes }, 'checkpoint restored');
+    } catch (err) {
+      // Progress is lost, the job is not: it starts from the beginning, and says so in its log.
+      this.pendingNotices.push(`[gpunet] checkpoint ${last.sequence} could not be restored, starting without it: ${(err as Error).message}`);
+      this.handle.log.error({ err, sequence: last.sequence }, 'checkpoint not restored');
+      await removeRunDirs({ root: dirs.checkpoints }).catch(() => undefined);
+      await mkdir(dirs.checkpoints, { recursive: true, mode: 0o700 });
+    }
+  }
+
+  /** Saves `checkpoints/` while the job runs and at its end (JobCheckpointed). */
+  private checkpointKeeper(streamer: LogStreamer, dirs: RunDirs): CheckpointKeeper {
+    const h = this.handle;
+    return new CheckpointKeeper({
+      blobs: this.ctx.blobs,
+      team: this.job!.team,
+      dir: dirs.checkpoints,
+      scratch: join(dirs.root, 'checkpoint-snapshot'),
+      ...(this.confined?.user && { ownerUid: this.confined.user.uid }),
+      intervalMs: this.job!.spec.checkpoint?.intervalMs ?? this.ctx.config.GPUNET_CHECKPOINT_INTERVAL_MS,
+      lastSequence: this.lastSequence,
+      record: async ({ sequence, sha256, size }) => {
+        const facts = await h.execute((s) => (s.phase === 'running' ? { type: 'Checkpoint', sequence, sha256, size, at: this.now() } : undefined));
+        if (facts.length === 0) throw new Error('the attempt is no longer running');
+      },
+      notice: (line) => streamer.notice(line),
+      log: h.log,
+    });
+  }
+
+  /** Confinement, limits and the time-limit warning of the run (a container's confinement is in its own arguments). */
+  private unattended(): Pick<RunSpec, 'confinement' | 'limits' | 'warnSignal' | 'warnBeforeMs'> {
+    const spec = this.job!.spec;
+    const warning = spec.request.warning;
+    const c = spec.work.kind === 'script' ? this.confined : undefined;
+    return {
+      ...(c && { confinement: c.confinement }),
+      ...(c?.limits && { limits: c.limits }),
+      ...(warning !== undefined && warning.beforeMs < spec.request.timeLimitMs && { warnSignal: warning.signal, warnBeforeMs: warning.beforeMs }),
     };
   }
 

@@ -34,6 +34,7 @@ import { InputCache } from '../staging/input-cache.js';
 import { AttemptHandle } from './attempt-handle.js';
 import { AttemptRunner, readJobFacts, type AgentContext } from './attempt-runner.js';
 import { killLeftoverGroup } from './leftover-process.js';
+import { NodeConfinement } from './node-confinement.js';
 import { checkpointAfter, recoveryCheckpointId, scanForRecovery } from './recovery-scan.js';
 
 const AGENT_VERSION = '0.1.0';
@@ -101,6 +102,7 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
       js: jetstream(this.nc),
       blobs,
       cache: new InputCache(blobs, join(this.workDir, 'cache')),
+      confine: await NodeConfinement.detect(this.config, this.workDir, this.logger),
     };
     await this.recover();
     await this.writer.append(nodeStreamId(this.nodeId), [
@@ -111,7 +113,8 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
           node: this.node,
           hostname: hostname(),
           agentVersion: AGENT_VERSION,
-          networkIsolation: false,
+          networkIsolation: this.ctx.confine.networkIsolation,
+          containerRuntimes: [...this.ctx.confine.containerRuntimes],
           heartbeatIntervalMs: this.config.GPUNET_HEARTBEAT_MS,
           at: this.now(),
         }),

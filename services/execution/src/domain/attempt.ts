@@ -16,6 +16,7 @@
  * attempt ends with exactly one JobFinished and one ComputeReleased.
  */
 import { gangPartOf, type ComputeHeld, type ComputeReleased, type JobFinished, type JobOutcome, type JobPlaced, type JobStarted } from '#contracts';
+import type { JobCheckpointed } from '#contracts';
 import { IllegalStateError } from '#errors';
 
 export const ATTEMPT_PHASES = ['placed', 'staging', 'held', 'running', 'finished', 'outputs', 'released'] as const;
@@ -50,11 +51,12 @@ export function placementOn(placed: JobPlaced, nodeId: string): Placement | unde
 export type RecordedAttemptEvent =
   | { type: 'ComputeHeld'; data: ComputeHeld }
   | { type: 'JobStarted'; data: JobStarted }
+  | { type: 'JobCheckpointed'; data: JobCheckpointed }
   | { type: 'JobFinished'; data: JobFinished }
   | { type: 'ComputeReleased'; data: ComputeReleased };
 
 /** Types of {@link RecordedAttemptEvent}, e.g. to read them back from the store. */
-export const RECORDED_ATTEMPT_EVENT_TYPES = ['ComputeHeld', 'JobStarted', 'JobFinished', 'ComputeReleased'] as const;
+export const RECORDED_ATTEMPT_EVENT_TYPES = ['ComputeHeld', 'JobStarted', 'JobCheckpointed', 'JobFinished', 'ComputeReleased'] as const;
 
 /** How an attempt ends when the agent stops it before the job is done. */
 export type StopOutcome = Extract<JobOutcome, 'cancelled' | 'node_lost'>;
@@ -82,6 +84,8 @@ export interface AttemptState {
   readonly stop?: { readonly outcome: StopOutcome; readonly reason: string; readonly peerEnded?: string };
   /** Set once the outputs step is over: whether storage recorded them. */
   readonly outputsStored?: boolean;
+  /** Sequence of the last checkpoint this attempt saved (JobCheckpointed). */
+  readonly lastCheckpoint?: number;
   /** Recorded events so far: the stream's revision is `recorded - 1`. */
   readonly recorded: number;
 }
@@ -92,8 +96,13 @@ export type AttemptCommand =
   | { type: 'BeginStaging' }
   /** Inputs are in place: reserve the GPUs. Billing starts. */
   | { type: 'Hold'; at: string }
-  /** The job's process is running. */
-  | { type: 'Start'; at: string }
+  /** The job's process is running: what ran (its digest, for the audit) and the checkpoint it resumed from. */
+  | { type: 'Start'; at: string; work?: JobStarted['work']; resumedFromCheckpoint?: number }
+  /**
+   * The job's checkpoint directory was saved to storage (while it runs, or once it ended and
+   * before the end is recorded, so a requeued attempt finds the last one).
+   */
+  | { type: 'Checkpoint'; sequence: number; sha256: string; size: number; at: string }
   /**
    * The attempt is over: the process ended (from `held` or `running`), or the attempt is refused
    * before compute was held (from `placed` or `staging`, e.g. a GPU conflict or an input that
@@ -191,7 +200,26 @@ export function decide(state: AttemptState, command: AttemptCommand): AttemptFac
 
     case 'Start':
       if (state.phase !== 'held') illegal(state, command.type, ['held']);
-      return [{ type: 'JobStarted', data: { jobId, attemptId, nodeId, startedAt: command.at } }];
+      return [
+        {
+          type: 'JobStarted',
+          data: {
+            jobId,
+            attemptId,
+            nodeId,
+            startedAt: command.at,
+            ...(command.work !== undefined && { work: command.work }),
+            ...(command.resumedFromCheckpoint !== undefined && { resumedFromCheckpoint: command.resumedFromCheckpoint }),
+          },
+        },
+      ];
+
+    case 'Checkpoint':
+      if (state.phase !== 'running') illegal(state, command.type, ['running']);
+      if (state.lastCheckpoint !== undefined && command.sequence <= state.lastCheckpoint) {
+        throw new IllegalStateError(`checkpoint ${command.sequence} of attempt ${attemptId} is not after checkpoint ${state.lastCheckpoint}`);
+      }
+      return [{ type: 'JobCheckpointed', data: { jobId, attemptId, nodeId, sequence: command.sequence, sha256: command.sha256, size: command.size, checkpointedAt: command.at } }];
 
     case 'Finish': {
       const before = ['placed', 'staging'] as const;
@@ -259,6 +287,8 @@ export function evolve(state: AttemptState, fact: AttemptFact): AttemptState {
       return { ...state, phase: 'held', heldAt: fact.data.heldAt, recorded: state.recorded + 1 };
     case 'JobStarted':
       return { ...state, phase: 'running', startedAt: fact.data.startedAt, recorded: state.recorded + 1 };
+    case 'JobCheckpointed':
+      return { ...state, lastCheckpoint: fact.data.sequence, recorded: state.recorded + 1 };
     case 'JobFinished': {
       const { outcome, exitCode, signal, finishedAt, message } = fact.data;
       return {

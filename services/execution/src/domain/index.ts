@@ -1,6 +1,7 @@
 // Pure core of the execution agent: the attempt state machine, the node's GPUs, launch planning
 // and recovery. No framework and no I/O (enforced by the boundary check).
 export * from './attempt.js';
+export * from './container.js';
 export * from './launch.js';
 export * from './node.js';
 export * from './recovery.js';

@@ -2,7 +2,7 @@
  * The node's GPUs and who holds them: what the agent registers, what its heartbeats say, and
  * the defensive check that no GPU is ever given to two attempts here. Pure.
  */
-import type { NodeGpu, NodeHeartbeat, NodeRegistered } from '#contracts';
+import type { ContainerRuntime, NodeGpu, NodeHeartbeat, NodeRegistered } from '#contracts';
 
 /** A GPU found by `nvidia-smi` (see the run engine's `detectGpus`). */
 export interface FoundGpu {
@@ -67,6 +67,8 @@ export function registration(args: {
   hostname?: string;
   agentVersion?: string;
   networkIsolation: boolean;
+  /** Container runtimes whose daemon answers; none: scripts only. */
+  containerRuntimes?: readonly ContainerRuntime[];
   heartbeatIntervalMs: number;
   at: string;
 }): NodeRegistered {
@@ -77,6 +79,7 @@ export function registration(args: {
     simulated: args.node.simulated,
     networkIsolation: args.networkIsolation,
     ...(args.agentVersion !== undefined && { agentVersion: args.agentVersion }),
+    ...(args.containerRuntimes !== undefined && { containerRuntimes: [...args.containerRuntimes] }),
     heartbeatIntervalMs: args.heartbeatIntervalMs,
     registeredAt: args.at,
   };

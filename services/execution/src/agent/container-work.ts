@@ -1,0 +1,65 @@
+import type { ContainerRuntime, Work } from '#contracts';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { containerEnv, containerRunArgs, parseImageId, type Launch } from '../domain/index.js';
+import { findExecutable, type JobUser, type RunDirs } from '../run/index.js';
+
+const run = promisify(execFile);
+
+/** Container name of an attempt: the agent kills and removes it by this name. */
+export const containerName = (attemptId: string) => `gpunet-${attemptId}`;
+
+/**
+ * Pulls the image (staging: before compute is held, not billed) and resolves the id it runs
+ * by, so the digest recorded in JobStarted is the one that runs.
+ */
+export async function pullImage(runtime: ContainerRuntime, image: string): Promise<{ bin: string; imageId: string }> {
+  const bin = await findExecutable(runtime, process.env.PATH);
+  if (bin === null) throw new Error(`${runtime} is not installed on this node`);
+  await run(bin, ['pull', image], { timeout: 30 * 60_000, maxBuffer: 16 * 1024 * 1024 });
+  const { stdout } = await run(bin, ['image', 'inspect', '--format', '{{.Id}}', image], { timeout: 60_000 });
+  const imageId = parseImageId(stdout);
+  if (imageId === undefined) throw new Error(`${runtime} did not report a sha256 id for ${image}: ${stdout.trim().slice(0, 200)}`);
+  return { bin, imageId };
+}
+
+/** The launch of a container attempt: the runtime's client, which stays attached and forwards signals to the container's init. */
+export function containerLaunch(args: {
+  runtime: ContainerRuntime;
+  imageId: string;
+  work: Extract<Work, { kind: 'container' }>;
+  jobId: string;
+  attemptId: string;
+  dirs: RunDirs;
+  user?: JobUser;
+  network: boolean;
+  memoryBytes?: number;
+  maxProcesses?: number;
+  gpus?: readonly number[];
+}): Launch {
+  const env = containerEnv({ ...args.work.env, LANG: 'C.UTF-8', TZ: 'UTC', GPUNET_JOB_ID: args.jobId, GPUNET_ATTEMPT_ID: args.attemptId });
+  return {
+    // A bare name, looked up on the run's PATH (the run engine starts nothing by a path outside the run).
+    command: args.runtime,
+    args: containerRunArgs({
+      runtime: args.runtime,
+      name: containerName(args.attemptId),
+      imageId: args.imageId,
+      ...(args.work.command !== undefined && { command: args.work.command }),
+      args: args.work.args,
+      env,
+      dirs: args.dirs,
+      ...(args.user && { user: args.user }),
+      network: args.network,
+      ...(args.memoryBytes !== undefined && { memoryBytes: args.memoryBytes }),
+      ...(args.maxProcesses !== undefined && { maxProcesses: args.maxProcesses }),
+      ...(args.gpus !== undefined && { gpus: args.gpus }),
+    }),
+    env: {},
+  };
+}
+
+/** Kills and removes the attempt's container if it is still there (the client was killed before it). */
+export async function removeContainer(runtime: string, attemptId: string): Promise<void> {
+  await run(runtime, ['rm', '--force', containerName(attemptId)], { timeout: 60_000 }).catch(() => undefined);
+}
