@@ -19,6 +19,8 @@ interface NodeFree {
   size: number;
   /** Model → free indices, ascending; models in the order of their lowest index on the node. */
   byModel: Map<string, number[]>;
+  /** Model → GPUs of that model on the node, busy or not. */
+  sizes: Map<string, number>;
   count: number;
 }
 
@@ -43,7 +45,9 @@ export class PassCapacity {
       }
       this.free += indices.length;
       for (const list of byModel.values()) this.maxGang = Math.max(this.maxGang, list.length);
-      return { nodeId: node.nodeId, size: node.gpus.length, byModel, count: indices.length };
+      const sizes = new Map<string, number>();
+      for (const g of node.gpus) sizes.set(g.model, (sizes.get(g.model) ?? 0) + 1);
+      return { nodeId: node.nodeId, size: node.gpus.length, byModel, sizes, count: indices.length };
     });
   }
 
@@ -103,6 +107,21 @@ export class PassCapacity {
       if (left === 0) return gangs;
     }
     return undefined;
+  }
+
+  /**
+   * Where a job goes now, as one gang per node: {@link fit} for a job that some node could hold,
+   * {@link fitWhole} for one larger than every node (of its model). Undefined when it does not fit now.
+   */
+  fitGangs(request: Pick<GpuRequest, 'gpus' | 'gpuModel'>): Gang[] | undefined {
+    const fitsOneNode = this.nodes.some((n) =>
+      request.gpuModel === undefined ? [...n.sizes.values()].some((k) => k >= request.gpus) : (n.sizes.get(request.gpuModel) ?? 0) >= request.gpus,
+    );
+    if (fitsOneNode) {
+      const gang = this.fit(request);
+      return gang && [gang];
+    }
+    return this.fitWhole(request);
   }
 
   /**

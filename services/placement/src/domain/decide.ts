@@ -52,7 +52,7 @@ export function decide(state: PlacementState, now: Date, options: DecideOptions 
       continue;
     }
     if (job.attempts.length === 0 && nodes.length > 0) {
-      const why = unsatisfiable(job, sizes);
+      const why = unsatisfiable(job, sizes) ?? missingRuntime(job, nodes);
       if (why) {
         out.push({ type: 'JobRejected', data: { jobId: job.jobId, team: job.team, reason: 'unsatisfiable', message: why.message, issues: [why.issue], rejectedAt: at } });
         continue;
@@ -60,7 +60,7 @@ export function decide(state: PlacementState, now: Date, options: DecideOptions 
     }
     if (job.phase === 'lost') {
       const previous = job.attempts[job.attempts.length - 1]!;
-      out.push({ type: 'JobRequeued', data: { jobId: job.jobId, previousAttemptId: previous.attemptId, reason: 'node_lost', nextAttempt: previous.attempt + 1, requeuedAt: at } });
+      out.push({ type: 'JobRequeued', data: { jobId: job.jobId, previousAttemptId: previous.attemptId, reason: job.requeueReason ?? 'node_lost', nextAttempt: previous.attempt + 1, requeuedAt: at } });
       candidates.push(job);
       continue;
     }

@@ -59,6 +59,8 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
         cancelRequested: false,
         attempts: [],
         ...(d.deadlineAt !== undefined ? { deadlineAt: Date.parse(d.deadlineAt) } : {}),
+        ...(d.spec.retry !== undefined ? { retry: d.spec.retry } : {}),
+        ...(d.spec.work.kind === 'container' ? { needsContainer: true } : {}),
       };
       state.jobs.set(job.jobId, job);
       enqueue(state, job);
@@ -124,6 +126,7 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
       node.gpus = d.gpus.map((g) => ({ index: g.index, model: g.model })).sort((a, b) => a.index - b.index);
       node.heartbeatIntervalMs = d.heartbeatIntervalMs;
       node.registeredAt = d.registeredAt;
+      node.containerRuntimes = d.containerRuntimes ?? [];
       return state;
     }
     case 'ComputeHeld': {
@@ -144,6 +147,8 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
         attempt.parts.map((p, rank) => ({ ...p, rank })),
         attempt.ends,
       );
+      (attempt.partExitCodes ??= {})[d.nodeId] = d.exitCode;
+      if (verdict) attempt.exitCode = attempt.partExitCodes[verdict.decidedBy] ?? null;
       if (verdict) finishAttempt(state, job, attempt, verdict.outcome, d.finishedAt);
       return state;
     }
@@ -254,6 +259,12 @@ function finishAttempt(state: PlacementState, job: JobRecord, attempt: AttemptRe
   if (job.phase !== 'placed' || currentAttempt(job) !== attempt) return;
   if (outcome === 'node_lost' && !job.cancelRequested) {
     job.phase = 'lost';
+    job.requeueReason = 'node_lost';
+    enqueue(state, job);
+  } else if (!job.cancelRequested && retriesAfter(job.retry, job.attempts.filter((a) => a.outcome !== undefined).map((a) => ({ outcome: a.outcome!, exitCode: a.exitCode })))) {
+    // Failed with an exit code its retry policy names, and attempts are left: run it again.
+    job.phase = 'lost';
+    job.requeueReason = 'retry';
     enqueue(state, job);
   } else {
     end(state, job, 'finished');

@@ -45,10 +45,10 @@ export const firstFit: PlacementPolicy = (candidates, capacity) => {
   const out: Allocation[] = [];
   for (const job of candidates) {
     if (capacity.totalFree === 0) break;
-    const gang = capacity.fit(job.request);
-    if (!gang) continue;
-    capacity.take(gang);
-    out.push({ job, gangs: [gang] });
+    const gangs = capacity.fitGangs(job.request);
+    if (!gangs) continue;
+    capacity.takeAll(gangs);
+    out.push({ job, gangs });
   }
   return out;
 };

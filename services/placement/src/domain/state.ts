@@ -53,6 +53,8 @@ export interface NodeRecord {
   registrationSeenAt?: number;
   /** `detectedAt` of the NodeLost that took the node out of service (until it registers again). */
   lostAt?: string;
+  /** Container runtimes the node's agent registered (`docker`, `podman`); empty: scripts only. */
+  containerRuntimes?: readonly string[];
 }
 
 /** Where a job stands, as far as placement is concerned. */
@@ -85,6 +87,10 @@ export interface AttemptRecord {
   heldAt?: string;
   /** From JobFinished. */
   outcome?: string;
+  /** Exit code of the attempt's deciding process, from JobFinished (the retry policy reads it). */
+  exitCode?: number | null;
+  /** Exit code per node of a gang's parts so far. */
+  partExitCodes?: Record<string, number | null>;
   finishedAt?: string;
   /** From ComputeReleased: the GPUs are free again. */
   released?: boolean;
@@ -110,6 +116,12 @@ export interface JobRecord {
   end?: JobEnd;
   /** The spec's deadline (epoch ms), resolved by intake; a queued job still waiting then is withdrawn (`deadlines.ts`). */
   deadlineAt?: number;
+  /** The spec's retry policy: a failure with one of its exit codes goes back to the queue (`JobRequeued` reason `retry`). */
+  retry?: { exitCodes: readonly number[]; maxAttempts: number };
+  /** `kind: container` work: only a node with a container runtime can run it. */
+  needsContainer?: boolean;
+  /** Why a job in phase `lost` goes back to the queue. */
+  requeueReason?: 'node_lost' | 'retry';
 }
 
 /** Fair-share usage of one team: GPU-ms of its ended attempts, decayed to `asOf` (epoch ms). */

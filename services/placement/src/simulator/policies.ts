@@ -16,10 +16,10 @@ export type PolicyName = (typeof POLICY_NAMES)[number];
 export const strictFcfs: PlacementPolicy = (candidates, capacity) => {
   const out: Allocation[] = [];
   for (const job of candidates) {
-    const gang = capacity.fit(job.request);
-    if (!gang) break;
-    capacity.take(gang);
-    out.push({ job, gangs: [gang] });
+    const gangs = capacity.fitGangs(job.request);
+    if (!gangs) break;
+    capacity.takeAll(gangs);
+    out.push({ job, gangs });
   }
   return out;
 };
@@ -33,10 +33,10 @@ export const shortestFirst: PlacementPolicy = (candidates, capacity) => {
   const out: Allocation[] = [];
   for (const job of order) {
     if (capacity.totalFree === 0) break;
-    const gang = capacity.fit(job.request);
-    if (!gang) continue;
-    capacity.take(gang);
-    out.push({ job, gangs: [gang] });
+    const gangs = capacity.fitGangs(job.request);
+    if (!gangs) continue;
+    capacity.takeAll(gangs);
+    out.push({ job, gangs });
   }
   return out;
 };

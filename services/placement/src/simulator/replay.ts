@@ -4,7 +4,7 @@
  * InputsStaged, JobPlaced, ComputeHeld, JobFinished, ComputeReleased) and the same `decide`
  * places jobs, called at every event time with that time as its clock. No I/O, no wall clock.
  */
-import type { JobSpec } from '#contracts';
+import { gangParts, type JobSpec } from '#contracts';
 import { decide, evolve, initialState, type DecideOptions, type PlacementEvent, type PlacementState } from '../domain/index.js';
 import { policyFor, type PolicyName } from './policies.js';
 import type { SimJob } from './workload.js';
@@ -57,8 +57,8 @@ interface Running {
   seq: number;
   run: JobRun;
   attemptId: string;
-  nodeId: string;
-  gpuIndices: number[];
+  /** Every node's part (one for a job that fits a node): each ends and is released like an agent's. */
+  parts: { nodeId: string; gpuIndices: number[] }[];
   gpuModel: string;
   timedOut: boolean;
 }
@@ -105,8 +105,10 @@ export function replay(jobs: readonly SimJob[], options: ReplayOptions): ReplayR
     // Releases first: GPUs freed at t are free for jobs submitted at t.
     while (running.peek()?.endMs === t) {
       const r = running.pop()!;
-      apply({ type: 'JobFinished', data: { jobId: r.run.jobId, attemptId: r.attemptId, nodeId: r.nodeId, outcome: r.timedOut ? 'timeout' : 'completed', exitCode: r.timedOut ? null : 0, signal: null, finishedAt: iso(t) } });
-      apply({ type: 'ComputeReleased', data: { jobId: r.run.jobId, attemptId: r.attemptId, nodeId: r.nodeId, gpuIndices: r.gpuIndices, releasedAt: iso(t) } });
+      for (const { nodeId } of r.parts) {
+        apply({ type: 'JobFinished', data: { jobId: r.run.jobId, attemptId: r.attemptId, nodeId, outcome: r.timedOut ? 'timeout' : 'completed', exitCode: r.timedOut ? null : 0, signal: null, finishedAt: iso(t) } });
+      }
+      for (const { nodeId, gpuIndices } of r.parts) apply({ type: 'ComputeReleased', data: { jobId: r.run.jobId, attemptId: r.attemptId, nodeId, gpuIndices, releasedAt: iso(t) } });
     }
     while (jobs[next]?.submitMs === t) {
       const j = jobs[next++]!;
@@ -122,11 +124,12 @@ export function replay(jobs: readonly SimJob[], options: ReplayOptions): ReplayR
       }
       if (d.type !== 'JobPlaced') continue;
       const j = byId.get(d.data.jobId)!;
-      const { attemptId, nodeId, gpuIndices, gpuModel } = d.data;
-      apply({ type: 'ComputeHeld', data: { jobId: j.jobId, attemptId, nodeId, gpuIndices, gpuModel, gpus: gpuIndices.length, heldAt: iso(t) } });
+      const { attemptId, gpuModel } = d.data;
+      const parts = gangParts(d.data).map((p) => ({ nodeId: p.nodeId, gpuIndices: [...p.gpuIndices] }));
+      for (const { nodeId, gpuIndices } of parts) apply({ type: 'ComputeHeld', data: { jobId: j.jobId, attemptId, nodeId, gpuIndices, gpuModel, gpus: gpuIndices.length, heldAt: iso(t) } });
       const run: JobRun = { jobId: j.jobId, team: j.team, gpus: j.gpus, submitMs: j.submitMs, startMs: t, endMs: t + j.runMs, runMs: j.runMs, timeLimitMs: j.timeLimitMs };
       runs.push(run);
-      running.push({ endMs: run.endMs, seq: seq++, run, attemptId, nodeId, gpuIndices: [...gpuIndices], gpuModel, timedOut: j.timedOut });
+      running.push({ endMs: run.endMs, seq: seq++, run, attemptId, parts, gpuModel, timedOut: j.timedOut });
     }
   }
   return { runs, rejected, totalGpus: nodes * gpusPerNode };

@@ -137,3 +137,18 @@ describe('metrics', () => {
     expect(computeMetrics({ runs: [], rejected: [], totalGpus: 8 })).toMatchObject({ jobs: 0, averageWaitMs: 0, utilization: 0 });
   });
 });
+
+describe('simulate: jobs larger than a node', () => {
+  // Two nodes of 2 GPUs; two 3-GPU jobs at 0 (10 s each): each needs both nodes, so they run one after the other.
+  const wide = swfTrace(4, [
+    { job: 1, submit: 0, run: 10, procs: 3, req: 10 },
+    { job: 2, submit: 0, run: 10, procs: 3, req: 10 },
+  ]);
+  it.each(['default', 'fcfs', 'sjf'] as const)('%s runs them over whole nodes, the second once every part of the first is released', (policy) => {
+    const runs = replay(toWorkload(parseSwf(wide).jobs).jobs, { cluster: { nodes: 2, gpusPerNode: 2 }, policy }).runs;
+    expect(runs.map((r) => [r.jobId, r.startMs / 1000])).toEqual([
+      ['swf-1', 0],
+      ['swf-2', 10],
+    ]);
+  });
+});
