@@ -38,7 +38,7 @@ export function renderEstimate(e: EstimateJobReply): string {
   const lines = [
     `starts:   ${wait === 0 ? 'now' : `in ${formatDuration(wait)}`} (${e.expectedStart}) — ${WAITS[e.reason] ?? e.reason}`,
     `ends by:  ${e.expectedEnd}`,
-    `GPUs:     ${e.gpuModel}`,
+    `GPUs:     ${e.gpuModel}${e.nodes !== undefined && e.nodes > 1 ? ` over ${e.nodes} whole nodes (the job is larger than any node)` : ''}`,
   ];
   if (e.charge) {
     lines.push(`charge:   at most ${formatMicros(e.charge.amountMicros)} ${e.charge.currency} (${formatMicros(e.charge.rateMicrosPerGpuHour)} per GPU-hour, price list v${e.charge.priceListVersion})`);
