@@ -14,6 +14,7 @@ export * from './events/ledger.js';
 export * from './events/nodes.js';
 export * from './folder-manifest.js';
 export * from './gang.js';
+export * from './retry.js';
 export * from './http-replies.js';
 export * from './issues.js';
 export * from './job-spec.js';

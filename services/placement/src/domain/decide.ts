@@ -18,6 +18,7 @@ import { NodeSizes, PassCapacity, type Gang } from './capacity.js';
 import { backfill, defaultPolicy, type PlacementPolicy } from './policy.js';
 import type { PlanOptions } from './plan.js';
 import { registeredNodes, type JobRecord, type PlacementState } from './state.js';
+import { missingRuntime } from './work-kinds.js';
 
 /** One event placement decided to append, to the job's placement stream. */
 export type PlacementDecision =

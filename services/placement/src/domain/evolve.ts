@@ -6,7 +6,7 @@
  * Facts are never refused: an event that contradicts the state (a GPU placed twice, a release
  * of an unknown attempt) is recorded as well as it can be, never thrown away or thrown at.
  */
-import { gangGpus, gangOutcome, gangParts, type EventData, type NodeHeartbeat } from '#contracts';
+import { gangGpus, gangOutcome, gangParts, retriesAfter, type EventData, type NodeHeartbeat } from '#contracts';
 import { currentAttempt, decayed, type AttemptRecord, type JobRecord, type NodeRecord, type PlacementState } from './state.js';
 
 /** The event types placement folds (and consumes from the bus). */
