@@ -13,6 +13,7 @@
 import {
   FINAL_JOB_STATES,
   gangOutcome,
+  retriesAfter,
   type AttemptView,
   type EventData,
   type JobState,
@@ -217,6 +218,8 @@ function applyChange(view: JobView, event: JobEvent): JobView {
       const attempt = next.attempts.find((a) => a.attemptId === d.attemptId);
       // Only the current attempt's release ends the job, once it finished; a lost node's attempt waits for placement's requeue.
       if (final || !isCurrentAttempt(view, d.attemptId) || attempt?.outcome === undefined || attempt.outcome === 'node_lost') return next;
+      // A failure the spec's retry policy retries is not the end: placement requeues the job (reason retry).
+      if (retriesAfter(view.spec.retry, next.attempts.filter((a) => a.outcome !== undefined).map((a) => ({ outcome: a.outcome!, exitCode: a.exitCode })))) return next;
       return { ...next, state: attempt.outcome };
     }
     case 'JobRequeued':
