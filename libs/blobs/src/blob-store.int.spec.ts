@@ -10,7 +10,7 @@ import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
 import { BlobStore } from './blob-store.js';
 import { CHUNK_HEADER_ROOM, uploadNuid } from './chunked-put.js';
-import { BlobIntegrityError, BlobNotFoundError, BlobStoreUnavailableError, FolderInputError } from './errors.js';
+import { BlobIntegrityError, BlobNotFoundError, FolderInputError } from './errors.js';
 import { BLOB_BUCKET } from './names.js';
 import type { TransferProgress } from './progress.js';
 
@@ -127,7 +127,7 @@ describe('BlobStore against a real nats-server', () => {
     expect((await readdir(join(dir, 'tampered'))).filter((n) => n.endsWith('.part'))).toEqual([]);
   });
 
-  it('fails a download that receives nothing instead of waiting forever', async () => {
+  it('fails at once, never waiting, on a record whose chunks are gone: the blob must be uploaded again', async () => {
     const bytes = randomBytes(5000);
     const up = await blobs.uploadFile('team-c', await file('stalled.bin', bytes));
     // Damage the record: it now points at chunks that do not exist.
@@ -140,7 +140,7 @@ describe('BlobStore against a real nats-server', () => {
 
     const impatient = await BlobStore.open(nc, { stallTimeoutMs: 300 });
     const dest = join(dir, 'stalled-out.bin');
-    await expect(impatient.downloadTo('team-c', up.sha256, dest)).rejects.toBeInstanceOf(BlobStoreUnavailableError);
+    await expect(impatient.downloadTo('team-c', up.sha256, dest)).rejects.toBeInstanceOf(BlobIntegrityError);
     await expect(stat(dest)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 

@@ -5,7 +5,7 @@ import { encodeFolderManifest, FolderManifest, type FolderManifestEntry } from '
 import { GpunetError } from '#errors';
 import { Objm, setSha256Backend, StorageType, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ChunkedWriter } from './chunked-put.js';
+import { ChunkedWriter, readChunks } from './chunked-put.js';
 import { BlobIntegrityError, BlobNotFoundError, BlobStoreUnavailableError, FolderInputError, ManifestInvalidError } from './errors.js';
 import { listFolder } from './folder.js';
 import { hashBytes, hashFile, type BlobDigest } from './hash.js';
@@ -113,6 +113,7 @@ export interface UploadOptions extends ProgressOption {
  */
 export class BlobStore {
   private constructor(
+    private readonly nc: NatsConnection,
     private readonly os: ObjectStore,
     private readonly writer: ChunkedWriter,
     private readonly options: typeof DEFAULTS,
@@ -128,7 +129,7 @@ export class BlobStore {
       o.create ? objm.create(o.bucket, { storage: StorageType.File, replicas: o.replicas, max_bytes: o.maxBytes }) : objm.open(o.bucket),
     );
     const writer = await guard(`open bucket ${o.bucket}`, () => ChunkedWriter.open(nc, o.bucket, { chunkBytes: o.chunkBytes, pipeline: o.pipeline, timeoutMs: o.publishTimeoutMs }));
-    return new BlobStore(os, writer, o);
+    return new BlobStore(nc, os, writer, o);
   }
 
   /** Streamed sha256 and size of a local file (the address it would be stored under). */
@@ -228,37 +229,33 @@ export class BlobStore {
    */
   async downloadTo(team: string, sha256: string, destPath: string, options: ProgressOption & { size?: number; mode?: number } = {}): Promise<BlobDigest> {
     const name = blobName(team, sha256);
-    const result = await guard(`get ${name}`, () => this.os.get(name));
-    if (result === null) throw new BlobNotFoundError(team, sha256);
-    result.error.catch(() => undefined); // read below; a stream given up on must not reject unobserved
-    const recorded = digestToHex(result.info.digest);
-    const sizeWrong = options.size !== undefined && result.info.size !== options.size;
+    const info = await guard(`stat ${name}`, () => this.os.info(name));
+    if (info === null || info.deleted) throw new BlobNotFoundError(team, sha256);
+    const recorded = digestToHex(info.digest);
+    const sizeWrong = options.size !== undefined && info.size !== options.size;
     if (recorded !== sha256 || sizeWrong) {
       // Known wrong from the record alone: move no bytes.
-      await result.data.cancel().catch(() => undefined);
-      throw integrityError(name, { sha256, ...(options.size === undefined ? {} : { size: options.size }) }, { ...(recorded ? { sha256: recorded } : {}), size: result.info.size });
+      throw integrityError(name, { sha256, ...(options.size === undefined ? {} : { size: options.size }) }, { ...(recorded ? { sha256: recorded } : {}), size: info.size });
     }
+    const chunks = await guard(`get ${name}`, () => readChunks(this.nc, this.options.bucket, info.nuid, info.size === 0 ? 0 : info.chunks));
 
     await mkdir(dirname(destPath), { recursive: true });
     const temp = `${destPath}.${randomBytes(6).toString('hex')}.part`;
     let handle: FileHandle | undefined = await open(temp, 'wx', options.mode ?? 0o644);
     try {
       const hash = createHash('sha256');
-      const total = result.info.size;
+      const total = info.size;
       let done = 0;
-      const reader = result.data.getReader();
       for (;;) {
-        let chunk: Awaited<ReturnType<typeof reader.read>>;
+        let chunk: IteratorResult<Uint8Array>;
         try {
-          chunk = await withStallTimeout(reader.read(), this.options.stallTimeoutMs, () => {
-            void reader.cancel().catch(() => undefined);
+          chunk = await withStallTimeout(chunks.next(), this.options.stallTimeoutMs, () => {
+            void chunks.close();
             return new BlobStoreUnavailableError(`reading ${name}: no data for ${this.options.stallTimeoutMs} ms (${done} of ${total} bytes received)`);
           });
         } catch (err) {
           if (err instanceof GpunetError) throw err;
-          throw /digests do not match|corrupt/.test(String((err as Error)?.message))
-            ? integrityError(name, { sha256, size: total }, {}, err)
-            : new BlobStoreUnavailableError(`reading ${name} from the object store failed: ${(err as Error)?.message}`, { cause: err });
+          throw new BlobStoreUnavailableError(`reading ${name} from the object store failed: ${(err as Error)?.message}`, { cause: err });
         }
         if (chunk.done) break;
         hash.update(chunk.value);
@@ -267,8 +264,6 @@ export class BlobStore {
         options.onProgress?.({ phase: 'downloading', bytesDone: done, bytesTotal: total });
       }
       if (total === 0) options.onProgress?.({ phase: 'downloading', bytesDone: 0, bytesTotal: 0 });
-      const streamError = await result.error.catch((err: unknown) => err);
-      if (streamError) throw integrityError(name, { sha256, size: total }, {}, streamError);
       const actual = { sha256: hash.digest('hex'), size: done };
       if (actual.sha256 !== sha256 || (options.size !== undefined && actual.size !== options.size)) {
         throw integrityError(name, { sha256, ...(options.size === undefined ? {} : { size: options.size }) }, actual);
@@ -279,6 +274,7 @@ export class BlobStore {
       await rename(temp, destPath);
       return actual;
     } catch (err) {
+      await chunks.close();
       await handle?.close().catch(() => undefined);
       await unlink(temp).catch(() => undefined);
       throw err;

@@ -220,3 +220,62 @@ export function base64UrlPadded(bytes: Buffer): string {
   const text = bytes.toString('base64url');
   return text + '='.repeat((4 - (text.length % 4)) % 4);
 }
+
+/** The chunks of one object as they arrive; `close` stops reading at any time, even while a `next` waits. */
+export interface ChunkStream {
+  next(): Promise<IteratorResult<Uint8Array>>;
+  close(): Promise<void>;
+}
+
+/**
+ * The chunks of an object, in order, by direct gets (`next_by_subj`; nats-server 2.9+, a bucket
+ * with `allow_direct`, as Object Store buckets are). No consumer is created, so a download given
+ * up on leaves nothing behind. Chunks one writer sent are usually neighbours in the stream, so
+ * after the first one up to `window` gets are in flight for the following sequences; a gap
+ * (another upload's chunks in between) drops them and starts again from the chunk found. A chunk
+ * the record counts but the stream lacks ends the stream early; the caller's size and sha256
+ * checks refuse the result.
+ */
+export async function readChunks(nc: NatsConnection, bucket: string, nuid: string, chunks: number, window = 8): Promise<ChunkStream> {
+  const jsm = await jetstreamManager(nc);
+  const stream = `OBJ_${bucket}`;
+  const subject = `$O.${bucket}.C.${nuid}`;
+  const get = (seq: number) => {
+    const p = jsm.direct.getMessage(stream, { seq, next_by_subj: subject });
+    p.catch(() => undefined); // awaited in order below; one dropped after a gap must not reject unobserved
+    return p;
+  };
+  let yielded = 0;
+  let lastSeq = -1; // stream sequence of the last chunk handed out
+  let known = false; // whether neighbouring sequences may be asked for ahead
+  let pending: { seq: number; result: ReturnType<typeof get> }[] = [];
+  let closed = false;
+  const fill = () => {
+    const ahead = known ? window : 1;
+    let seq = pending.at(-1) ? pending.at(-1)!.seq + 1 : lastSeq + 1;
+    while (pending.length < ahead && yielded + pending.length < chunks) pending.push({ seq, result: get(seq++) });
+  };
+  return {
+    async next() {
+      if (closed || yielded >= chunks) return { done: true, value: undefined };
+      fill();
+      const head = pending.shift()!;
+      const m = await head.result;
+      if (m === null) return { done: true, value: undefined };
+      yielded += 1;
+      lastSeq = m.seq;
+      if (m.seq === head.seq) known = true;
+      else {
+        // A gap: what was asked for ahead may be this chunk again. Ask afresh from here.
+        pending = [];
+        known = false;
+      }
+      return { done: false, value: m.data };
+    },
+    close() {
+      closed = true;
+      pending = [];
+      return Promise.resolve();
+    },
+  };
+}
