@@ -8,7 +8,8 @@ import type { AuditJobsReply, AuditQueried, UsageRecorded } from '#contracts';
 import { GpunetClient } from '#sdk';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash, randomBytes } from 'node:crypto';
-import { appendFile } from 'node:fs/promises';
+import { appendFile, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { readState } from '../../libs/cli/src/local/state.js';
 import { runCli } from '../../libs/cli/src/program.js';
@@ -31,14 +32,14 @@ const clientWith = (apiKey: string) => {
 const sha = (key: string) => createHash('sha256').update(key, 'utf8').digest('hex');
 
 /** Runs the CLI in-process with a key; stdout as text. */
-async function cli(args: string[], apiKey = network().apiKey): Promise<{ code: number; out: string; err: string }> {
+async function cli(args: string[], apiKey = network().apiKey, env: Record<string, string> = { GPUNET_URL: network().url, GPUNET_API_KEY: apiKey }): Promise<{ code: number; out: string; err: string }> {
   const out = new PassThrough();
   const err = new PassThrough();
   const o: Buffer[] = [];
   const e: Buffer[] = [];
   out.on('data', (c: Buffer) => o.push(c));
   err.on('data', (c: Buffer) => e.push(c));
-  const code = await runCli(args, { stdout: out, stderr: err, env: { GPUNET_URL: network().url, GPUNET_API_KEY: apiKey }, cwd: network().dataDir });
+  const code = await runCli(args, { stdout: out, stderr: err, env, cwd: network().dataDir });
   return { code, out: Buffer.concat(o).toString('utf8'), err: Buffer.concat(e).toString('utf8') };
 }
 
@@ -187,5 +188,110 @@ describe('gpunet audit', () => {
       expect(denied.err).toMatch(/compliance/);
     }),
     30_000,
+  );
+});
+
+describe('gpunet replay, verify and dispute-bundle', () => {
+  /** The local team's invoice of the month its job finished in (a draft: the month is open). */
+  async function invoiceId(): Promise<string> {
+    const line = (await network().client().charges({ jobId: localJob })).lines[0]!;
+    return `inv-${network().team}-${line.finishedAt.slice(0, 7)}`;
+  }
+
+  it(
+    'gpunet verify walks the store\'s hash chain; gpunet replay job re-derives the job\'s usage line from the agents\' events (exit 0, identical)',
+    e2e(async () => {
+      const v = await cli(['verify', '--data-dir', network().dataDir]);
+      expect(v.code).toBe(0);
+      expect(v.out).toMatch(/the hash chain holds: \d+ event\(s\) in \d+ stream\(s\)/);
+
+      const r = await cli(['replay', 'job', localJob, '--store', network().storeUrl]);
+      expect(r.err).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.out).toMatch(new RegExp(`= ${localJob}-\\S+@node-\\d  same  \\d+ EUR  events( [0-9a-f-]{36}){4}`));
+      expect(r.out).toMatch(/identical: 1 line\(s\)/);
+      const json = JSON.parse((await cli(['replay', 'job', localJob, '--store', network().storeUrl, '--json'])).out) as { identical: boolean; lines: { eventIds: string[] }[] };
+      const held = (await network().events({ types: ['ComputeHeld'], jobId: localJob }))[0]!;
+      expect(json.identical).toBe(true);
+      expect(json.lines[0]!.eventIds[0]).toBe(held.eventId);
+    }),
+    60_000,
+  );
+
+  it(
+    'dispute-bundle writes the invoice, its events in whole chained streams and their heads; verify --bundle checks it with no network and no store, and names a tampered event',
+    e2e(async () => {
+      const id = await invoiceId();
+      const file = join(network().dataDir, 'dispute.json');
+      const made = await cli(['dispute-bundle', id, '--store', network().storeUrl, '--out', file]);
+      expect(made.err).toBe('');
+      expect(made.code).toBe(0);
+      const bundle = JSON.parse(await readFile(file, 'utf8')) as {
+        invoice: { invoiceId: string; lines: { jobId: string; eventIds: string[] }[] };
+        streams: { streamId: string; head: { hash: string }; events: { eventId: string; type: string; hash: string; data: Record<string, unknown> }[] }[];
+      };
+      expect(bundle.invoice.invoiceId).toBe(id);
+      expect(bundle.invoice.lines.map((l) => l.jobId)).toContain(localJob);
+      // The heads are the store's own: each stream's last event as recorded.
+      const store = await network().store();
+      for (const s of bundle.streams) expect(s.head.hash).toBe((await store.readStream(s.streamId)).at(-1)!.hash);
+
+      // Offline: an environment with no network settings, no store URL, and a directory without state.
+      const offline = { HOME: network().dataDir };
+      const ok = await cli(['verify', '--bundle', file, '--data-dir', join(network().dataDir, 'nowhere')], '', offline);
+      expect(ok.err).toBe('');
+      expect(ok.code).toBe(0);
+      expect(ok.out).toMatch(new RegExp(`holds: invoice ${id}`));
+
+      // Tamper with one event: the JobFinished of the job, a minute earlier.
+      const finished = bundle.streams.flatMap((s) => s.events).find((e) => e.type === 'JobFinished' && e.data.jobId === localJob)!;
+      finished.data.finishedAt = new Date(Date.parse(finished.data.finishedAt as string) - 60_000).toISOString();
+      const tampered = join(network().dataDir, 'tampered.json');
+      await writeFile(tampered, JSON.stringify(bundle));
+      const bad = await cli(['verify', '--bundle', tampered], '', offline);
+      expect(bad.code).toBe(1);
+      expect(bad.out).toContain('does NOT hold');
+      expect(bad.out).toContain(finished.eventId);
+    }),
+    60_000,
+  );
+
+  it(
+    'replay invoice: identical copy exit 0; an altered copy and a what-if price list exit 1 with a line-by-line diff naming events, and write nothing',
+    e2e(async () => {
+      const id = await invoiceId();
+      const file = join(network().dataDir, 'for-replay.json');
+      expect((await cli(['dispute-bundle', id, '--store', network().storeUrl, '--out', file])).code).toBe(0);
+      const invoice = (JSON.parse(await readFile(file, 'utf8')) as { invoice: { lines: { lineId: string; jobId: string; amountMicros: number; eventIds: string[] }[] } }).invoice;
+      const copy = join(network().dataDir, 'invoice.json');
+      await writeFile(copy, JSON.stringify(invoice));
+
+      const same = await cli(['replay', 'invoice', id, '--store', network().storeUrl, '--invoice', copy]);
+      expect(same.err).toBe('');
+      expect(same.code).toBe(0);
+      expect(same.out).toMatch(/identical: \d+ line\(s\), byte for byte/);
+
+      const line = invoice.lines.find((l) => l.jobId === localJob)!;
+      line.amountMicros += 1;
+      await writeFile(copy, JSON.stringify(invoice));
+      const altered = await cli(['replay', 'invoice', id, '--store', network().storeUrl, '--invoice', copy]);
+      expect(altered.code).toBe(1);
+      expect(altered.out).toContain(`~ ${line.lineId}  changed`);
+      expect(altered.out).toContain(line.eventIds[0]);
+      expect(altered.out).toMatch(/amountMicros: \d+ → \d+/);
+
+      line.amountMicros -= 1;
+      await writeFile(copy, JSON.stringify(invoice));
+      const prices = join(network().dataDir, 'what-if.yaml');
+      await writeFile(prices, 'currency: EUR\nratesMicrosPerGpuHour:\n  sim-gpu: 7200000\n');
+      const ledgerEvents = async () => (await network().events({ streamPrefix: 'ledger-' })).length;
+      const before = await ledgerEvents();
+      const whatIf = await cli(['replay', 'invoice', id, '--store', network().storeUrl, '--invoice', copy, '--prices', prices]);
+      expect(whatIf.code).toBe(1);
+      expect(whatIf.out).toContain('under the what-if price list (nothing written)');
+      expect(whatIf.out).toMatch(/rateMicrosPerGpuHour: 3600000 → 7200000/);
+      expect(await ledgerEvents()).toBe(before);
+    }),
+    60_000,
   );
 });

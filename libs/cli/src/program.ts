@@ -12,6 +12,9 @@ import { submit } from './commands/submit.js';
 import { estimate } from './commands/estimate.js';
 import { capacity } from './commands/capacity.js';
 import { AUDIT_FORMATS, auditJob, auditJobs, type AuditFormat, type AuditJobsFlags } from './commands/audit.js';
+import { disputeBundle } from './commands/dispute.js';
+import { replayInvoice, replayJob } from './commands/replay.js';
+import { verify } from './commands/verify.js';
 import { invoiceShow, invoicesList, isInvoiceId } from './commands/invoices.js';
 import { ledgerRebuild } from './commands/ledger.js';
 import { pricesList, pricesPublish } from './commands/prices.js';
@@ -223,6 +226,35 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .argument('<job-id>')
     .addOption(new Option('--format <format>', 'table or json').choices(['table', 'json']).default('table'))
     .action(run((ctx, jobId, opts) => auditJob(ctx, jobId as string, opts as { format?: AuditFormat })));
+
+  const storeOption = () => new Option('--store <url>', 'the event store to read (sqlite:PATH or postgres://…); default env GPUNET_STORE_URL, else the local network\'s');
+  const replay = command('replay').description('re-derive from the event store and diff against what was recorded; exit 0 when identical, 1 otherwise (reads only)');
+  withBaseOptions(replay.command('invoice').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('re-derive an invoice as of the store position recorded on it; line-by-line diff with the contributing event ids')
+    .argument('<invoice-id>', 'e.g. inv-team-ml-2026-11')
+    .addOption(storeOption())
+    .option('--prices <file>', 'what-if: replay under this price list (JSON/YAML: currency, ratesMicrosPerGpuHour, …) instead of the stored ones; writes nothing')
+    .option('--invoice <file>', 'compare with this copy of the invoice (JSON, e.g. a draft as it was sent) instead of the finalized one in the store')
+    .action(run((ctx, id, opts) => replayInvoice(ctx, id as string, opts as { store?: string; prices?: string; invoice?: string })));
+  withBaseOptions(replay.command('job').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description("re-derive a job's usage lines from the agents' events and the price lists, and diff against the ledger's UsageRecorded lines")
+    .argument('<job-id>')
+    .addOption(storeOption())
+    .action(run((ctx, id, opts) => replayJob(ctx, id as string, opts as { store?: string })));
+
+  withBaseOptions(command('verify'))
+    .description("check the event store's hash chain (every link, every stream head); with --bundle, check a dispute bundle offline (no network, no store)")
+    .addOption(storeOption())
+    .option('--bundle <file>', 'a file written by `gpunet dispute-bundle`')
+    .action(run((ctx, opts) => verify(ctx, opts as { store?: string; bundle?: string })));
+
+  withBaseOptions(command('dispute-bundle'))
+    .description('write one file with an invoice, its contributing events (whole hash-chained streams) and the chain heads, for `gpunet verify --bundle`')
+    .argument('<invoice-id>')
+    .addOption(storeOption())
+    .option('--out <file>', 'where to write it (default <invoice-id>.bundle.json)')
+    .option('--invoice <file>', 'bundle this copy of a draft invoice instead of deriving it at the store head')
+    .action(run((ctx, id, opts) => disputeBundle(ctx, id as string, opts as { store?: string; out?: string; invoice?: string })));
 
   withBaseOptions(command('simulate'))
     .description('replay an SWF trace (Parallel Workloads Archive) through the placement core in virtual time; print wait, slowdown and utilization')
