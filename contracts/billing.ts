@@ -96,7 +96,7 @@ export type ListInvoices = z.output<typeof ListInvoices>;
 
 export const ListInvoicesReply = z
   .object({
-    invoices: z.array(InvoiceSummary),
+    invoices: z.array(InvoiceSummary).describe('Newest month first, then by team.'),
     asOfPosition: DecimalString.describe('Store position the answer was derived at.'),
   })
   .describe('The invoices.');
@@ -128,7 +128,7 @@ export const RebuildLedgerReply = z
           status: InvoiceStatus,
           before: Sha256.describe('sha256 of the canonical JSON of the invoice before the rebuild.'),
           after: Sha256.describe('… and after it.'),
-          identical: z.boolean(),
+          identical: z.boolean().describe('Both digests exist and are equal.'),
         }),
       )
       .describe('Every invoice (with its credit notes).'),

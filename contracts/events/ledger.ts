@@ -105,7 +105,7 @@ export type InvoiceLine = z.output<typeof InvoiceLine>;
 export const Posting = z
   .object({
     account: z.string().min(1).describe('`receivable:<team>` or `revenue:compute`.'),
-    side: z.enum(['debit', 'credit']),
+    side: z.enum(['debit', 'credit']).describe('`debit` or `credit`.'),
     currency: Currency,
     amountMicros: Micros,
     ref: z.string().min(1).describe('The invoice or credit note it posts.'),
@@ -117,7 +117,7 @@ export const InvoiceTotal = z.object({
   currency: Currency,
   amountMicros: Micros.describe('Sum of the lines\' amounts (never rounded again).'),
   billableMs: DurationMs.describe('Sum of the lines\' billable ms.'),
-  lines: z.int().min(0),
+  lines: z.int().min(0).describe('Number of lines in this currency.'),
 });
 export type InvoiceTotal = z.output<typeof InvoiceTotal>;
 
@@ -162,8 +162,8 @@ export const CreditNoteIssued = z.object({
   team: TeamId,
   derivedAtPosition: DecimalString.describe('Store position the correction was derived at.'),
   issuedAt: Timestamp,
-  lines: z.array(CreditLine).min(1),
-  totals: z.array(z.object({ currency: Currency, amountMicros: Micros })),
+  lines: z.array(CreditLine).min(1).describe('The lines credited, each referencing an invoice line.'),
+  totals: z.array(z.object({ currency: Currency, amountMicros: Micros })).describe('Credited per currency.'),
   postings: z.array(Posting).describe('Debit revenue:compute, credit receivable:<team>, per currency.'),
 });
 export type CreditNoteIssued = z.output<typeof CreditNoteIssued>;
