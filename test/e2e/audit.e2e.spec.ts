@@ -208,7 +208,7 @@ describe('gpunet replay, verify and dispute-bundle', () => {
       const r = await cli(['replay', 'job', localJob, '--store', network().storeUrl]);
       expect(r.err).toBe('');
       expect(r.code).toBe(0);
-      expect(r.out).toMatch(new RegExp(`= ${localJob}-\\S+@node-\\d  same  \\d+ EUR  events( [0-9a-f-]{36}){4}`));
+      expect(r.out).toMatch(new RegExp(`= ${localJob}-\\S+@node-\\d  same  \\d+ micro-EUR  events( [0-9a-f-]{36}){4}`));
       expect(r.out).toMatch(/identical: 1 line\(s\)/);
       const json = JSON.parse((await cli(['replay', 'job', localJob, '--store', network().storeUrl, '--json'])).out) as { identical: boolean; lines: { eventIds: string[] }[] };
       const held = (await network().events({ types: ['ComputeHeld'], jobId: localJob }))[0]!;
@@ -257,19 +257,25 @@ describe('gpunet replay, verify and dispute-bundle', () => {
   );
 
   it(
-    'replay invoice: identical copy exit 0; an altered copy and a what-if price list exit 1 with a line-by-line diff naming events, and write nothing',
+    'replay invoice: the draft the ledger serves replays identically (exit 0); an altered copy and a what-if price list exit 1 with a line-by-line diff naming events, and write nothing',
     e2e(async () => {
       const id = await invoiceId();
-      const file = join(network().dataDir, 'for-replay.json');
-      expect((await cli(['dispute-bundle', id, '--store', network().storeUrl, '--out', file])).code).toBe(0);
-      const invoice = (JSON.parse(await readFile(file, 'utf8')) as { invoice: { lines: { lineId: string; jobId: string; amountMicros: number; eventIds: string[] }[] } }).invoice;
+      // The draft as the ledger serves it (`gpunet invoice show --json`), kept as a customer would keep it.
+      const shown = await cli(['invoice', 'show', id, '--json']);
+      expect(shown.code).toBe(0);
+      const invoice = JSON.parse(shown.out) as { derivedAtPosition: string; lines: { lineId: string; jobId: string; amountMicros: number; eventIds: string[] }[] };
       const copy = join(network().dataDir, 'invoice.json');
       await writeFile(copy, JSON.stringify(invoice));
 
       const same = await cli(['replay', 'invoice', id, '--store', network().storeUrl, '--invoice', copy]);
       expect(same.err).toBe('');
       expect(same.code).toBe(0);
+      expect(same.out).toContain(`replayed as of store position ${invoice.derivedAtPosition}`);
       expect(same.out).toMatch(/identical: \d+ line\(s\), byte for byte/);
+      // Without a copy, a draft has nothing recorded to replay against: a usage error saying what to pass.
+      const none = await cli(['replay', 'invoice', id, '--store', network().storeUrl]);
+      expect(none.code).toBe(2);
+      expect(none.err).toContain('--invoice');
 
       const line = invoice.lines.find((l) => l.jobId === localJob)!;
       line.amountMicros += 1;

@@ -157,11 +157,11 @@ export function renderInvoiceReplay(r: InvoiceReplay): string[] {
   out.push(`invoice ${r.invoiceId} replayed as of store position ${r.asOfPosition}${r.whatIf ? ' under the what-if price list (nothing written)' : ''}`);
   const mark: Record<LineStatus, string> = { same: '=', changed: '~', missing: '-', extra: '+' };
   for (const l of r.lines) {
-    const amount = l.derived ? `${l.derived.amountMicros} ${l.derived.currency}` : `${l.recorded!.amountMicros} ${l.recorded!.currency}`;
+    const amount = l.derived ? `${l.derived.amountMicros} micro-${l.derived.currency}` : `${l.recorded!.amountMicros} micro-${l.recorded!.currency}`;
     out.push(`${mark[l.status]} ${l.lineId}  ${l.status}  ${amount}  events ${l.eventIds.join(' ')}`);
     for (const c of l.changes) out.push(`    ${c.field}: ${JSON.stringify(c.recorded)} → ${JSON.stringify(c.derived)}`);
   }
-  for (const t of r.totals) out.push(`total ${t.currency}: ${t.recorded ?? 0} → ${t.derived ?? 0} micro-units`);
+  for (const t of r.totals) out.push(`total: ${t.recorded ?? 0} → ${t.derived ?? 0} micro-${t.currency}`);
   for (const k of r.otherChanges) out.push(`${k} differs`);
   const counts = (s: LineStatus) => r.lines.filter((l) => l.status === s).length;
   out.push(

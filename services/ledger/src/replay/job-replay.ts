@@ -72,7 +72,7 @@ export function renderJobReplay(r: JobReplay): string[] {
   const out = [`job ${r.jobId} replayed as of store position ${r.asOfPosition}: usage lines re-derived from the agents' events and the price lists`];
   if (r.lines.length === 0) out.push('no attempt held compute: nothing billed, nothing recorded');
   for (const l of r.lines) {
-    out.push(`${l.status === 'same' ? '=' : l.status === 'changed' ? '~' : l.status === 'not_recorded' ? '-' : '+'} ${l.attemptId}@${l.nodeId}  ${l.status}  ${l.amountMicros ?? '?'} ${l.currency ?? ''}  events ${l.eventIds.join(' ')}`);
+    out.push(`${l.status === 'same' ? '=' : l.status === 'changed' ? '~' : l.status === 'not_recorded' ? '-' : '+'} ${l.attemptId}@${l.nodeId}  ${l.status}  ${l.amountMicros ?? '?'} micro-${l.currency ?? '?'}  events ${l.eventIds.join(' ')}`);
     for (const c of l.changes) out.push(`    ${c.field}: recorded ${JSON.stringify(c.recorded)} → derived ${JSON.stringify(c.derived)}`);
   }
   out.push(r.identical ? `identical: ${r.lines.length} line(s)` : 'differs: the recorded usage does not follow from the events');

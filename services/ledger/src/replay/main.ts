@@ -94,8 +94,8 @@ async function replayInvoiceCommand(store: EventStore, r: Extract<Request, { com
   const head = await store.headPosition();
   const recorded = await recordedInvoice(store, head, r.invoiceId, r.invoiceFile);
   if (!recorded) {
-    throw new ToolUsageError(`invoice ${r.invoiceId} is not finalized: the store records no copy of it to replay against`, [
-      { path: '--invoice', message: 'a draft is derived afresh on every read', fix: `pass the copy you hold: \`gpunet replay invoice ${r.invoiceId} --invoice FILE\`` },
+    throw new ToolUsageError(`invoice ${r.invoiceId} is not finalized, so the store records no copy of it to replay against`, [
+      { path: '--invoice', message: 'a draft is derived afresh on every read', fix: `pass the copy you hold, e.g. from \`gpunet invoice show ${r.invoiceId} --json > FILE\`: \`gpunet replay invoice ${r.invoiceId} --invoice FILE\`` },
     ]);
   }
   const asOf = BigInt(recorded.invoice.derivedAtPosition);
