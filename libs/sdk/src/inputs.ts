@@ -30,6 +30,8 @@ export interface InputUpload {
   totalBytes: number;
   /** Bytes actually sent; 0 when everything was already stored. */
   bytesUploaded: number;
+  /** Bytes an earlier, interrupted upload of this file had stored, kept rather than sent again (files only). */
+  resumedFromBytes: number;
   /** True when the team already held every blob of it. */
   skipped: boolean;
 }
@@ -91,10 +93,10 @@ export async function uploadJobInputs(blobs: BlobStore, team: string, spec: JobF
     let upload: InputUpload;
     if (input.kind === 'folder') {
       const r = await blobs.uploadFolder(team, input.source, onProgress ? { onProgress } : {});
-      upload = { name: input.name, kind: 'folder', source: input.source, sha256: r.sha256, size: r.size, files: r.files, totalBytes: r.totalBytes, bytesUploaded: r.bytesUploaded, skipped: r.bytesUploaded === 0 };
+      upload = { name: input.name, kind: 'folder', source: input.source, sha256: r.sha256, size: r.size, files: r.files, totalBytes: r.totalBytes, bytesUploaded: r.bytesUploaded, resumedFromBytes: 0, skipped: r.bytesUploaded === 0 };
     } else {
       const r = await blobs.uploadFile(team, input.source, onProgress ? { onProgress } : {});
-      upload = { name: input.name, kind: 'file', source: input.source, sha256: r.sha256, size: r.size, files: 1, totalBytes: r.size, bytesUploaded: r.bytesSent, skipped: r.skipped };
+      upload = { name: input.name, kind: 'file', source: input.source, sha256: r.sha256, size: r.size, files: 1, totalBytes: r.size, bytesUploaded: r.bytesSent, resumedFromBytes: r.resumedFromBytes, skipped: r.skipped };
     }
     uploads.push(upload);
     resolved.push({ index: input.index, kind: upload.kind, sha256: upload.sha256, size: upload.size });

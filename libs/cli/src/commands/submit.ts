@@ -99,5 +99,6 @@ function uploadSummary(u: InputUpload, uploadStartedAt: number | undefined): str
   if (u.skipped) return `  ${u.name}: ${what}, already stored (${u.sha256.slice(0, 12)}…)`;
   const seconds = uploadStartedAt ? Math.max(0.001, (Date.now() - uploadStartedAt) / 1000) : undefined;
   const rate = seconds ? ` at ${formatBytes(Math.round(u.bytesUploaded / seconds))}/s` : '';
-  return `  ${u.name}: ${what}, uploaded ${formatBytes(u.bytesUploaded)}${rate} (${u.sha256.slice(0, 12)}…)`;
+  const resumed = u.resumedFromBytes > 0 ? `, resumed: ${formatBytes(u.resumedFromBytes)} were already stored` : '';
+  return `  ${u.name}: ${what}, uploaded ${formatBytes(u.bytesUploaded)}${rate}${resumed} (${u.sha256.slice(0, 12)}…)`;
 }

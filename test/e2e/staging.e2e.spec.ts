@@ -1,0 +1,139 @@
+/**
+ * Getting data to the compute with every process real: `gpunet up` with one agent, a dataset
+ * uploaded by the `gpunet` command run as its own process, SIGKILLed halfway through the upload
+ * and run again (it must continue where it stopped), then two jobs reading the dataset on the
+ * same node (the second must move no bytes: the agent's input cache serves it).
+ */
+import type { JobView } from '#contracts';
+import { BLOB_BUCKET } from '#blobs';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFile, spawn } from 'node:child_process';
+import { createHash, randomFillSync } from 'node:crypto';
+import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CHUNK_HEADER_ROOM, uploadNuid } from '../../libs/blobs/src/chunked-put.js';
+import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { until } from '../support/poll.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BIN = join(ROOT, 'bin', 'gpunet.js');
+const MiB = 1024 * 1024;
+const DATASET_BYTES = 192 * MiB;
+
+let net: TestNetwork | undefined;
+let dir: string;
+const network = () => net!;
+const e2e = (body: () => Promise<void>) => withLogsOnFailure(() => net, body);
+
+beforeAll(async () => {
+  net = await TestNetwork.start({ agents: 1, gpus: 2 });
+  dir = await mkdtemp(join(tmpdir(), 'gpunet-staging-e2e-'));
+}, 90_000);
+
+afterAll(async () => {
+  await net?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+}, 60_000);
+
+/** `gpunet … --json` as its own process against the test network; resolves with its exit code and output. */
+function gpunet(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args, '--data-dir', network().dataDir, '--json'], { cwd: dir, env: { ...process.env, GPUNET_URL: '', GPUNET_API_KEY: '' }, maxBuffer: 16 * MiB }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+async function writeDataset(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  const handle = await open(path, 'w');
+  const block = Buffer.allocUnsafe(4 * MiB);
+  for (let done = 0; done < DATASET_BYTES; done += block.length) {
+    randomFillSync(block);
+    hash.update(block);
+    await handle.write(block);
+  }
+  await handle.close();
+  return hash.digest('hex');
+}
+
+/** The agent's `inputs staged` log line of a job: how many bytes it fetched from the object store. */
+async function stagingReport(jobId: string): Promise<{ bytes: number; downloadedBytes: number }> {
+  const text = await readFile(join(network().dataDir, 'logs', `${network().nodeIds[0]}.log`), 'utf8');
+  const line = text
+    .split('\n')
+    .filter((l) => l.includes('"inputs staged"') && l.includes(jobId))
+    .at(-1);
+  if (!line) throw new Error(`no "inputs staged" line for ${jobId} in the agent's log`);
+  return JSON.parse(line) as { bytes: number; downloadedBytes: number };
+}
+
+describe('data to the compute across real processes', () => {
+  it(
+    'continues a SIGKILLed upload where it stopped, and a second job on the same node moves no bytes',
+    e2e(async () => {
+      const sha256 = await writeDataset(join(dir, 'dataset.bin'));
+      const job = (name: string) =>
+        [
+          `name: ${name}`,
+          'work: { kind: script, script: { inline: "sha256sum \\"$GPUNET_INPUT_DIR/data/dataset.bin\\" | cut -d\\" \\" -f1 > \\"$GPUNET_OUTPUT_DIR/sum.txt\\"" } }',
+          'data:',
+          '  inputs:',
+          '    - { name: dataset, path: data/dataset.bin, from: ./dataset.bin, keep: 1h }',
+          'request: { gpus: 1, timeLimit: 5m }',
+          'outputs: { globs: [sum.txt] }',
+        ].join('\n');
+      await writeFile(join(dir, 'first.yaml'), job('first'));
+      await writeFile(join(dir, 'second.yaml'), job('second'));
+
+      // Kill the CLI once a third of the dataset's chunks are stored.
+      const chunkBytes = MiB - CHUNK_HEADER_ROOM;
+      const chunks = Math.ceil(DATASET_BYTES / chunkBytes);
+      const subject = `$O.${BLOB_BUCKET}.C.${uploadNuid(BLOB_BUCKET, `${network().team}/${sha256}`, chunkBytes)}`;
+      const jsm = await jetstreamManager(await network().nats());
+      const stored = async () => {
+        const info = await jsm.streams.info(`OBJ_${BLOB_BUCKET}`, { subjects_filter: subject }).catch(() => undefined);
+        return info?.state.subjects?.[subject] ?? 0;
+      };
+      const child = spawn(process.execPath, [BIN, 'submit', 'first.yaml', '--data-dir', network().dataDir, '--json'], { cwd: dir, env: { ...process.env, GPUNET_URL: '', GPUNET_API_KEY: '' }, stdio: 'ignore' });
+      const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
+      await until('a third of the upload stored', async () => (await stored()) >= chunks / 3, { timeoutMs: 120_000, intervalMs: 25 });
+      child.kill('SIGKILL');
+      expect(await exited).toBe('SIGKILL');
+      const keptChunks = await stored();
+      expect(keptChunks).toBeLessThan(chunks); // killed midway, not after the end
+
+      const rerun = await gpunet(['submit', 'first.yaml']);
+      expect(rerun.stderr).toContain('resumed');
+      expect(rerun.code).toBe(0);
+      const first = JSON.parse(rerun.stdout) as { jobId: string; inputs: { sha256: string; size: number; bytesUploaded: number; resumedFromBytes: number }[] };
+      expect(first.inputs[0]).toMatchObject({ sha256, size: DATASET_BYTES });
+      expect(first.inputs[0]!.resumedFromBytes).toBeGreaterThanOrEqual(keptChunks * chunkBytes);
+      expect(first.inputs[0]!.bytesUploaded).toBe(DATASET_BYTES - first.inputs[0]!.resumedFromBytes);
+
+      const client = network().client();
+      const done = async (jobId: string) => {
+        const view = await client.waitFor(jobId, { timeoutMs: 180_000 });
+        expect(view.state).toBe('completed');
+        return view as JobView;
+      };
+      const firstView = await done(first.jobId);
+      const sum = await client.downloadOutput(first.jobId, 'sum.txt', join(dir, 'first-sum.txt'));
+      expect((await readFile(sum.dest, 'utf8')).trim()).toBe(sha256); // the job read the whole, intact dataset
+      expect(await stagingReport(first.jobId)).toMatchObject({ bytes: DATASET_BYTES, downloadedBytes: DATASET_BYTES });
+
+      // The same dataset again: nothing is uploaded, and the node's cache serves the job.
+      const again = await gpunet(['submit', 'second.yaml']);
+      expect(again.code).toBe(0);
+      const second = JSON.parse(again.stdout) as { jobId: string; inputs: { skipped: boolean; bytesUploaded: number }[] };
+      expect(second.inputs[0]).toMatchObject({ skipped: true, bytesUploaded: 0 });
+      const secondView = await done(second.jobId);
+      expect(secondView.attempts.at(-1)?.nodeId).toBe(firstView.attempts.at(-1)?.nodeId);
+      expect(await stagingReport(second.jobId)).toMatchObject({ bytes: DATASET_BYTES, downloadedBytes: 0 });
+    }),
+    420_000,
+  );
+});
