@@ -1,15 +1,17 @@
 /**
- * Replay and dispute bundles against a real SQLite event store: the recorded invoice re-derives
- * identically, a what-if price list and an altered copy show line diffs with their events, and a
- * bundle checks offline until one event, the invoice or a stream's end is tampered with.
+ * Replay and dispute bundles against a real event store, SQLite and PostgreSQL (the latter with
+ * an HMAC chain key): the recorded invoice re-derives identically, a what-if price list and an
+ * altered copy show line diffs with their events, and a bundle checks offline until one event,
+ * the invoice or a stream's end is tampered with.
  */
 import type { InvoiceBody, InvoiceFinalized } from '#contracts';
-import { SqliteEventStore, type EventStore, type EventToAppend, type RecordedEvent } from '#event-store';
+import { openEventStore, type EventStore, type EventToAppend, type RecordedEvent } from '#event-store';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createTestDatabase, type TestDatabase } from '../../../../test/support/postgres.js';
 import { deriveInvoice } from '../domain/index.js';
 import { buildBundle, verifyBundle, type DisputeBundle } from './bundle.js';
 import { replayInvoice, whatIfPrices } from './invoice-replay.js';
@@ -19,7 +21,10 @@ const TEAM = 'team-a';
 const MONTH = '2026-06';
 
 let dir: string;
+let db: TestDatabase | undefined;
 let store: EventStore;
+/** The chain key of the adapter under test (PostgreSQL runs keyed, SQLite plain). */
+let chainKey: string | undefined;
 
 function ev(type: string, data: Record<string, unknown>, meta: { team?: string; jobId?: string; producer: string }): EventToAppend {
   const id = randomUUID();
@@ -59,142 +64,159 @@ async function bundleOf(invoice: InvoiceBody, finalized: RecordedEvent): Promise
   const events = await all();
   const streams = new Set([finalized.streamId, 'ledger-pricelist', ...events.filter((e) => invoice.lines.some((l) => l.eventIds.includes(e.eventId))).map((e) => e.streamId)]);
   const whole = await Promise.all([...streams].map((s) => store.readStream(s)));
-  return buildBundle({ invoice, invoiceStatus: 'finalized', finalizedEventId: finalized.eventId, streams: whole, chainKeyed: false, createdAt: '2026-07-04T00:00:00.000Z' });
+  return buildBundle({ invoice, invoiceStatus: 'finalized', finalizedEventId: finalized.eventId, streams: whole, chainKeyed: chainKey !== undefined, createdAt: '2026-07-04T00:00:00.000Z' });
 }
 
-beforeEach(async () => {
+const ADAPTERS = ['sqlite', 'postgres'] as const;
+
+async function open(adapter: (typeof ADAPTERS)[number]): Promise<void> {
   dir = await mkdtemp(join(tmpdir(), 'gpunet-replay-'));
-  store = new SqliteEventStore({ path: join(dir, 'events.db') });
+  if (adapter === 'postgres') {
+    db = await createTestDatabase();
+    chainKey = 'test-chain-key';
+    store = await openEventStore(db.url, { chainKey, postgres: { poolSize: 2 } });
+  } else {
+    chainKey = undefined;
+    store = await openEventStore(`sqlite:${join(dir, 'events.db')}`);
+  }
   await store.appendToStream('ledger-pricelist', [
     ev('PriceListPublished', { version: 1, currency: 'EUR', effectiveFrom: '2026-01-01T00:00:00.000Z', ratesMicrosPerGpuHour: { 'sim-gpu': 3_600_000 }, publishedAt: '2026-01-01T00:00:00.000Z' }, { producer: 'ledger' }),
   ]);
   await job('job-1', '2026-06-10T10:00:00.000Z', '2026-06-10T10:20:34.567Z', 2);
   await job('job-2', '2026-06-11T10:00:00.000Z', '2026-06-11T10:00:01.000Z', 1);
-});
+}
 
 afterEach(async () => {
   await store.close();
+  await db?.drop();
+  db = undefined;
   await rm(dir, { recursive: true, force: true });
 });
 
-describe('gpunet replay invoice', () => {
-  it('re-derives a finalized invoice as of its recorded position byte for byte, even after later events', async () => {
-    const { invoice } = await finalize();
-    await job('job-3', '2026-06-20T10:00:00.000Z', '2026-06-20T11:00:00.000Z');
-    const r = replayInvoice(await all(), invoice);
-    expect(r.identical).toBe(true);
-    expect(r.lines.map((l) => [l.lineId, l.status])).toEqual([
-      ['job-1-a1@node-1', 'same'],
-      ['job-2-a1@node-1', 'same'],
-    ]);
-    // Each line names its events: ComputeHeld, JobFinished, then the price list.
-    const types = new Map((await all()).map((e) => [e.eventId, e.type]));
-    expect(r.lines[0]!.eventIds.map((id) => types.get(id))).toEqual(['ComputeHeld', 'JobFinished', 'PriceListPublished']);
-  });
+describe.each(ADAPTERS)('on %s', (adapter) => {
+  beforeEach(() => open(adapter));
 
-  it('under a what-if price list every line differs in rate and amount, and nothing is written', async () => {
-    const { invoice } = await finalize();
-    const before = await store.headPosition();
-    const r = replayInvoice(await all(), invoice, { prices: whatIfPrices({ currency: 'EUR', ratesMicrosPerGpuHour: { 'sim-gpu': 7_200_000 } }) });
-    expect(r.identical).toBe(false);
-    expect(r.whatIf).toBe(true);
-    const line = r.lines.find((l) => l.lineId === 'job-1-a1@node-1')!;
-    expect(line.status).toBe('changed');
-    expect(line.changes).toEqual(expect.arrayContaining([{ field: 'rateMicrosPerGpuHour', recorded: 3_600_000, derived: 7_200_000 }, { field: 'amountMicros', recorded: 2_469_134, derived: 4_938_268 }]));
-    expect(r.totals).toEqual([{ currency: 'EUR', recorded: invoice.totals[0]!.amountMicros, derived: 2 * invoice.totals[0]!.amountMicros }]);
-    expect(await store.headPosition()).toBe(before);
-  });
-
-  it('an altered copy of the invoice (an amount, a missing line) is named line by line', async () => {
-    const { invoice } = await finalize();
-    const altered = structuredClone(invoice);
-    altered.lines[0]!.amountMicros += 1;
-    const dropped = altered.lines.splice(1, 1)[0]!;
-    const r = replayInvoice(await all(), altered);
-    expect(r.identical).toBe(false);
-    expect(r.lines.find((l) => l.lineId === altered.lines[0]!.lineId)).toMatchObject({ status: 'changed', changes: [{ field: 'amountMicros', recorded: 2_469_135, derived: 2_469_134 }] });
-    expect(r.lines.find((l) => l.lineId === dropped.lineId)).toMatchObject({ status: 'extra', eventIds: dropped.eventIds });
-  });
-
-  it('whatIfPrices names the field of a bad price file', () => {
-    expect(() => whatIfPrices({ currency: 'euro', ratesMicrosPerGpuHour: { a: 1.5 } })).toThrow(expect.objectContaining({ issues: expect.arrayContaining([expect.objectContaining({ path: 'currency' }), expect.objectContaining({ path: 'ratesMicrosPerGpuHour' })]) }));
-  });
-});
-
-describe('gpunet replay job', () => {
-  it("re-derives a job's usage lines from the agents' events and flags a recorded line that does not follow from them", async () => {
-    const line = (jobId: string, amountMicros: number) => ({
-      jobId,
-      attemptId: `${jobId}-a1`,
-      team: TEAM,
-      nodeId: 'node-1',
-      gpuModel: 'sim-gpu',
-      gpus: jobId === 'job-1' ? 2 : 1,
-      outcome: 'completed',
-      heldFrom: jobId === 'job-1' ? '2026-06-10T10:00:00.000Z' : '2026-06-11T10:00:00.000Z',
-      finishedAt: jobId === 'job-1' ? '2026-06-10T10:20:34.567Z' : '2026-06-11T10:00:01.000Z',
-      billableMs: jobId === 'job-1' ? 1_234_567 : 1_000,
-      rateMicrosPerGpuHour: 3_600_000,
-      amountMicros,
-      currency: 'EUR',
-      priceListVersion: 1,
-      rounding: 'per-line-half-up-micros',
-      recordedAt: '2026-06-12T00:00:00.000Z',
+  describe('gpunet replay invoice', () => {
+    it('re-derives a finalized invoice as of its recorded position byte for byte, even after later events', async () => {
+      const { invoice } = await finalize();
+      await job('job-3', '2026-06-20T10:00:00.000Z', '2026-06-20T11:00:00.000Z');
+      const r = replayInvoice(await all(), invoice);
+      expect(r.identical).toBe(true);
+      expect(r.lines.map((l) => [l.lineId, l.status])).toEqual([
+        ['job-1-a1@node-1', 'same'],
+        ['job-2-a1@node-1', 'same'],
+      ]);
+      // Each line names its events: ComputeHeld, JobFinished, then the price list.
+      const types = new Map((await all()).map((e) => [e.eventId, e.type]));
+      expect(r.lines[0]!.eventIds.map((id) => types.get(id))).toEqual(['ComputeHeld', 'JobFinished', 'PriceListPublished']);
     });
-    await store.appendToStream('ledger-usage-job-1', [ev('UsageRecorded', line('job-1', 2_469_134), { team: TEAM, jobId: 'job-1', producer: 'ledger' })]);
-    await store.appendToStream('ledger-usage-job-2', [ev('UsageRecorded', line('job-2', 999), { team: TEAM, jobId: 'job-2', producer: 'ledger' })]);
-    const events = await all();
-    const head = await store.headPosition();
-    const ok = replayJob(events, 'job-1', head);
-    expect(ok.identical).toBe(true);
-    expect(ok.lines[0]!.eventIds).toHaveLength(4);
-    const bad = replayJob(events, 'job-2', head);
-    expect(bad.identical).toBe(false);
-    expect(bad.lines[0]).toMatchObject({ status: 'changed', changes: [{ field: 'amountMicros', recorded: 999, derived: 1_000 }] });
+
+    it('under a what-if price list every line differs in rate and amount, and nothing is written', async () => {
+      const { invoice } = await finalize();
+      const before = await store.headPosition();
+      const r = replayInvoice(await all(), invoice, { prices: whatIfPrices({ currency: 'EUR', ratesMicrosPerGpuHour: { 'sim-gpu': 7_200_000 } }) });
+      expect(r.identical).toBe(false);
+      expect(r.whatIf).toBe(true);
+      const line = r.lines.find((l) => l.lineId === 'job-1-a1@node-1')!;
+      expect(line.status).toBe('changed');
+      expect(line.changes).toEqual(expect.arrayContaining([{ field: 'rateMicrosPerGpuHour', recorded: 3_600_000, derived: 7_200_000 }, { field: 'amountMicros', recorded: 2_469_134, derived: 4_938_268 }]));
+      expect(r.totals).toEqual([{ currency: 'EUR', recorded: invoice.totals[0]!.amountMicros, derived: 2 * invoice.totals[0]!.amountMicros }]);
+      expect(await store.headPosition()).toBe(before);
+    });
+
+    it('an altered copy of the invoice (an amount, a missing line) is named line by line', async () => {
+      const { invoice } = await finalize();
+      const altered = structuredClone(invoice);
+      altered.lines[0]!.amountMicros += 1;
+      const dropped = altered.lines.splice(1, 1)[0]!;
+      const r = replayInvoice(await all(), altered);
+      expect(r.identical).toBe(false);
+      expect(r.lines.find((l) => l.lineId === altered.lines[0]!.lineId)).toMatchObject({ status: 'changed', changes: [{ field: 'amountMicros', recorded: 2_469_135, derived: 2_469_134 }] });
+      expect(r.lines.find((l) => l.lineId === dropped.lineId)).toMatchObject({ status: 'extra', eventIds: dropped.eventIds });
+    });
+
+    it('whatIfPrices names the field of a bad price file', () => {
+      expect(() => whatIfPrices({ currency: 'euro', ratesMicrosPerGpuHour: { a: 1.5 } })).toThrow(expect.objectContaining({ issues: expect.arrayContaining([expect.objectContaining({ path: 'currency' }), expect.objectContaining({ path: 'ratesMicrosPerGpuHour' })]) }));
+    });
   });
-});
 
-describe('dispute bundle, checked offline', () => {
-  it('holds when untouched: whole streams from genesis to their heads, and the invoice re-derived byte for byte', async () => {
-    const { invoice, event } = await finalize();
-    const bundle = await bundleOf(invoice, event);
-    // A round trip through JSON, as the file goes: no store, no network from here on.
-    const v = verifyBundle(JSON.parse(JSON.stringify(bundle)));
-    expect(v.problems).toEqual([]);
-    expect(v.ok).toBe(true);
-    expect(v.streams).toBe(bundle.streams.length);
-    expect(bundle.contributingEventIds).toContain(event.eventId);
+  describe('gpunet replay job', () => {
+    it("re-derives a job's usage lines from the agents' events and flags a recorded line that does not follow from them", async () => {
+      const line = (jobId: string, amountMicros: number) => ({
+        jobId,
+        attemptId: `${jobId}-a1`,
+        team: TEAM,
+        nodeId: 'node-1',
+        gpuModel: 'sim-gpu',
+        gpus: jobId === 'job-1' ? 2 : 1,
+        outcome: 'completed',
+        heldFrom: jobId === 'job-1' ? '2026-06-10T10:00:00.000Z' : '2026-06-11T10:00:00.000Z',
+        finishedAt: jobId === 'job-1' ? '2026-06-10T10:20:34.567Z' : '2026-06-11T10:00:01.000Z',
+        billableMs: jobId === 'job-1' ? 1_234_567 : 1_000,
+        rateMicrosPerGpuHour: 3_600_000,
+        amountMicros,
+        currency: 'EUR',
+        priceListVersion: 1,
+        rounding: 'per-line-half-up-micros',
+        recordedAt: '2026-06-12T00:00:00.000Z',
+      });
+      await store.appendToStream('ledger-usage-job-1', [ev('UsageRecorded', line('job-1', 2_469_134), { team: TEAM, jobId: 'job-1', producer: 'ledger' })]);
+      await store.appendToStream('ledger-usage-job-2', [ev('UsageRecorded', line('job-2', 999), { team: TEAM, jobId: 'job-2', producer: 'ledger' })]);
+      const events = await all();
+      const head = await store.headPosition();
+      const ok = replayJob(events, 'job-1', head);
+      expect(ok.identical).toBe(true);
+      expect(ok.lines[0]!.eventIds).toHaveLength(4);
+      const bad = replayJob(events, 'job-2', head);
+      expect(bad.identical).toBe(false);
+      expect(bad.lines[0]).toMatchObject({ status: 'changed', changes: [{ field: 'amountMicros', recorded: 999, derived: 1_000 }] });
+    });
   });
 
-  it('one altered event fails, naming that event; so does a removed event, a cut stream end, an altered invoice, a missing key', async () => {
-    const { invoice, event } = await finalize();
-    const bundle = await bundleOf(invoice, event);
-    const attempt = bundle.streams.find((s) => s.streamId === 'execution-node-1-attempt-job-1-a1')!;
-    const finished = attempt.events.find((e) => e.type === 'JobFinished')!;
+  describe('dispute bundle, checked offline', () => {
+    it('holds when untouched: whole streams from genesis to their heads, and the invoice re-derived byte for byte', async () => {
+      const { invoice, event } = await finalize();
+      const bundle = await bundleOf(invoice, event);
+      // A round trip through JSON, as the file goes: no store, no network from here on.
+      const v = verifyBundle(JSON.parse(JSON.stringify(bundle)), chainKey);
+      expect(v.problems).toEqual([]);
+      expect(v.ok).toBe(true);
+      expect(v.streams).toBe(bundle.streams.length);
+      expect(bundle.contributingEventIds).toContain(event.eventId);
+    });
 
-    const edited = structuredClone(bundle);
-    const target = edited.streams.find((s) => s.streamId === attempt.streamId)!.events.find((e) => e.eventId === finished.eventId)!;
-    (target.data as { finishedAt: string }).finishedAt = '2026-06-10T10:10:00.000Z';
-    const v1 = verifyBundle(JSON.parse(JSON.stringify(edited)));
-    expect(v1.ok).toBe(false);
-    expect(v1.problems[0]).toMatchObject({ check: 'chain', eventId: finished.eventId, streamId: attempt.streamId });
-    expect(v1.problems[0]!.message).toContain(finished.eventId);
+    it('one altered event fails, naming that event; so does a removed event, a cut stream end, an altered invoice, a missing key', async () => {
+      const { invoice, event } = await finalize();
+      const bundle = await bundleOf(invoice, event);
+      const attempt = bundle.streams.find((s) => s.streamId === 'execution-node-1-attempt-job-1-a1')!;
+      const finished = attempt.events.find((e) => e.type === 'JobFinished')!;
 
-    const removed = structuredClone(bundle);
-    removed.streams.find((s) => s.streamId === attempt.streamId)!.events.splice(1, 1);
-    expect(verifyBundle(removed).problems[0]).toMatchObject({ check: 'chain', streamId: attempt.streamId });
+      const edited = structuredClone(bundle);
+      const target = edited.streams.find((s) => s.streamId === attempt.streamId)!.events.find((e) => e.eventId === finished.eventId)!;
+      (target.data as { finishedAt: string }).finishedAt = '2026-06-10T10:10:00.000Z';
+      const v1 = verifyBundle(JSON.parse(JSON.stringify(edited)), chainKey);
+      expect(v1.ok).toBe(false);
+      expect(v1.problems[0]).toMatchObject({ check: 'chain', eventId: finished.eventId, streamId: attempt.streamId });
+      expect(v1.problems[0]!.message).toContain(finished.eventId);
 
-    const cut = structuredClone(bundle);
-    cut.streams.find((s) => s.streamId === attempt.streamId)!.events.pop();
-    expect(verifyBundle(cut).problems).toEqual([expect.objectContaining({ check: 'head', streamId: attempt.streamId })]);
+      const removed = structuredClone(bundle);
+      removed.streams.find((s) => s.streamId === attempt.streamId)!.events.splice(1, 1);
+      expect(verifyBundle(removed, chainKey).problems[0]).toMatchObject({ check: 'chain', streamId: attempt.streamId });
 
-    const cheaper = structuredClone(bundle);
-    cheaper.invoice.lines[0]!.amountMicros -= 1;
-    const v4 = verifyBundle(cheaper);
-    expect(v4.ok).toBe(false);
-    expect(v4.problems.map((p) => p.message).join('\n')).toMatch(/not the one InvoiceFinalized|amountMicros/);
+      const cut = structuredClone(bundle);
+      cut.streams.find((s) => s.streamId === attempt.streamId)!.events.pop();
+      expect(verifyBundle(cut, chainKey).problems).toEqual([expect.objectContaining({ check: 'head', streamId: attempt.streamId })]);
 
-    const keyed = { ...structuredClone(bundle), chain: 'hmac-sha256' };
-    expect(verifyBundle(keyed).problems[0]!.message).toMatch(/GPUNET_CHAIN_KEY/);
+      const cheaper = structuredClone(bundle);
+      cheaper.invoice.lines[0]!.amountMicros -= 1;
+      const v4 = verifyBundle(cheaper, chainKey);
+      expect(v4.ok).toBe(false);
+      expect(v4.problems.map((p) => p.message).join('\n')).toMatch(/not the one InvoiceFinalized|amountMicros/);
+
+      const keyed = { ...structuredClone(bundle), chain: 'hmac-sha256' };
+      expect(verifyBundle(keyed).problems[0]!.message).toMatch(/GPUNET_CHAIN_KEY/);
+      // A keyed chain checked with the wrong key fails at the first event.
+      if (chainKey) expect(verifyBundle(bundle, 'wrong-key').problems[0]).toMatchObject({ check: 'chain' });
+    });
   });
 });
