@@ -46,6 +46,24 @@ describe('isolation of jobs on a real agent', () => {
   );
 
   it(
+    'refuses container work at placement, naming the missing runtime, when no node has one: nothing is held',
+    e2e(async () => {
+      const regs = (await network().events({ types: ['NodeRegistered'] })).map((e) => e.data as NodeRegistered);
+      expect(regs.at(-1)!.containerRuntimes).toEqual([]); // no docker daemon answers on this machine
+      const client = network().client();
+      const { jobId } = await client.submit({ work: { kind: 'container', image: 'ghcr.io/acme/train:1.4' }, request: { gpus: 1, timeLimit: '1m' } } as never);
+      await until('the container job to be rejected', async () => (await client.getJob(jobId)).state === 'rejected', { timeoutMs: 30_000, intervalMs: 200 });
+      const events = await jobEvents(network(), [jobId]);
+      const rejected = events.find((e) => e.type === 'JobRejected')!.data as { reason: string; message: string };
+      expect(rejected.reason).toBe('unsatisfiable');
+      expect(rejected.message).toMatch(/container runtime \(docker or podman\)/);
+      expect(events.map((e) => e.type)).not.toContain('ComputeHeld');
+      expect(events.map((e) => e.type)).not.toContain('JobPlaced');
+    }),
+    60_000,
+  );
+
+  it(
     'runs the job as an unprivileged user, without the agent’s environment, and without network unless asked',
     e2e(async () => {
       const client = network().client();
