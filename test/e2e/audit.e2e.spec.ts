@@ -6,6 +6,7 @@
  */
 import type { AuditJobsReply, AuditQueried, UsageRecorded } from '#contracts';
 import { GpunetClient } from '#sdk';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash, randomBytes } from 'node:crypto';
 import { appendFile, readFile, writeFile } from 'node:fs/promises';
@@ -214,6 +215,28 @@ describe('gpunet replay, verify and dispute-bundle', () => {
       const held = (await network().events({ types: ['ComputeHeld'], jobId: localJob }))[0]!;
       expect(json.identical).toBe(true);
       expect(json.lines[0]!.eventIds[0]).toBe(held.eventId);
+    }),
+    60_000,
+  );
+
+  it(
+    'gpunet verify names the position of an event edited behind the store\'s back (a copy of the store, its guard triggers dropped)',
+    e2e(async () => {
+      const copy = join(network().dataDir, 'tampered-store.db');
+      const live = new Database(network().storeUrl.replace(/^sqlite:/, ''), { readonly: true });
+      await live.backup(copy);
+      live.close();
+      const finished = (await network().events({ types: ['JobFinished'], jobId: localJob }))[0]!;
+      const db = new Database(copy);
+      db.exec('DROP TRIGGER IF EXISTS events_no_update;');
+      const data = { ...(finished.data as Record<string, unknown>), finishedAt: new Date(Date.parse((finished.data as { finishedAt: string }).finishedAt) - 60_000).toISOString() };
+      expect(db.prepare('UPDATE events SET data = ? WHERE position = ?').run(JSON.stringify(data), Number(finished.position)).changes).toBe(1);
+      db.close();
+      const v = await cli(['verify', '--store', `sqlite:${copy}`]);
+      expect(v.code).toBe(1);
+      expect(v.out).toContain(`the hash chain is broken at position ${finished.position} in stream ${finished.streamId}`);
+      // The live store is untouched and still holds.
+      expect((await cli(['verify', '--store', network().storeUrl])).code).toBe(0);
     }),
     60_000,
   );
