@@ -80,6 +80,11 @@ export const JobPlaced = z
     gpuIndices: GpuIndices,
     gpuModel: GpuModel,
     placedAt: Timestamp.describe('When placement chose the node.'),
+    reason: z
+      .string()
+      .max(1000)
+      .optional()
+      .describe('Why this node among those that fit, when it is not just the first free one, e.g. that its cache already holds the job\'s inputs.'),
     nodes: z
       .array(GangMember)
       .min(2)

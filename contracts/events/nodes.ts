@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { defineEvent } from '../message.js';
-import { AttemptId, DurationMs, GpuIndex, GpuModel, JobId, NodeId, Sha256, Timestamp } from '../primitives.js';
+import { AttemptId, DurationMs, GpuIndex, GpuModel, JobId, NodeId, Sha256, TeamId, Timestamp } from '../primitives.js';
 
 /** Container runtimes an agent can run `kind: container` work with. */
 export const CONTAINER_RUNTIMES = ['docker', 'podman'] as const;
@@ -42,6 +42,11 @@ export const NodeHeartbeat = z.object({
     .array(z.object({ jobId: JobId, attemptId: AttemptId }))
     .describe('Attempts the agent holds GPUs for.'),
   cachedBlobs: z.array(Sha256).optional().describe('Blobs in the node\'s local cache, so placement can prefer nodes that hold a job\'s data.'),
+  cachedData: z
+    .array(z.object({ team: TeamId, sha256: Sha256 }))
+    .max(100_000)
+    .optional()
+    .describe('Blobs in the node\'s input cache by team (the cache is per team): placement prefers a node holding a job\'s inputs for that job\'s team only.'),
   sequence: z.int().min(0).describe('Increases by one per heartbeat of this agent run, so gaps are visible.'),
   sentAt: Timestamp.describe('Agent clock: when the heartbeat was sent.'),
 });

@@ -2,7 +2,8 @@
  * Getting data to the compute with every process real: `gpunet up` with one agent, a dataset
  * uploaded by the `gpunet` command run as its own process, SIGKILLed halfway through the upload
  * and run again (it must continue where it stopped), then two jobs reading the dataset on the
- * same node (the second must move no bytes: the agent's input cache serves it).
+ * same node (the second must move no bytes: the agent's input cache serves it, and placement says
+ * it chose the node for the data it holds).
  */
 import type { JobView } from '#contracts';
 import { BLOB_BUCKET } from '#blobs';
@@ -133,6 +134,9 @@ describe('data to the compute across real processes', () => {
       const secondView = await done(second.jobId);
       expect(secondView.attempts.at(-1)?.nodeId).toBe(firstView.attempts.at(-1)?.nodeId);
       expect(await stagingReport(second.jobId)).toMatchObject({ bytes: DATASET_BYTES, downloadedBytes: 0 });
+      // Placement knew the node held the data (the agent's heartbeat lists its cache) and says so.
+      const placedEvents = (await network().events({ types: ['JobPlaced'] })).filter((e) => (e.data as { jobId: string }).jobId === second.jobId);
+      expect((placedEvents[0]!.data as { reason?: string }).reason).toMatch(/already holds input dataset .* in its cache/);
     }),
     420_000,
   );

@@ -127,7 +127,7 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
 
   private beat(): void {
     if (!this.node || this.nc.isClosed()) return;
-    const data = heartbeat({ nodeId: this.nodeId, node: this.node, holders: this.holders(), sequence: this.sequence++, at: this.now() });
+    const data = { ...heartbeat({ nodeId: this.nodeId, node: this.node, holders: this.holders(), sequence: this.sequence++, at: this.now() }), cachedData: this.ctx?.cache.held() ?? [] };
     try {
       this.nc.publish(heartbeatSubject(this.nodeId), JSON.stringify(data));
     } catch (err) {

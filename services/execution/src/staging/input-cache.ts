@@ -1,7 +1,7 @@
 import type { InputRef } from '#contracts';
 import { parseFolderManifest, type BlobStore } from '#blobs';
 import { ValidationError } from '#errors';
-import { chmod, copyFile, link, mkdir, readFile, rm, stat } from 'node:fs/promises';
+import { chmod, copyFile, link, mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { mapLimit } from '../common/map-limit.js';
 
@@ -35,6 +35,8 @@ export interface InputCacheOptions {
 export class InputCache {
   private readonly inflight = new Map<string, Promise<boolean>>();
   private readonly concurrency: number;
+  /** `<team>/<sha256>` of every complete blob in the cache. */
+  private readonly present = new Set<string>();
 
   constructor(
     private readonly blobs: BlobStore,
@@ -43,6 +45,25 @@ export class InputCache {
     options: InputCacheOptions = {},
   ) {
     this.concurrency = options.concurrency ?? 4;
+    // What an earlier run of the agent left in the cache is still there to be used and reported.
+    void this.scan().catch(() => undefined);
+  }
+
+  /** The blobs the cache holds, by team, for the heartbeat (placement prefers nodes holding a job's data). */
+  held(): { team: string; sha256: string }[] {
+    return [...this.present].map((key) => {
+      const [team, sha256] = key.split('/') as [string, string];
+      return { team, sha256 };
+    });
+  }
+
+  /** Fills {@link held} from the cache directory: `<team>/<sha256>` files (temporary `.part` files are not blobs). */
+  async scan(): Promise<void> {
+    for (const team of await readdir(this.root).catch(() => [] as string[])) {
+      for (const name of await readdir(join(this.root, team)).catch(() => [] as string[])) {
+        if (/^[0-9a-f]{64}$/.test(name)) this.present.add(`${team}/${name}`);
+      }
+    }
   }
 
   /**
@@ -100,9 +121,13 @@ export class InputCache {
     const path = this.pathOf(team, sha256);
     const existing = await stat(path).catch(() => undefined);
     // Written only by an atomic rename after verification, so a present file of the right size is the blob.
-    if (existing?.isFile() && existing.size === size) return false;
+    if (existing?.isFile() && existing.size === size) {
+      this.present.add(`${team}/${sha256}`);
+      return false;
+    }
     if (existing) await rm(path, { force: true, recursive: true });
     await this.blobs.downloadTo(team, sha256, path, { size, mode: 0o444 });
+    this.present.add(`${team}/${sha256}`);
     return true;
   }
 }

@@ -19,6 +19,7 @@ import { backfill, defaultPolicy, type PlacementPolicy } from './policy.js';
 import type { PlanOptions } from './plan.js';
 import { registeredNodes, type JobRecord, type PlacementState } from './state.js';
 import { missingRuntime } from './work-kinds.js';
+import { localityReason } from './locality.js';
 
 /** One event placement decided to append, to the job's placement stream. */
 export type PlacementDecision =
@@ -83,12 +84,15 @@ export function decide(state: PlacementState, now: Date, options: DecideOptions 
         gpuIndices: rank0.gpuIndices,
         gpuModel: rank0.gpuModel,
         placedAt: at,
+        ...withReason(job.inputs ? localityReason(rank0.nodeId, job.team, job.inputs, state.nodes.get(rank0.nodeId)?.cachedData) : undefined),
         ...(gangs.length > 1 ? { nodes: gangs.map((g) => ({ nodeId: g.nodeId, gpuIndices: g.gpuIndices })) } : {}),
       },
     });
   }
   return out;
 }
+
+const withReason = (reason: string | undefined) => (reason === undefined ? {} : { reason });
 
 function withdrawn(job: JobRecord, at: string): PlacementDecision {
   return { type: 'JobWithdrawn', data: { jobId: job.jobId, team: job.team, outcome: 'cancelled', message: 'Cancelled while queued; it never held compute.', withdrawnAt: at } };

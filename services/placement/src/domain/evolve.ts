@@ -8,6 +8,7 @@
  */
 import { gangGpus, gangOutcome, gangParts, retriesAfter, type EventData, type NodeHeartbeat } from '#contracts';
 import { currentAttempt, decayed, type AttemptRecord, type JobRecord, type NodeRecord, type PlacementState } from './state.js';
+import { cacheKey } from './locality.js';
 
 /** The event types placement folds (and consumes from the bus). */
 export const PLACEMENT_EVENT_TYPES = [
@@ -60,6 +61,7 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
         attempts: [],
         ...(d.deadlineAt !== undefined ? { deadlineAt: Date.parse(d.deadlineAt) } : {}),
         ...(d.spec.retry !== undefined ? { retry: d.spec.retry } : {}),
+        ...(d.spec.data.inputs.length > 0 ? { inputs: d.spec.data.inputs.map((i) => ({ name: i.name, sha256: i.sha256, size: i.size })) } : {}),
         ...(d.spec.work.kind === 'container' ? { needsContainer: true } : {}),
       };
       state.jobs.set(job.jobId, job);
@@ -184,6 +186,7 @@ export function observeHeartbeat(state: PlacementState, heartbeat: NodeHeartbeat
   node.lastHeartbeatAt = receivedAt;
   node.lastHeartbeatSequence = heartbeat.sequence;
   node.lastHeartbeatSentAt = heartbeat.sentAt;
+  if (heartbeat.cachedData) node.cachedData = new Set(heartbeat.cachedData.map((d) => cacheKey(d.team, d.sha256)));
   return state;
 }
 

@@ -19,6 +19,7 @@
  * earliest time enough whole nodes are free. Never a partial hold.
  */
 import type { Gang } from './capacity.js';
+import { preferLocal } from './locality.js';
 import type { PendingReason } from './queue-view.js';
 import { byPriority, DEFAULT_PRIORITY_WEIGHTS, type PriorityWeights } from './priority.js';
 import { registeredNodes, type JobRecord, type PlacementState } from './state.js';
@@ -127,7 +128,8 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
     const multi = gpus > (gpuModel === undefined ? largest.any : (largest.byModel.get(gpuModel) ?? 0));
     let fitsIgnoringReservations = false;
     if ((doBackfill || !blocked) && (multi || gpus <= maxFreeNow) && gpus <= totalFreeNow) {
-      const found = multi ? startWhole(lines, gpus, gpuModel, t, end) : startNow(lines, gpus, gpuModel, t, end);
+      // Among nodes that fit, those already holding the job's inputs first (locality.ts).
+      const found = multi ? startWhole(lines, gpus, gpuModel, t, end) : startNow(job.inputs ? preferLocal(lines, job.team, job.inputs, (id) => state.nodes.get(id)?.cachedData) : lines, gpus, gpuModel, t, end);
       fitsIgnoringReservations = found.fitsIgnoringReservations;
       if (found.gangs) {
         entry.start = found.gangs;

@@ -8,6 +8,7 @@
  */
 
 import type { PartEnd } from '#contracts';
+import type { LocalInput } from './locality.js';
 
 /** What a job asks for. Priority inputs sit beside it, not inside it. */
 export interface GpuRequest {
@@ -55,6 +56,8 @@ export interface NodeRecord {
   lostAt?: string;
   /** Container runtimes the node's agent registered (`docker`, `podman`); empty: scripts only. */
   containerRuntimes?: readonly string[];
+  /** `<team>/<sha256>` of the blobs in the node's input cache, from its last heartbeat (see `locality.ts`). */
+  cachedData?: ReadonlySet<string>;
 }
 
 /** Where a job stands, as far as placement is concerned. */
@@ -118,6 +121,8 @@ export interface JobRecord {
   deadlineAt?: number;
   /** The spec's retry policy: a failure with one of its exit codes goes back to the queue (`JobRequeued` reason `retry`). */
   retry?: { exitCodes: readonly number[]; maxAttempts: number };
+  /** The spec's inputs by address, for data locality (`locality.ts`); absent when it has none. */
+  inputs?: readonly LocalInput[];
   /** `kind: container` work: only a node with a container runtime can run it. */
   needsContainer?: boolean;
   /** Why a job in phase `lost` goes back to the queue. */
