@@ -55,7 +55,9 @@ describe('log streamer', () => {
     const stdout = (await readFile(s.files.stdout, 'utf8')).split('\n');
     expect(stdout).toHaveLength(19_980 + 1);
     expect(await readFile(s.files.stderr, 'utf8')).toMatch(/^line 999\n[\s\S]*\[gpunet\] time limit reached\n$/);
-  });
+    // The bus may take several seconds for 20k acknowledged publishes on a busy 2-core machine;
+    // what is asserted is that the job never waited for them (the 1 s bound above).
+  }, 30_000);
 
   it('beyond its queue it drops lines from the live stream only, and says how many', async () => {
     const s = new LogStreamer(js, 'job-flood', 'job-flood-a1', await mkdtemp(join(dir, 'run-')), { now, maxQueued: 100, maxInFlight: 10 });

@@ -70,9 +70,11 @@ describe('runProcess: environment and directories', () => {
     expect(Object.keys(env).sort()).toEqual(
       [
         'PATH', 'LANG', 'HOME', 'TMPDIR', 'TZ', 'EPOCHS', 'CUDA_VISIBLE_DEVICES', 'GPUNET_JOB_ID', 'GPUNET_ATTEMPT_ID',
-        'GPUNET_INPUT_DIR', 'GPUNET_OUTPUT_DIR', 'GPUNET_CHECKPOINT_DIR', 'GPUNET_WORK_DIR',
+        'GPUNET_INPUT_DIR', 'GPUNET_OUTPUT_DIR', 'GPUNET_CHECKPOINT_DIR', 'GPUNET_WORK_DIR', 'GPUNET_NODE_RANK', 'GPUNET_NUM_NODES',
       ].sort(),
     );
+    // A one-node run is rank 0 of 1 (multi-node gangs add GPUNET_NODES).
+    expect([env.GPUNET_NODE_RANK, env.GPUNET_NUM_NODES]).toEqual(['0', '1']);
     expect(out.join('\n')).not.toMatch(/hunter2|wJalrXUtnFEMI/);
     expect(env.CUDA_VISIBLE_DEVICES).toBe('3,1');
     expect(env.HOME).toBe(dirs.work);
