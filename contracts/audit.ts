@@ -222,6 +222,10 @@ export const AuditQueried = z.object({
   requestedBy: AuditRequester,
   correlationId: z.string().optional().describe('The request\'s correlation id, to find it in the logs.'),
   askedAt: Timestamp.describe('When the ledger took the query (its clock), before answering it.'),
+  refused: z
+    .string()
+    .optional()
+    .describe('Why the query was refused (e.g. a team key naming another team); absent when it was answered.'),
 });
 export type AuditQueried = z.output<typeof AuditQueried>;
 
@@ -230,7 +234,7 @@ export const auditEvents = [
     name: 'AuditQueried',
     version: 1,
     producers: ['ledger'],
-    description: 'Someone asked an audit query: who (API key, team, role), what (query and parameters), when. Recorded before the answer is given.',
+    description: 'Someone asked an audit query: who (API key, team, role), what (query and parameters), when, and whether it was refused. Recorded before the answer is given.',
     schema: AuditQueried,
   }),
 ] as const;

@@ -149,10 +149,16 @@ describe('gpunet audit', () => {
       const data = mine!.data as AuditQueried;
       expect(data).toMatchObject({ query: 'AuditJob', parameters: { jobId: localJob }, requestedBy: { keyId: 'officer', team: 'compliance-office', role: 'compliance', allTeams: true } });
       expect(Date.parse(data.askedAt)).not.toBeNaN();
-      // A refused query (403 at intake) never reaches the ledger; a team key's list is recorded with its team as the filter.
+      // A team key's list is recorded with its team as the filter; naming another team is refused (403) and recorded as refused.
       const list = await network().client().auditJobs({ outcome: 'completed' });
       const listed = (await network().events({ types: ['AuditQueried'] })).find((e) => e.eventId === list.recordedAs)!.data as AuditQueried;
       expect(listed).toMatchObject({ query: 'AuditJobs', parameters: { team: network().team, outcome: 'completed' }, requestedBy: { keyId: network().team, allTeams: false } });
+      expect(listed.refused).toBeUndefined();
+      const before = (await network().events({ types: ['AuditQueried'] })).length;
+      await expect(network().client().auditJobs({ team: OTHER_TEAM })).rejects.toMatchObject({ status: 403, message: expect.stringMatching(/compliance/) });
+      const after = await network().events({ types: ['AuditQueried'] });
+      expect(after).toHaveLength(before + 1);
+      expect(after.at(-1)!.data).toMatchObject({ query: 'AuditJobs', parameters: { team: OTHER_TEAM }, requestedBy: { keyId: network().team }, refused: expect.stringMatching(/is not yours/) });
     }),
     30_000,
   );

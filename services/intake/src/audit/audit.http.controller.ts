@@ -1,6 +1,6 @@
 import { AuditJobsFilter, Queries, formatIssues, type AuditJobReply, type AuditJobReport, type AuditJobsReply, type AuditRequester } from '#contracts';
 import { NotFoundError, ValidationError } from '#errors';
-import { requestQuery } from '#messaging';
+import { RemoteQueryError, requestQuery } from '#messaging';
 import { NATS_CONNECTION } from '#service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Controller, Get, Inject, Param, Req } from '@nestjs/common';
@@ -26,7 +26,7 @@ export function requesterOf(principal: Principal): AuditRequester {
  * - `GET /v1/audit/jobs?team=&from=&to=&node=&gpuModel=&outcome=&limit=`: jobs for an audit;
  * - `GET /v1/audit/jobs/{jobId}`: one job's full audit across every service.
  *
- * A team key sees its own team only (naming another team is 403); a `compliance` key sees every team.
+ * A team key sees its own team only (naming another team is 403, recorded as refused); a `compliance` key sees every team.
  */
 @Controller('v1/audit')
 export class AuditHttpController {
@@ -51,11 +51,13 @@ export class AuditHttpController {
       const issues = formatIssues(parsed.error).map((i) => ({ ...i, path: i.path === 'nodeId' ? 'node' : i.path }));
       throw new ValidationError(`invalid query: ${issues.map((i) => i.path).join(', ')}`, issues);
     }
-    if (!requester.allTeams && parsed.data.team !== undefined && parsed.data.team !== principal.team) {
-      throw new ForbiddenError(`team ${parsed.data.team} is not yours: API key \`${principal.keyId}\` (role ${principal.role}) audits team ${principal.team} only; every team needs a key with role compliance`);
-    }
+    // The ledger enforces the scope, so that a refused query is recorded like any other.
     const query = Queries.AuditJobs;
-    return requestQuery<AuditJobsReply>(this.nc, query.subject, { requester, filter: parsed.data }, { request: query.schema, response: query.replySchema }, { correlationId: correlationIdOf(req.headers) });
+    return requestQuery<AuditJobsReply>(this.nc, query.subject, { requester, filter: parsed.data }, { request: query.schema, response: query.replySchema }, { correlationId: correlationIdOf(req.headers) }).catch(
+      (err: unknown) => {
+        throw err instanceof RemoteQueryError && err.code === 'forbidden' ? new ForbiddenError(err.message, { cause: err }) : err;
+      },
+    );
   }
 
   @Get('jobs/:jobId')

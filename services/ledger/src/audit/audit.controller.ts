@@ -1,4 +1,5 @@
 import { HEADERS, Queries, type AuditJob, type AuditJobReply, type AuditJobs, type AuditJobsReply, type AuditQueried, type AuditRequester } from '#contracts';
+import { GpunetError } from '#errors';
 import type { EventStore } from '#event-store';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, NatsQueryContext, newId, type Clock, type EventWriter } from '#service-kit';
 import { Controller, Inject } from '@nestjs/common';
@@ -9,6 +10,12 @@ import { AuditProjectionService } from './audit-projection.service.js';
 
 /** `ledger-audit`: every AuditQueried, one chain, so the record of who asked what is itself tamper-evident. */
 export const AUDIT_STREAM = `${LEDGER_STREAM_PREFIX}audit`;
+
+/** The requester's key may not read what it asked for (another team). Answered with code `forbidden`. */
+export class AuditScopeError extends GpunetError {
+  readonly code = 'forbidden';
+  readonly retryable = false;
+}
 
 /** Events read per page when folding one job. */
 const PAGE = 1_000;
@@ -30,8 +37,15 @@ export class AuditController {
 
   @MessagePattern(Queries.AuditJobs.subject)
   async auditJobs(@Payload() query: AuditJobs, @Ctx() ctx: NatsQueryContext): Promise<AuditJobsReply> {
-    const filter = { ...query.filter, ...(query.requester.allTeams ? {} : { team: query.requester.team }) };
-    const recordedAs = await this.record('AuditJobs', filter, query.requester, ctx);
+    const { requester } = query;
+    if (!requester.allTeams && query.filter.team !== undefined && query.filter.team !== requester.team) {
+      // Refused, and recorded as refused: an attempt to read another team is itself an audit fact.
+      const reason = `team ${query.filter.team} is not yours: API key \`${requester.keyId}\` (role ${requester.role}) audits team ${requester.team} only; every team needs a key with role compliance`;
+      await this.record('AuditJobs', query.filter, requester, ctx, reason);
+      throw new AuditScopeError(reason);
+    }
+    const filter = { ...query.filter, ...(requester.allTeams ? {} : { team: requester.team }) };
+    const recordedAs = await this.record('AuditJobs', filter, requester, ctx);
     const { jobs, asOf } = await this.projection.current();
     return { ...auditList(jobs, filter), asOfPosition: asOf.toString(), recordedAs };
   }
@@ -53,7 +67,7 @@ export class AuditController {
     return { job: visible ? jobReport(state) : null, asOfPosition: head.toString(), recordedAs };
   }
 
-  private async record(name: AuditQueried['query'], parameters: Record<string, unknown>, requester: AuditRequester, ctx: NatsQueryContext): Promise<string> {
+  private async record(name: AuditQueried['query'], parameters: Record<string, unknown>, requester: AuditRequester, ctx: NatsQueryContext, refused?: string): Promise<string> {
     const correlationId = correlationOf(ctx);
     const data: AuditQueried = {
       query: name,
@@ -61,6 +75,7 @@ export class AuditController {
       requestedBy: requester,
       ...(correlationId ? { correlationId } : {}),
       askedAt: this.clock.now().toISOString(),
+      ...(refused ? { refused } : {}),
     };
     const eventId = newId();
     await this.writer.append(AUDIT_STREAM, [{ type: 'AuditQueried', data, eventId }], { team: requester.team, ...(correlationId ? { correlationId } : {}) });
