@@ -5,13 +5,12 @@ import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
+  allInvoiceViews,
   BILLING_EVENT_TYPES,
   canonicalJson,
   evolveBilling,
   initialBilling,
   invoiceOf,
-  invoiceSummaries,
-  invoiceView,
   parseInvoiceId,
   type BillingState,
 } from '../domain/index.js';
@@ -119,9 +118,8 @@ const EMPTY_SHA256 = createHash('sha256').update('').digest('hex');
 /** sha256 of the canonical JSON of every invoice view (with credit notes), by id. */
 function digests(state: BillingState, cutoffMs: number): Map<string, { status: 'draft' | 'finalized'; sha256: string }> {
   const out = new Map<string, { status: 'draft' | 'finalized'; sha256: string }>();
-  for (const s of invoiceSummaries(state, {}, cutoffMs)) {
-    const view = invoiceView(state, s.invoiceId, cutoffMs);
-    out.set(s.invoiceId, { status: s.status, sha256: createHash('sha256').update(canonicalJson(view)).digest('hex') });
+  for (const [id, view] of allInvoiceViews(state, cutoffMs)) {
+    out.set(id, { status: view.status, sha256: createHash('sha256').update(canonicalJson(view)).digest('hex') });
   }
   return out;
 }
