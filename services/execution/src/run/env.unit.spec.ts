@@ -28,6 +28,8 @@ describe('buildRunEnv', () => {
       GPUNET_OUTPUT_DIR: dirs.outputs,
       GPUNET_CHECKPOINT_DIR: dirs.checkpoints,
       GPUNET_WORK_DIR: dirs.work,
+      GPUNET_NODE_RANK: '0',
+      GPUNET_NUM_NODES: '1',
     });
   });
 
