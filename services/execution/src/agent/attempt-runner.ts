@@ -327,7 +327,7 @@ export class AttemptRunner {
    */
   private async prepareWork(spec: JobSpec, dirs: RunDirs): Promise<Launch> {
     const { jobId, attemptId, gpuIndices } = this.handle.state.placement;
-    this.confined = this.ctx.confine.forAttempt(attemptId, spec);
+    this.confined = this.ctx.confine.forAttempt(attemptId, spec, this.handle.state.placement.gangNodes !== undefined);
     if (spec.work.kind === 'container') {
       const runtime = this.ctx.confine.containerRuntimes[0];
       if (runtime === undefined) throw new UnsupportedWorkError(missingRuntimeMessage(spec.work.image, this.ctx.nodeId));

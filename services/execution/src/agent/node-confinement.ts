@@ -87,11 +87,12 @@ export class NodeConfinement {
 
   /**
    * The confinement of one attempt: a job user of its own (the same on a second call), its own
-   * network namespace unless the spec asks for the network, and the node's caps.
+   * network namespace unless the spec asks for the network or the attempt is a part of a
+   * multi-node gang (its parts must reach each other), and the node's caps.
    *
    * @throws Error when every job uid is in use (more concurrent attempts than the range holds).
    */
-  forAttempt(attemptId: string, spec: JobSpec): AttemptConfinement {
+  forAttempt(attemptId: string, spec: JobSpec, gang = false): AttemptConfinement {
     let user: JobUser | undefined;
     if (this.users) {
       user = this.users.take(attemptId);
@@ -107,7 +108,7 @@ export class NodeConfinement {
     const limits: ResourceLimits | undefined = !this.cgroupBases.pids && user ? { maxProcesses } : undefined;
     const confinement: Confinement = {
       ...(user && { user }),
-      ...(this.networkIsolation && !spec.request.network && { isolateNetwork: true }),
+      ...(this.networkIsolation && !spec.request.network && !gang && { isolateNetwork: true }),
       ...(Object.keys(cgroup).length > 0 && { cgroup }),
     };
     return { confinement, ...(limits && { limits }), ...(user && { user }) };
