@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { FieldIssue, fieldError, strictObject } from './issues.js';
 import { JobSpecInput } from './job-spec.js';
 import { defineCommand } from './message.js';
-import { OutputFile } from './events/data.js';
+import { OutputFile, RejectedOutput } from './events/data.js';
 import { AttemptId, ByteCount, JobId, NodeId, Sha256, TeamId, Timestamp } from './primitives.js';
 import { JobState } from './queries.js';
 
@@ -73,6 +73,7 @@ export const StoreOutputs = z
     nodeId: NodeId,
     files: z.array(OutputFile).describe('Output files already uploaded to the object store under the team, by content address.'),
     truncated: z.boolean().default(false).describe('True when files were left out because `outputs.maxBytes` was reached.'),
+    rejected: z.array(RejectedOutput).max(1000).default([]).describe('Files matching the globs that were refused, each with why (recorded in OutputsStored).'),
     logs: z
       .array(z.object({ stream: z.enum(['stdout', 'stderr']).describe('Which stream.'), sha256: Sha256, size: ByteCount }))
       .default([])

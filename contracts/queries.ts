@@ -8,7 +8,7 @@
  * boundary) and name the team in the payload when they need one; people reach them through intake.
  */
 import { z } from 'zod';
-import { OutputFile } from './events/data.js';
+import { OutputFile, RejectedOutput } from './events/data.js';
 import { JOB_REJECTION_REASONS } from './events/job.js';
 import { UsageRecorded } from './events/ledger.js';
 import { FieldIssue, fieldError, strictObject } from './issues.js';
@@ -104,6 +104,7 @@ export const JobView = z
         files: z.array(OutputFile).describe('Stored output files.'),
         totalBytes: ByteCount.describe('Sum of their sizes.'),
         truncated: z.boolean().describe('Files were skipped at maxBytes.'),
+        rejected: z.array(RejectedOutput).optional().describe('Files matching the globs that were refused (a symlink leaving the output directory, the size cap, …), each with why.'),
       })
       .optional()
       .describe('Stored outputs, once OutputsStored.'),

@@ -28,6 +28,23 @@ export const OutputFile = z
   .describe('One output file: where the job wrote it and its content address.');
 export type OutputFile = z.output<typeof OutputFile>;
 
+export const OUTPUT_REFUSAL_REASONS = ['symlink_outside', 'symlink_dangling', 'not_regular_file', 'size_cap', 'changed', 'unreadable'] as const;
+/** A file matching the output globs that was not kept, and why. */
+export const RejectedOutput = z
+  .object({
+    path: z.string().describe('Path relative to `GPUNET_OUTPUT_DIR`, with `/` separators.'),
+    reason: z
+      .enum(OUTPUT_REFUSAL_REASONS)
+      .describe(
+        '`symlink_outside`: a symlink pointing outside the output directory (never followed); `symlink_dangling`: points at nothing; ' +
+          '`not_regular_file`: a directory link, FIFO, socket or device; `size_cap`: `outputs.maxBytes` was reached; ' +
+          '`changed`: it changed while outputs were collected; `unreadable`: a directory the agent could not list.',
+      ),
+    message: HumanText.describe('What was refused and why, for people.'),
+  })
+  .describe('An output file that matched the globs but was refused.');
+export type RejectedOutput = z.output<typeof RejectedOutput>;
+
 export const InputsStaged = z.object({
   jobId: JobId,
   inputs: z
@@ -56,6 +73,11 @@ export const OutputsStored = z.object({
   files: z.array(OutputFile).describe('Every stored file that matched the output globs.'),
   totalBytes: ByteCount.describe('Sum of the stored file sizes.'),
   truncated: z.boolean().default(false).describe('True when files were skipped because `outputs.maxBytes` was reached.'),
+  rejected: z
+    .array(RejectedOutput)
+    .max(1000)
+    .default([])
+    .describe('Files matching the globs that were refused (symlinks leaving the output directory, the size cap, …), each with why; at most 1000 listed.'),
   logs: z
     .array(z.object({ stream: z.enum(['stdout', 'stderr']).describe('Which stream.'), sha256: Sha256, size: ByteCount }))
     .default([])

@@ -140,4 +140,29 @@ describe('data to the compute across real processes', () => {
     }),
     420_000,
   );
+
+  it(
+    'refuses outputs that leave the output directory or pass the size cap, with the reason in the job\'s record',
+    e2e(async () => {
+      const client = network().client();
+      const script = [
+        'cd "$GPUNET_OUTPUT_DIR"',
+        'ln -s /etc/passwd escape.txt',
+        'mkdir -p deep && ln -s ../../inputs deep/up',
+        'head -c 1000 /dev/zero > a-small.bin',
+        'head -c 5000 /dev/zero > b-big.bin',
+      ].join('\n');
+      const { jobId } = await client.submit({ work: { kind: 'script', script: { inline: script } }, request: { gpus: 1, timeLimit: '1m' }, outputs: { globs: ['**'], maxBytes: 2000 } } as never);
+      const view = await client.waitFor(jobId, { timeoutMs: 120_000 });
+      expect(view.state).toBe('completed');
+      expect(view.outputs?.files.map((f) => f.path)).toEqual(['a-small.bin']);
+      expect(view.outputs?.truncated).toBe(true);
+      const rejected = Object.fromEntries((view.outputs?.rejected ?? []).map((r) => [r.path, r]));
+      expect(rejected['escape.txt']).toEqual({ path: 'escape.txt', reason: 'symlink_outside', message: 'escape.txt is a symlink pointing outside the output directory; it was not followed' });
+      expect(rejected['deep/up']?.reason).toMatch(/symlink_outside|not_regular_file|symlink_dangling/);
+      expect(rejected['b-big.bin']).toMatchObject({ reason: 'size_cap', message: expect.stringContaining('size cap of 2000 bytes') });
+    }),
+    180_000,
+  );
 });
+

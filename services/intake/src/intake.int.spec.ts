@@ -316,7 +316,7 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
       { path: 'model/weights.bin', sha256: blob.sha256, size: blob.size },
       { path: 'model/w b.bin', sha256: blob.sha256, size: blob.size },
     ];
-    await record('storage', `storage-job-${jobId}`, 'OutputsStored', { jobId, attemptId: `${jobId}-a1`, files, totalBytes: 2 * blob.size, truncated: false, logs: [], storedAt: now() });
+    await record('storage', `storage-job-${jobId}`, 'OutputsStored', { jobId, attemptId: `${jobId}-a1`, files, totalBytes: 2 * blob.size, truncated: false, rejected: [], logs: [], storedAt: now() });
     await view(jobId, (v) => v.outputs !== undefined);
     expect((await http(`/v1/jobs/${jobId}/outputs`)).json).toEqual({ jobId, stored: true, files, totalBytes: 2 * blob.size, truncated: false });
 

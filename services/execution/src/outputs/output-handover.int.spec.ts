@@ -74,6 +74,8 @@ describe('output handover', () => {
     expect(seen[0]).toMatchObject({ team: TEAM, jobId: target.jobId, attemptId: target.attemptId, nodeId: target.nodeId, truncated: false });
     expect(seen[0]).not.toHaveProperty('correlationId'); // travels as a header, not in the body
     expect(seen[0]!.files.map((f) => f.path)).toEqual(['metrics.json', 'model/w.bin']);
+    // The refused symlink goes into the job's record with its reason, not only into its log.
+    expect(seen[0]!.rejected).toEqual([{ path: 'model/leak', reason: 'symlink_outside', message: 'model/leak is a symlink pointing outside the output directory; it was not followed' }]);
     expect(seen[0]!.logs.map((l) => [l.stream, l.size])).toEqual([['stdout', 6]]); // the empty stderr is left out
     expect(await blobs.exists(TEAM, seen[0]!.files[1]!.sha256)).toBe(true);
   });

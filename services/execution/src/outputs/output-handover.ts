@@ -88,7 +88,9 @@ export async function storeOutputs(
     logs.push({ stream, sha256: up.sha256, size: up.size });
   }
 
-  const body: StoreOutputs = { ...pick(target), files, truncated: selection.truncated, logs };
+  // Refused files go into the job's record with their reason, not only into its log.
+  const rejected = selection.collected.rejected.slice(0, 1000).map((r) => ({ path: r.path, reason: r.reason, message: r.message }));
+  const body: StoreOutputs = { ...pick(target), files, truncated: selection.truncated, rejected, logs };
   const contract = { request: Commands.StoreOutputs.schema, response: Commands.StoreOutputs.replySchema };
   const giveUpAt = performance.now() + (options.giveUpAfterMs ?? 120_000);
   let delay = options.retryDelayMs ?? 250;

@@ -231,7 +231,7 @@ function applyChange(view: JobView, event: JobEvent): JobView {
     }
     case 'OutputsStored': {
       const d = event.data as EventData<'OutputsStored'>;
-      return { ...view, outputs: { files: d.files, totalBytes: d.totalBytes, truncated: d.truncated } };
+      return { ...view, outputs: { files: d.files, totalBytes: d.totalBytes, truncated: d.truncated, ...(d.rejected.length > 0 ? { rejected: d.rejected } : {}) } };
     }
     default:
       return view;

@@ -26,11 +26,26 @@ describe('decideOutputs', () => {
         files: request.files,
         totalBytes: 1020,
         truncated: false,
+        rejected: [],
         logs: request.logs,
         storedAt: NOW.toISOString(),
       },
     });
     expect(OutputsStored.safeParse((decision as { data: unknown }).data).success).toBe(true);
+  });
+
+  it('records the files the agent refused, with their reason, in the job\'s OutputsStored', () => {
+    const refused = StoreOutputs.parse({
+      ...request,
+      truncated: true,
+      rejected: [
+        { path: 'escape.txt', reason: 'symlink_outside', message: 'escape.txt is a symlink pointing outside the output directory; it was not followed' },
+        { path: 'z-big.bin', reason: 'size_cap', message: 'z-big.bin (2000 bytes) was not kept: the outputs size cap of 1500 bytes was reached' },
+      ],
+    });
+    const decision = decideOutputs(refused, [{ status: 'ok' }, { status: 'ok' }, { status: 'ok' }], NOW);
+    expect(decision).toMatchObject({ ok: true, data: { truncated: true, rejected: refused.rejected } });
+    expect(OutputsStored.parse((decision as { data: unknown }).data).rejected.map((r) => r.reason)).toEqual(['symlink_outside', 'size_cap']);
   });
 
   it('given missing and wrong blobs, refuses with one issue per blob by field, each with a fix', () => {
