@@ -211,6 +211,7 @@ export class AttemptRunner {
         onLog: streamer.push,
         maxLogBytes: this.ctx.config.GPUNET_MAX_LOG_BYTES,
         cgroupBases: this.ctx.confine.cgroupBases,
+        cgroupName: `${this.ctx.nodeId}-${attemptId}`,
         onSpawn: (pid, startedAt) => {
           h.pgid = pid;
           writeProcessMarker(dirs.root, pid, attemptId, new Date(startedAt).toISOString());

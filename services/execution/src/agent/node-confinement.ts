@@ -1,6 +1,7 @@
 import type { ContainerRuntime, JobSpec } from '#contracts';
 import { spawn } from 'node:child_process';
 import { chmod, chown, mkdir, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { ExecutionConfig } from '../execution.config.js';
@@ -60,7 +61,7 @@ export class NodeConfinement {
     else {
       const closed = await closedAncestor(workDir);
       if (closed !== undefined) noJobUsers = `${closed} is not passable by other users (chmod o+x ${closed}, or put GPUNET_WORK_DIR elsewhere)`;
-      else users = new JobUserPool(range.first, range.count);
+      else users = new JobUserPool(range.first, range.count, await claimsDir());
     }
     if (users) {
       // Jobs pass through the work dir and runs/ to their own run, never list them; the cache is the agent's.
@@ -140,6 +141,17 @@ export class NodeConfinement {
       await new Promise((res) => setTimeout(res, 20));
     }
     this.users.give(attemptId);
+  }
+}
+
+/** Where agents on this machine claim job uids: `/run/gpunet/job-uids`, else under the temp dir. */
+async function claimsDir(): Promise<string> {
+  const run = '/run/gpunet/job-uids';
+  try {
+    await mkdir(run, { recursive: true, mode: 0o700 });
+    return run;
+  } catch {
+    return join(tmpdir(), 'gpunet-job-uids');
   }
 }
 

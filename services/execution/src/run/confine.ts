@@ -1,7 +1,10 @@
 import { spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { FieldIssue } from '#errors';
 import type { CgroupLimits } from './cgroups.js';
+import { isProcessAlive } from './process-group.js';
 
 /** The unprivileged identity a run's processes get when the agent is root. */
 export interface JobUser {
@@ -126,9 +129,11 @@ export async function processesOfUid(uid: number): Promise<number[]> {
 
 /**
  * Job users for concurrent attempts: a distinct uid (= gid) per attempt from a configured range,
- * so two jobs on one node never share an identity (their directories are closed to each other,
- * and a per-user limit is a per-job limit). A uid is handed out again only after its attempt
- * gave it back (and the agent killed whatever still ran under it).
+ * so two jobs never share an identity (their directories are closed to each other, and a
+ * per-user limit is a per-job limit). A uid is claimed machine-wide by creating
+ * `<claims>/<uid>` (atomic `mkdir`) holding the claiming agent's pid, so several agents on one
+ * machine never hand out the same uid; a claim whose agent is dead is taken over. A uid is handed
+ * out again only after its attempt gave it back (and the agent killed whatever still ran under it).
  */
 export class JobUserPool {
   private readonly taken = new Map<string, number>();
@@ -136,17 +141,19 @@ export class JobUserPool {
   constructor(
     private readonly first: number,
     private readonly count: number,
+    /** Directory of machine-wide claims, e.g. `/run/gpunet/job-uids`. */
+    private readonly claims: string,
   ) {
     if (!Number.isSafeInteger(first) || first < 1 || !Number.isSafeInteger(count) || count < 1) throw new RangeError(`invalid uid range ${first}+${count}`);
+    mkdirSync(claims, { recursive: true, mode: 0o700 });
   }
 
   /** The user of attempt `key` (the same on a second call), or `undefined` when every uid is in use. */
   take(key: string): JobUser | undefined {
     const had = this.taken.get(key);
     if (had !== undefined) return { uid: had, gid: had };
-    const used = new Set(this.taken.values());
     for (let uid = this.first; uid < this.first + this.count; uid++) {
-      if (!used.has(uid)) {
+      if (this.claim(uid)) {
         this.taken.set(key, uid);
         return { uid, gid: uid };
       }
@@ -155,7 +162,51 @@ export class JobUserPool {
   }
 
   give(key: string): void {
+    const uid = this.taken.get(key);
+    if (uid === undefined) return;
     this.taken.delete(key);
+    rmSync(join(this.claims, String(uid)), { recursive: true, force: true });
+  }
+
+  private claim(uid: number): boolean {
+    const dir = join(this.claims, String(uid));
+    try {
+      mkdirSync(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const owner = Number(readFileSafe(join(dir, 'pid')));
+      // Claimed by a live agent (this one included): not free. A dead agent's claim is taken over,
+      // unless something of its job still runs under the uid (its recovery kills that first).
+      if (!Number.isSafeInteger(owner) || owner <= 0) return false; // being written right now
+      if (isProcessAlive(owner) || anyProcessOfUid(uid)) return false;
+    }
+    writeFileSync(join(dir, 'pid'), String(process.pid));
+    return true;
+  }
+}
+
+/** Whether any live process runs as `uid` (a synchronous `/proc` scan, for the claim). */
+function anyProcessOfUid(uid: number): boolean {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return false;
+  }
+  for (const name of entries) {
+    if (!/^\d+$/.test(name)) continue;
+    const status = readFileSafe(`/proc/${name}/status`);
+    const m = /^Uid:\s+(\d+)/m.exec(status);
+    if (m && Number(m[1]) === uid && !/^State:\s+[ZX]/m.test(status)) return true;
+  }
+  return false;
+}
+
+function readFileSafe(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
   }
 }
 

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { cgroupV1Dirs } from './cgroups.js';
 import { CONFINE_SCRIPT, confineArgv, confinementIssues, ConfinementUnavailableError, JobUserPool, parseUidRange } from './confine.js';
 import { launchArgv } from './run-process.js';
@@ -42,14 +45,29 @@ describe('confineArgv', () => {
 });
 
 describe('JobUserPool', () => {
+  let claims: string;
+  beforeEach(() => {
+    claims = mkdtempSync(join(tmpdir(), 'gpunet-uids-'));
+  });
+  afterEach(() => rmSync(claims, { recursive: true, force: true }));
+
   it('gives concurrent attempts distinct uids and reuses a uid only once given back', () => {
-    const pool = new JobUserPool(61000, 2);
+    const pool = new JobUserPool(61000, 2, claims);
     expect(pool.take('a1')).toEqual({ uid: 61000, gid: 61000 });
     expect(pool.take('a1')).toEqual({ uid: 61000, gid: 61000 });
     expect(pool.take('a2')).toEqual({ uid: 61001, gid: 61001 });
     expect(pool.take('a3')).toBeUndefined();
     pool.give('a1');
     expect(pool.take('a3')).toEqual({ uid: 61000, gid: 61000 });
+  });
+
+  it('never hands one uid to two agents of the same machine; a dead agent\'s claim is taken over', () => {
+    const one = new JobUserPool(61100, 3, claims);
+    const other = new JobUserPool(61100, 3, claims);
+    expect(one.take('x')).toEqual({ uid: 61100, gid: 61100 });
+    expect(other.take('x')).toEqual({ uid: 61101, gid: 61101 }); // same attempt id on two nodes (a gang)
+    writeFileSync(join(claims, '61101', 'pid'), '999999999'); // as if that agent had died
+    expect(one.take('y')).toEqual({ uid: 61101, gid: 61101 });
   });
 
   it('parses uid ranges', () => {

@@ -81,6 +81,12 @@ export interface RunOptions {
    * and the run is refused with {@link ConfinementUnavailableError}. Default none.
    */
   readonly cgroupBases?: CgroupBases;
+  /**
+   * Name of the run's cgroups (`gpunet-<name>`), unique on the machine. Default the attempt id;
+   * an agent passes `<nodeId>-<attemptId>`, since the parts of a gang share the attempt id and
+   * several agents may share a machine.
+   */
+  readonly cgroupName?: string;
   /** How often the group is checked while waiting for it to empty. Default 25 ms. */
   readonly pollMs?: number;
   /** After SIGKILL, how long to wait for the group to vanish before reporting survivors. Default 2 000 ms. */
@@ -267,7 +273,7 @@ export async function runProcess(spec: RunSpec, opts: RunOptions = {}): Promise<
   const bases = opts.cgroupBases ?? {};
   if (cgroupLimits?.memoryBytes !== undefined && !bases.memory) throw new ConfinementUnavailableError('a memory limit was asked for but this node has no writable cgroup memory controller');
   if (cgroupLimits?.maxProcesses !== undefined && !bases.pids) throw new ConfinementUnavailableError('a process limit was asked for but this node has no writable cgroup pids controller');
-  const cgroups = bases.memory || bases.pids ? await RunCgroups.create(bases, spec.attemptId, cgroupLimits ?? {}) : undefined;
+  const cgroups = bases.memory || bases.pids ? await RunCgroups.create(bases, opts.cgroupName ?? spec.attemptId, cgroupLimits ?? {}) : undefined;
   try {
     const tools = await confineTools(spec.confinement, hostEnv.PATH, cgroups?.procsFiles ?? []);
     const argv = launchArgv(spec, { prlimitPath, ...tools });
