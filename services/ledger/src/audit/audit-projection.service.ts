@@ -3,7 +3,7 @@ import type { EventStore } from '#event-store';
 import { EVENT_STORE, LOGGER, StoreFollower } from '#service-kit';
 import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { emptyJobAudit, evolveJobAudit, jobIdOf, type JobAuditState } from './audit-projection.js';
+import { foldJobAudits, type JobAuditState } from './audit-projection.js';
 
 /** How long a query waits for the projection to reach the store's head before it fails (retryable). */
 const CATCH_UP_TIMEOUT_MS = 10_000;
@@ -32,13 +32,7 @@ export class AuditProjectionService implements OnModuleInit, OnModuleDestroy {
   ) {
     this.follower = new StoreFollower(store, logger, {
       name: 'audit projection',
-      apply: (e) => {
-        const jobId = jobIdOf(e);
-        if (!jobId) return;
-        let s = this.jobs.get(jobId);
-        if (!s) this.jobs.set(jobId, (s = emptyJobAudit(jobId)));
-        evolveJobAudit(s, e);
-      },
+      apply: (e) => void foldJobAudits([e], this.jobs),
     });
   }
 

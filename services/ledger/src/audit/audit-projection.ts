@@ -94,6 +94,18 @@ export function jobIdOf(e: AuditSourceEvent): string | undefined {
   return e.metadata.jobId;
 }
 
+/** The jobs an event concerns: its job, or every job of the attempts a NodeLost lists. */
+export function jobIdsOf(e: AuditSourceEvent): string[] {
+  if (e.type === 'NodeLost') return [...new Set(lostAttempts(e).map((a) => a.jobId))];
+  const one = jobIdOf(e);
+  return one === undefined ? [] : [one];
+}
+
+function lostAttempts(e: AuditSourceEvent): { jobId: string; attemptId: string }[] {
+  const list = (e.data as { affectedAttempts?: unknown } | null)?.affectedAttempts;
+  return Array.isArray(list) ? (list as { jobId: string; attemptId: string }[]).filter((a) => typeof a?.jobId === 'string') : [];
+}
+
 export function emptyJobAudit(jobId: string): JobAuditState {
   return { jobId, inputs: [], requeues: [], attempts: [], outputs: [], usage: [], timeline: [], lastPosition: 0n };
 }
@@ -103,10 +115,10 @@ const str = (d: Data, k: string): string | undefined => (typeof d[k] === 'string
 
 /** Folds one event of the job into its record (events of other jobs or already folded are ignored). */
 export function evolveJobAudit(state: JobAuditState, e: AuditSourceEvent): JobAuditState {
-  if (e.position <= state.lastPosition || jobIdOf(e) !== state.jobId) return state;
+  if (e.position <= state.lastPosition || !jobIdsOf(e).includes(state.jobId)) return state;
   state.lastPosition = e.position;
   const d = (e.data ?? {}) as Data;
-  const attemptId = str(d, 'attemptId');
+  const attemptId = str(d, 'attemptId') ?? (e.type === 'NodeLost' ? lostAttempts(e).find((a) => a.jobId === state.jobId)?.attemptId : undefined);
   const nodeId = str(d, 'nodeId');
   state.timeline.push({
     position: e.position.toString(),
@@ -230,11 +242,11 @@ export function evolveJobAudit(state: JobAuditState, e: AuditSourceEvent): JobAu
 /** Folds events (of any jobs, in position order) into records by job. */
 export function foldJobAudits(events: Iterable<AuditSourceEvent>, into: Map<string, JobAuditState> = new Map()): Map<string, JobAuditState> {
   for (const e of events) {
-    const jobId = jobIdOf(e);
-    if (!jobId) continue;
-    let s = into.get(jobId);
-    if (!s) into.set(jobId, (s = emptyJobAudit(jobId)));
-    evolveJobAudit(s, e);
+    for (const jobId of jobIdsOf(e)) {
+      let s = into.get(jobId);
+      if (!s) into.set(jobId, (s = emptyJobAudit(jobId)));
+      evolveJobAudit(s, e);
+    }
   }
   return into;
 }

@@ -33,6 +33,7 @@ function requeuedJob(log: Log, jobId = 'job-1', team = 'team-a'): void {
   log.add('JobPlaced', { jobId, attemptId: `${jobId}-a1`, attempt: 1, nodeId: 'node-1', gpuIndices: [0, 1], gpuModel: 'A100', placedAt: at(3_000) }, 'placement');
   log.add('ComputeHeld', { jobId, attemptId: `${jobId}-a1`, nodeId: 'node-1', gpuIndices: [0, 1], gpuModel: 'A100', gpus: 2, heldAt: at(3_500) }, 'execution');
   log.add('JobStarted', { jobId, attemptId: `${jobId}-a1`, nodeId: 'node-1', startedAt: at(3_600) }, 'execution');
+  log.add('NodeLost', { nodeId: 'node-1', reason: 'heartbeat_timeout', lastSeenAt: at(9_000), detectedAt: at(9_900), affectedAttempts: [{ jobId, attemptId: `${jobId}-a1` }] }, 'placement');
   log.add('JobFinished', { jobId, attemptId: `${jobId}-a1`, nodeId: 'node-1', outcome: 'node_lost', exitCode: null, signal: null, finishedAt: at(10_000) }, 'execution');
   log.add('JobRequeued', { jobId, previousAttemptId: `${jobId}-a1`, reason: 'node_lost', nextAttempt: 2, requeuedAt: at(10_500) }, 'placement');
   log.add('JobPlaced', { jobId, attemptId: `${jobId}-a2`, attempt: 2, nodeId: 'node-2', gpuIndices: [2, 3], gpuModel: 'A100', placedAt: at(12_500) }, 'placement');
@@ -95,6 +96,8 @@ describe('audit projection', () => {
     expect(r.cost.lines).toHaveLength(2);
     expect(r.timeline.map((e) => e.position)).toEqual(log.events.map((e) => e.position.toString()));
     expect(new Set(r.timeline.map((e) => e.producer))).toEqual(new Set(['intake', 'storage', 'placement', 'execution', 'ledger']));
+    // The NodeLost that ended the first attempt is in the job's timeline, with its attempt and node.
+    expect(r.timeline.find((e) => e.type === 'NodeLost')).toMatchObject({ attemptId: 'job-1-a1', nodeId: 'node-1' });
   });
 
   it('without a recorded work digest, says it derived what it could and how', () => {

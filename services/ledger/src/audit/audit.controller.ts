@@ -1,11 +1,11 @@
 import { HEADERS, Queries, type AuditJob, type AuditJobReply, type AuditJobs, type AuditJobsReply, type AuditQueried, type AuditRequester } from '#contracts';
 import { GpunetError } from '#errors';
-import type { EventStore } from '#event-store';
+import type { EventStore, ReadAllFilter, RecordedEvent } from '#event-store';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, NatsQueryContext, newId, type Clock, type EventWriter } from '#service-kit';
 import { Controller, Inject } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { LEDGER_STREAM_PREFIX } from '../domain/index.js';
-import { auditList, emptyJobAudit, evolveJobAudit, isSubmitted, jobReport } from './audit-projection.js';
+import { auditList, emptyJobAudit, evolveJobAudit, isSubmitted, jobIdsOf, jobReport } from './audit-projection.js';
 import { AuditProjectionService } from './audit-projection.service.js';
 
 /** `ledger-audit`: every AuditQueried, one chain, so the record of who asked what is itself tamper-evident. */
@@ -53,18 +53,25 @@ export class AuditController {
   @MessagePattern(Queries.AuditJob.subject)
   async auditJob(@Payload() query: AuditJob, @Ctx() ctx: NatsQueryContext): Promise<AuditJobReply> {
     const recordedAs = await this.record('AuditJob', { jobId: query.jobId }, query.requester, ctx);
-    // One job: read straight from the store through its job index, as of the head seen first.
+    // One job: read straight from the store through its job index, as of the head seen first,
+    // with the NodeLost events that list its attempts (they name no single job).
     const head = await this.store.headPosition();
+    const [own, lost] = await Promise.all([this.readUpTo(head, { jobId: query.jobId }), this.readUpTo(head, { types: ['NodeLost'] })]);
     const state = emptyJobAudit(query.jobId);
-    let from = 0n;
-    for (;;) {
-      const page = await this.store.readAll({ fromPosition: from, toPosition: head, maxCount: PAGE, filter: { jobId: query.jobId } });
-      for (const e of page) evolveJobAudit(state, e);
-      if (page.length < PAGE) break;
-      from = page[page.length - 1]!.position;
-    }
+    for (const e of [...own, ...lost.filter((x) => jobIdsOf(x).includes(query.jobId))].sort((a, b) => (a.position < b.position ? -1 : 1))) evolveJobAudit(state, e);
     const visible = isSubmitted(state) && (query.requester.allTeams || state.team === query.requester.team);
     return { job: visible ? jobReport(state) : null, asOfPosition: head.toString(), recordedAs };
+  }
+
+  private async readUpTo(head: bigint, filter: ReadAllFilter): Promise<RecordedEvent[]> {
+    const all: RecordedEvent[] = [];
+    let from = 0n;
+    for (;;) {
+      const page = await this.store.readAll({ fromPosition: from, toPosition: head, maxCount: PAGE, filter });
+      all.push(...page);
+      if (page.length < PAGE) return all;
+      from = page[page.length - 1]!.position;
+    }
   }
 
   private async record(name: AuditQueried['query'], parameters: Record<string, unknown>, requester: AuditRequester, ctx: NatsQueryContext, refused?: string): Promise<string> {
