@@ -2,7 +2,7 @@ import { WrongExpectedVersionError } from '#event-store';
 import { CLOCK, EVENT_WRITER, LOGGER, SERVICE_CONFIG, type Clock, type EventWriter } from '#service-kit';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { decideInvoices, invoiceStreamId } from '../domain/index.js';
+import { decideInvoices, invoiceStreamId, monthOf } from '../domain/index.js';
 import type { LedgerConfig } from '../ledger.config.js';
 import { BillingProjectionService } from './billing-projection.service.js';
 
@@ -18,6 +18,12 @@ import { BillingProjectionService } from './billing-projection.service.js';
 export class InvoiceCloserService implements OnApplicationBootstrap, OnModuleDestroy {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  /**
+   * What the last pass that decided nothing saw: the store position, and the latest month whose
+   * invoices were past their cutoff (`monthOf(now − cutoff)`). While neither moves, a pass would
+   * decide nothing again, and deciding costs a look at every attempt.
+   */
+  private settled: { position: bigint; month: string } | undefined;
 
   constructor(
     private readonly projection: BillingProjectionService,
@@ -48,7 +54,11 @@ export class InvoiceCloserService implements OnApplicationBootstrap, OnModuleDes
 
   private async pass(): Promise<void> {
     const { decisions, revisions } = await this.projection.withState((state) => {
-      const decisions = decideInvoices(state, this.clock.now().getTime(), this.projection.cutoffMs);
+      const now = this.clock.now().getTime();
+      const month = monthOf(now - this.projection.cutoffMs);
+      if (this.settled && this.settled.position === state.position && this.settled.month === month) return { decisions: { finalize: [], credit: [] }, revisions: new Map<string, bigint>() };
+      const decisions = decideInvoices(state, now, this.projection.cutoffMs);
+      this.settled = decisions.finalize.length === 0 && decisions.credit.length === 0 ? { position: state.position, month } : undefined;
       // Revision of each invoice stream as folded: one InvoiceFinalized, then its credit notes.
       const revisions = new Map<string, bigint>();
       for (const c of decisions.credit) revisions.set(c.invoiceId, BigInt(state.creditNotes.get(c.invoiceId)?.length ?? 0));
