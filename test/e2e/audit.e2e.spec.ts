@@ -79,10 +79,12 @@ describe('gpunet audit', () => {
     e2e(async () => {
       const a = await network().client().auditJob(localJob);
       expect(a).toMatchObject({ jobId: localJob, team: network().team, name: 'audited', outcome: 'completed' });
-      // What ran: the submitted spec and its digest; no agent records a work digest yet, so it says so.
+      // What ran: the submitted spec and its digest, and what the agent recorded it ran (JobStarted.work).
       expect(a.work.spec.work).toMatchObject({ kind: 'script' });
       expect(a.work.specSha256).toMatch(/^[0-9a-f]{64}$/);
-      expect(a.work.digestSource === 'recorded' || a.work.note !== undefined).toBe(true);
+      expect(a.work).toMatchObject({ digestSource: 'recorded', workKind: 'script', workDigest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
+      const started = (await network().events({ types: ['JobStarted'], jobId: localJob }))[0]!;
+      expect(a.work.workDigest).toBe((started.data as { work?: { digest: string } }).work?.digest);
       // On what: one attempt, its node and GPU ids as placed and held.
       expect(a.attempts).toHaveLength(1);
       const attempt = a.attempts[0]!;
