@@ -13,6 +13,7 @@ import {
   JobUserPool,
   parseUidRange,
   processesOfUid,
+  removeStaleCgroups,
   type CgroupBases,
   type Confinement,
   type JobUser,
@@ -49,6 +50,10 @@ export class NodeConfinement {
     const unshare = await findExecutable('unshare', pathVar);
     const networkIsolation = config.GPUNET_NETWORK_ISOLATION === 'auto' && unshare !== null && (await canIsolateNetwork(unshare));
     const cgroupBases = await detectCgroups();
+    // Groups of runs a killed predecessor of this agent left: their processes die with them (recovery
+    // reports those attempts node_lost anyway).
+    const stale = await removeStaleCgroups(cgroupBases, `${config.GPUNET_NODE_ID}-`);
+    if (stale > 0) log.warn({ groups: stale }, 'removed the cgroups of runs the previous agent left');
     const containerRuntimes = await detectContainerRuntimes(config.GPUNET_CONTAINER_RUNTIME, pathVar);
 
     let users: JobUserPool | undefined;

@@ -1,4 +1,4 @@
-import { access, constants, mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { access, constants, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -75,6 +75,20 @@ export interface CgroupLimits {
   readonly memoryBytes?: number;
   /** `pids.max`: forks beyond it fail with EAGAIN. */
   readonly maxProcesses?: number;
+}
+
+/**
+ * Removes the run groups whose name starts with `gpunet-<prefix>` (killing what is left in them):
+ * the groups of runs an agent of this node did not finish because it was killed. Returns how many.
+ */
+export async function removeStaleCgroups(bases: CgroupBases, prefix: string): Promise<number> {
+  const names = new Set<string>();
+  for (const base of [bases.memory, bases.pids]) {
+    if (base === undefined) continue;
+    for (const name of await readdir(base).catch(() => [] as string[])) if (name.startsWith(`gpunet-${prefix}`)) names.add(name.slice('gpunet-'.length));
+  }
+  for (const name of names) await (await RunCgroups.create(bases, name, {})).remove();
+  return names.size;
 }
 
 /** The cgroups of one run: created before the process starts, removed after it is gone. */

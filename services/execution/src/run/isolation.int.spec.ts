@@ -230,3 +230,28 @@ describe('isolation: process and memory limits', () => {
     expect(await processesOfUid(user.uid)).toEqual([]);
   });
 });
+
+describe('isolation: cgroups left by a killed agent', () => {
+  it('removes the groups of one node’s runs (and kills what runs in them), and no other node’s', async () => {
+    const { RunCgroups, removeStaleCgroups } = await import('./cgroups.js');
+    const mine = await RunCgroups.create(bases, 'node-x-job-1-a1', { maxProcesses: 10 });
+    const other = await RunCgroups.create(bases, 'node-y-job-1-a1', {});
+    const { spawn } = await import('node:child_process');
+    const child = spawn('sh', ['-c', `echo $$ > ${mine.procsFiles[0]}; exec sleep 300`], { stdio: 'ignore' });
+    const exited = new Promise((res) => child.once('exit', res));
+    await until(async () => (await mine.members()).length === 1);
+    expect(await removeStaleCgroups(bases, 'node-x-')).toBe(1);
+    await exited;
+    expect(child.signalCode).toBe('SIGKILL');
+    expect(await mine.members()).toEqual([]);
+    expect(await other.members()).toEqual([]);
+    const { existsSync } = await import('node:fs');
+    expect(Object.values(mine.dirs).some((d) => existsSync(d))).toBe(false);
+    expect(Object.values(other.dirs).every((d) => existsSync(d))).toBe(true);
+    await other.remove();
+  });
+});
+
+async function until(check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200 && !(await check()); i++) await sleep(10);
+}
