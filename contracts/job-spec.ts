@@ -333,7 +333,17 @@ const RequestInput = strictObject(
   'request',
 ).describe('What the job needs: GPUs, model, time limit, deadline, network.');
 
-const InputRefInput = strictObject({ ...inputFields(), keep: Keep.optional() }, 'each input').describe(
+const datasetError = fieldError('dataset', 'must be 1–64 letters, digits, `.`, `_` or `-`, starting with a letter or digit', 'write e.g. `dataset: imagenet-2012`');
+/** A team's name for an input it reuses across jobs. */
+const DatasetName = z
+  .string({ error: datasetError })
+  .regex(INPUT_NAME, { error: datasetError })
+  .describe(
+    'Name the input as one of the team\'s datasets, e.g. `imagenet-2012`: it is kept for related jobs (in the object store and in node caches) ' +
+      'until a later job of the team names the dataset with other bytes. Without it (and without `keep`) the staged input is removed when no job needs it.',
+  );
+
+const InputRefInput = strictObject({ ...inputFields(), keep: Keep.optional(), dataset: DatasetName.optional() }, 'each input').describe(
   'One input: a file or folder by content address, placed at `path` under `GPUNET_INPUT_DIR`.',
 );
 
@@ -361,6 +371,7 @@ const InputRef = z
   .object({
     ...inputFields(),
     keepMs: DurationMs.optional().describe('How long to keep the staged input after the job, in ms; absent: removed at release.'),
+    dataset: DatasetName.optional(),
   })
   .describe('One input: a file or folder by content address.');
 export type InputRef = z.output<typeof InputRef>;

@@ -228,3 +228,18 @@ describe('job spec: unattended runs (warning, retry, checkpoint)', () => {
     expect(late).toEqual([expect.objectContaining({ path: 'request.warning.before', message: 'must be shorter than the time limit' })]);
   });
 });
+
+describe('job spec: named datasets', () => {
+  const base = { work: { kind: 'script', script: { inline: 'true' } }, request: { gpus: 1, timeLimit: '1m' } };
+  it('carries an input\'s dataset name into the spec messages carry', () => {
+    const r = parseJobSpec({ ...base, data: { inputs: [{ name: 'train', path: 'data', sha256: SHA, size: 1, dataset: 'imagenet-2012' }] } });
+    expect(r.ok && r.spec.data.inputs[0]).toMatchObject({ name: 'train', dataset: 'imagenet-2012' });
+    expect(JobSpec.parse(r.ok ? r.spec : undefined).data.inputs[0]!.dataset).toBe('imagenet-2012');
+  });
+
+  it('refuses a dataset name that is not a name, saying how to write one', () => {
+    const r = parseJobSpec({ ...base, data: { inputs: [{ name: 'train', path: 'data', sha256: SHA, size: 1, dataset: '../other' }] } });
+    expect(r.ok).toBe(false);
+    expect(!r.ok && r.issues.find((i) => i.path === 'data.inputs[0].dataset')).toMatchObject({ fix: 'write e.g. `dataset: imagenet-2012`' });
+  });
+});

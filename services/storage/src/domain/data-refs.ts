@@ -47,6 +47,8 @@ export interface RefInput {
   size: number;
   /** How long after the job became final the input is kept; 0: not kept. */
   keepMs: number;
+  /** The team's dataset name the spec gave it: kept until a later job names the dataset with other bytes. */
+  dataset?: string;
 }
 
 export interface JobRefs {
@@ -65,6 +67,8 @@ export interface DataRefs {
   jobs: Map<string, JobRefs>;
   /** Job ids by team, for the team-wide "still needed" question. */
   byTeam: Map<string, Set<string>>;
+  /** `<team>/<dataset>` → the bytes the dataset name means now, and since when (epoch ms of the submission that named them). */
+  datasets: Map<string, { sha256: string; sinceMs: number }>;
 }
 
 /** Event types the model folds; all others leave it unchanged. */
@@ -80,7 +84,7 @@ export const DATA_REF_EVENT_TYPES = [
 ] as const;
 
 export function initialDataRefs(): DataRefs {
-  return { jobs: new Map(), byTeam: new Map() };
+  return { jobs: new Map(), byTeam: new Map(), datasets: new Map() };
 }
 
 /**
@@ -92,7 +96,12 @@ export function evolve(model: DataRefs, event: RefEvent): void {
     case 'JobSubmitted': {
       const e = event.data as JobSubmitted;
       if (model.jobs.has(e.jobId)) return;
-      const inputs = e.spec.data.inputs.map((i) => ({ name: i.name, kind: i.kind, sha256: i.sha256, size: i.size, keepMs: i.keepMs ?? 0 }));
+      const inputs = e.spec.data.inputs.map((i) => ({ name: i.name, kind: i.kind, sha256: i.sha256, size: i.size, keepMs: i.keepMs ?? 0, ...(i.dataset ? { dataset: i.dataset } : {}) }));
+      for (const i of inputs) {
+        if (!i.dataset) continue;
+        const key = `${e.team}/${i.dataset}`;
+        if (model.datasets.get(key)?.sha256 !== i.sha256) model.datasets.set(key, { sha256: i.sha256, sinceMs: Date.parse(e.submittedAt) });
+      }
       model.jobs.set(e.jobId, { jobId: e.jobId, team: e.team, inputs, final: undefined, outcomes: new Map(), removed: new Set() });
       const ids = model.byTeam.get(e.team) ?? new Set<string>();
       ids.add(e.jobId);
@@ -208,7 +217,7 @@ export function planRemovals(model: DataRefs, nowMs: number, filesOf: FilesOf, o
     const needed = new Set<string>();
     for (const job of jobs) {
       for (const input of job.inputs) {
-        if (job.removed.has(input.sha256) || (job.final && job.final.atMs + input.keepMs <= nowMs)) continue;
+        if (job.removed.has(input.sha256) || (job.final && keptUntil(model, job, input, job.final.atMs) <= nowMs)) continue;
         needed.add(input.sha256);
         for (const file of expand(input)) needed.add(file.sha256);
       }
@@ -219,8 +228,8 @@ export function planRemovals(model: DataRefs, nowMs: number, filesOf: FilesOf, o
       if (!job.final || (only !== undefined && job.jobId !== only)) continue;
       const byReason = new Map<Removal['reason'], BlobRef[]>();
       for (const input of job.inputs) {
-        if (job.removed.has(input.sha256) || needed.has(input.sha256) || job.final.atMs + input.keepMs > nowMs) continue;
-        const reason = input.keepMs > 0 ? 'retention_expired' : 'job_released';
+        if (job.removed.has(input.sha256) || needed.has(input.sha256) || keptUntil(model, job, input, job.final.atMs) > nowMs) continue;
+        const reason = input.keepMs > 0 || input.dataset ? 'retention_expired' : 'job_released';
         const blobs = byReason.get(reason) ?? [];
         for (const blob of [{ sha256: input.sha256, size: input.size }, ...expand(input)]) {
           if (needed.has(blob.sha256) || planned.has(blob.sha256)) continue;
@@ -238,4 +247,18 @@ export function planRemovals(model: DataRefs, nowMs: number, filesOf: FilesOf, o
     }
   }
   return removals;
+}
+
+/**
+ * Until when (epoch ms) a final job's input is kept: a named dataset while the name still means
+ * these bytes (then from when a later job renamed it, or the job's end if later); otherwise its
+ * `keepMs` after the job became final.
+ */
+function keptUntil(model: DataRefs, job: JobRefs, input: RefInput, finalAtMs: number): number {
+  if (input.dataset) {
+    const current = model.datasets.get(`${job.team}/${input.dataset}`);
+    if (!current || current.sha256 === input.sha256) return Infinity;
+    return Math.max(finalAtMs, current.sinceMs);
+  }
+  return finalAtMs + input.keepMs;
 }

@@ -87,6 +87,26 @@ describe('data references', () => {
     expect(planRemovals(model, T0 + 1000 + HOUR, noFolders).map((r) => [r.reason, shas(r.blobs)])).toEqual([['retention_expired', [sha('a1')]]]);
   });
 
+  it('given a named dataset, keeps it after release until a later job of the team names the dataset with other bytes', () => {
+    const model = given(
+      submit('job-1', [{ name: 'x', sha256: sha('a1'), dataset: 'imagenet' }, { name: 'y', sha256: sha('b2') }]),
+      finished('job-1', 'a1', 'completed'),
+      released('job-1', 'a1'),
+    );
+    expect(planRemovals(model, T0 + 1000, noFolders, 'job-1').map((r) => [r.reason, shas(r.blobs)])).toEqual([['job_released', [sha('b2')]]]);
+    evolve(model, removed('job-1', [{ sha256: sha('b2'), size: 10 }]));
+    expect(planRemovals(model, T0 + 400 * 24 * HOUR, noFolders)).toEqual([]); // no time limit: it is the team's dataset
+
+    // Another team naming the same dataset changes nothing for this one.
+    evolve(model, ev('JobSubmitted', submitted('job-2', [{ name: 'x', sha256: sha('c3'), dataset: 'imagenet' }], 'team-b', 5000)));
+    expect(planRemovals(model, T0 + 6000, noFolders)).toEqual([]);
+
+    // The team's next version of the dataset: the old bytes go, as retention_expired.
+    evolve(model, ev('JobSubmitted', submitted('job-3', [{ name: 'x', sha256: sha('d4'), dataset: 'imagenet' }], 'team-a', 7000)));
+    expect(planRemovals(model, T0 + 6999, noFolders)).toEqual([]);
+    expect(planRemovals(model, T0 + 7000, noFolders).map((r) => [r.jobId, r.reason, shas(r.blobs)])).toEqual([['job-1', 'retention_expired', [sha('a1')]]]);
+  });
+
   it('given a kept input of a finished job, a later job reusing it holds it past the keep', () => {
     const model = given(
       submit('job-1', [{ name: 'x', sha256: sha('a1'), keepMs: HOUR }]),

@@ -12,13 +12,14 @@ export interface InputSketch {
   size?: number;
   kind?: 'file' | 'folder';
   keepMs?: number;
+  dataset?: string;
 }
 
-export function submitted(jobId: string, inputs: InputSketch[], team = 'team-a'): JobSubmitted {
+export function submitted(jobId: string, inputs: InputSketch[], team = 'team-a', submittedAtMs = 0): JobSubmitted {
   return {
     jobId,
     team,
-    submittedAt: at(0),
+    submittedAt: at(submittedAtMs),
     spec: {
       work: { kind: 'script', script: { inline: 'true' }, args: [], env: {} },
       data: {
@@ -29,6 +30,7 @@ export function submitted(jobId: string, inputs: InputSketch[], team = 'team-a')
           sha256: i.sha256,
           size: i.size ?? 10,
           ...(i.keepMs === undefined ? {} : { keepMs: i.keepMs }),
+          ...(i.dataset === undefined ? {} : { dataset: i.dataset }),
         })),
       },
       request: { gpus: 1, timeLimitMs: 60_000, network: false },
