@@ -23,7 +23,7 @@ const V2_FROM = BASE + 3 * DAY;
 const MODEL: Record<string, string> = { n1: 'sim-gpu', n2: 'A100' };
 const RATES = [
   { from: 0, rates: { 'sim-gpu': 3_600_000, A100: 3_500_000 } as Record<string, number>, minimum: 0 },
-  { from: V2_FROM, rates: { 'sim-gpu': 7_200_000, A100: 1_800_001 } as Record<string, number>, minimum: 5_000 },
+  { from: V2_FROM, rates: { 'sim-gpu': 7_200_000, A100: 1_800_001 } as Record<string, number>, minimum: 50_000 },
 ];
 
 /** The reference price of a line, written out here without the ledger's code. */
@@ -59,7 +59,8 @@ const attemptArb: fc.Arbitrary<AttemptSpec> = fc.record({
   node: fc.constantFrom(0 as const, 1 as const),
   gpu: fc.constantFrom(0 as const, 1 as const),
   gapMs: fc.integer({ min: 0, max: 12 * HOUR }),
-  durationMs: fc.integer({ min: 0, max: 20 * HOUR }),
+  // Short runs too, so the minimum charge and 0 ms lines come up.
+  durationMs: fc.oneof(fc.integer({ min: 0, max: 120_000 }), fc.integer({ min: 0, max: 20 * HOUR })),
   outcome: fc.constantFrom<JobOutcome>('completed', 'completed', 'failed', 'timeout', 'node_lost'),
   lateness: fc.constantFrom(0 as const, 0 as const, 1 as const, 2 as const),
   delayMs: fc.integer({ min: 0, max: 1_000_000 }),
@@ -286,7 +287,7 @@ describe('invoices from random histories', () => {
         fc.array(fc.nat(), { maxLength: 10 }),
         (specs, restarts, redeliveries) => checkRun(specs, restarts, redeliveries),
       ),
-      { numRuns: 60 },
+      { numRuns: 100 },
     );
     for (const [name, count] of Object.entries(seenCases)) expect({ name, reached: count > 0 }).toEqual({ name, reached: true });
   });
