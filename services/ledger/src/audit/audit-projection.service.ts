@@ -32,7 +32,7 @@ export class AuditProjectionService implements OnModuleInit, OnModuleDestroy {
   ) {
     this.follower = new StoreFollower(store, logger, {
       name: 'audit projection',
-      apply: (e) => void foldJobAudits([e], this.jobs),
+      apply: (e) => void foldJobAudits([e], this.jobs, { timeline: false }),
     });
   }
 

@@ -83,6 +83,8 @@ export interface JobAuditState {
   /** What ran, as the last agent that recorded it (JobStarted.work) said. */
   work?: { kind: 'script' | 'container'; digest: string; runtime?: string };
   timeline: AuditTimelineEntry[];
+  /** False in the long-lived projection: lists need no timeline, and one job's audit reads its events from the store. */
+  keepTimeline: boolean;
   /** Position of the last event folded in. */
   lastPosition: bigint;
 }
@@ -106,8 +108,8 @@ function lostAttempts(e: AuditSourceEvent): { jobId: string; attemptId: string }
   return Array.isArray(list) ? (list as { jobId: string; attemptId: string }[]).filter((a) => typeof a?.jobId === 'string') : [];
 }
 
-export function emptyJobAudit(jobId: string): JobAuditState {
-  return { jobId, inputs: [], requeues: [], attempts: [], outputs: [], usage: [], timeline: [], lastPosition: 0n };
+export function emptyJobAudit(jobId: string, options: { timeline?: boolean } = {}): JobAuditState {
+  return { jobId, inputs: [], requeues: [], attempts: [], outputs: [], usage: [], timeline: [], keepTimeline: options.timeline ?? true, lastPosition: 0n };
 }
 
 type Data = Record<string, unknown>;
@@ -120,7 +122,7 @@ export function evolveJobAudit(state: JobAuditState, e: AuditSourceEvent): JobAu
   const d = (e.data ?? {}) as Data;
   const attemptId = str(d, 'attemptId') ?? (e.type === 'NodeLost' ? lostAttempts(e).find((a) => a.jobId === state.jobId)?.attemptId : undefined);
   const nodeId = str(d, 'nodeId');
-  state.timeline.push({
+  if (state.keepTimeline) state.timeline.push({
     position: e.position.toString(),
     streamId: e.streamId,
     revision: e.revision.toString(),
@@ -239,12 +241,12 @@ export function evolveJobAudit(state: JobAuditState, e: AuditSourceEvent): JobAu
   return state;
 }
 
-/** Folds events (of any jobs, in position order) into records by job. */
-export function foldJobAudits(events: Iterable<AuditSourceEvent>, into: Map<string, JobAuditState> = new Map()): Map<string, JobAuditState> {
+/** Folds events (of any jobs, in position order) into records by job; `timeline: false` keeps no timelines (lists only). */
+export function foldJobAudits(events: Iterable<AuditSourceEvent>, into: Map<string, JobAuditState> = new Map(), options: { timeline?: boolean } = {}): Map<string, JobAuditState> {
   for (const e of events) {
     for (const jobId of jobIdsOf(e)) {
       let s = into.get(jobId);
-      if (!s) into.set(jobId, (s = emptyJobAudit(jobId)));
+      if (!s) into.set(jobId, (s = emptyJobAudit(jobId, options)));
       evolveJobAudit(s, e);
     }
   }

@@ -137,6 +137,10 @@ describe('audit projection', () => {
     expect(ids({ limit: 10, gpuModel: 'H100' })).toEqual([]);
     expect(ids({ limit: 10, outcome: 'rejected' })).toEqual(['job-3']);
     expect(ids({ limit: 10, outcome: 'completed', team: 'team-b' })).toEqual(['job-2']);
+    // The long-lived projection keeps no timelines; its lists are the same.
+    const lean = foldJobAudits(log.events, new Map(), { timeline: false });
+    expect(auditList(lean.values(), { limit: 10 })).toEqual(auditList(records.values(), { limit: 10 }));
+    expect([...lean.values()].every((r) => r.timeline.length === 0)).toBe(true);
     const limited = auditList(records.values(), { limit: 1 });
     expect(limited).toMatchObject({ total: 3, jobs: [{ jobId: 'job-1' }] });
     expect(() => AuditJobSummary.parse(limited.jobs[0])).not.toThrow();
