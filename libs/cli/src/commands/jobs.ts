@@ -71,7 +71,8 @@ export async function logs(ctx: CommandContext, jobId: string, opts: { follow?: 
     for await (const line of client.logs(jobId, { follow: opts.follow === true, signal: abort.signal })) {
       if (ctx.out.json) collected.push(line);
       else if (line.stream === 'stdout') ctx.io.stdout.write(`${line.line}\n`);
-      else ctx.io.stderr.write(`${line.stream === 'agent' ? '[gpunet] ' : ''}${line.line}\n`);
+      // Agent notices say who speaks; the agent writes most with the prefix already.
+      else ctx.io.stderr.write(`${line.stream === 'agent' && !line.line.startsWith('[gpunet]') ? '[gpunet] ' : ''}${line.line}\n`);
     }
   } catch (err) {
     if (!abort.signal.aborted) throw err;

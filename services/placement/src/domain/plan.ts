@@ -125,11 +125,16 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
     jobs.push(entry);
     const { gpus, gpuModel, timeLimitMs } = job.request;
     const end = t + timeLimitMs;
-    const multi = gpus > (gpuModel === undefined ? largest.any : (largest.byModel.get(gpuModel) ?? 0));
+    // Container work goes only where a container runtime is (a node without one would refuse it).
+    const eligible = job.needsContainer ? lines.filter((l) => (state.nodes.get(l.nodeId)?.containerRuntimes?.length ?? 0) > 0) : lines;
+    const sizes = eligible === lines ? largest : largestPerModel(eligible);
+    const multi = gpus > (gpuModel === undefined ? sizes.any : (sizes.byModel.get(gpuModel) ?? 0));
     let fitsIgnoringReservations = false;
     if ((doBackfill || !blocked) && (multi || gpus <= maxFreeNow) && gpus <= totalFreeNow) {
       // Among nodes that fit, those already holding the job's inputs first (locality.ts).
-      const found = multi ? startWhole(lines, gpus, gpuModel, t, end) : startNow(job.inputs ? preferLocal(lines, job.team, job.inputs, (id) => state.nodes.get(id)?.cachedData) : lines, gpus, gpuModel, t, end);
+      const found = multi
+        ? startWhole(eligible, gpus, gpuModel, t, end)
+        : startNow(job.inputs ? preferLocal(eligible, job.team, job.inputs, (id) => state.nodes.get(id)?.cachedData) : eligible, gpus, gpuModel, t, end);
       fitsIgnoringReservations = found.fitsIgnoringReservations;
       if (found.gangs) {
         entry.start = found.gangs;
@@ -142,7 +147,7 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
     }
     blocked = true;
     if (reservations < depth) {
-      const r = multi ? reserveWhole(lines, gpus, gpuModel, t, timeLimitMs) : reserve(lines, gpus, gpuModel, t, timeLimitMs);
+      const r = multi ? reserveWhole(eligible, gpus, gpuModel, t, timeLimitMs) : reserve(eligible, gpus, gpuModel, t, timeLimitMs);
       if (r) {
         reservations++;
         entry.reservation = r;

@@ -39,6 +39,18 @@ describe('work kinds at placement', () => {
   });
 });
 
+describe('work kinds in a mixed network', () => {
+  it('places container work only on a node with a runtime, even when the first node is free, and waits for it when it is busy', () => {
+    const staged = (jobId: string) => ev('InputsStaged', { jobId, team: 't', stagedAt: at, inputs: [] });
+    const state = [node('plain'), node('docker-node', ['docker']), submitted('c1', container), staged('c1')].reduce(evolve, initialState());
+    const [placed] = decide(state, new Date(at));
+    expect(placed).toEqual(expect.objectContaining({ type: 'JobPlaced', data: expect.objectContaining({ jobId: 'c1', nodeId: 'docker-node' }) }));
+    const busy = [ev(placed!.type, placed!.data), submitted('c2', container), staged('c2'), submitted('s1', script), staged('s1')].reduce(evolve, state);
+    // c2 waits for the one container node; the script job takes the plain node.
+    expect(decide(busy, new Date(at)).map((d) => [d.type, d.data.jobId, (d.data as { nodeId?: string }).nodeId])).toEqual([['JobPlaced', 's1', 'plain']]);
+  });
+});
+
 describe('retry by exit code', () => {
   const finished = (attempt: number, exitCode: number) =>
     ev('JobFinished', { jobId: 'r1', attemptId: `r1-a${attempt}`, nodeId: 'n1', outcome: 'failed', exitCode, signal: null, finishedAt: at });
