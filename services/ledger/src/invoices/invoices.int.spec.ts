@@ -1,7 +1,8 @@
 /**
- * Invoices, price lists and the rebuild against a real nats-server and a SQLite store file: the
- * ledger runs in process (its real module, transport and timers), a fake agent appends its events
- * to the store, and everything is asked over NATS as intake asks it.
+ * Invoices, price lists and the rebuild against a real nats-server, on a SQLite store file and on
+ * PostgreSQL (jsonb reorders keys: invoices are compared in canonical JSON): the ledger runs in
+ * process (its real module, transport and timers), a fake agent appends its events to the store,
+ * and everything is asked over NATS as intake asks it.
  */
 import {
   Commands,
@@ -20,6 +21,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startNatsServer, type TestNatsServer } from '../../../../test/support/nats-server.js';
+import { createTestDatabase, type TestDatabase } from '../../../../test/support/postgres.js';
 import { canonicalJson, monthOf } from '../domain/index.js';
 import { ledgerService } from '../ledger.definition.js';
 
@@ -33,8 +35,9 @@ async function waitFor<T>(what: string, check: () => Promise<T | undefined | fal
   }
 }
 
-describe('ledger invoices, price lists and rebuild', () => {
+describe.each(['sqlite', 'postgres'] as const)('ledger invoices, price lists and rebuild (%s)', (backend) => {
   let nats: TestNatsServer;
+  let db: TestDatabase | undefined;
   let nc: NatsConnection;
   let dir: string;
   let running: RunningService;
@@ -79,9 +82,10 @@ describe('ledger invoices, price lists and rebuild', () => {
     nats = await startNatsServer();
     nc = await connect({ servers: nats.url });
     dir = await mkdtemp(join(tmpdir(), 'gpunet-ledger-invoices-'));
+    if (backend === 'postgres') db = await createTestDatabase('gpunet_t_invoices');
     env = {
       GPUNET_NATS_URL: nats.url,
-      GPUNET_STORE_URL: `sqlite:${join(dir, 'events.db')}`,
+      GPUNET_STORE_URL: db ? db.url : `sqlite:${join(dir, 'events.db')}`,
       GPUNET_LOG_LEVEL: 'silent',
       GPUNET_INVOICE_CUTOFF: '72h',
       GPUNET_INVOICE_CHECK_INTERVAL: '100ms',
@@ -92,6 +96,7 @@ describe('ledger invoices, price lists and rebuild', () => {
     await running?.stop();
     await nc?.close();
     await nats?.stop();
+    await db?.drop();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
