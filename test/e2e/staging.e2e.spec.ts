@@ -164,5 +164,28 @@ describe('data to the compute across real processes', () => {
     }),
     180_000,
   );
+
+  it(
+    'removes staged data no job needs once its job is released, in the object store and the node cache, each removal recorded',
+    e2e(async () => {
+      await writeFile(join(dir, 'once.bin'), Buffer.from(`used by one job only ${Date.now()}\n`));
+      await writeFile(
+        join(dir, 'once.yaml'),
+        ['work: { kind: script, script: { inline: "cat \\"$GPUNET_INPUT_DIR/once.bin\\"" } }', 'data: { inputs: [{ name: once, path: once.bin, from: ./once.bin }] }', 'request: { gpus: 1, timeLimit: 1m }'].join('\n'),
+      );
+      const run = await gpunet(['submit', 'once.yaml']);
+      expect(run.code).toBe(0);
+      const { jobId, inputs } = JSON.parse(run.stdout) as { jobId: string; inputs: { sha256: string }[] };
+      expect((await network().client().waitFor(jobId, { timeoutMs: 120_000 })).state).toBe('completed');
+      const removals = await until('both removals recorded', async () => {
+        const found = (await network().events({ types: ['DataRemoved'] })).map((e) => e.data as { jobId?: string; scope: string; nodeId?: string; reason: string; blobs: { sha256: string }[] }).filter((d) => d.jobId === jobId);
+        return found.length >= 2 ? found : undefined;
+      }, { timeoutMs: 60_000 });
+      const byScope = Object.fromEntries(removals.map((r) => [r.scope, r]));
+      expect(byScope['inputs']).toMatchObject({ reason: 'job_released', blobs: [{ sha256: inputs[0]!.sha256 }] });
+      expect(byScope['node_cache']).toMatchObject({ reason: 'job_released', nodeId: network().nodeIds[0], blobs: [{ sha256: inputs[0]!.sha256 }] });
+    }),
+    180_000,
+  );
 });
 

@@ -119,7 +119,7 @@ export class AttemptRunner {
     if (began === undefined) return false; // stopped meanwhile (the agent is stopping)
     for (let tryNo = 1; ; tryNo++) {
       try {
-        const report = await this.ctx.cache.stage(team, spec.data.inputs, this.dirs.inputs, h.signal);
+        const report = await this.ctx.cache.stage(team, spec.data.inputs, this.dirs.inputs, h.signal, { attemptId: h.attemptId, jobId });
         h.log.info({ ...report, inputs: spec.data.inputs.length }, 'inputs staged');
         break;
       } catch (err) {
@@ -183,6 +183,11 @@ export class AttemptRunner {
       streamer = undefined;
       await h.execute((s) => (s.phase === 'finished' || s.phase === 'outputs' ? { type: 'Release', at: this.now() } : undefined));
       if (h.state.phase === 'released') h.log.info({ outcome: h.state.finished?.outcome, outputsStored: h.state.outputsStored }, 'attempt released');
+      if (h.state.phase === 'released') {
+        // Cached inputs no job on this node needs any more go (DataRemoved, scope node_cache).
+        const removed = await this.ctx.cache.release(h.attemptId, { requeued: h.state.finished?.outcome === 'node_lost' }).catch((err: unknown) => h.log.warn({ err }, 'cached inputs not removed'));
+        if (removed && removed.length > 0) h.log.info({ removed: removed.map((r) => ({ reason: r.reason, blobs: r.blobs.length })) }, 'cached inputs removed');
+      }
       else h.log.error({ phase: h.state.phase }, 'attempt left unreleased; a restarted agent finishes it');
     } catch (err) {
       h.log.error({ err }, 'attempt could not be completed; a restarted agent resumes it');

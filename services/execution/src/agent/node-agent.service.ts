@@ -30,7 +30,7 @@ import {
 } from '../domain/index.js';
 import { workDirOf, type ExecutionConfig } from '../execution.config.js';
 import { detectGpus, removeRunDirs } from '../run/index.js';
-import { InputCache } from '../staging/input-cache.js';
+import { InputCache, type CacheRemoval } from '../staging/input-cache.js';
 import { AttemptHandle } from './attempt-handle.js';
 import { AttemptRunner, readJobFacts, type AgentContext } from './attempt-runner.js';
 import { killLeftoverGroup } from './leftover-process.js';
@@ -101,7 +101,7 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
       nc: this.nc,
       js: jetstream(this.nc),
       blobs,
-      cache: new InputCache(blobs, join(this.workDir, 'cache')),
+      cache: new InputCache(blobs, join(this.workDir, 'cache'), { onRemoved: (r) => this.recordCacheRemoval(r) }),
       confine: await NodeConfinement.detect(this.config, this.workDir, this.logger),
     };
     await this.recover();
@@ -123,6 +123,13 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
     this.beat();
     this.heartbeatTimer = setInterval(() => this.beat(), this.config.GPUNET_HEARTBEAT_MS);
     this.logger.info({ nodeId: this.nodeId, gpus: this.node.gpus.length, simulated: this.node.simulated, workDir: this.workDir }, 'node registered');
+  }
+
+  /** A node cache removal as `DataRemoved` (scope `node_cache`) on the node's stream. */
+  private async recordCacheRemoval(r: CacheRemoval): Promise<void> {
+    await this.writer.append(nodeStreamId(this.nodeId), [
+      { type: 'DataRemoved', data: { ...(r.jobId ? { jobId: r.jobId } : {}), scope: 'node_cache', nodeId: this.nodeId, blobs: [...r.blobs], reason: r.reason, removedAt: this.now() } },
+    ], { team: r.team });
   }
 
   private beat(): void {

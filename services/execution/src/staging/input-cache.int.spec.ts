@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startNatsServer, type TestNatsServer } from '../../../../test/support/nats-server.js';
-import { InputCache } from './input-cache.js';
+import { InputCache, type CacheRemoval } from './input-cache.js';
 
 const TEAM = 'team-cache';
 
@@ -70,4 +70,48 @@ describe('node input cache', () => {
     const cache = new InputCache(blobs, join(dir, 'cache'));
     await expect(cache.stage(TEAM, [{ ...inputs[0]!, path: '../escape.txt' }], join(dir, 'run3'))).rejects.toThrow(ValidationError);
   });
+
+  it('removes cached inputs once no attempt on the node needs them, keeps what asks to be kept, and reports each removal', async () => {
+    let clock = 1_000_000;
+    const removals: CacheRemoval[] = [];
+    const cache = new InputCache(blobs, join(dir, 'cache-release'), { now: () => clock, onRemoved: async (r) => void removals.push(r) });
+    const [file, folder] = inputs as [InputRef, InputRef];
+    const kept = { ...file, keepMs: 60_000 };
+    await cache.stage(TEAM, [folder], join(dir, 'rel-1'), undefined, { attemptId: 'a1', jobId: 'job-1' });
+    await cache.stage(TEAM, [folder], join(dir, 'rel-2'), undefined, { attemptId: 'a2', jobId: 'job-2' });
+    await cache.stage(TEAM, [kept], join(dir, 'rel-3'), undefined, { attemptId: 'a3', jobId: 'job-3' });
+    const cachedNow = () => cache.held().map((h) => h.sha256).sort();
+    const folderBlobs = cachedNow().length;
+
+    expect(await cache.release('a1')).toEqual([]); // job-2 on this node still uses the folder
+    const second = await cache.release('a2');
+    expect(second).toHaveLength(1);
+    expect(second[0]).toMatchObject({ team: TEAM, jobId: 'job-2', reason: 'job_released' });
+    // The folder's manifest and its files, except file.txt's bytes, which the kept input holds.
+    expect(second[0]!.blobs.map((b) => b.sha256)).toContain(folder.sha256);
+    expect(second[0]!.blobs).toHaveLength(folderBlobs - 1);
+    await expect(stat(cache.pathOf(TEAM, folder.sha256))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(await readFile(join(dir, 'rel-2', 'data', 'a.csv'), 'utf8')).toBe('x,y\n1,2\n'); // a run's own link outlives the cache entry
+
+    expect(await cache.release('a3')).toEqual([]); // keep: 60 s
+    expect(cachedNow()).toEqual([file.sha256]);
+    clock += 60_000;
+    const later = await cache.release('none');
+    expect(later).toEqual([{ team: TEAM, reason: 'retention_expired', blobs: [{ sha256: file.sha256, size: file.size }] }]);
+    expect(cachedNow()).toEqual([]);
+    expect(removals).toEqual([...second, ...later]);
+  });
+
+  it('keeps a named dataset, and a requeued attempt\'s inputs, after release', async () => {
+    const clock = 5_000_000;
+    const cache = new InputCache(blobs, join(dir, 'cache-keep'), { now: () => clock });
+    const [file, folder] = inputs as [InputRef, InputRef];
+    await cache.stage(TEAM, [{ ...file, dataset: 'reference' }], join(dir, 'keep-1'), undefined, { attemptId: 'b1', jobId: 'job-b1' });
+    await cache.stage(TEAM, [folder], join(dir, 'keep-2'), undefined, { attemptId: 'b2', jobId: 'job-b2' });
+    expect(await cache.release('b1')).toEqual([]);
+    expect(await cache.release('b2', { requeued: true })).toEqual([]);
+    expect(cache.held().map((h) => h.sha256)).toContain(file.sha256);
+    expect(cache.held().map((h) => h.sha256)).toContain(folder.sha256);
+  });
 });
+

@@ -15,10 +15,40 @@ export interface StagingReport {
   readonly downloadedBytes: number;
 }
 
+/** Blobs removed from the cache at once, for one team (a `DataRemoved` with scope `node_cache`). */
+export interface CacheRemoval {
+  readonly team: string;
+  /** The job whose release freed them; absent for a keep that ran out later. */
+  readonly jobId?: string;
+  readonly reason: 'job_released' | 'retention_expired';
+  readonly blobs: readonly { sha256: string; size: number }[];
+}
+
 /** Options of {@link InputCache}. */
 export interface InputCacheOptions {
   /** Blobs fetched at once for a folder input. Default 4. */
   readonly concurrency?: number;
+  /** Called after blobs were removed from the cache (the agent records `DataRemoved`). */
+  readonly onRemoved?: (removal: CacheRemoval) => Promise<void>;
+  /** Clock (epoch ms) for keeps. Default `Date.now`. */
+  readonly now?: () => number;
+}
+
+/** How long the inputs of a `node_lost` attempt stay in the cache for its requeued job. */
+export const REQUEUE_KEEP_MS = 3_600_000;
+
+/** Who uses a cached blob and how long it is kept once nobody does. */
+interface Use {
+  readonly team: string;
+  readonly size: number;
+  /** Attempts on this node that staged it and are not released. */
+  readonly attempts: Set<string>;
+  /** Jobs of those attempts. */
+  readonly jobs: Map<string, string>;
+  /** Epoch ms until which it stays without users: the longest `keep` of the inputs that named it; Infinity for a named dataset. */
+  keepUntil: number;
+  /** The `keepMs` (or Infinity) asked for it, counted from the release of its last user. */
+  keepMs: number;
 }
 
 /**
@@ -37,6 +67,10 @@ export class InputCache {
   private readonly concurrency: number;
   /** `<team>/<sha256>` of every complete blob in the cache. */
   private readonly present = new Set<string>();
+  /** `<team>/<sha256>` → its users and keep, for the blobs staged by this agent run. */
+  private readonly uses = new Map<string, Use>();
+  private readonly onRemoved: InputCacheOptions['onRemoved'];
+  private readonly now: () => number;
 
   constructor(
     private readonly blobs: BlobStore,
@@ -45,6 +79,8 @@ export class InputCache {
     options: InputCacheOptions = {},
   ) {
     this.concurrency = options.concurrency ?? 4;
+    this.onRemoved = options.onRemoved;
+    this.now = options.now ?? Date.now;
     // What an earlier run of the agent left in the cache is still there to be used and reported.
     void this.scan().catch(() => undefined);
   }
@@ -74,23 +110,36 @@ export class InputCache {
    *   inputs are wrong), BlobStoreUnavailableError (retryable), ValidationError for a path that
    *   would leave `inputsDir`.
    */
-  async stage(team: string, inputs: readonly InputRef[], inputsDir: string, signal?: AbortSignal): Promise<StagingReport> {
+  async stage(team: string, inputs: readonly InputRef[], inputsDir: string, signal?: AbortSignal, user?: { attemptId: string; jobId: string }): Promise<StagingReport> {
     let files = 0;
     let bytes = 0;
     let downloadedBytes = 0;
+    let keepMs = 0;
+    const use = (sha256: string, size: number) => {
+      if (!user) return;
+      const key = `${team}/${sha256}`;
+      const u = this.uses.get(key) ?? { team, size, attempts: new Set<string>(), jobs: new Map<string, string>(), keepUntil: 0, keepMs: 0 };
+      u.attempts.add(user.attemptId);
+      u.jobs.set(user.attemptId, user.jobId);
+      u.keepMs = Math.max(u.keepMs, keepMs);
+      this.uses.set(key, u);
+    };
     const place = async (sha256: string, size: number, dest: string, executable: boolean) => {
       signal?.throwIfAborted();
+      use(sha256, size);
       if (await this.ensure(team, sha256, size)) downloadedBytes += size;
       await linkInto(this.pathOf(team, sha256), dest, executable);
       files += 1;
       bytes += size;
     };
     for (const input of inputs) {
+      keepMs = input.dataset !== undefined ? Infinity : (input.keepMs ?? 0);
       const target = inside(inputsDir, input.path, `data.inputs.${input.name}.path`);
       if (input.kind === 'file') {
         await place(input.sha256, input.size, target, false);
         continue;
       }
+      use(input.sha256, input.size);
       if (await this.ensure(team, input.sha256, input.size)) downloadedBytes += input.size;
       const manifest = parseFolderManifest(await readFile(this.pathOf(team, input.sha256)), input.sha256);
       await mkdir(target, { recursive: true });
@@ -99,6 +148,38 @@ export class InputCache {
       );
     }
     return { files, bytes, downloadedBytes };
+  }
+
+  /**
+   * An attempt is done with its inputs: each blob no other attempt on this node uses is removed
+   * now unless its input asked to keep it (`keep`, kept from now for that long; `dataset`, kept),
+   * and blobs whose keep has run out go too. A `node_lost` attempt (`requeued`) keeps everything:
+   * placement prefers this node for the requeued job. Each removal is reported to `onRemoved`.
+   */
+  async release(attemptId: string, options: { requeued?: boolean } = {}): Promise<CacheRemoval[]> {
+    const now = this.now();
+    const freed = new Map<string, CacheRemoval & { blobs: { sha256: string; size: number }[] }>();
+    for (const [key, u] of this.uses) {
+      const jobId = u.jobs.get(attemptId);
+      if (jobId !== undefined) {
+        u.attempts.delete(attemptId);
+        u.jobs.delete(attemptId);
+        // A requeued job may come back here (placement prefers this node): keep its data a while.
+        if (u.attempts.size === 0) u.keepUntil = now + (options.requeued ? Math.max(u.keepMs, REQUEUE_KEEP_MS) : u.keepMs);
+      }
+      if (u.attempts.size > 0 || u.keepUntil > now) continue;
+      const reason = jobId !== undefined && u.keepMs === 0 ? 'job_released' : 'retention_expired';
+      const group = `${u.team}\0${reason}\0${reason === 'job_released' ? jobId : ''}`;
+      const removal = freed.get(group) ?? { team: u.team, reason, ...(reason === 'job_released' ? { jobId: jobId! } : {}), blobs: [] };
+      await rm(this.pathOf(u.team, key.slice(u.team.length + 1)), { force: true });
+      this.present.delete(key);
+      this.uses.delete(key);
+      removal.blobs.push({ sha256: key.slice(u.team.length + 1), size: u.size });
+      freed.set(group, removal);
+    }
+    const removals = [...freed.values()];
+    for (const r of removals) await this.onRemoved?.(r);
+    return removals;
   }
 
   /** Cached blob path of a team's blob. */
