@@ -39,7 +39,10 @@ export const AuditRequester = z
 export type AuditRequester = z.output<typeof AuditRequester>;
 
 const timeError = (field: string) => fieldError(field, 'must be a UTC ISO-8601 time ending in `Z`', 'write e.g. `2026-06-01T00:00:00Z`');
-const limitError = fieldError('limit', 'must be a whole number from 1 to 10000', 'write e.g. `limit: 500`');
+/** Most jobs in one answer: a page of summaries stays well under NATS's default 1 MB payload. */
+export const AUDIT_PAGE_MAX = 1000;
+const limitError = fieldError('limit', `must be a whole number from 1 to ${AUDIT_PAGE_MAX}`, 'write e.g. `limit: 500`, and page with `offset`');
+const offsetError = fieldError('offset', 'must be a whole number ≥ 0', 'write e.g. `offset: 500` for the second page of 500');
 
 export const AuditJobsFilter = z
   .object({
@@ -49,7 +52,13 @@ export const AuditJobsFilter = z
     nodeId: NodeId.optional().describe('Only jobs with an attempt on this node.'),
     gpuModel: GpuModel.optional().describe('Only jobs with an attempt on this GPU model.'),
     outcome: AuditOutcome.optional().describe('Only jobs that ended this way.'),
-    limit: z.int({ error: limitError }).min(1, { error: limitError }).max(10_000, { error: limitError }).default(1000).describe('Most jobs listed, oldest first. Default 1000.'),
+    limit: z
+      .int({ error: limitError })
+      .min(1, { error: limitError })
+      .max(AUDIT_PAGE_MAX, { error: limitError })
+      .default(500)
+      .describe(`Most jobs in this answer, oldest first, 1–${AUDIT_PAGE_MAX}. Default 500.`),
+    offset: z.int({ error: offsetError }).min(0, { error: offsetError }).default(0).describe('Matching jobs to skip (oldest first): the next page starts at offset + limit. Default 0.'),
   })
   .describe('Which jobs to list; every given field must match.');
 export type AuditJobsFilter = z.output<typeof AuditJobsFilter>;
@@ -172,7 +181,7 @@ const queryEventId = z.string().describe('Id of the AuditQueried event that reco
 export const AuditJobsReply = z
   .object({
     jobs: z.array(AuditJobSummary).describe('Matching jobs, oldest submission first.'),
-    total: z.int().min(0).describe('Matching jobs before the limit.'),
+    total: z.int().min(0).describe('Matching jobs before offset and limit; more pages follow while offset + jobs.length < total.'),
     asOfPosition: asOf,
     recordedAs: queryEventId,
   })

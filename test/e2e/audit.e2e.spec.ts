@@ -132,6 +132,11 @@ describe('gpunet audit', () => {
       const node = (await officer.auditJob(localJob)).attempts[0]!.nodeId;
       expect((await officer.auditJobs({ node })).jobs.map((j) => j.jobId)).toContain(localJob);
       expect((await officer.auditJobs({ from: '2999-01-01T00:00:00Z' })).jobs).toEqual([]);
+      // A page at a time: limit and offset over the same oldest-first order.
+      const first = await officer.auditJobs({ limit: 1 });
+      const second = await officer.auditJobs({ limit: 1, offset: 1 });
+      expect(first.total).toBe(all.total);
+      expect([...first.jobs, ...second.jobs].map((j) => j.jobId)).toEqual(all.jobs.slice(0, 2).map((j) => j.jobId));
       // A filter value that is not valid names its parameter.
       await expect(officer.auditJobs({ outcome: 'finished' })).rejects.toMatchObject({ status: 400, issues: [expect.objectContaining({ path: 'outcome' })] });
     }),
@@ -175,8 +180,13 @@ describe('gpunet audit', () => {
 
       const json = await cli(['audit', 'jobs', '--format', 'json', '--outcome', 'completed']);
       expect(json.code).toBe(0);
-      const doc = JSON.parse(json.out) as AuditJobsReply;
+      const doc = JSON.parse(json.out) as Omit<AuditJobsReply, 'recordedAs'> & { recordedAs: string[] };
       expect(doc.jobs.map((j) => j.jobId)).toContain(localJob);
+      expect(doc.recordedAs).toHaveLength(1);
+      // --limit beyond one query's page is fetched page by page, each query recorded.
+      const paged = JSON.parse((await cli(['audit', 'jobs', '--format', 'json', '--limit', '1'], complianceKey)).out) as typeof doc;
+      expect(paged.jobs).toHaveLength(1);
+      expect(paged.total).toBeGreaterThanOrEqual(2);
 
       const csv = await cli(['audit', 'jobs', '--format', 'csv'], complianceKey);
       expect(csv.code).toBe(0);

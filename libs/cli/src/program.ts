@@ -218,7 +218,7 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .option('--node <node-id>', 'only jobs with an attempt on this node')
     .option('--gpu-model <model>', 'only jobs with an attempt on this GPU model')
     .option('--outcome <outcome>', 'only jobs that ended this way: completed, failed, timeout, cancelled, node_lost, deadline, rejected, staging_failed, open')
-    .option('--limit <n>', 'most jobs listed, 1–10000', '1000')
+    .option('--limit <n>', 'most jobs listed (fetched 500 per query)', '1000')
     .addOption(formatOption())
     .action(run((ctx, opts) => auditJobs(ctx, opts as AuditJobsFlags)));
   withConnection(auditSub('job'))

@@ -283,11 +283,11 @@ export class GpunetClient {
 
   /**
    * Jobs for an audit (`GET /v1/audit/jobs`): outcome, nodes, GPU models, phase durations, outputs
-   * and cost per job. A team key sees its own team; a `compliance` key every team (or `team`).
+   * and cost per job, a page (`limit` ≤ 1000 from `offset`) at a time. A team key sees its own team; a `compliance` key every team (or `team`).
    * The ledger records the query (who asked what, when) before answering.
    */
-  auditJobs(filter: { team?: string; from?: string; to?: string; node?: string; gpuModel?: string; outcome?: string; limit?: number } = {}): Promise<AuditJobsReply> {
-    const query = { ...filter, limit: filter.limit === undefined ? undefined : String(filter.limit) };
+  auditJobs(filter: { team?: string; from?: string; to?: string; node?: string; gpuModel?: string; outcome?: string; limit?: number; offset?: number } = {}): Promise<AuditJobsReply> {
+    const query = { ...filter, limit: filter.limit?.toString(), offset: filter.offset?.toString() };
     return this.http.json({ method: 'GET', path: '/v1/audit/jobs', query }, AuditJobsReply);
   }
 

@@ -3,7 +3,7 @@
  * what it cost, from the ledger's audit projection over every service's events (through intake,
  * `GET /v1/audit/...`). Every query is recorded by the ledger (who asked what, when).
  */
-import type { AuditDurations, AuditJobsReply, AuditJobSummary } from '#contracts';
+import type { AuditDurations, AuditJobSummary } from '#contracts';
 import type { AuditJobAnswer } from '#sdk';
 import type { CommandContext } from '../context.js';
 import { UsageError } from '../errors.js';
@@ -86,8 +86,19 @@ export function auditCsv(jobs: readonly AuditJobSummary[]): string {
 const dur = (ms: number | undefined) => (ms === undefined ? '-' : formatMs(ms));
 const money = (totals: AuditJobSummary['totals']) => (totals.length === 0 ? '0' : totals.map((t) => `${formatMicros(t.amountMicros)} ${t.currency}`).join(' + '));
 
+/** Pages fetched by `audit jobs`: every job wanted, the total matching, and the ids of the AuditQueried events recording each page's query. */
+export interface AuditJobsListing {
+  jobs: AuditJobSummary[];
+  total: number;
+  asOfPosition: string;
+  recordedAs: string[];
+}
+
+/** Jobs per query: one page stays well under NATS's default 1 MB payload. */
+const PAGE = 500;
+
 /** The list for people. Pure. */
-export function renderAuditJobs(reply: AuditJobsReply): string {
+export function renderAuditJobs(reply: Pick<AuditJobsListing, 'jobs' | 'total' | 'asOfPosition'>): string {
   if (reply.jobs.length === 0) return `no jobs match (store position ${reply.asOfPosition})`;
   const rows = reply.jobs.map((j) => [
     j.jobId,
@@ -161,12 +172,12 @@ export function renderAuditJob(a: AuditJobAnswer): string {
 
 function positiveInt(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^[1-9]\d{0,4}$/.test(value)) throw new UsageError(`${flag} must be a whole number from 1 to 10000, got \`${value}\``, [{ path: flag, message: 'must be 1–10000', fix: `write e.g. \`${flag} 500\`` }]);
+  if (!/^[1-9]\d{0,6}$/.test(value)) throw new UsageError(`${flag} must be a whole number from 1 to 9999999, got \`${value}\``, [{ path: flag, message: 'must be a whole number ≥ 1', fix: `write e.g. \`${flag} 5000\`` }]);
   return Number(value);
 }
 
 export async function auditJobs(ctx: CommandContext, flags: AuditJobsFlags): Promise<ExitCode> {
-  const limit = positiveInt('--limit', flags.limit);
+  const limit = positiveInt('--limit', flags.limit) ?? 1000;
   const client = await ctx.client();
   const filter = {
     ...(flags.team ? { team: flags.team } : {}),
@@ -175,9 +186,17 @@ export async function auditJobs(ctx: CommandContext, flags: AuditJobsFlags): Pro
     ...(flags.node ? { node: flags.node } : {}),
     ...(flags.gpuModel ? { gpuModel: flags.gpuModel } : {}),
     ...(flags.outcome ? { outcome: flags.outcome } : {}),
-    ...(limit !== undefined ? { limit } : {}),
   };
-  const reply = await client.auditJobs(filter);
+  // A page per query (each recorded by the ledger), until the limit or the last matching job.
+  const reply: AuditJobsListing = { jobs: [], total: 0, asOfPosition: '0', recordedAs: [] };
+  for (;;) {
+    const page = await client.auditJobs({ ...filter, limit: Math.min(PAGE, limit - reply.jobs.length), offset: reply.jobs.length });
+    reply.jobs.push(...page.jobs);
+    reply.total = page.total;
+    reply.asOfPosition = page.asOfPosition;
+    reply.recordedAs.push(page.recordedAs);
+    if (page.jobs.length === 0 || reply.jobs.length >= Math.min(limit, page.total)) break;
+  }
   const format = formatOf(ctx, flags.format);
   if (format === 'json') ctx.io.stdout.write(`${JSON.stringify(reply, null, 2)}\n`);
   else if (format === 'csv') ctx.io.stdout.write(auditCsv(reply.jobs));

@@ -36,8 +36,8 @@ describe('audit output', () => {
   });
 
   it('the table says when nothing matches and when the limit cut the list', () => {
-    expect(renderAuditJobs({ jobs: [], total: 0, asOfPosition: '7', recordedAs: 'x' })).toBe('no jobs match (store position 7)');
-    const text = renderAuditJobs({ jobs: [job()], total: 3, asOfPosition: '9', recordedAs: 'x' });
+    expect(renderAuditJobs({ jobs: [], total: 0, asOfPosition: '7' })).toBe('no jobs match (store position 7)');
+    const text = renderAuditJobs({ jobs: [job()], total: 3, asOfPosition: '9' });
     expect(text).toMatch(/^JOB +TEAM/);
     expect(text).toContain('1.500000 EUR');
     expect(text).toContain('(2 more: raise --limit)');

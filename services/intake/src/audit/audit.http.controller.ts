@@ -12,7 +12,7 @@ import { ForbiddenError } from '../common/errors.js';
 import { correlationIdOf, jobIdParam, single } from '../http/request.js';
 
 /** Query parameters of `GET /v1/audit/jobs`, by filter field. */
-const FILTER_PARAMS = { team: 'team', from: 'from', to: 'to', node: 'nodeId', gpuModel: 'gpuModel', outcome: 'outcome', limit: 'limit' } as const;
+const FILTER_PARAMS = { team: 'team', from: 'from', to: 'to', node: 'nodeId', gpuModel: 'gpuModel', outcome: 'outcome', limit: 'limit', offset: 'offset' } as const;
 
 /** Who asks, as the ledger records it: the key's id, team and role, and whether it reads every team. */
 export function requesterOf(principal: Principal): AuditRequester {
@@ -23,7 +23,7 @@ export function requesterOf(principal: Principal): AuditRequester {
  * The audit over HTTP, asked of the ledger's audit projection over NATS (`AuditJobs`, `AuditJob`),
  * which records every query (who, what, when) before answering it:
  *
- * - `GET /v1/audit/jobs?team=&from=&to=&node=&gpuModel=&outcome=&limit=`: jobs for an audit;
+ * - `GET /v1/audit/jobs?team=&from=&to=&node=&gpuModel=&outcome=&limit=&offset=`: jobs for an audit, a page at a time;
  * - `GET /v1/audit/jobs/{jobId}`: one job's full audit across every service.
  *
  * A team key sees its own team only (naming another team is 403, recorded as refused); a `compliance` key sees every team.
@@ -44,7 +44,7 @@ export class AuditHttpController {
     const raw: Record<string, unknown> = {};
     for (const [param, field] of Object.entries(FILTER_PARAMS)) {
       const value = single(q[param]);
-      if (value !== undefined) raw[field] = field === 'limit' && /^\d{1,6}$/.test(value) ? Number(value) : value;
+      if (value !== undefined) raw[field] = (field === 'limit' || field === 'offset') && /^\d{1,9}$/.test(value) ? Number(value) : value;
     }
     const parsed = AuditJobsFilter.safeParse(raw);
     if (!parsed.success) {

@@ -445,7 +445,7 @@ export function jobSummary(s: JobAuditState & { team: string; submittedAt: strin
 }
 
 /** Whether a submitted job's record passes every field of the filter (and the caller's team scope). */
-export function matches(s: JobAuditState & { team: string; submittedAt: string }, filter: Omit<AuditJobsFilter, 'limit'>): boolean {
+export function matches(s: JobAuditState & { team: string; submittedAt: string }, filter: Omit<AuditJobsFilter, 'limit' | 'offset'>): boolean {
   if (filter.team !== undefined && s.team !== filter.team) return false;
   const submitted = Date.parse(s.submittedAt);
   if (filter.from !== undefined && submitted < Date.parse(filter.from)) return false;
@@ -456,11 +456,11 @@ export function matches(s: JobAuditState & { team: string; submittedAt: string }
   return true;
 }
 
-/** The jobs of an audit list: matching records, oldest submission first, at most `limit`. */
+/** The jobs of an audit list: matching records, oldest submission first, `limit` of them from `offset`. */
 export function auditList(records: Iterable<JobAuditState>, filter: AuditJobsFilter): { jobs: AuditJobSummary[]; total: number } {
   const hits = [...records]
     .filter(isSubmitted)
     .filter((s) => matches(s, filter))
     .sort((a, b) => (a.submittedAt < b.submittedAt ? -1 : a.submittedAt > b.submittedAt ? 1 : a.jobId < b.jobId ? -1 : 1));
-  return { jobs: hits.slice(0, filter.limit).map(jobSummary), total: hits.length };
+  return { jobs: hits.slice(filter.offset, filter.offset + filter.limit).map(jobSummary), total: hits.length };
 }
