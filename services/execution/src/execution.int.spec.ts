@@ -169,7 +169,7 @@ describe('execution agent', () => {
         data: {
           inputs: [
             { name: 'code', path: 'code/train.sh', sha256: script.sha256, size: script.size },
-            { name: 'numbers', path: 'data/numbers.txt', sha256: data.sha256, size: data.size },
+            { name: 'numbers', path: 'data/numbers.txt', sha256: data.sha256, size: data.size, keep: '1h' },
           ],
         },
         request: { gpus: 1, timeLimit: '1m' },
@@ -202,7 +202,7 @@ describe('execution agent', () => {
     expect(await readFile(stdoutLog, 'utf8')).toBe('gpus=1\n10\n');
 
     await runDirRemoved(job);
-    // The dataset stays in the node cache for the next job on this node.
+    // The dataset asked to be kept (keep: 1h): it stays in the node cache for the next job on this node.
     expect(existsSync(join(workDir(), 'cache', TEAM, data.sha256))).toBe(true);
   });
 
