@@ -231,7 +231,9 @@ function applyChange(view: JobView, event: JobEvent): JobView {
     }
     case 'OutputsStored': {
       const d = event.data as EventData<'OutputsStored'>;
-      return { ...view, outputs: { files: d.files, totalBytes: d.totalBytes, truncated: d.truncated, ...(d.rejected.length > 0 ? { rejected: d.rejected } : {}) } };
+      // Events recorded before `rejected` existed have none (the fold reads stored data as it is).
+      const rejected = (d as { rejected?: typeof d.rejected }).rejected ?? [];
+      return { ...view, outputs: { files: d.files, totalBytes: d.totalBytes, truncated: d.truncated, ...(rejected.length > 0 ? { rejected } : {}) } };
     }
     default:
       return view;
