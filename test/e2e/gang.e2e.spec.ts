@@ -3,10 +3,11 @@
  * each node's agent running its part with its rank; when one part fails the other is stopped, and
  * the job fails with the failing part's exit code. Never a partial hold.
  */
-import type { ComputeHeld, JobFinished, JobPlaced } from '#contracts';
+import type { ComputeHeld, JobFinished, JobPlaced, UsageRecorded } from '#contracts';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { jobEvents, scriptJob, settle } from '../support/jobs.js';
 import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { until } from '../support/poll.js';
 
 let net: TestNetwork | undefined;
 const network = () => net!;
@@ -68,6 +69,22 @@ describe('multi-node gangs across real agents', () => {
         [r1, 'completed', true],
       ]);
       expect(attempt!.outcome).toBe('completed');
+      // Billed per part: one line per node, each from its own hold to its own end (its agent's clock).
+      const usage = await until('a usage line for each part', async () => {
+        const u = (await jobEvents(network(), [jobId], ['UsageRecorded'])).map((e) => e.data as UsageRecorded);
+        return u.length >= 2 ? u : undefined;
+      }, { timeoutMs: 30_000, intervalMs: 200 });
+      expect(usage).toHaveLength(2);
+      for (const line of usage) {
+        const h = held.find((x) => x.nodeId === line.nodeId)!;
+        const f = finished.find((x) => x.nodeId === line.nodeId)!;
+        expect({ node: line.nodeId, gpus: line.gpus, heldFrom: line.heldFrom, billableMs: line.billableMs }).toEqual({
+          node: h.nodeId,
+          gpus: 2,
+          heldFrom: h.heldAt,
+          billableMs: Date.parse(f.finishedAt) - Date.parse(h.heldAt),
+        });
+      }
       // Outputs come from rank 0 only.
       expect(view.outputs?.files.map((f) => f.path)).toEqual(['result.txt']);
       const lines: string[] = [];
