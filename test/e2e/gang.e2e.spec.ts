@@ -36,6 +36,7 @@ describe('multi-node gangs across real agents', () => {
       // Each part says who it is; rank 0 waits for rank 1's word through its own output, then writes the result.
       const script = [
         'echo "part rank=$GPUNET_NODE_RANK of $GPUNET_NUM_NODES nodes=$GPUNET_NODES gpus=$CUDA_VISIBLE_DEVICES"',
+        'echo "state of rank $GPUNET_NODE_RANK" > "$GPUNET_CHECKPOINT_DIR/state.txt"',
         'if [ "$GPUNET_NODE_RANK" = 0 ]; then sleep 1; echo "rank 0 of $GPUNET_NUM_NODES" > "$GPUNET_OUTPUT_DIR/result.txt"; fi',
       ].join('\n');
       const { jobId } = await client.submit(scriptJob(script, { gpus: 4, globs: ['*.txt'] }));
@@ -85,6 +86,9 @@ describe('multi-node gangs across real agents', () => {
           billableMs: Date.parse(f.finishedAt) - Date.parse(h.heldAt),
         });
       }
+      // The checkpoint is rank 0's alone (saved at its exit), as are the outputs.
+      const checkpoints = (await jobEvents(network(), [jobId], ['JobCheckpointed'])).map((e) => e.data as { nodeId: string });
+      expect(checkpoints.map((c) => c.nodeId)).toEqual([r0]);
       // Outputs come from rank 0 only.
       expect(view.outputs?.files.map((f) => f.path)).toEqual(['result.txt']);
       const lines: string[] = [];

@@ -206,6 +206,8 @@ export class AttemptRunner {
     this.logFiles = streamer.files;
     for (const line of this.pendingNotices.splice(0)) streamer.notice(line);
     const keeper = this.checkpointKeeper(streamer, dirs);
+    // A gang's checkpoint is rank 0's, like its outputs: every part restores it, only rank 0 saves it.
+    const savesCheckpoints = (h.state.placement.rank ?? 0) === 0;
     let result: RunResult;
     try {
       if (this.launch === undefined) throw new Error('no launch plan (the attempt was not prepared by this agent)');
@@ -226,7 +228,7 @@ export class AttemptRunner {
               ? { type: 'Start', at: new Date(startedAt).toISOString(), work: this.work, ...(resumedFromCheckpoint !== undefined && { resumedFromCheckpoint }) }
               : undefined,
           ).then(
-            () => keeper.start(),
+            () => (savesCheckpoints ? keeper.start() : undefined),
             (err: unknown) => h.log.error({ err }, 'JobStarted could not be recorded'),
           );
           h.log.info({ pid, command: launch.command }, 'job started');
@@ -240,7 +242,7 @@ export class AttemptRunner {
       return streamer;
     }
     // The last checkpoint is recorded before the end, so a requeued attempt always finds it.
-    await keeper.finish();
+    if (savesCheckpoints) await keeper.finish();
     if (this.work?.runtime !== undefined) await removeContainer(this.work.runtime, attemptId);
     const r = result;
     await h.execute((s) =>
