@@ -211,6 +211,28 @@ describe('BlobStore against a real nats-server', () => {
     expect(Buffer.compare(await readFile(dest), bytes)).toBe(0);
   });
 
+  it('keeps a blob whole when two uploads of the same new file run at once (two submits of one dataset)', async () => {
+    const bytes = randomBytes(10 * MiB + 4321);
+    const path = await file('concurrent.bin', bytes);
+    // Separate connections, as two `gpunet submit` processes would have.
+    const other = await connect({ servers: server.url });
+    try {
+      const second = await BlobStore.open(other);
+      const [a, b] = await Promise.all([blobs.uploadFile('team-c', path), second.uploadFile('team-c', path)]);
+      expect([a.sha256, b.sha256]).toEqual([sha(bytes), sha(bytes)]);
+      for (const [i, store] of [blobs, second].entries()) {
+        const dest = join(dir, `concurrent-out-${i}.bin`);
+        await store.downloadTo('team-c', sha(bytes), dest, { size: bytes.length });
+        expect(Buffer.compare(await readFile(dest), bytes)).toBe(0);
+      }
+      // A third upload finds the blob whole and moves nothing.
+      const third = await blobs.uploadFile('team-c', path);
+      expect(third.skipped).toBe(true);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('starts over when the stored chunks of an interrupted upload are not this file\'s', async () => {
     const bytes = randomBytes(4 * MiB);
     const path = await file('tampered.bin', bytes);

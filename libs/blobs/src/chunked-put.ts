@@ -91,8 +91,11 @@ export class ChunkedWriter {
   }
 
   /**
-   * How many chunks of `nuid` are stored, when they form the prefix 0..n-1 an interrupted run
-   * leaves (the last one's index header says n-1); otherwise the chunks are purged and 0 returned.
+   * How many chunks of `nuid` are stored as the prefix 0..n-1 an interrupted run leaves: the last
+   * one's index header says n-1. Two runs of the same upload at once (two submits of one dataset)
+   * each store a prefix, so a chunk may be stored twice, with the same bytes (same address, same
+   * chunk size): then there are more messages than n, which is still a whole prefix. Fewer than n
+   * means chunks are missing: they are purged and 0 returned.
    */
   async storedPrefix(nuid: string): Promise<StoredPrefix> {
     const subject = this.chunkSubject(nuid);
@@ -102,11 +105,11 @@ export class ChunkedWriter {
     const last = await this.jsm.streams.getMessage(this.stream, { last_by_subj: subject });
     const index = Number(last?.header?.get(CHUNK_INDEX_HEADER));
     const sha = last?.header?.get(CHUNK_SHA256_HEADER);
-    if (!last || index !== count - 1 || !sha) {
+    if (!last || !Number.isInteger(index) || index < 0 || index + 1 > count || !sha) {
       await this.purge(nuid);
       return { chunks: 0, lastChunkSha256: undefined };
     }
-    return { chunks: count, lastChunkSha256: sha };
+    return { chunks: index + 1, lastChunkSha256: sha };
   }
 
   /** Removes every chunk stored under `nuid` (an abandoned or refused upload). */
@@ -233,8 +236,9 @@ export interface ChunkStream {
  * up on leaves nothing behind. Chunks one writer sent are usually neighbours in the stream, so
  * after the first one up to `window` gets are in flight for the following sequences; a gap
  * (another upload's chunks in between) drops them and starts again from the chunk found. A chunk
- * the record counts but the stream lacks ends the stream early; the caller's size and sha256
- * checks refuse the result.
+ * whose index header says it was handed out already (two runs of the same upload stored it twice)
+ * is skipped; a chunk the record counts but the stream lacks ends the stream early, and the
+ * caller's size and sha256 checks refuse the result.
  */
 export async function readChunks(nc: NatsConnection, bucket: string, nuid: string, chunks: number, window = 8): Promise<ChunkStream> {
   const jsm = await jetstreamManager(nc);
@@ -257,20 +261,26 @@ export async function readChunks(nc: NatsConnection, bucket: string, nuid: strin
   };
   return {
     async next() {
-      if (closed || yielded >= chunks) return { done: true, value: undefined };
-      fill();
-      const head = pending.shift()!;
-      const m = await head.result;
-      if (m === null) return { done: true, value: undefined };
-      yielded += 1;
-      lastSeq = m.seq;
-      if (m.seq === head.seq) known = true;
-      else {
-        // A gap: what was asked for ahead may be this chunk again. Ask afresh from here.
-        pending = [];
-        known = false;
+      for (;;) {
+        if (closed || yielded >= chunks) return { done: true, value: undefined };
+        fill();
+        const head = pending.shift()!;
+        const m = await head.result;
+        if (m === null) return { done: true, value: undefined };
+        lastSeq = m.seq;
+        if (m.seq === head.seq) known = true;
+        else {
+          // A gap: what was asked for ahead may be this chunk again. Ask afresh from here.
+          pending = [];
+          known = false;
+        }
+        // Chunks written by this writer carry their index; the Object Store client's do not.
+        const index = m.header?.get(CHUNK_INDEX_HEADER);
+        if (index !== undefined && index !== '' && Number(index) < yielded) continue; // a second copy of a chunk handed out
+        if (index !== undefined && index !== '' && Number(index) > yielded) return { done: true, value: undefined }; // a chunk is missing
+        yielded += 1;
+        return { done: false, value: m.data };
       }
-      return { done: false, value: m.data };
     },
     close() {
       closed = true;
