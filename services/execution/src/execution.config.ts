@@ -21,6 +21,12 @@ export const ExecutionConfig = z.object({
   GPUNET_GPUS: positiveInt('GPU slots to declare when nvidia-smi finds none, e.g. 4').default(1),
   GPUNET_GPU_MODEL: GpuModel.default('sim-gpu').describe('model name of the declared slots, e.g. A100-80GB'),
   GPUNET_WORK_DIR: z.string().min(1).optional().describe('directory for run directories and the input cache; default .gpunet/nodes/<nodeId>'),
+  GPUNET_CACHE_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('most bytes the node input cache holds; blobs no attempt uses are evicted, least recently used first; default: no cap'),
   GPUNET_NVIDIA_SMI: z.string().min(1).default('nvidia-smi').describe('the nvidia-smi binary; when it is not found the declared slots are used'),
   GPUNET_HEARTBEAT_MS: positiveInt('milliseconds between heartbeats').default(2_000),
   GPUNET_KILL_GRACE_MS: nonNegativeInt('milliseconds between SIGTERM and SIGKILL at the time limit or a cancel').default(10_000),

@@ -101,7 +101,10 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
       nc: this.nc,
       js: jetstream(this.nc),
       blobs,
-      cache: new InputCache(blobs, join(this.workDir, 'cache'), { onRemoved: (r) => this.recordCacheRemoval(r) }),
+      cache: new InputCache(blobs, join(this.workDir, 'cache'), {
+        onRemoved: (r) => this.recordCacheRemoval(r),
+        ...(this.config.GPUNET_CACHE_MAX_BYTES !== undefined && { maxBytes: this.config.GPUNET_CACHE_MAX_BYTES }),
+      }),
       confine: await NodeConfinement.detect(this.config, this.workDir, this.logger),
     };
     await this.recover();

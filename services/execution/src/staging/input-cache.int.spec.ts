@@ -115,3 +115,43 @@ describe('node input cache', () => {
   });
 });
 
+
+describe('node input cache under a size cap', () => {
+  it('evicts blobs no attempt uses, least recently used first, never one in use, and reports each as evicted', async () => {
+    const src = join(dir, 'cap-src');
+    await mkdir(src, { recursive: true });
+    const refs: InputRef[] = [];
+    for (const n of [1, 2, 3]) {
+      await writeFile(join(src, `d${n}.bin`), Buffer.alloc(1000, n));
+      const up = await blobs.uploadFile(TEAM, join(src, `d${n}.bin`));
+      refs.push({ name: `d${n}`, path: `d${n}.bin`, kind: 'file', sha256: up.sha256, size: up.size });
+    }
+    const removed: CacheRemoval[] = [];
+    let clock = 1_000;
+    const cache = new InputCache(blobs, join(dir, 'cap-cache'), { maxBytes: 2_000, now: () => clock++, onRemoved: async (r) => void removed.push(r) });
+    const user = (n: number) => ({ attemptId: `a${n}`, jobId: `j${n}` });
+    const keep = (ref: InputRef): InputRef => ({ ...ref, keepMs: 3_600_000 });
+
+    // d1 and d2 are kept after their jobs (keep: 1h); together they fill the cap.
+    await cache.stage(TEAM, [keep(refs[0]!)], join(dir, 'cap-run1'), undefined, user(1));
+    await cache.release('a1');
+    await cache.stage(TEAM, [keep(refs[1]!)], join(dir, 'cap-run2'), undefined, user(2));
+    // d1 is used again by a running attempt: it is now the most recently used and in use.
+    await cache.stage(TEAM, [keep(refs[0]!)], join(dir, 'cap-run3'), undefined, user(3));
+    await cache.release('a2');
+    expect(cache.bytesHeld).toBe(2_000);
+
+    // d3 needs room: d2 (idle) goes, d1 (in use by a3) stays.
+    const r = await cache.stage(TEAM, [refs[2]!], join(dir, 'cap-run4'), undefined, user(4));
+    expect(r.downloadedBytes).toBe(1_000);
+    expect(removed).toEqual([{ team: TEAM, reason: 'evicted', blobs: [{ sha256: refs[1]!.sha256, size: 1_000 }] }]);
+    expect(cache.held().map((b) => b.sha256).sort()).toEqual([refs[0]!.sha256, refs[2]!.sha256].sort());
+    await expect(stat(cache.pathOf(TEAM, refs[1]!.sha256))).rejects.toThrow();
+    expect(cache.bytesHeld).toBe(2_000);
+
+    // Nothing idle to evict: the cache goes over its cap rather than touching data in use.
+    await cache.stage(TEAM, [refs[1]!], join(dir, 'cap-run5'), undefined, user(5));
+    expect(cache.bytesHeld).toBe(3_000);
+    expect(removed).toHaveLength(1);
+  });
+});

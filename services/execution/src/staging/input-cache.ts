@@ -20,7 +20,7 @@ export interface CacheRemoval {
   readonly team: string;
   /** The job whose release freed them; absent for a keep that ran out later. */
   readonly jobId?: string;
-  readonly reason: 'job_released' | 'retention_expired';
+  readonly reason: 'job_released' | 'retention_expired' | 'evicted';
   readonly blobs: readonly { sha256: string; size: number }[];
 }
 
@@ -32,6 +32,12 @@ export interface InputCacheOptions {
   readonly onRemoved?: (removal: CacheRemoval) => Promise<void>;
   /** Clock (epoch ms) for keeps. Default `Date.now`. */
   readonly now?: () => number;
+  /**
+   * Most bytes the cache may hold. When a download would go beyond it, blobs no attempt on this
+   * node uses are evicted, least recently used first, kept ones included (`evicted`); blobs in
+   * use are never evicted, so the cache may exceed the cap while they run. Default: no cap.
+   */
+  readonly maxBytes?: number;
 }
 
 /** How long the inputs of a `node_lost` attempt stay in the cache for its requeued job. */
@@ -71,6 +77,10 @@ export class InputCache {
   private readonly uses = new Map<string, Use>();
   private readonly onRemoved: InputCacheOptions['onRemoved'];
   private readonly now: () => number;
+  private readonly maxBytes: number;
+  /** `<team>/<sha256>` → size and last use (epoch ms) of every complete blob in the cache, for the cap. */
+  private readonly sizes = new Map<string, { size: number; lastUsed: number }>();
+  private evicting: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly blobs: BlobStore,
@@ -81,6 +91,7 @@ export class InputCache {
     this.concurrency = options.concurrency ?? 4;
     this.onRemoved = options.onRemoved;
     this.now = options.now ?? Date.now;
+    this.maxBytes = options.maxBytes ?? Infinity;
     // What an earlier run of the agent left in the cache is still there to be used and reported.
     void this.scan().catch(() => undefined);
   }
@@ -97,7 +108,11 @@ export class InputCache {
   async scan(): Promise<void> {
     for (const team of await readdir(this.root).catch(() => [] as string[])) {
       for (const name of await readdir(join(this.root, team)).catch(() => [] as string[])) {
-        if (/^[0-9a-f]{64}$/.test(name)) this.present.add(`${team}/${name}`);
+        if (!/^[0-9a-f]{64}$/.test(name)) continue;
+        const st = await stat(join(this.root, team, name)).catch(() => undefined);
+        if (!st?.isFile()) continue;
+        this.present.add(`${team}/${name}`);
+        if (!this.sizes.has(`${team}/${name}`)) this.sizes.set(`${team}/${name}`, { size: st.size, lastUsed: st.mtimeMs });
       }
     }
   }
@@ -174,12 +189,56 @@ export class InputCache {
       await rm(this.pathOf(u.team, key.slice(u.team.length + 1)), { force: true });
       this.present.delete(key);
       this.uses.delete(key);
+      this.sizes.delete(key);
       removal.blobs.push({ sha256: key.slice(u.team.length + 1), size: u.size });
       freed.set(group, removal);
     }
     const removals = [...freed.values()];
     for (const r of removals) await this.onRemoved?.(r);
     return removals;
+  }
+
+  /** Bytes of the complete blobs in the cache. */
+  get bytesHeld(): number {
+    let total = 0;
+    for (const { size } of this.sizes.values()) total += size;
+    return total;
+  }
+
+  /**
+   * Makes room for `incoming` bytes under the cap: removes blobs no attempt here uses, least
+   * recently used first, until the cache fits or nothing more may go. Reports them as `evicted`.
+   */
+  private evictFor(incoming: number): Promise<void> {
+    // One eviction at a time: parallel downloads of a folder's files must not evict (or report) a blob twice.
+    const run = this.evicting.then(() => this.evictNow(incoming));
+    this.evicting = run.catch(() => undefined);
+    return run;
+  }
+
+  private async evictNow(incoming: number): Promise<void> {
+    if (this.maxBytes === Infinity) return;
+    let total = this.bytesHeld;
+    if (total + incoming <= this.maxBytes) return;
+    const idle = [...this.sizes]
+      .filter(([key]) => (this.uses.get(key)?.attempts.size ?? 0) === 0 && !this.inflight.has(key))
+      .sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
+    const byTeam = new Map<string, { sha256: string; size: number }[]>();
+    for (const [key, { size }] of idle) {
+      if (total + incoming <= this.maxBytes) break;
+      const slash = key.indexOf('/');
+      const team = key.slice(0, slash);
+      const sha256 = key.slice(slash + 1);
+      await rm(this.pathOf(team, sha256), { force: true });
+      this.present.delete(key);
+      this.uses.delete(key);
+      this.sizes.delete(key);
+      total -= size;
+      const list = byTeam.get(team) ?? [];
+      list.push({ sha256, size });
+      byTeam.set(team, list);
+    }
+    for (const [team, blobs] of byTeam) await this.onRemoved?.({ team, reason: 'evicted', blobs });
   }
 
   /** Cached blob path of a team's blob. */
@@ -202,13 +261,17 @@ export class InputCache {
     const path = this.pathOf(team, sha256);
     const existing = await stat(path).catch(() => undefined);
     // Written only by an atomic rename after verification, so a present file of the right size is the blob.
+    const key = `${team}/${sha256}`;
     if (existing?.isFile() && existing.size === size) {
-      this.present.add(`${team}/${sha256}`);
+      this.present.add(key);
+      this.sizes.set(key, { size, lastUsed: this.now() });
       return false;
     }
     if (existing) await rm(path, { force: true, recursive: true });
+    await this.evictFor(size);
     await this.blobs.downloadTo(team, sha256, path, { size, mode: 0o444 });
-    this.present.add(`${team}/${sha256}`);
+    this.present.add(key);
+    this.sizes.set(key, { size, lastUsed: this.now() });
     return true;
   }
 }
