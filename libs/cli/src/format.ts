@@ -68,6 +68,14 @@ export function formatDuration(ms: number): string {
   return out;
 }
 
+/**
+ * A wait as people read it: {@link formatDuration} rounded to whole seconds once it is a second or
+ * more (`1m49s`, not `1m49s283ms`); below a second, in ms. For predictions, whose ms mean nothing.
+ */
+export function formatWait(ms: number): string {
+  return formatDuration(ms >= 1000 ? Math.round(ms / 1000) * 1000 : Math.max(0, Math.round(ms)));
+}
+
 /** Bytes with a binary unit, e.g. `1536` → `1.5 KiB`. For display only. */
 export function formatBytes(bytes: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];

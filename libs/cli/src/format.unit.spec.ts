@@ -1,4 +1,4 @@
-import { displayPath, formatDuration, formatMicros, formatMs, sumMicros, table } from './format.js';
+import { displayPath, formatDuration, formatMicros, formatMs, formatWait, sumMicros, table } from './format.js';
 
 describe('money from integer micro-units', () => {
   it('prints units with exactly 6 decimals, small, large and negative', () => {
@@ -41,6 +41,10 @@ describe('durations', () => {
     expect(formatDuration(300_000)).toBe('5m');
     expect(formatDuration(5_400_500)).toBe('1h30m500ms');
     expect(formatDuration(0)).toBe('0s');
+    // A predicted wait drops the ms that mean nothing, except below a second.
+    expect(formatWait(109_283)).toBe('1m49s');
+    expect(formatWait(1_500)).toBe('2s');
+    expect(formatWait(420)).toBe('420ms');
   });
 });
 

@@ -10,7 +10,7 @@ import { resolve } from 'node:path';
 import type { CommandContext } from '../context.js';
 import { UsageError } from '../errors.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
-import { formatDuration, formatMicros } from '../format.js';
+import { formatMicros, formatWait } from '../format.js';
 import { applyOverrides, type SubmitFlags } from '../spec-from-flags.js';
 
 export type EstimateOptions = Pick<SubmitFlags, 'gpus' | 'gpuModel' | 'timeLimit' | 'deadline'>;
@@ -36,7 +36,7 @@ export function renderEstimate(e: EstimateJobReply): string {
   const start = Date.parse(e.expectedStart!);
   const wait = Math.max(0, start - Date.parse(e.at));
   const lines = [
-    `starts:   ${wait === 0 ? 'now' : `in ${formatDuration(wait)}`} (${e.expectedStart}) — ${WAITS[e.reason] ?? e.reason}`,
+    `starts:   ${wait === 0 ? 'now' : `in ${formatWait(wait)}`} (${e.expectedStart}) — ${WAITS[e.reason] ?? e.reason}`,
     `ends by:  ${e.expectedEnd}`,
     `GPUs:     ${e.gpuModel}${e.nodes !== undefined && e.nodes > 1 ? ` over ${e.nodes} whole nodes (the job is larger than any node)` : ''}`,
   ];

@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import type { CommandContext } from '../context.js';
 import { UsageError } from '../errors.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
-import { displayPath, formatBytes, formatDuration, formatMicros, formatMs, sumMicros } from '../format.js';
+import { displayPath, formatBytes, formatMicros, formatMs, formatWait, sumMicros } from '../format.js';
 import { byteBar } from '../progress.js';
 import { renderInvoice, renderJob, renderJobList, renderTimeline, stateText } from '../render.js';
 
@@ -29,7 +29,7 @@ const WAITING: ReadonlySet<string> = new Set(['submitted', 'staged']);
 
 /** A waiting job's place in the live plan, for people: `  queue      #3 in line, Resources; expected start in 12m (…)`. */
 export function renderQueueEntry(entry: GetQueueReply['pending'][number], now: number): string {
-  const start = entry.expectedStart === undefined ? 'expected start unknown' : `expected start ${Date.parse(entry.expectedStart) <= now ? 'now' : `in ${formatDuration(Date.parse(entry.expectedStart) - now)}`} (${entry.expectedStart})`;
+  const start = entry.expectedStart === undefined ? 'expected start unknown' : `expected start ${Date.parse(entry.expectedStart) <= now ? 'now' : `in ${formatWait(Date.parse(entry.expectedStart) - now)}`} (${entry.expectedStart})`;
   return `  queue      #${entry.position} in line, ${entry.reason}; ${start}`;
 }
 
