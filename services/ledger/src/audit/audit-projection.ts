@@ -232,7 +232,8 @@ export function evolveJobAudit(state: JobAuditState, e: AuditSourceEvent): JobAu
       break;
     case 'UsageRecorded': {
       const line = d as unknown as UsageRecorded;
-      if (!state.usage.some((u) => u.attemptId === line.attemptId)) state.usage.push(line);
+      // One line per attempt per node: each part of a multi-node gang is billed on its own.
+      if (!state.usage.some((u) => u.attemptId === line.attemptId && u.nodeId === line.nodeId)) state.usage.push(line);
       break;
     }
     default:

@@ -165,4 +165,35 @@ describe('audit projection', () => {
     expect(r.attempts[0]).toMatchObject({ nodes, gpus: 8, outcome: 'failed', exitCode: 1, finishedAt: at(4_000) });
     expect(r.outcome).toBe('failed');
   });
+
+  it('a gang attempt costs the sum of its nodes\' lines, each counted once however often it is delivered', () => {
+    const log = new Log();
+    log.add('JobSubmitted', { jobId: 'g', team: 't', spec: { ...spec, request: { ...spec.request, gpus: 4 } }, submittedAt: at(0) }, 'intake');
+    const line = (nodeId: string, ms: number) => ({
+      jobId: 'g',
+      attemptId: 'g-a1',
+      team: 't',
+      nodeId,
+      gpuModel: 'A100',
+      gpus: 2,
+      outcome: 'completed',
+      heldFrom: at(1_000),
+      finishedAt: at(1_000 + ms),
+      billableMs: ms,
+      rateMicrosPerGpuHour: 3_600_000,
+      amountMicros: 2 * ms,
+      currency: 'EUR',
+      priceListVersion: 1,
+      rounding: 'per-line-half-up-micros',
+      recordedAt: at(9_000),
+    });
+    log.add('UsageRecorded', line('n1', 4_000), 'ledger');
+    log.add('UsageRecorded', line('n2', 3_000), 'ledger');
+    log.add('UsageRecorded', line('n2', 3_000), 'ledger'); // a redelivery
+    const s = foldJobAudits(log.events).get('g')!;
+    if (!isSubmitted(s)) throw new Error('not submitted');
+    const r = jobReport(s);
+    expect(r.cost.lines.map((l) => l.nodeId)).toEqual(['n1', 'n2']);
+    expect({ billableMs: r.cost.billableMs, totals: r.cost.totals }).toEqual({ billableMs: 7_000, totals: [{ currency: 'EUR', amountMicros: 14_000 }] });
+  });
 });
