@@ -99,10 +99,15 @@ export class ChunkedWriter {
    */
   async storedPrefix(nuid: string): Promise<StoredPrefix> {
     const subject = this.chunkSubject(nuid);
+    // The last chunk first, then the count: another run of the same upload may be storing chunks
+    // meanwhile, and a count read first would look short of the last index (a gap that is not one).
+    const last = await this.jsm.streams.getMessage(this.stream, { last_by_subj: subject }).catch((err: unknown) => {
+      if (isNoMessage(err)) return null;
+      throw err;
+    });
+    if (!last) return { chunks: 0, lastChunkSha256: undefined };
     const info = await this.jsm.streams.info(this.stream, { subjects_filter: subject });
     const count = info.state.subjects?.[subject] ?? 0;
-    if (count === 0) return { chunks: 0, lastChunkSha256: undefined };
-    const last = await this.jsm.streams.getMessage(this.stream, { last_by_subj: subject });
     const index = Number(last?.header?.get(CHUNK_INDEX_HEADER));
     const sha = last?.header?.get(CHUNK_SHA256_HEADER);
     if (!last || !Number.isInteger(index) || index < 0 || index + 1 > count || !sha) {
@@ -288,4 +293,10 @@ export async function readChunks(nc: NatsConnection, bucket: string, nuid: strin
       return Promise.resolve();
     },
   };
+}
+
+/** The server's answer for a subject with no message (JetStream API error 10037). */
+function isNoMessage(err: unknown): boolean {
+  const e = err as { code?: unknown; api_error?: { err_code?: number }; message?: string };
+  return e?.api_error?.err_code === 10037 || /no message found/i.test(String(e?.message));
 }
