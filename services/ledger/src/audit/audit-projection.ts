@@ -3,18 +3,19 @@
  * placement, the agents, the ledger), and the answers compliance asks of it: what ran, how long,
  * on what, what came back, what it cost. Pure: events in, records out; no store, no clock.
  */
-import type {
-  AuditAttempt,
-  AuditDurations,
-  AuditJobReport,
-  AuditJobsFilter,
-  AuditJobSummary,
-  AuditOutcome,
-  AuditTimelineEntry,
-  JobOutcome,
-  JobSpec,
-  OutputFile,
-  UsageRecorded,
+import {
+  gangOutcome,
+  type AuditAttempt,
+  type AuditDurations,
+  type AuditJobReport,
+  type AuditJobsFilter,
+  type AuditJobSummary,
+  type AuditOutcome,
+  type AuditTimelineEntry,
+  type JobOutcome,
+  type JobSpec,
+  type OutputFile,
+  type UsageRecorded,
 } from '#contracts';
 import { canonicalJson } from '#event-store';
 import { createHash } from 'node:crypto';
@@ -40,7 +41,8 @@ interface NodePart {
   releasedAt?: string;
   outcome?: JobOutcome;
   exitCode?: number | null;
-  peerEnded?: boolean;
+  /** The node whose part ended first, when this part was stopped for it (JobFinished.peerEnded). */
+  peerEnded?: string;
 }
 
 interface AttemptState {
@@ -211,7 +213,8 @@ export function evolveJobAudit(state: JobAuditState, e: AuditSourceEvent): JobAu
         p.finishedAt = str(d, 'finishedAt');
         p.outcome = d.outcome as JobOutcome;
         p.exitCode = (d.exitCode as number | null | undefined) ?? null;
-        p.peerEnded = typeof d.peerEnded === 'string';
+        const peer = str(d, 'peerEnded');
+        if (peer !== undefined) p.peerEnded = peer;
       }
       break;
     }
@@ -286,7 +289,16 @@ function attemptTimes(a: AttemptState): {
   const lead = a.parts.get(a.nodeId) ?? parts[0];
   const earliest = (xs: (string | undefined)[]) => xs.filter((x): x is string => x !== undefined).sort()[0];
   const latest = (xs: (string | undefined)[]) => xs.filter((x): x is string => x !== undefined).sort().at(-1);
-  const decider = parts.find((p) => p.finishedAt !== undefined && !p.peerEnded) ?? lead;
+  // The attempt's outcome is the one every service reads (contracts/gang.ts): decided once every part ended.
+  const ends = a.nodes.flatMap(({ nodeId }) => {
+    const p = a.parts.get(nodeId);
+    return p?.outcome === undefined ? [] : [{ nodeId, outcome: p.outcome, ...(p.peerEnded !== undefined ? { peerEnded: p.peerEnded } : {}) }];
+  });
+  const verdict = gangOutcome(
+    a.nodes.map((n, rank) => ({ ...n, rank })),
+    ends,
+  );
+  const decider = verdict && a.parts.get(verdict.decidedBy);
   const out: ReturnType<typeof attemptTimes> = { gpus: parts.reduce((n, p) => n + (p.gpus ?? 0), 0) };
   const heldAt = earliest(parts.map((p) => p.heldAt));
   const startedAt = lead?.startedAt ?? earliest(parts.map((p) => p.startedAt));
@@ -297,7 +309,7 @@ function attemptTimes(a: AttemptState): {
   if (startedAt) out.startedAt = startedAt;
   if (finishedAt) out.finishedAt = finishedAt;
   if (releasedAt) out.releasedAt = releasedAt;
-  if (decider?.outcome) out.outcome = decider.outcome;
+  if (verdict) out.outcome = verdict.outcome;
   const work = lead?.work ?? parts.find((p) => p.work)?.work;
   if (work) out.workDigest = work.digest;
   if (decider?.exitCode !== undefined) out.exitCode = decider.exitCode;
