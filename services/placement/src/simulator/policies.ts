@@ -4,7 +4,7 @@
  * are small policies over the core's gang fitting (`PassCapacity`), kept here because the core
  * has no use for them in production.
  */
-import type { Allocation, PlacementPolicy } from '../domain/index.js';
+import { firstFit, type Allocation, type PlacementPolicy } from '../domain/index.js';
 
 export const POLICY_NAMES = ['default', 'fcfs', 'sjf'] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];
@@ -28,18 +28,13 @@ export const strictFcfs: PlacementPolicy = (candidates, capacity) => {
  * Shortest (requested) job first: candidates by time limit ascending, submit order among equals,
  * each placed first-fit where it fits; a job that does not fit does not block shorter-later ones.
  */
-export const shortestFirst: PlacementPolicy = (candidates, capacity) => {
-  const order = [...candidates].sort((a, b) => a.request.timeLimitMs - b.request.timeLimitMs || (a.submitPosition < b.submitPosition ? -1 : a.submitPosition > b.submitPosition ? 1 : 0));
-  const out: Allocation[] = [];
-  for (const job of order) {
-    if (capacity.totalFree === 0) break;
-    const gangs = capacity.fitGangs(job.request);
-    if (!gangs) continue;
-    capacity.takeAll(gangs);
-    out.push({ job, gangs });
-  }
-  return out;
-};
+export const shortestFirst: PlacementPolicy = (candidates, capacity, now, state) =>
+  firstFit(
+    [...candidates].sort((a, b) => a.request.timeLimitMs - b.request.timeLimitMs || (a.submitPosition < b.submitPosition ? -1 : a.submitPosition > b.submitPosition ? 1 : 0)),
+    capacity,
+    now,
+    state,
+  );
 
 /** The policy to pass to `decide` for a name; undefined means the core's default. */
 export function policyFor(name: PolicyName): PlacementPolicy | undefined {
