@@ -19,8 +19,6 @@ interface NodeFree {
   size: number;
   /** Model → free indices, ascending; models in the order of their lowest index on the node. */
   byModel: Map<string, number[]>;
-  /** Model → GPUs of that model on the node, busy or not. */
-  sizes: Map<string, number>;
   count: number;
 }
 
@@ -30,6 +28,9 @@ export class PassCapacity {
   private free = 0;
   /** Upper bound of the free GPUs of one model on one node (exact at start, never too low after takes): skips hopeless scans. */
   private maxGang = 0;
+  /** Most GPUs of each model on one node, busy or not, and of any one model: what one node could ever hold. */
+  private readonly largestByModel = new Map<string, number>();
+  private largestAny = 0;
 
   /** `nodes`: registered nodes in first-fit order. */
   constructor(nodes: readonly NodeRecord[]) {
@@ -47,7 +48,11 @@ export class PassCapacity {
       for (const list of byModel.values()) this.maxGang = Math.max(this.maxGang, list.length);
       const sizes = new Map<string, number>();
       for (const g of node.gpus) sizes.set(g.model, (sizes.get(g.model) ?? 0) + 1);
-      return { nodeId: node.nodeId, size: node.gpus.length, byModel, sizes, count: indices.length };
+      for (const [model, n] of sizes) {
+        this.largestByModel.set(model, Math.max(this.largestByModel.get(model) ?? 0, n));
+        this.largestAny = Math.max(this.largestAny, n);
+      }
+      return { nodeId: node.nodeId, size: node.gpus.length, byModel, count: indices.length };
     });
   }
 
@@ -114,10 +119,8 @@ export class PassCapacity {
    * {@link fitWhole} for one larger than every node (of its model). Undefined when it does not fit now.
    */
   fitGangs(request: Pick<GpuRequest, 'gpus' | 'gpuModel'>): Gang[] | undefined {
-    const fitsOneNode = this.nodes.some((n) =>
-      request.gpuModel === undefined ? [...n.sizes.values()].some((k) => k >= request.gpus) : (n.sizes.get(request.gpuModel) ?? 0) >= request.gpus,
-    );
-    if (fitsOneNode) {
+    const largest = request.gpuModel === undefined ? this.largestAny : (this.largestByModel.get(request.gpuModel) ?? 0);
+    if (request.gpus <= largest) {
       const gang = this.fit(request);
       return gang && [gang];
     }

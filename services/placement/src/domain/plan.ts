@@ -107,6 +107,9 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
   const doBackfill = options.backfill ?? true;
   const lines = timeline(state, t);
   const largest = largestPerModel(lines);
+  // The nodes container work may use, and their sizes: the same for every container job of the pass.
+  let containerLines: NodeLine[] | undefined;
+  let containerSizes: ReturnType<typeof largestPerModel> | undefined;
   let maxFreeNow = 0;
   let totalFreeNow = 0;
   for (const l of lines) {
@@ -126,8 +129,8 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
     const { gpus, gpuModel, timeLimitMs } = job.request;
     const end = t + timeLimitMs;
     // Container work goes only where a container runtime is (a node without one would refuse it).
-    const eligible = job.needsContainer ? lines.filter((l) => (state.nodes.get(l.nodeId)?.containerRuntimes?.length ?? 0) > 0) : lines;
-    const sizes = eligible === lines ? largest : largestPerModel(eligible);
+    const eligible = job.needsContainer ? (containerLines ??= lines.filter((l) => (state.nodes.get(l.nodeId)?.containerRuntimes?.length ?? 0) > 0)) : lines;
+    const sizes = eligible === lines ? largest : (containerSizes ??= largestPerModel(eligible));
     const multi = gpus > (gpuModel === undefined ? sizes.any : (sizes.byModel.get(gpuModel) ?? 0));
     let fitsIgnoringReservations = false;
     if ((doBackfill || !blocked) && (multi || gpus <= maxFreeNow) && gpus <= totalFreeNow) {
