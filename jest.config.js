@@ -27,6 +27,7 @@ const common = {
     '^#errors$': '<rootDir>/libs/errors/src/index.ts',
     '^#blobs$': '<rootDir>/libs/blobs/src/index.ts',
     '^#service-kit$': '<rootDir>/libs/service-kit/src/index.ts',
+    '^#identity$': '<rootDir>/libs/identity/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   testEnvironment: 'node',

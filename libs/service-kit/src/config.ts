@@ -19,6 +19,8 @@ export const baseConfig = z.object({
     .optional(),
   /** Topology file to provision; default `deploy/topology.yaml` of this checkout. */
   GPUNET_TOPOLOGY_FILE: z.string().optional(),
+  /** Seed file (`<identity>.nk`, mode 0600) this process authenticates to NATS with; unset: no credentials. */
+  GPUNET_NATS_NKEY_FILE: z.string().min(1).optional(),
   /** Optional HMAC key for the event store's hash chain. */
   GPUNET_CHAIN_KEY: z.string().min(16).optional(),
 });

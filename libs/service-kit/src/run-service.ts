@@ -1,5 +1,6 @@
 import { Commands, Queries, querySubject, Events, type ServiceName } from '#contracts';
 import { openEventStore, parseEventStoreUrl, type EventStore } from '#event-store';
+import { natsAuthOptions } from '#identity';
 import {
   JetStreamServer,
   JetStreamTransportModule,
@@ -118,6 +119,7 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
     inbox = new PostgresInbox(inboxPool);
   }
   const nc = await connect({
+    ...(await natsAuthOptions(config.GPUNET_NATS_NKEY_FILE)),
     servers: config.GPUNET_NATS_URL.split(',').map((s) => s.trim()),
     name: `gpunet-${def.name}-${instance}`,
     noAsyncTraces: true,

@@ -1,0 +1,15 @@
+export {
+  IdentityError,
+  NKEY_FILE_ENV,
+  createIdentityFile,
+  identityName,
+  inboxPrefix,
+  loadIdentityFile,
+  natsAuthOptions,
+  newIdentity,
+  restrictKeyFile,
+  signBytes,
+  verifySignature,
+  type Identity,
+  type IdentityKind,
+} from './identity.js';
