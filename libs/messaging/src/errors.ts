@@ -5,6 +5,16 @@ export class MalformedMessageError extends IssuesError {
   readonly code = 'malformed_message';
 }
 
+/**
+ * An event on the bus that the event store does not hold as it arrived: forged, altered on the
+ * way, or published by something that is not a trusted writer. Terminal: dead-lettered at once,
+ * never handled.
+ */
+export class UnrecordedEventError extends GpunetError {
+  readonly code = 'not_recorded';
+  readonly retryable = false;
+}
+
 /** A topology definition (streams and consumers as data) does not satisfy its schema. */
 export class TopologyError extends IssuesError {
   readonly code = 'invalid_topology';

@@ -1,5 +1,5 @@
 import { parseJobSpec, querySubject, type EventData } from '#contracts';
-import { requestQuery } from '#messaging';
+import { encodeEvent, requestQuery } from '#messaging';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { Controller, Inject, Module } from '@nestjs/common';
@@ -90,7 +90,8 @@ describe('service kit', () => {
     // Intake's stream is not this service's: the kit's relay must not publish it, so publish it as intake's relay would.
     await store.appendToStream('intake-job-job-kit-1', [submitted]);
     const js = (await import('@nats-io/jetstream')).jetstream(nc);
-    const body = JSON.stringify({ ...submitted, streamId: 'intake-job-job-kit-1', revision: '0', position: '1', recordedAt: new Date().toISOString(), hash: 'x' });
+    const [recorded] = await store.readStream('intake-job-job-kit-1');
+    const body = encodeEvent(recorded!).payload;
     await js.publish('gpunet.evt.JobSubmitted', body, { msgID: submitted.eventId });
     await js.publish('gpunet.evt.JobSubmitted', body, { msgID: `${submitted.eventId}-again` }); // same event id: a duplicate
     await waitFor('InputsStaged in the store', async () => (await store.readStream('storage-job-job-kit-1')).length > 0);

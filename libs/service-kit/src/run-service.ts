@@ -8,6 +8,7 @@ import {
   PostgresInbox,
   SqliteInbox,
   serveQuery,
+  type BusEvent,
   type ConsumerBinding,
   type Inbox,
   type QueryContract,
@@ -88,6 +89,13 @@ function queryContracts(name: ServiceName): Record<string, QueryContract> {
   for (const c of Object.values(Commands)) if (c.handler === name) out[c.subject] = { request: c.schema, response: c.replySchema };
   for (const q of Object.values(Queries)) if (q.service === name) out[q.subject] = { request: q.schema, response: q.replySchema };
   return out;
+}
+
+/** The event the store holds at a bus event's stream and revision. */
+async function storedCopy(store: EventStore, event: BusEvent): Promise<BusEvent | undefined> {
+  if (event.streamId === undefined || event.revision === undefined) return undefined;
+  const [stored] = await store.readStream(event.streamId, { fromRevision: event.revision, maxCount: 1 });
+  return stored && stored.revision === event.revision ? stored : undefined;
 }
 
 const eventSchemas: Record<string, z.ZodType> = Object.fromEntries(Object.values(Events).map((e) => [e.name, e.schema]));
@@ -178,7 +186,8 @@ async function startApp<C extends BaseConfig>(
   const strategy = new JetStreamServer({
     connection: nc,
     topology,
-    consumers: bindings.map((b) => ({ inbox, ...b })),
+    // Every event is handled as the store holds it, never as a bus message claims it (issue: trust).
+    consumers: bindings.map((b) => ({ inbox, recorded: (e: BusEvent) => storedCopy(store, e), ...b })),
     events: eventSchemas,
     queries: queryContracts(def.name),
     queue: def.name,

@@ -1,4 +1,6 @@
 import { IllegalStateError, TransientError } from '#errors';
+import { openEventStore } from '#event-store';
+import { randomUUID } from 'node:crypto';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -386,5 +388,50 @@ describe('JetStreamConsumerRunner (nats-server)', () => {
     expect(done).toEqual(events.map((e) => e.eventId));
     await waitFor(() => drained('shutdown'), 'consumer drained');
     expect(next.stats.handled).toBe(4);
+  });
+
+  it('ties each event to the store: the stored copy is handled, a forged or altered bus copy is dead-lettered (not_recorded)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'gpunet-recorded-'));
+    const store = await openEventStore(`sqlite:${join(dir, 'events.db')}`);
+    try {
+      const { publish } = await setup('recorded');
+      const jobId = 'job_recorded';
+      const meta = { correlationId: 'c1', causationId: 'c1', jobId, producer: 'execution', occurredAt: new Date(0).toISOString() };
+      await store.appendToStream('execution-n1-attempt-a1', [{ eventId: randomUUID(), type: 'JobFinished', data: { finishedAt: '2026-01-01T00:00:21.000Z' }, metadata: meta }]);
+      const [recorded] = await store.readStream('execution-n1-attempt-a1');
+      const handled: BusEvent[] = [];
+      await run(
+        'recorded',
+        { JobFinished: { handle: (e) => void handled.push(e) } },
+        {
+          recorded: async (e) => {
+            if (e.streamId === undefined || e.revision === undefined) return undefined;
+            const [copy] = await store.readStream(e.streamId, { fromRevision: e.revision, maxCount: 1 });
+            return copy;
+          },
+        },
+      );
+      // The attack: a JobFinished the store never recorded, one with no stream, and the recorded
+      // one with its finish moved back to bill 0 ms (same id, same hash: only the data is altered).
+      const forged = { ...testEvent('JobFinished', { finishedAt: '2026-01-01T00:00:00.000Z' }, { jobId }), streamId: 'execution-n1-attempt-a2', revision: 0n, hash: 'f'.repeat(64) };
+      const streamless = testEvent('JobFinished', { finishedAt: '2026-01-01T00:00:00.000Z' }, { jobId });
+      const altered = { ...recorded!, data: { finishedAt: '2026-01-01T00:00:00.000Z' } };
+      const rehashed = { ...recorded!, eventId: randomUUID(), hash: 'e'.repeat(64) };
+      await publish(forged);
+      await publish(streamless);
+      await publish(rehashed);
+      await publish(altered, 'altered-copy');
+      await waitFor(() => drained('recorded'), 'consumer drained');
+      // Only the store's copy was handled, with the store's data.
+      expect(handled).toHaveLength(1);
+      expect(handled[0]!.eventId).toBe(recorded!.eventId);
+      expect(handled[0]!.data).toEqual({ finishedAt: '2026-01-01T00:00:21.000Z' });
+      const letters = await deadLetters('recorded');
+      expect(letters.map((l) => [l.reason, l.error.code])).toEqual([['terminal_error', 'not_recorded'], ['terminal_error', 'not_recorded'], ['terminal_error', 'not_recorded']]);
+      expect(letters.map((l) => l.eventId).sort()).toEqual([forged.eventId, streamless.eventId, rehashed.eventId].sort());
+    } finally {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

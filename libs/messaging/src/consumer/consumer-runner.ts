@@ -9,6 +9,7 @@ import { MemoryInbox } from '../inbox/memory-inbox.js';
 import { defaultMessagingLogger, messageLogger, type Logger } from '../logging.js';
 import { toFieldIssues } from '../zod-issues.js';
 import { deadLetterOf, publishDeadLetter } from './dead-letter.js';
+import { UnrecordedEventError } from '../errors.js';
 import { DEFAULT_RETRY_POLICY, failureOutcome, type Outcome, type RetryPolicy } from './outcome.js';
 
 /** What a handler knows about the message it handles besides the event. */
@@ -71,6 +72,15 @@ export interface ConsumerRunnerOptions {
   holdTimeoutMs?: number;
   /** Default: the messaging pino logger. */
   logger?: Logger;
+  /**
+   * Ties each event to the event store before it is handled: given the bus copy, returns the event
+   * the store holds at the copy's stream and revision (undefined when there is none). The handler
+   * then gets the store's copy; a bus event the store does not hold with the same id, type and
+   * hash is dead-lettered (`not_recorded`) and never handled. Processes that hold the store set it
+   * (service-kit does), so acting on a forged bus message takes write access to the store, not
+   * only to the bus. Default: bus events are handled as they arrive.
+   */
+  recorded?: (event: BusEvent) => Promise<BusEvent | undefined>;
 }
 
 /** Counters since start, for tests, health and benchmarks. */
@@ -346,16 +356,22 @@ export class JetStreamConsumerRunner {
 
   private async handle(entry: Entry, deliveryCount: number): Promise<Outcome> {
     if (entry.decoded instanceof Error) throw entry.decoded;
-    const event = entry.decoded;
+    let event = entry.decoded;
     const route = this.routes.get(event.type);
     if (!route) return { kind: 'ack', reason: 'unhandled_type' };
     if (await this.inbox.has(this.options.durable, event.eventId)) return { kind: 'ack', reason: 'duplicate' };
     const schema = route.schema ?? this.options.schemas?.[event.type];
-    let data = event.data;
-    if (schema) {
-      const parsed = schema.safeParse(event.data);
-      if (!parsed.success) throw new ValidationError(`${event.type} data does not match its schema`, toFieldIssues(parsed.error, 'data'));
-      data = parsed.data;
+    const checked = (e: BusEvent): unknown => {
+      if (!schema) return e.data;
+      const parsed = schema.safeParse(e.data);
+      if (!parsed.success) throw new ValidationError(`${e.type} data does not match its schema`, toFieldIssues(parsed.error, 'data'));
+      return parsed.data;
+    };
+    let data = checked(event);
+    if (this.options.recorded) {
+      // After the schema check (garbage costs no store read); what gets handled is the store's copy.
+      event = await this.tieToStore(event);
+      data = checked(event);
     }
     const ctx: EventContext = {
       consumer: this.options.durable,
@@ -369,6 +385,21 @@ export class JetStreamConsumerRunner {
     await route.handle(data === event.data ? event : { ...event, data }, ctx);
     await this.inbox.record(this.options.durable, event.eventId);
     return { kind: 'ack', reason: 'handled' };
+  }
+
+  /** The store's copy of a bus event, or UnrecordedEventError when the store does not hold it as it came. */
+  private async tieToStore(event: BusEvent): Promise<BusEvent> {
+    const where = event.streamId !== undefined && event.revision !== undefined ? `${event.streamId}@${event.revision}` : undefined;
+    if (!where) throw new UnrecordedEventError(`${event.type} ${event.eventId} names no stream and revision: only events recorded in the store are handled`);
+    const stored = await this.options.recorded!(event);
+    if (!stored || stored.eventId !== event.eventId || stored.type !== event.type || (event.hash !== undefined && stored.hash !== event.hash)) {
+      throw new UnrecordedEventError(
+        stored
+          ? `${event.type} ${event.eventId} differs from the event the store holds at ${where} (${stored.type} ${stored.eventId}): not handled`
+          : `${event.type} ${event.eventId} is not in the store at ${where}: not handled`,
+      );
+    }
+    return stored;
   }
 
   /**
