@@ -9,6 +9,10 @@
  * related jobs can reuse it. A blob of a team is removed once no job of that team needs it, and
  * `DataRemoved` records it; blobs are team-scoped, so teams never share a reference.
  *
+ * Outputs, logs and checkpoints live in the same team-scoped, content-addressed store and are
+ * never removed by this model: a blob any of them refers to is never removed as an input, since an
+ * output with the same bytes as an input *is* that blob.
+ *
  * Folder inputs are addressed by their manifest; their files are blobs of their own, possibly
  * shared with other folders or file inputs. Plans therefore take `filesOf`, the files of each
  * manifest, which the caller reads from the object store (manifests are immutable).
@@ -17,12 +21,14 @@ import type {
   BlobRef,
   ComputeReleased,
   DataRemoved,
+  JobCheckpointed,
   JobFinished,
   JobOutcome,
   JobRejected,
   JobRequeued,
   JobSubmitted,
   JobWithdrawn,
+  OutputsStored,
   StagingFailed,
 } from '#contracts';
 
@@ -69,6 +75,13 @@ export interface DataRefs {
   byTeam: Map<string, Set<string>>;
   /** `<team>/<dataset>` → the bytes the dataset name means now, and since when (epoch ms of the submission that named them). */
   datasets: Map<string, { sha256: string; sinceMs: number }>;
+  /**
+   * Per team, blobs that outputs and logs refer to (`files`) and checkpoint manifests
+   * (`folders`, whose files the plan expands): never removed as inputs.
+   */
+  retained: Map<string, { files: Set<string>; folders: Map<string, number> }>;
+  /** Team of each job seen, also after its inputs are gone (outputs and checkpoints may come later). */
+  teamOf: Map<string, string>;
 }
 
 /** Event types the model folds; all others leave it unchanged. */
@@ -81,10 +94,12 @@ export const DATA_REF_EVENT_TYPES = [
   'ComputeReleased',
   'JobRequeued',
   'DataRemoved',
+  'OutputsStored',
+  'JobCheckpointed',
 ] as const;
 
 export function initialDataRefs(): DataRefs {
-  return { jobs: new Map(), byTeam: new Map(), datasets: new Map() };
+  return { jobs: new Map(), byTeam: new Map(), datasets: new Map(), retained: new Map(), teamOf: new Map() };
 }
 
 /**
@@ -103,6 +118,7 @@ export function evolve(model: DataRefs, event: RefEvent): void {
         if (model.datasets.get(key)?.sha256 !== i.sha256) model.datasets.set(key, { sha256: i.sha256, sinceMs: Date.parse(e.submittedAt) });
       }
       model.jobs.set(e.jobId, { jobId: e.jobId, team: e.team, inputs, final: undefined, outcomes: new Map(), removed: new Set() });
+      model.teamOf.set(e.jobId, e.team);
       const ids = model.byTeam.get(e.team) ?? new Set<string>();
       ids.add(e.jobId);
       model.byTeam.set(e.team, ids);
@@ -131,6 +147,20 @@ export function evolve(model: DataRefs, event: RefEvent): void {
       if (job) job.final = undefined;
       return;
     }
+    case 'OutputsStored': {
+      const e = event.data as OutputsStored;
+      const kept = retainedOf(model, e.jobId);
+      if (!kept) return;
+      for (const f of e.files) kept.files.add(f.sha256);
+      for (const l of e.logs ?? []) kept.files.add(l.sha256);
+      return;
+    }
+    case 'JobCheckpointed': {
+      const e = event.data as JobCheckpointed;
+      if (e.sha256 === undefined) return;
+      retainedOf(model, e.jobId)?.folders.set(e.sha256, e.size ?? 0);
+      return;
+    }
     case 'DataRemoved': {
       const e = event.data as DataRemoved;
       if (e.scope !== 'inputs' || e.nodeId !== undefined || e.jobId === undefined) return;
@@ -147,6 +177,14 @@ export function evolve(model: DataRefs, event: RefEvent): void {
       return;
     }
   }
+}
+
+function retainedOf(model: DataRefs, jobId: string): { files: Set<string>; folders: Map<string, number> } | undefined {
+  const team = model.teamOf.get(jobId);
+  if (team === undefined) return undefined;
+  let kept = model.retained.get(team);
+  if (!kept) model.retained.set(team, (kept = { files: new Set(), folders: new Map() }));
+  return kept;
 }
 
 function finish(model: DataRefs, jobId: string, at: string, cause: RefEvent): void {
@@ -180,7 +218,7 @@ export interface Removal {
   discriminator: string;
 }
 
-/** Folder inputs whose manifests a plan may read: those of the given teams' jobs not yet removed. */
+/** Folder manifests a plan may read: the given teams' folder inputs not yet removed, and their checkpoints. */
 export function foldersToRead(model: DataRefs, teams: Iterable<string>): { team: string; sha256: string; size: number }[] {
   const out: { team: string; sha256: string; size: number }[] = [];
   for (const team of teams) {
@@ -188,6 +226,7 @@ export function foldersToRead(model: DataRefs, teams: Iterable<string>): { team:
       const job = model.jobs.get(id)!;
       for (const input of job.inputs) if (input.kind === 'folder' && !job.removed.has(input.sha256)) out.push({ team, sha256: input.sha256, size: input.size });
     }
+    for (const [sha256, size] of model.retained.get(team)?.folders ?? []) out.push({ team, sha256, size });
   }
   return out;
 }
@@ -215,6 +254,12 @@ export function planRemovals(model: DataRefs, nowMs: number, filesOf: FilesOf, o
     const expand = (input: RefInput): readonly BlobRef[] => (input.kind === 'folder' ? filesOf(team, input.sha256) : []);
 
     const needed = new Set<string>();
+    const kept = model.retained.get(team);
+    for (const sha256 of kept?.files ?? []) needed.add(sha256);
+    for (const manifest of kept?.folders.keys() ?? []) {
+      needed.add(manifest);
+      for (const file of filesOf(team, manifest)) needed.add(file.sha256);
+    }
     for (const job of jobs) {
       for (const input of job.inputs) {
         if (job.removed.has(input.sha256) || (job.final && keptUntil(model, job, input, job.final.atMs) <= nowMs)) continue;

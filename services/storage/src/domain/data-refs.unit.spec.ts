@@ -201,4 +201,44 @@ describe('data references', () => {
     evolve(model, removed(plan[0]!.jobId, plan[0]!.blobs));
     expect(model.jobs.size).toBe(0);
   });
+
+  it('never removes an input whose bytes are also an output, a log or a checkpoint of the team: they are the same blob', () => {
+    const manifest = sha('f0');
+    const filesOf: FilesOf = (team, m) => (team === 'team-a' && m === manifest ? [{ sha256: sha('d4'), size: 4 }] : []);
+    const model = given(
+      submit('job-1', [
+        { name: 'weights', sha256: sha('a1') },
+        { name: 'stdout-seed', sha256: sha('b2') },
+        { name: 'state', sha256: sha('d4') },
+        { name: 'scratch', sha256: sha('c3') },
+      ]),
+      ev('JobCheckpointed', { jobId: 'job-1', attemptId: 'a1', nodeId: 'node-1', sequence: 1, sha256: manifest, size: 4, checkpointedAt: at(500) }),
+      finished('job-1', 'a1', 'completed'),
+      ev('OutputsStored', {
+        jobId: 'job-1',
+        attemptId: 'a1',
+        files: [{ path: 'model.bin', sha256: sha('a1'), size: 10 }],
+        totalBytes: 10,
+        truncated: false,
+        rejected: [],
+        logs: [{ stream: 'stdout', sha256: sha('b2'), size: 10 }],
+        storedAt: at(900),
+      }),
+      released('job-1', 'a1'),
+    );
+    // Only the input nothing else refers to goes; the output, the log and the checkpoint's file stay.
+    expect(planRemovals(model, T0 + 1000, filesOf, 'job-1').flatMap((r) => shas(r.blobs))).toEqual([sha('c3')]);
+    expect(foldersToRead(model, ['team-a'])).toContainEqual({ team: 'team-a', sha256: manifest, size: 4 });
+  });
+
+  it('an output of one team protects nothing of another team', () => {
+    const model = given(
+      submit('job-1', [{ name: 'x', sha256: sha('a1') }], 'team-a'),
+      submit('job-2', [], 'team-b'),
+      ev('OutputsStored', { jobId: 'job-2', attemptId: 'b1', files: [{ path: 'x', sha256: sha('a1'), size: 10 }], totalBytes: 10, truncated: false, rejected: [], logs: [], storedAt: at(900) }),
+      finished('job-1', 'a1', 'completed'),
+      released('job-1', 'a1'),
+    );
+    expect(planRemovals(model, T0 + 1000, noFolders, 'job-1').flatMap((r) => shas(r.blobs))).toEqual([sha('a1')]);
+  });
 });
