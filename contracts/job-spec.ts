@@ -27,8 +27,19 @@ export const DEFAULT_OUTPUT_GLOBS: readonly string[] = ['**'];
 
 /** A relative path that cannot climb out of its directory: no leading `/`, no `..` segment. */
 const RELATIVE_PATH = /^(?!\/)(?!(?:.*\/)?\.\.(?:\/|$)).{1,1024}$/;
-/** Environment variable names the job may set; `GPUNET_*` and `CUDA_VISIBLE_DEVICES` belong to the agent. */
-const ENV_NAME = /^(?!GPUNET_)(?!CUDA_VISIBLE_DEVICES$)[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+/**
+ * Names a job's own `env` may not set: the agent owns the GPU binding (`NVIDIA_VISIBLE_DEVICES`
+ * is what container runtimes read). Intake refuses them at submit and the agent again before a run.
+ */
+export const RESERVED_ENV_NAMES = ['CUDA_VISIBLE_DEVICES', 'NVIDIA_VISIBLE_DEVICES'] as const;
+/** Every variable name with this prefix is the platform's. */
+export const RESERVED_ENV_PREFIX = 'GPUNET_';
+/** Environment variable names the job may set: none of the reserved ones. */
+const ENV_NAME = new RegExp(`^(?!${RESERVED_ENV_PREFIX})(?!(?:${RESERVED_ENV_NAMES.join('|')})$)[A-Za-z_][A-Za-z0-9_]{0,127}$`);
+/** True when a relative path names something below its directory, not the directory itself (`.`, `./`, `a/./..`-free forms). */
+function namesAnEntry(path: string): boolean {
+  return path.split('/').some((segment) => segment !== '' && segment !== '.');
+}
 const INPUT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** A deadline counted from submission: `+<duration>`, e.g. `+6h`. */
 const RELATIVE_DEADLINE = new RegExp(`^\\+${DURATION_PATTERN.source.slice(1)}`);
@@ -56,7 +67,7 @@ function stringList(field: string, example: string, description: string) {
 
 const envError = fieldError(
   'env',
-  'must map variable names (letters, digits, `_`; not starting with a digit; not `GPUNET_*` or `CUDA_VISIBLE_DEVICES`, which the agent sets) to string values',
+  'must map variable names (letters, digits, `_`; not starting with a digit; not `GPUNET_*`, `CUDA_VISIBLE_DEVICES` or `NVIDIA_VISIBLE_DEVICES`, which the agent sets) to string values',
   'write e.g. `env: { LEARNING_RATE: "0.1" }` (quote numbers)',
 );
 const Env = z
@@ -163,7 +174,10 @@ function inputFields() {
     path: z
       .string({ error: pathError })
       .regex(RELATIVE_PATH, { error: pathError })
-      .describe('Where the input appears, relative to `GPUNET_INPUT_DIR` (read-only), e.g. `data/train`.'),
+      .refine(namesAnEntry, {
+        error: fieldError('input path', 'names the inputs directory itself', 'give the input a place inside it, e.g. `path: data` (its files then appear under `$GPUNET_INPUT_DIR/data`)'),
+      })
+      .describe('Where the input appears, relative to `GPUNET_INPUT_DIR` (read-only), e.g. `data/train`; not `.` (the directory itself).'),
     kind: z
       .enum(['file', 'folder'], { error: kindError })
       .default('file')

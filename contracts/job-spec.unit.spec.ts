@@ -243,3 +243,30 @@ describe('job spec: named datasets', () => {
     expect(!r.ok && r.issues.find((i) => i.path === 'data.inputs[0].dataset')).toMatchObject({ fix: 'write e.g. `dataset: imagenet-2012`' });
   });
 });
+
+describe('job spec: what the agent would refuse is refused at submit', () => {
+  const base = (over: { env?: Record<string, string>; path?: string }) => ({
+    work: { kind: 'script', script: { inline: 'true' }, ...(over.env ? { env: over.env } : {}) },
+    data: { inputs: [{ name: 'ds', kind: 'folder', path: over.path ?? 'data', sha256: SHA, size: 10 }] },
+    request: { gpus: 1, timeLimit: '1m' },
+  });
+
+  it.each(['.', './', './.', './/.'])('refuses the input path %j, which names the inputs directory itself, with a fix', (path) => {
+    const issue = issuesOf(base({ path })).find((i) => i.path === 'data.inputs[0].path');
+    expect(issue?.message).toMatch(/names the inputs directory itself/);
+    expect(issue?.fix).toMatch(/path: data/);
+  });
+
+  it('accepts paths below the inputs directory, however written', () => {
+    for (const path of ['data', './data', 'a/./b', 'data/']) expect(parseJobSpec(base({ path })).ok).toBe(true);
+  });
+
+  it.each(['NVIDIA_VISIBLE_DEVICES', 'CUDA_VISIBLE_DEVICES', 'GPUNET_NODE_RANK'])('refuses env %s, which the agent sets', (name) => {
+    const issues = issuesOf(base({ env: { [name]: 'all' } }));
+    expect(issues.some((i) => i.path.startsWith('work.env') && /agent sets/.test(i.message))).toBe(true);
+  });
+
+  it('still accepts a name that only starts like a reserved one', () => {
+    expect(parseJobSpec(base({ env: { NVIDIA_VISIBLE_DEVICES_X: '1', CUDA_VISIBLE_DEVICES2: '0' } })).ok).toBe(true);
+  });
+});

@@ -1,13 +1,10 @@
+import { RESERVED_ENV_NAMES, RESERVED_ENV_PREFIX } from '#contracts';
 import type { FieldIssue } from '#errors';
 import type { RunDirs } from './dirs.js';
 
-/**
- * Names a job's own `env` may not set: the agent owns the GPU binding (`NVIDIA_VISIBLE_DEVICES`
- * is what container runtimes read, reserved now so container runs cannot widen it later).
- */
-export const RESERVED_ENV = ['CUDA_VISIBLE_DEVICES', 'NVIDIA_VISIBLE_DEVICES'] as const;
-/** Every name with this prefix is the platform's. */
-export const RESERVED_ENV_PREFIX = 'GPUNET_';
+/** Names a job's own `env` may not set (the contract's list: intake refuses them at submit already). */
+export const RESERVED_ENV = RESERVED_ENV_NAMES;
+export { RESERVED_ENV_PREFIX };
 
 /** Host variables copied into a run by default. Nothing else of the agent's environment reaches a job. */
 export const DEFAULT_PASS_ENV: readonly string[] = ['PATH', 'LANG'];
