@@ -28,17 +28,18 @@ export const OutputFile = z
   .describe('One output file: where the job wrote it and its content address.');
 export type OutputFile = z.output<typeof OutputFile>;
 
-export const OUTPUT_REFUSAL_REASONS = ['symlink_outside', 'symlink_dangling', 'not_regular_file', 'size_cap', 'changed', 'unreadable'] as const;
+export const OUTPUT_REFUSAL_REASONS = ['symlink_outside', 'symlink_dangling', 'not_regular_file', 'size_cap', 'changed', 'unreadable', 'invalid_name'] as const;
 /** A file matching the output globs that was not kept, and why. */
 export const RejectedOutput = z
   .object({
-    path: z.string().describe('Path relative to `GPUNET_OUTPUT_DIR`, with `/` separators.'),
+    path: z.string().describe('Path relative to `GPUNET_OUTPUT_DIR`, with `/` separators; control characters escaped as in JSON (`\\n`) for `invalid_name`.'),
     reason: z
       .enum(OUTPUT_REFUSAL_REASONS)
       .describe(
         '`symlink_outside`: a symlink pointing outside the output directory (never followed); `symlink_dangling`: points at nothing; ' +
           '`not_regular_file`: a directory link, FIFO, socket or device; `size_cap`: `outputs.maxBytes` was reached; ' +
-          '`changed`: it changed while outputs were collected; `unreadable`: a directory the agent could not list.',
+          '`changed`: it changed while outputs were collected; `unreadable`: a directory the agent could not list; ' +
+          '`invalid_name`: its name holds a control character (a newline, say) that no output path may hold, whatever the globs.',
       ),
     message: HumanText.describe('What was refused and why, for people.'),
   })

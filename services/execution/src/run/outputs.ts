@@ -17,6 +17,9 @@ export interface OutputFile {
   readonly sourcePath: string;
 }
 
+// eslint-disable-next-line no-control-regex -- control characters are exactly what this finds
+const CONTROL_CHAR = /[\u0000-\u001f\u007f]/;
+
 /** Why a file matching the globs was not accepted. */
 export type RejectionReason =
   | 'symlink_outside' // a symlink whose target is outside the outputs directory: never followed
@@ -24,7 +27,8 @@ export type RejectionReason =
   | 'not_regular_file' // directory symlink, FIFO, socket, device
   | 'size_cap' // accepting it would exceed the total size cap
   | 'changed' // it changed type while being collected
-  | 'unreadable'; // a directory the agent cannot list (its path is reported, whatever the globs)
+  | 'unreadable' // a directory the agent cannot list (its path is reported, whatever the globs)
+  | 'invalid_name'; // a name with a control character, e.g. a newline (reported whatever the globs: a glob cannot match it)
 
 /** A matching path that was refused, with a message fit for the job's record. */
 export interface RejectedOutput {
@@ -99,7 +103,11 @@ export async function collectOutputs(outputsDir: string, globs: readonly string[
   const candidates: { rel: string; abs: string; entry: Dirent }[] = [];
   await walk(root, '', {
     file: (rel, abs, entry) => {
-      if (matches(rel)) candidates.push({ rel, abs, entry });
+      // Glob matching never sees such a name (`*` stops at a newline), so it would vanish without a word.
+      if (CONTROL_CHAR.test(rel)) {
+        const shown = JSON.stringify(rel).slice(1, -1);
+        reject(shown, 'invalid_name', `${shown} was not kept: its name holds a control character; rename it without newlines or other control characters`);
+      } else if (matches(rel)) candidates.push({ rel, abs, entry });
     },
     unreadable: (rel, err) => reject(rel, 'unreadable', `${rel} could not be listed (${err.code ?? err.message}); its files were not collected`),
   });

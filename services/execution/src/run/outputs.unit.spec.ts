@@ -91,6 +91,15 @@ describe('collectOutputs', () => {
     expect(got.files.map((f) => f.path)).toEqual(['nested/head.pt', 'weights.pt']);
   });
 
+  it('lists a file whose name holds a newline as refused (invalid_name), whatever the globs, instead of dropping it', async () => {
+    await writeFile(join(out, 'bad\nname.txt'), 'x');
+    for (const globs of [['**'], ['*.json']]) {
+      const { files, rejected } = await collectOutputs(out, globs);
+      expect(files.map((f) => f.path)).not.toContain('bad\nname.txt');
+      expect(rejected).toContainEqual({ path: 'bad\\nname.txt', reason: 'invalid_name', message: expect.stringMatching(/control character; rename it/) });
+    }
+  });
+
   it('reports FIFOs as not regular files without blocking on them', async () => {
     execFileSync('mkfifo', [join(out, 'pipe.json')]);
     const got = await collectOutputs(out, ['*.json']);
