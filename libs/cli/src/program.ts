@@ -31,7 +31,7 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 function withBaseOptions(cmd: Command): Command {
   return cmd
     .option('--json', 'print one JSON document on stdout (for scripts); progress and notices stay on stderr')
-    .option('--data-dir <dir>', 'directory of the local network (state.json, logs, store); env GPUNET_DATA_DIR', '.gpunet');
+    .option('--data-dir <dir>', 'directory of the local network (state.json, logs, store); default env GPUNET_DATA_DIR, else ./.gpunet');
 }
 
 /** The connection flags of commands that talk to a network. */
