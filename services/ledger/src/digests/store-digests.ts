@@ -215,9 +215,10 @@ export async function verifyStoreDigests(store: EventStore, options: { publicKey
       if (!want) {
         f = { ok: false, firstBadPosition: first ?? BigInt(have!.position), streamId, revision: '0', reason: `stream ${streamId} is in the store at position ${first ?? have!.position} but not in signed digest #${d.sequence} (covering position ${d.position}): inserted behind the store's back` };
       } else if (!have || first === undefined || BigInt(have.revision) < BigInt(want.revision)) {
+        // The first missing event lies after the store's head and at or before the signed one.
         f = {
           ok: false,
-          firstBadPosition: first ?? BigInt(want.position),
+          firstBadPosition: BigInt(want.position),
           streamId,
           revision: have ? (BigInt(have.revision) + 1n).toString() : '0',
           reason: `stream ${streamId} ends at ${have ? `revision ${have.revision}` : 'nothing'} as of position ${d.position}, but signed digest #${d.sequence} (${d.signedAt}) recorded revision ${want.revision} at position ${want.position}: events deleted or rewritten`,
