@@ -3,7 +3,7 @@ import { IllegalStateError } from '#errors';
 import { WrongExpectedVersionError, type EventStore } from '#event-store';
 import { loadIdentityFile } from '#identity';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, SERVICE_CONFIG, type Clock, type EventWriter } from '#service-kit';
-import { Inject, Injectable, type OnApplicationBootstrap, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationBootstrap, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
 import type { LedgerConfig } from '../ledger.config.js';
 import { ChainBrokenError, Notary } from './store-digests.js';
@@ -16,7 +16,7 @@ import { ChainBrokenError, Notary } from './store-digests.js';
  * ledgers holding the key still write one chain of digests: the loser re-reads and signs again.
  */
 @Injectable()
-export class NotaryService implements OnApplicationBootstrap, OnModuleDestroy {
+export class NotaryService implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
   private notary: Notary | undefined;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<SignChainHeadsReply> | undefined;
@@ -29,16 +29,20 @@ export class NotaryService implements OnApplicationBootstrap, OnModuleDestroy {
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
-  async onApplicationBootstrap(): Promise<void> {
+  /** Loads the key before anything starts: a bad key file stops the start (a notary that silently signs nothing is worse than none). */
+  async onModuleInit(): Promise<void> {
     const file = this.config.GPUNET_SIGNING_KEY_FILE;
-    if (!file) {
+    if (!file) return;
+    const identity = await loadIdentityFile(file);
+    this.notary = new Notary(this.store, identity, this.config.GPUNET_CHAIN_KEY);
+  }
+
+  onApplicationBootstrap(): void {
+    if (!this.notary) {
       this.logger.info('no GPUNET_SIGNING_KEY_FILE: this ledger signs no chain heads');
       return;
     }
-    // A bad key file stops the start: a notary that silently signs nothing is worse than none.
-    const identity = await loadIdentityFile(file);
-    this.notary = new Notary(this.store, identity, this.config.GPUNET_CHAIN_KEY);
-    this.logger.info({ publicKey: identity.publicKey, intervalMs: this.config.GPUNET_DIGEST_INTERVAL }, 'notary: signing chain heads');
+    this.logger.info({ publicKey: this.notary.publicKey, intervalMs: this.config.GPUNET_DIGEST_INTERVAL }, 'notary: signing chain heads');
     void this.tick();
     this.timer = setInterval(() => void this.tick(), this.config.GPUNET_DIGEST_INTERVAL);
   }
