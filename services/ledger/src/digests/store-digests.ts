@@ -6,7 +6,7 @@
 import { ChainHeadsSigned, DIGEST_STREAM, type StreamHead } from '#contracts';
 import { computeEventHash, GENESIS_HASH, type EventStore, type RecordedEvent } from '#event-store';
 import type { Identity } from '#identity';
-import { applyDigest, headsRoot, linkProblem, signatureProblem, signNextDigest, type Heads } from './digest.js';
+import { applyDigest, digestHash, headsRoot, linkProblem, signatureProblem, signNextDigest, type Heads } from './digest.js';
 
 const PAGE = 5_000;
 
@@ -85,13 +85,17 @@ export class Notary {
 
   /** Catches up with digests recorded meanwhile (by this notary or another instance). */
   async sync(): Promise<void> {
-    for (const { digest } of await readDigests(this.store, this.synced + 1n)) {
-      const problem = linkProblem(this.last, digest) ?? signatureProblem(digest, this.identity.publicKey);
+    const fresh = await readDigests(this.store, this.synced + 1n);
+    for (const { digest } of fresh) {
+      const problem = linkProblem(this.last, digest);
       if (problem) throw new ChainBrokenError(`the store's own digests do not hold: ${problem}`, BigInt(digest.position), DIGEST_STREAM);
       this.heads = applyDigest(this.heads, digest);
       this.last = digest;
       this.synced = BigInt(digest.sequence - 1);
     }
+    // The newest signature vouches for every digest it chains to (see verifyStoreDigests).
+    const unsigned = this.last && fresh.length > 0 ? signatureProblem(this.last, this.identity.publicKey) : undefined;
+    if (unsigned) throw new ChainBrokenError(`the store's own digests do not hold: ${unsigned}`, BigInt(this.last!.position), DIGEST_STREAM);
   }
 
   /**
@@ -168,6 +172,8 @@ export async function verifyStoreDigests(store: EventStore, options: { publicKey
   const exported = [...(options.exported ?? [])].sort((a, b) => a.sequence - b.sequence);
   for (const d of exported) {
     const mine = bySequence.get(d.sequence);
+    if (mine && digestHash(mine.digest) === digestHash(d)) continue;
+    // A file that is not the network's own digest proves nothing either way: say so first.
     const problem = signatureProblem(d, options.publicKey);
     if (problem) return { ok: false, firstBadPosition: BigInt(d.position), streamId: DIGEST_STREAM, reason: `exported ${problem}` };
     if (!mine) {
@@ -178,17 +184,20 @@ export async function verifyStoreDigests(store: EventStore, options: { publicKey
         reason: `digest #${d.sequence} (covering position ${d.position}, signed ${d.signedAt}) was exported earlier but is not in the store: digests were deleted or the store was rolled back`,
       };
     }
-    if (mine.digest.signature !== d.signature || mine.digest.headsRoot !== d.headsRoot) {
-      return { ok: false, firstBadPosition: mine.recordedAt!, streamId: DIGEST_STREAM, reason: `the store's digest #${d.sequence} is not the one exported earlier: the store's digests were replaced` };
-    }
+    return { ok: false, firstBadPosition: mine.recordedAt!, streamId: DIGEST_STREAM, reason: `the store's digest #${d.sequence} is not the one exported earlier: the store's digests were replaced` };
   }
+  // Each digest covers its predecessor whole (previousDigestHash is the hash of all of it, its
+  // signature included), so every link checked and the newest signature checked vouch for all.
   const digests = [...bySequence.values()].sort((a, b) => a.digest.sequence - b.digest.sequence);
   let previous: ChainHeadsSigned | undefined;
   for (const { digest, recordedAt } of digests) {
-    const problem = signatureProblem(digest, options.publicKey) ?? linkProblem(previous, digest);
+    const problem = linkProblem(previous, digest);
     if (problem) return { ok: false, firstBadPosition: recordedAt ?? BigInt(digest.position), streamId: DIGEST_STREAM, revision: String(digest.sequence - 1), reason: problem };
     previous = digest;
   }
+  const newest = digests[digests.length - 1];
+  const unsigned = newest && signatureProblem(newest.digest, options.publicKey);
+  if (newest && unsigned) return { ok: false, firstBadPosition: newest.recordedAt ?? BigInt(newest.digest.position), streamId: DIGEST_STREAM, revision: String(newest.digest.sequence - 1), reason: unsigned };
 
   // One walk: at each digest's position, the heads the store has must be the heads it signed.
   // Between two digests only the streams the digest lists and the streams the walk touched can

@@ -290,8 +290,11 @@ async function exportDigestsCommand(store: EventStore, r: Extract<Request, { com
   await mkdir(r.dir, { recursive: true });
   let previous: ChainHeadsSigned | undefined;
   let written = 0;
+  const newest = digests[digests.length - 1]?.digest;
+  const unsigned = newest && r.publicKey ? signatureProblem(newest, r.publicKey) : undefined;
+  if (unsigned) return { exitCode: 1, result: { dir: r.dir, written, problem: unsigned }, text: [`export refused: ${unsigned}`] };
   for (const { digest } of digests) {
-    const problem = linkProblem(previous, digest) ?? (r.publicKey ? signatureProblem(digest, r.publicKey) : undefined);
+    const problem = linkProblem(previous, digest);
     if (problem) return { exitCode: 1, result: { dir: r.dir, written, problem }, text: [`export stopped: ${problem}`] };
     previous = digest;
     const file = join(r.dir, `digest-${String(digest.sequence).padStart(6, '0')}.json`);
