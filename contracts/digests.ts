@@ -18,7 +18,7 @@ export const DIGEST_STREAM = 'ledger-digests';
 
 export const StreamHead = z
   .object({
-    streamId: z.string().min(1),
+    streamId: z.string().min(1).describe('Event store stream id, e.g. `execution-node-1-attempt-job_01-a1`.'),
     revision: DecimalString.describe('Last revision of the stream at or before the digest position.'),
     position: DecimalString.describe('Global position of that event.'),
     hash: Sha256.describe('Its chain hash.'),
@@ -28,7 +28,7 @@ export type StreamHead = z.output<typeof StreamHead>;
 
 export const ChainHeadsSigned = z
   .object({
-    format: z.literal(CHAIN_DIGEST_FORMAT),
+    format: z.literal(CHAIN_DIGEST_FORMAT).describe(`Always \`${CHAIN_DIGEST_FORMAT}\`.`),
     sequence: z.int().min(1).describe('1 for the first digest of the store, then +1.'),
     position: DecimalString.describe('Store position covered: every event at or before it.'),
     previousPosition: DecimalString.describe('Position of the previous digest (`0` for the first).'),
