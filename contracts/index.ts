@@ -6,6 +6,7 @@
 export * from './audit.js';
 export * from './billing.js';
 export * from './commands.js';
+export * from './digests.js';
 export * from './duration.js';
 export * from './envelope.js';
 export * from './events/data.js';

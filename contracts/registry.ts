@@ -7,6 +7,7 @@ import { auditEvents, auditQueries } from './audit.js';
 import { billingCommands, billingQueries } from './billing.js';
 import { commands } from './commands.js';
 import { recordedEventSchema } from './envelope.js';
+import { digestCommands, digestEvents } from './digests.js';
 import { dataEvents } from './events/data.js';
 import { jobEvents } from './events/job.js';
 import { ledgerEvents } from './events/ledger.js';
@@ -27,9 +28,9 @@ function byName<const D extends readonly { name: string }[]>(defs: D): ByName<D>
 }
 
 /** Every event definition by type. */
-export const Events = byName([...jobEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents]);
+export const Events = byName([...jobEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents, ...digestEvents]);
 /** Every command definition by name. */
-export const Commands = byName([...commands, ...billingCommands]);
+export const Commands = byName([...commands, ...billingCommands, ...digestCommands]);
 /** Every query definition by name. */
 export const Queries = byName([...queries, ...auditQueries, ...billingQueries]);
 

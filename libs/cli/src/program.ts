@@ -12,6 +12,7 @@ import { submit } from './commands/submit.js';
 import { estimate } from './commands/estimate.js';
 import { capacity } from './commands/capacity.js';
 import { AUDIT_FORMATS, auditJob, auditJobs, type AuditFormat, type AuditJobsFlags } from './commands/audit.js';
+import { digestsExport, digestsSign } from './commands/digests.js';
 import { disputeBundle } from './commands/dispute.js';
 import { replayInvoice, replayJob } from './commands/replay.js';
 import { verify } from './commands/verify.js';
@@ -228,6 +229,9 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .action(run((ctx, jobId, opts) => auditJob(ctx, jobId as string, opts as { format?: AuditFormat })));
 
   const storeOption = () => new Option('--store <url>', 'the event store to read (sqlite:PATH or postgres://…); default env GPUNET_STORE_URL, else the local network\'s');
+  const publicKeyOption = () =>
+    new Option('--public-key <key|file>', "the network public key (U…) or a file holding it, to check the signed chain heads with; default env GPUNET_SIGNING_PUBLIC_KEY, else the local network's (state.json)");
+  const digestsOption = () => new Option('--digests <dir>', 'also check the store against the digests exported earlier into this directory (`gpunet digests export`)');
   const replay = command('replay').description('re-derive from the event store and diff against what was recorded; exit 0 when identical, 1 otherwise (reads only)');
   withBaseOptions(replay.command('invoice').exitOverride().showHelpAfterError('(add --help for usage)'))
     .description('re-derive an invoice as of the store position recorded on it; line-by-line diff with the contributing event ids')
@@ -235,25 +239,46 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .addOption(storeOption())
     .option('--prices <file>', 'what-if: replay under this price list (JSON/YAML: currency, ratesMicrosPerGpuHour, …) instead of the stored ones; writes nothing')
     .option('--invoice <file>', 'compare with this copy of the invoice (JSON, e.g. a draft as it was sent) instead of the finalized one in the store')
+    .addOption(publicKeyOption())
+    .addOption(digestsOption())
     .action(run((ctx, id, opts) => replayInvoice(ctx, id as string, opts as { store?: string; prices?: string; invoice?: string })));
   withBaseOptions(replay.command('job').exitOverride().showHelpAfterError('(add --help for usage)'))
     .description("re-derive a job's usage lines from the agents' events and the price lists, and diff against the ledger's UsageRecorded lines")
     .argument('<job-id>')
     .addOption(storeOption())
+    .addOption(publicKeyOption())
+    .addOption(digestsOption())
     .action(run((ctx, id, opts) => replayJob(ctx, id as string, opts as { store?: string })));
 
   withBaseOptions(command('verify'))
-    .description("check the event store's hash chain (every link, every stream head); with --bundle, check a dispute bundle offline (no network, no store)")
+    .description(
+      "check the event store's hash chain (every link, every stream head) and, with the network public key, every signed digest of its heads and those exported earlier (--digests); with --bundle, check a dispute bundle offline (no network, no store)",
+    )
     .addOption(storeOption())
-    .option('--bundle <file>', 'a file written by `gpunet dispute-bundle`')
+    .addOption(publicKeyOption())
+    .addOption(digestsOption())
+    .option('--bundle <file>', 'a file written by `gpunet dispute-bundle` (with --public-key: its heads must be the signed ones)')
     .action(run((ctx, opts) => verify(ctx, opts as { store?: string; bundle?: string })));
 
+  const digests = command('digests').description("signed chain heads: the ledger signs every stream's head with the network key (every GPUNET_DIGEST_INTERVAL, default 5m, and on demand)");
+  withConnection(digests.command('sign').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('ask the ledger to sign the chain heads now (over NATS; nothing new when the store has not moved since the last digest)')
+    .action(run((ctx) => digestsSign(ctx)));
+  withBaseOptions(digests.command('export').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('write every signed digest in the store as one JSON file in DIR (existing files are never overwritten); keep DIR away from the store')
+    .argument('<dir>')
+    .addOption(storeOption())
+    .addOption(publicKeyOption())
+    .action(run((ctx, dir, opts) => digestsExport(ctx, dir as string, opts as { store?: string; publicKey?: string })));
+
   withBaseOptions(command('dispute-bundle'))
-    .description('write one file with an invoice, its contributing events (whole hash-chained streams) and the chain heads, for `gpunet verify --bundle`')
+    .description('verify the store, then write one file with an invoice, its contributing events (whole hash-chained streams), the chain heads and the latest signed digest with a proof per stream, for `gpunet verify --bundle FILE --public-key KEY`')
     .argument('<invoice-id>')
     .addOption(storeOption())
     .option('--out <file>', 'where to write it (default <invoice-id>.bundle.json)')
     .option('--invoice <file>', 'bundle this copy of a draft invoice instead of deriving it at the store head')
+    .addOption(publicKeyOption())
+    .addOption(digestsOption())
     .action(run((ctx, id, opts) => disputeBundle(ctx, id as string, opts as { store?: string; out?: string; invoice?: string })));
 
   withBaseOptions(command('simulate'))

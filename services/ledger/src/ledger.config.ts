@@ -50,6 +50,13 @@ export const LedgerConfig = z.object({
   GPUNET_INVOICE_CUTOFF: duration('72h', 'late-event cutoff: invoices of a month are finalized this long after the month ends (UTC)'),
   /** How often the ledger looks for invoices to finalize and corrections to issue. */
   GPUNET_INVOICE_CHECK_INTERVAL: duration('30s', 'how often invoices past their cutoff are finalized and credit notes issued'),
+  /**
+   * The network signing key (an NKey seed file, 0600): with it this ledger is the notary that signs
+   * the chain heads. Give it to one central ledger only, never to another service or a node.
+   */
+  GPUNET_SIGNING_KEY_FILE: z.string().min(1).optional().describe('path of the network signing key (NKey seed file, mode 0600); without it no chain heads are signed'),
+  /** How often the notary signs the chain heads, when the store moved since the last digest. */
+  GPUNET_DIGEST_INTERVAL: duration('5m', 'how often the chain heads are signed (only when the store moved since the last digest)'),
 });
 
 /** The whole typed configuration a ledger process reads once at start. */

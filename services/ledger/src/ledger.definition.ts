@@ -1,3 +1,4 @@
+import { loadIdentityFile } from '#identity';
 import { defineService } from '#service-kit';
 import { LEDGER_STREAM_PREFIX } from './domain/index.js';
 import { LedgerConfig } from './ledger.config.js';
@@ -5,7 +6,8 @@ import { LedgerModule } from './ledger.module.js';
 
 /**
  * The ledger process: one durable consumer `ledger` (deploy/topology.yaml) with the kit's durable
- * inbox on the store's database; its relay publishes the `ledger-` streams.
+ * inbox on the store's database; its relay publishes the `ledger-` streams. With
+ * `GPUNET_SIGNING_KEY_FILE` it is also the notary that signs the chain heads (decision 0011).
  */
 export const ledgerService = defineService({
   name: 'ledger',
@@ -13,4 +15,9 @@ export const ledgerService = defineService({
   module: LedgerModule,
   consumers: () => [{ durable: 'ledger' }],
   streamPrefix: () => LEDGER_STREAM_PREFIX,
+  // A signing key file that is missing, not a seed, or readable by others stops the start before
+  // anything runs: a notary that silently signs nothing is worse than none (NotaryService).
+  onStart: async ({ config }) => {
+    if (config.GPUNET_SIGNING_KEY_FILE) await loadIdentityFile(config.GPUNET_SIGNING_KEY_FILE);
+  },
 });

@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { AuditController } from './audit/audit.controller.js';
 import { AuditProjectionService } from './audit/audit-projection.service.js';
+import { DigestsController } from './digests/digests.controller.js';
+import { NotaryService } from './digests/notary.service.js';
 import { ChargesController } from './charges/charges.controller.js';
 import { BillingProjectionService } from './invoices/billing-projection.service.js';
 import { InvoiceCloserService } from './invoices/invoice-closer.service.js';
@@ -12,9 +14,9 @@ import { QuoteController } from './prices/quote.controller.js';
 import { UsageController } from './usage/usage.controller.js';
 import { UsageRecorderService } from './usage/usage-recorder.service.js';
 
-/** The ledger: price lists, one usage line per finished attempt, charges by query. */
+/** The ledger: price lists, one usage line per finished attempt, charges by query, and the notary of the chain heads. */
 @Module({
-  controllers: [UsageController, PricesController, ChargesController, QuoteController, AuditController, InvoicesController, PriceListsController],
-  providers: [PriceBookService, UsageRecorderService, AuditProjectionService, BillingProjectionService, InvoiceCloserService],
+  controllers: [UsageController, PricesController, ChargesController, QuoteController, AuditController, InvoicesController, PriceListsController, DigestsController],
+  providers: [PriceBookService, UsageRecorderService, AuditProjectionService, BillingProjectionService, InvoiceCloserService, NotaryService],
 })
 export class LedgerModule {}

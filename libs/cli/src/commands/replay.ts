@@ -1,11 +1,13 @@
 /**
- * `gpunet replay invoice <id>` and `gpunet replay job <id>`: re-derive from the event store and
- * diff against what was recorded, line by line with the contributing event ids; exit 0 when
- * identical, 1 otherwise. They run the ledger's replay tool beside the store (it holds the one
+ * `gpunet replay invoice <id>` and `gpunet replay job <id>`: verify the store first (hash chain,
+ * and the signed heads with the network public key and `--digests DIR`), naming the first bad
+ * position; then re-derive from it and diff against what was recorded, line by line with the
+ * contributing event ids; exit 0 when identical, 1 otherwise. They run the ledger's replay tool beside the store (it holds the one
  * derivation, and libs/ may not import a service; docs/decisions/0006), which only reads.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import type { CommandContext } from '../context.js';
@@ -13,9 +15,42 @@ import { UsageError } from '../errors.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
 import { repoRoot } from '../local/environment.js';
 
-/** `--store`, which the commands that read the store directly take. */
+/** `--store`, which the commands that read the store directly take, and what they check it against. */
 export interface StoreFlags {
   store?: string;
+  /** The network public key (`U…`) or a file holding it. */
+  publicKey?: string;
+  /** A directory of digests exported earlier (`gpunet digests export`). */
+  digests?: string;
+}
+
+const NKEY_PUBLIC = /^U[A-Z2-7]{55}$/;
+
+/**
+ * The network public key to check signed heads with: `--public-key` (the key itself or a file
+ * holding it), else `GPUNET_SIGNING_PUBLIC_KEY`, else the local network's (state.json); undefined
+ * when none is known.
+ */
+export async function publicKeyOf(ctx: CommandContext, flags: { publicKey?: string }): Promise<string | undefined> {
+  const given = flags.publicKey ?? ctx.io.env.GPUNET_SIGNING_PUBLIC_KEY;
+  if (given === undefined) return (await ctx.state().catch(() => undefined))?.signingPublicKey;
+  if (NKEY_PUBLIC.test(given.trim())) return given.trim();
+  let text: string;
+  try {
+    text = (await readFile(resolve(ctx.io.cwd, given), 'utf8')).trim();
+  } catch (err) {
+    throw new UsageError(`--public-key ${given} is neither a public key nor a readable file`, [{ path: '--public-key', message: (err as Error).message, fix: 'give the network public key (`U…`, 56 characters) or a file holding it' }]);
+  }
+  if (!NKEY_PUBLIC.test(text)) {
+    throw new UsageError(`${given} does not hold a public key`, [{ path: '--public-key', message: 'expected one NKey public key (`U…`, 56 characters)', fix: 'write the key `gpunet up` printed (state.json signingPublicKey) into the file, nothing else; never a seed (`SU…`)' }]);
+  }
+  return text;
+}
+
+/** The trust fields of a replay-tool request: the public key and the exported digests. */
+export async function trustOf(ctx: CommandContext, flags: StoreFlags): Promise<{ publicKey?: string; digestsDir?: string }> {
+  const publicKey = await publicKeyOf(ctx, flags);
+  return { ...(publicKey ? { publicKey } : {}), ...(flags.digests ? { digestsDir: resolve(ctx.io.cwd, flags.digests) } : {}) };
 }
 
 /** The built replay tool. */
@@ -73,11 +108,12 @@ export async function replayInvoice(ctx: CommandContext, invoiceId: string, flag
     command: 'replay-invoice',
     storeUrl: await storeUrlOf(ctx, flags),
     invoiceId,
+    ...(await trustOf(ctx, flags)),
     ...(flags.prices ? { pricesFile: resolve(ctx.io.cwd, flags.prices) } : {}),
     ...(flags.invoice ? { invoiceFile: resolve(ctx.io.cwd, flags.invoice) } : {}),
   });
 }
 
 export async function replayJob(ctx: CommandContext, jobId: string, flags: StoreFlags): Promise<ExitCode> {
-  return runReplayTool(ctx, { command: 'replay-job', storeUrl: await storeUrlOf(ctx, flags), jobId });
+  return runReplayTool(ctx, { command: 'replay-job', storeUrl: await storeUrlOf(ctx, flags), jobId, ...(await trustOf(ctx, flags)) });
 }

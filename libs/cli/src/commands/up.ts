@@ -3,9 +3,16 @@
  * `--nats`), the five services and N execution agents as detached processes, a SQLite store
  * (unless `--postgres`), an API key for team `local` — then waits until every process answers
  * its health query. Everything lives under the data directory (default `./.gpunet`).
+ *
+ * The network signing key (ed25519 NKey seed) is made once per data directory in
+ * `<dataDir>/keys/signing.nk` (0600 in a 0700 directory) and its path is handed to the ledger
+ * alone (`GPUNET_SIGNING_KEY_FILE`): the ledger's notary signs the chain heads with it. state.json
+ * records its public key, which `verify`, `replay` and `dispute-bundle` check against.
  */
 import { parseDuration, SERVICE_NAMES, type ServiceName } from '#contracts';
+import { createIdentityFile, loadIdentityFile, type Identity } from '#identity';
 import { mkdir } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CommandContext } from '../context.js';
 import { LocalNetworkError, UsageError } from '../errors.js';
@@ -33,7 +40,18 @@ export interface UpOptions {
 const SINGLE_SERVICES: readonly ServiceName[] = SERVICE_NAMES.filter((s) => s !== 'execution');
 
 /** Variables that name one process; `up` sets them per process and never passes its own along. */
-const PER_PROCESS_ENV: readonly string[] = ['GPUNET_INSTANCE', 'GPUNET_NODE_ID', 'GPUNET_WORK_DIR', 'GPUNET_HTTP_PORT', 'GPUNET_HTTP_HOST', 'GPUNET_API_KEYS_FILE'];
+const PER_PROCESS_ENV: readonly string[] = ['GPUNET_INSTANCE', 'GPUNET_NODE_ID', 'GPUNET_WORK_DIR', 'GPUNET_HTTP_PORT', 'GPUNET_HTTP_HOST', 'GPUNET_API_KEYS_FILE', 'GPUNET_SIGNING_KEY_FILE'];
+
+/** Where the network signing key lives in a data directory. */
+export function signingKeyPath(dataDir: string): string {
+  return join(dataDir, 'keys', 'signing.nk');
+}
+
+/** The data directory's signing key: the one made by an earlier `up` (digests already signed with it stay checkable), else a new one. */
+async function signingKey(dataDir: string): Promise<{ identity: Identity; file: string }> {
+  const file = signingKeyPath(dataDir);
+  return { identity: existsSync(file) ? await loadIdentityFile(file) : await createIdentityFile(file), file };
+}
 
 function count(flag: string, text: string, min: number): number {
   if (!/^\d{1,4}$/.test(text) || Number(text) < min) throw new UsageError(`${flag} must be a whole number ≥ ${min}, got \`${text}\``, [{ path: flag, message: `must be a whole number ≥ ${min}`, fix: `write e.g. \`${flag} 2\`` }]);
@@ -107,8 +125,11 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     // Other GPUNET_* settings in our environment (GPUNET_PRICES, GPUNET_CHAIN_KEY, …) reach every
     // service; per-process identities do not, or every process would claim the same one.
     const inherited = Object.fromEntries(Object.entries(io.env).filter(([name]) => !PER_PROCESS_ENV.includes(name)));
+    // Only the ledger gets the signing key: no other service, and never an agent.
+    const signing = await signingKey(dataDir);
     const extra: Partial<Record<ServiceName, Record<string, string>>> = {
       intake: { GPUNET_HTTP_PORT: String(httpPort), GPUNET_HTTP_HOST: '127.0.0.1', GPUNET_API_KEYS_FILE: apiKeysFile },
+      ledger: { GPUNET_SIGNING_KEY_FILE: signing.file },
     };
 
     spin.text('starting services');
@@ -138,6 +159,8 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
       natsUrl,
       natsManaged: !opts.nats,
       storeUrl,
+      signingPublicKey: signing.identity.publicKey,
+      signingKeyFile: signing.file,
       processes: started,
     };
     // Written before waiting, so `gpunet down` can stop a network that never became healthy.
@@ -157,6 +180,7 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     out.line(`  API     ${state.url}  (team ${LOCAL_TEAM}; key in ${show(ctx.statePath)})`);
     out.line(`  NATS    ${natsUrl}${state.natsManaged ? `  (data in ${show(join(dataDir, 'nats'))})` : ''}`);
     out.line(`  store   ${opts.postgres ? 'PostgreSQL' : show(join(dataDir, 'events.db'))}`);
+    out.line(`  signing ${state.signingPublicKey}  (chain heads signed by the ledger; seed in ${show(signing.file)}, 0600)`);
     out.line(`  agents  ${nodeIds.length > 0 ? `${nodeIds.join(', ')}: ${gpus} × ${opts.gpuModel} each` : 'none'}`);
     out.line(`  logs    ${show(logsDir)}/`);
     out.line('next: `gpunet submit job.yaml --wait`; stop with `gpunet down`');

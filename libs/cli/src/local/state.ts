@@ -48,6 +48,13 @@ export const LocalState = z.object({
   /** True when `up` started nats-server itself (and `down` stops it). */
   natsManaged: z.boolean(),
   storeUrl: z.string().min(1),
+  /**
+   * Public key (NKey `U…`, ed25519) of the network signing key the ledger signs chain heads with;
+   * `verify`, `replay` and `dispute-bundle` check against it. The seed is never here: it is in
+   * `signingKeyFile`, 0600, handed to the ledger only.
+   */
+  signingPublicKey: z.string().regex(/^U[A-Z2-7]{55}$/).optional(),
+  signingKeyFile: z.string().min(1).optional(),
   processes: z.array(LocalProcess),
 });
 export type LocalState = z.output<typeof LocalState>;

@@ -16,16 +16,21 @@
  *  3. the ledger's derivation, run over these events as of the position recorded on the invoice,
  *     gives this invoice byte for byte (and, for a finalized invoice, it is the one its own
  *     InvoiceFinalized event, also chained, recorded).
+ *  4. with the network's public key (`--public-key`): the bundle's signed chain heads (the latest
+ *     `ChainHeadsSigned` digest of the store when it was made) carry the network's signature, and
+ *     each bundled stream's head at the digest's position is in the digest's Merkle root (an
+ *     inclusion proof per stream), so a bundle whose events were edited and whose chains were
+ *     recomputed no longer reaches a signed head; every contributing event lies at or before the
+ *     digest's position. Node report signatures (`metadata.report`) are carried and checked.
  * What it cannot prove without the store: that no other event of the team and month exists (a
- * bundle maker could leave a stream out), nor that the heads are the store's current ones. Hold
- * the heads against the store (`gpunet verify`, `gpunet replay invoice`) for those. With a chain
- * key (HMAC) the checker needs the key; without one anyone can recompute the hashes, so the
- * bundle shows consistency with the heads it states, which are worth as much as where they were
- * kept (decision 0002, "exported heads").
+ * bundle maker could leave a stream out). Without the public key anyone can recompute sha256
+ * hashes, so the bundle then shows only consistency with the heads it states (decision 0011).
  */
-import type { InvoiceBody, InvoiceFinalized } from '#contracts';
+import { ChainHeadsSigned, StreamHead, type InvoiceBody, type InvoiceFinalized } from '#contracts';
 import { computeEventHash, GENESIS_HASH, type RecordedEvent } from '#event-store';
+import { verifySignature } from '#identity';
 import { canonicalJson, type StoredEvent } from '../domain/index.js';
+import { inclusionProof, rootFromProof, signatureProblem, type Heads, type ProofStep } from '../digests/digest.js';
 import { replayInvoice, type InvoiceReplay } from './invoice-replay.js';
 
 export const BUNDLE_FORMAT = 'gpunet.dispute-bundle/1';
@@ -63,13 +68,50 @@ export interface DisputeBundle {
   /** Ids of the events the invoice comes from (every line's eventIds, and the InvoiceFinalized). */
   contributingEventIds: string[];
   streams: BundleStream[];
+  /** The latest signed chain heads when the bundle was made, with each bundled stream's proof into them. */
+  signedHeads?: BundleSignedHeads;
+  /** Node report signatures carried by the bundled events (`metadata.report`). */
+  reports?: BundleReport[];
   /** What a successful check proves and what it does not. */
   proves: string;
+}
+
+/** A digest and, per bundled stream that existed at its position, that stream's head then and its Merkle proof. */
+export interface BundleSignedHeads {
+  digest: ChainHeadsSigned;
+  proofs: { head: StreamHead; proof: ProofStep[] }[];
+}
+
+/** An execution node's signature of the report an event was recorded from. */
+export interface BundleReport {
+  eventId: string;
+  nodeId: string;
+  publicKey: string;
+  signature: string;
 }
 
 export const PROVES =
   'Each stream is hash-chained from genesis to the stated head; every event named by the invoice lines is among them; the ledger derivation over these events ' +
   'as of derivedAtPosition yields this invoice byte for byte. Not proven offline: that the store holds no other event of this team and month, or that the heads are current.';
+
+export const PROVES_SIGNED =
+  `${PROVES} With the network public key: the streams reach the heads the network signed (ChainHeadsSigned digest, Merkle proof per stream), every contributing event ` +
+  'lies at or before the signed position, and each node report signature carried holds; an edited bundle with recomputed chains fails.';
+
+/**
+ * The bytes a node's report signature covers, as the recorder keeps it with the event: the canonical
+ * JSON of the event's type and data. One place, so the bundle check follows the recorder if it changes.
+ */
+export function reportSigningBytes(e: { type: string; data: unknown }): Uint8Array {
+  return new TextEncoder().encode(canonicalJson({ type: e.type, data: e.data }));
+}
+
+/** The node report of an event's metadata, when it carries one. */
+export function reportOf(e: { eventId: string; metadata: unknown }): BundleReport | undefined {
+  const r = isObj(e.metadata) ? e.metadata.report : undefined;
+  if (!isObj(r) || typeof r.nodeId !== 'string' || typeof r.publicKey !== 'string' || typeof r.signature !== 'string') return undefined;
+  return { eventId: e.eventId, nodeId: r.nodeId, publicKey: r.publicKey, signature: r.signature };
+}
 
 export function toBundleEvent(e: RecordedEvent): BundleEvent {
   return {
@@ -97,6 +139,8 @@ export function buildBundle(input: {
   streams: readonly (readonly RecordedEvent[])[];
   chainKeyed: boolean;
   createdAt: string;
+  /** The store's latest digest and the full heads it covers. */
+  signed?: { digest: ChainHeadsSigned; heads: Heads };
 }): DisputeBundle {
   const contributing = new Set(input.invoice.lines.flatMap((l) => l.eventIds));
   if (input.finalizedEventId) contributing.add(input.finalizedEventId);
@@ -107,6 +151,17 @@ export function buildBundle(input: {
       return { streamId: last.streamId, head: { revision: last.revision.toString(), position: last.position.toString(), hash: last.hash }, events: events.map(toBundleEvent) };
     })
     .sort((a, b) => (a.streamId < b.streamId ? -1 : 1));
+  let signedHeads: BundleSignedHeads | undefined;
+  if (input.signed) {
+    const proofs: BundleSignedHeads['proofs'] = [];
+    for (const s of streams) {
+      const head = input.signed.heads.get(s.streamId);
+      const proof = head && inclusionProof(input.signed.heads, s.streamId);
+      if (head && proof) proofs.push({ head, proof });
+    }
+    signedHeads = { digest: input.signed.digest, proofs };
+  }
+  const reports = streams.flatMap((s) => s.events.map(reportOf)).filter((r): r is BundleReport => r !== undefined);
   return {
     format: BUNDLE_FORMAT,
     createdAt: input.createdAt,
@@ -116,13 +171,15 @@ export function buildBundle(input: {
     ...(input.finalizedEventId ? { finalizedEventId: input.finalizedEventId } : {}),
     contributingEventIds: [...contributing],
     streams,
-    proves: PROVES,
+    ...(signedHeads ? { signedHeads } : {}),
+    ...(reports.length > 0 ? { reports } : {}),
+    proves: signedHeads ? PROVES_SIGNED : PROVES,
   };
 }
 
 /** One problem found; `eventId` / `streamId` name where. */
 export interface BundleProblem {
-  check: 'format' | 'chain' | 'head' | 'contributing' | 'invoice';
+  check: 'format' | 'chain' | 'head' | 'contributing' | 'invoice' | 'signature' | 'report';
   message: string;
   streamId?: string;
   eventId?: string;
@@ -137,6 +194,10 @@ export interface BundleVerification {
   problems: BundleProblem[];
   /** The re-derivation's line diff, when the chain held. */
   replay?: InvoiceReplay;
+  /** With a public key: the signed digest the bundle's heads were proven against. */
+  signedBy?: { publicKey: string; sequence: number; position: string; signedAt: string };
+  /** Node report signatures checked. */
+  reports?: number;
   proves: string;
 }
 
@@ -144,10 +205,10 @@ const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof
 
 /**
  * Checks a bundle offline: the chains, the heads, the contributing events, and the invoice
- * re-derived from the bundled events. `chainKey` is needed when `chain` is `hmac-sha256`.
- * Pure (hashing only).
+ * re-derived from the bundled events. `chainKey` is needed when `chain` is `hmac-sha256`; with
+ * `publicKey` the heads must also be the ones the network signed. Pure (hashing only).
  */
-export function verifyBundle(raw: unknown, chainKey?: string): BundleVerification {
+export function verifyBundle(raw: unknown, chainKey?: string, publicKey?: string): BundleVerification {
   const problems: BundleProblem[] = [];
   const fail = (p: BundleProblem): BundleVerification => ({ ok: false, streams: 0, events: 0, problems: [...problems, p], proves: PROVES });
   if (!isObj(raw) || raw.format !== BUNDLE_FORMAT) return fail({ check: 'format', message: `not a dispute bundle: format must be ${BUNDLE_FORMAT}` });
@@ -202,7 +263,10 @@ export function verifyBundle(raw: unknown, chainKey?: string): BundleVerificatio
   for (const l of bundle.invoice.lines ?? []) {
     for (const id of l.eventIds) if (!ids.has(id)) problems.push({ check: 'contributing', eventId: id, message: `event ${id} of line ${l.lineId} is not in the bundle` });
   }
-  const base = { invoiceId: bundle.invoice.invoiceId, streams: bundle.streams.length, events: all.length, proves: PROVES };
+  let signedBy: BundleVerification['signedBy'];
+  if (publicKey) signedBy = checkSignedHeads(bundle, publicKey, problems);
+  const reports = checkReports(all, problems);
+  const base = { invoiceId: bundle.invoice.invoiceId, streams: bundle.streams.length, events: all.length, proves: publicKey ? PROVES_SIGNED : PROVES, ...(signedBy ? { signedBy } : {}), reports };
   // A broken chain makes the re-derivation meaningless: say where it broke, not what it derived.
   if (problems.length > 0) return { ok: false, ...base, problems };
 
@@ -224,4 +288,71 @@ export function verifyBundle(raw: unknown, chainKey?: string): BundleVerificatio
     if (problems.length === 0) problems.push({ check: 'invoice', message: 'the invoice differs from its re-derivation' });
   }
   return { ok: problems.length === 0, ...base, problems, replay };
+}
+
+/**
+ * The bundle's streams against the heads the network signed: the digest's signature, then each
+ * stream's head at the digest position proven into its root, then every contributing event at or
+ * before that position. Appends what fails to `problems`.
+ */
+function checkSignedHeads(bundle: DisputeBundle, publicKey: string, problems: BundleProblem[]): BundleVerification['signedBy'] {
+  const parsed = ChainHeadsSigned.safeParse(bundle.signedHeads?.digest);
+  if (!bundle.signedHeads || !parsed.success) {
+    problems.push({ check: 'signature', message: 'the bundle carries no signed chain heads: make it again from a network whose ledger holds the signing key (after `gpunet digests sign`)' });
+    return undefined;
+  }
+  const digest = parsed.data;
+  const bad = signatureProblem(digest, publicKey);
+  if (bad) {
+    problems.push({ check: 'signature', message: bad });
+    return undefined;
+  }
+  const at = BigInt(digest.position);
+  const proofs = new Map<string, { head: unknown; proof: unknown }>();
+  for (const p of Array.isArray(bundle.signedHeads.proofs) ? bundle.signedHeads.proofs : []) {
+    const head = StreamHead.safeParse((p as { head?: unknown }).head);
+    if (head.success) proofs.set(head.data.streamId, p);
+  }
+  for (const s of bundle.streams) {
+    const covered = s.events.filter((e) => BigInt(e.position) <= at);
+    if (covered.length === 0) continue;
+    const last = covered[covered.length - 1]!;
+    const p = proofs.get(s.streamId);
+    const head = StreamHead.parse(p?.head ?? { streamId: s.streamId, revision: last.revision, position: last.position, hash: last.hash });
+    const where = { streamId: s.streamId, eventId: last.eventId, position: last.position };
+    if (!p || !Array.isArray(p.proof)) {
+      problems.push({ check: 'signature', ...where, message: `stream ${s.streamId} has events at or before signed position ${digest.position} but no proof into digest #${digest.sequence}` });
+    } else if (head.revision !== last.revision || head.position !== last.position || head.hash !== last.hash) {
+      problems.push({
+        check: 'signature',
+        ...where,
+        message: `stream ${s.streamId} reaches revision ${last.revision} (position ${last.position}, hash ${last.hash.slice(0, 16)}…) at signed position ${digest.position}, but digest #${digest.sequence} signed revision ${head.revision} (position ${head.position}, hash ${head.hash.slice(0, 16)}…): the stream was edited and re-chained`,
+      });
+    } else if (rootFromProof(head, p.proof as ProofStep[]) !== digest.headsRoot) {
+      problems.push({ check: 'signature', ...where, message: `stream ${s.streamId}'s head (revision ${head.revision}, position ${head.position}) is not in the root digest #${digest.sequence} signed: the stream was edited and re-chained` });
+    }
+  }
+  const positions = new Map(bundle.streams.flatMap((s) => s.events.map((e) => [e.eventId, e] as const)));
+  for (const id of bundle.contributingEventIds) {
+    const e = positions.get(id);
+    if (e && BigInt(e.position) > at) {
+      problems.push({ check: 'signature', eventId: id, streamId: e.streamId, position: e.position, message: `contributing event ${id} (position ${e.position}) lies after signed position ${digest.position}: no signature covers it yet; run \`gpunet digests sign\`, then make the bundle again` });
+    }
+  }
+  return { publicKey, sequence: digest.sequence, position: digest.position, signedAt: digest.signedAt };
+}
+
+/** Every node report signature carried in the events' metadata: the node named is the event's, the signature holds. */
+function checkReports(events: readonly BundleEvent[], problems: BundleProblem[]): number {
+  let n = 0;
+  for (const e of events) {
+    const r = reportOf(e);
+    if (!r) continue;
+    n += 1;
+    const where = { streamId: e.streamId, eventId: e.eventId, position: e.position };
+    const nodeId = isObj(e.data) ? e.data.nodeId : undefined;
+    if (nodeId !== undefined && nodeId !== r.nodeId) problems.push({ check: 'report', ...where, message: `event ${e.eventId} is about node ${String(nodeId)} but carries the report signature of node ${r.nodeId}` });
+    else if (!verifySignature(r.publicKey, reportSigningBytes(e), r.signature)) problems.push({ check: 'report', ...where, message: `node ${r.nodeId}'s report signature on event ${e.eventId} (${e.type}) does not hold: the event was edited after the node signed it` });
+  }
+  return n;
 }

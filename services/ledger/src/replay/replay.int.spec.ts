@@ -2,18 +2,21 @@
  * Replay and dispute bundles against a real event store, SQLite and PostgreSQL (the latter with
  * an HMAC chain key): the recorded invoice re-derives identically, a what-if price list and an
  * altered copy show line diffs with their events, and a bundle checks offline until one event,
- * the invoice or a stream's end is tampered with.
+ * the invoice or a stream's end is tampered with; a bundle edited and re-chained whole (hashes,
+ * heads and invoice recomputed) still checks without the public key, and fails with it.
  */
-import type { InvoiceBody, InvoiceFinalized } from '#contracts';
-import { openEventStore, type EventStore, type EventToAppend, type RecordedEvent } from '#event-store';
+import { DIGEST_STREAM, type InvoiceBody, type InvoiceFinalized } from '#contracts';
+import { computeEventHash, GENESIS_HASH, openEventStore, type EventStore, type EventToAppend, type RecordedEvent } from '#event-store';
+import { newIdentity, signBytes, type Identity } from '#identity';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../../../../test/support/postgres.js';
+import { Notary, latestDigestHeads } from '../digests/store-digests.js';
 import { deriveInvoice } from '../domain/index.js';
-import { buildBundle, verifyBundle, type DisputeBundle } from './bundle.js';
+import { buildBundle, reportSigningBytes, verifyBundle, type BundleEvent, type DisputeBundle } from './bundle.js';
 import { replayInvoice, whatIfPrices } from './invoice-replay.js';
 import { replayJob } from './job-replay.js';
 
@@ -64,7 +67,42 @@ async function bundleOf(invoice: InvoiceBody, finalized: RecordedEvent): Promise
   const events = await all();
   const streams = new Set([finalized.streamId, 'ledger-pricelist', ...events.filter((e) => invoice.lines.some((l) => l.eventIds.includes(e.eventId))).map((e) => e.streamId)]);
   const whole = await Promise.all([...streams].map((s) => store.readStream(s)));
-  return buildBundle({ invoice, invoiceStatus: 'finalized', finalizedEventId: finalized.eventId, streams: whole, chainKeyed: chainKey !== undefined, createdAt: '2026-07-04T00:00:00.000Z' });
+  const signed = await latestDigestHeads(store);
+  return buildBundle({ invoice, invoiceStatus: 'finalized', finalizedEventId: finalized.eventId, streams: whole, chainKeyed: chainKey !== undefined, createdAt: '2026-07-04T00:00:00.000Z', ...(signed ? { signed } : {}) });
+}
+
+/** What the ledger's notary does with the network key: sign the heads, record the digest. */
+async function signHeads(key: Identity): Promise<void> {
+  const d = (await new Notary(store, key, chainKey).next('2026-07-04T00:00:00.000Z'))!;
+  await store.appendToStream(DIGEST_STREAM, [ev('ChainHeadsSigned', d as unknown as Record<string, unknown>, { producer: 'ledger' })], { expectedRevision: Notary.expectedRevision(d) });
+}
+
+/** An attacker's re-chain of a bundle stream: every hash from genesis and the head recomputed (they know sha256, and the key if there is one). */
+function rechain(bundle: DisputeBundle, streamId: string): void {
+  const s = bundle.streams.find((x) => x.streamId === streamId)!;
+  let prev = GENESIS_HASH;
+  for (const e of s.events) {
+    e.hash = computeEventHash(prev, { ...e, revision: BigInt(e.revision), position: BigInt(e.position) }, chainKey);
+    prev = e.hash;
+  }
+  const last = s.events[s.events.length - 1]!;
+  s.head = { revision: last.revision, position: last.position, hash: last.hash };
+}
+
+/** JobFinished of job-1 ten minutes earlier, the invoice re-derived and its InvoiceFinalized rewritten, every chain recomputed. */
+function forge(bundle: DisputeBundle): DisputeBundle {
+  const forged = structuredClone(bundle);
+  const all = forged.streams.flatMap((s) => s.events);
+  const finished = all.find((e) => e.type === 'JobFinished' && (e.data as { jobId: string }).jobId === 'job-1')!;
+  (finished.data as { finishedAt: string }).finishedAt = '2026-06-10T10:10:00.000Z';
+  const stored = (es: BundleEvent[]) => [...es].sort((a, b) => Number(BigInt(a.position) - BigInt(b.position))).map((e) => ({ ...e, position: BigInt(e.position) }));
+  const fin = all.find((e) => e.type === 'InvoiceFinalized')!;
+  const invoice = deriveInvoice(stored(all.filter((e) => e !== fin)), { team: TEAM, month: MONTH, asOf: BigInt(forged.invoice.derivedAtPosition) });
+  (fin.data as InvoiceFinalized).invoice = invoice;
+  forged.invoice = invoice;
+  rechain(forged, finished.streamId);
+  rechain(forged, fin.streamId);
+  return forged;
 }
 
 const ADAPTERS = ['sqlite', 'postgres'] as const;
@@ -217,6 +255,65 @@ describe.each(ADAPTERS)('on %s', (adapter) => {
       expect(verifyBundle(keyed).problems[0]!.message).toMatch(/GPUNET_CHAIN_KEY/);
       // A keyed chain checked with the wrong key fails at the first event.
       if (chainKey) expect(verifyBundle(bundle, 'wrong-key').problems[0]).toMatchObject({ check: 'chain' });
+    });
+
+    it('attack: a bundle edited and re-chained whole passes without the public key, and fails with it, naming the stream', async () => {
+      const { invoice, event } = await finalize();
+      const key = newIdentity();
+      await signHeads(key);
+      const bundle = await bundleOf(invoice, event);
+      expect(bundle.signedHeads?.digest).toMatchObject({ sequence: 1, publicKey: key.publicKey });
+      expect(verifyBundle(JSON.parse(JSON.stringify(bundle)), chainKey, key.publicKey)).toMatchObject({ ok: true, problems: [], signedBy: { sequence: 1, publicKey: key.publicKey } });
+
+      const forged = forge(bundle);
+      expect(forged.invoice.lines[0]!.amountMicros).toBeLessThan(invoice.lines[0]!.amountMicros);
+      // Before signed heads this was the whole check, and the forgery passed it.
+      expect(verifyBundle(JSON.parse(JSON.stringify(forged)), chainKey)).toMatchObject({ ok: true });
+      const v = verifyBundle(JSON.parse(JSON.stringify(forged)), chainKey, key.publicKey);
+      expect(v.ok).toBe(false);
+      expect(v.problems.map((p) => p.streamId)).toEqual(expect.arrayContaining(['execution-node-1-attempt-job-1-a1', `ledger-invoice-${TEAM}-${MONTH}`]));
+      expect(v.problems[0]).toMatchObject({ check: 'signature' });
+      expect(v.problems[0]!.message).toMatch(/edited and re-chained/);
+
+      // The proofs rewritten to the forged heads do not reach the signed root; a digest re-signed with another key is not the network's.
+      const proofsToo = structuredClone(forged);
+      for (const p of proofsToo.signedHeads!.proofs) {
+        const s = proofsToo.streams.find((x) => x.streamId === p.head.streamId)!;
+        const at = s.events.filter((e) => BigInt(e.position) <= BigInt(proofsToo.signedHeads!.digest.position)).pop()!;
+        p.head = { ...p.head, hash: at.hash };
+      }
+      expect(verifyBundle(proofsToo, chainKey, key.publicKey).problems[0]!.message).toMatch(/is not in the root digest #1 signed/);
+      const resigned = structuredClone(forged);
+      resigned.signedHeads!.digest = { ...resigned.signedHeads!.digest, headsRoot: '0'.repeat(64) };
+      expect(verifyBundle(resigned, chainKey, key.publicKey).problems[0]).toMatchObject({ check: 'signature', message: expect.stringMatching(/does not match its signature/) });
+      expect(verifyBundle(bundle, chainKey, newIdentity().publicKey).problems[0]!.message).toMatch(/not by the network key/);
+
+      // A bundle without signed heads cannot pass a check that asks for them.
+      const unsigned = structuredClone(bundle);
+      delete unsigned.signedHeads;
+      expect(verifyBundle(unsigned, chainKey, key.publicKey).problems[0]!.message).toMatch(/carries no signed chain heads/);
+    });
+
+    it('carries and checks node report signatures; an event the node did not sign that way fails', async () => {
+      const node = newIdentity();
+      const data = { jobId: 'job-9', attemptId: 'job-9-a1', nodeId: 'node-1', outcome: 'completed', exitCode: 0, signal: null, finishedAt: '2026-06-12T10:00:00.000Z' };
+      const e = ev('JobFinished', data, { team: TEAM, jobId: 'job-9', producer: 'execution' });
+      const report = { nodeId: 'node-1', publicKey: node.publicKey, signature: signBytes(node, reportSigningBytes({ type: 'JobFinished', data })) };
+      await store.appendToStream('execution-node-1-attempt-job-9-a1', [{ ...e, metadata: { ...e.metadata, report } as typeof e.metadata }]);
+      const { invoice, event } = await finalize();
+      const key = newIdentity();
+      await signHeads(key);
+      const whole = await bundleOf(invoice, event);
+      const bundle = buildBundle({ invoice, invoiceStatus: 'finalized', finalizedEventId: event.eventId, streams: [...(await Promise.all(whole.streams.map((s) => store.readStream(s.streamId)))), await store.readStream('execution-node-1-attempt-job-9-a1')], chainKeyed: chainKey !== undefined, createdAt: '2026-07-04T00:00:00.000Z', signed: (await latestDigestHeads(store))! });
+      expect(bundle.reports).toEqual([expect.objectContaining({ nodeId: 'node-1', publicKey: node.publicKey })]);
+      expect(verifyBundle(JSON.parse(JSON.stringify(bundle)), chainKey, key.publicKey)).toMatchObject({ ok: true, reports: 1 });
+
+      const edited = structuredClone(bundle);
+      const s = edited.streams.find((x) => x.streamId === 'execution-node-1-attempt-job-9-a1')!;
+      (s.events[0]!.data as { exitCode: number }).exitCode = 1;
+      rechain(edited, s.streamId);
+      const v = verifyBundle(edited, chainKey);
+      expect(v.problems).toEqual([expect.objectContaining({ check: 'report', streamId: s.streamId, message: expect.stringMatching(/node node-1's report signature .* does not hold/) })]);
     });
   });
 });

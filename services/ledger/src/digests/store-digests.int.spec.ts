@@ -1,0 +1,215 @@
+/**
+ * Signed chain heads on real SQLite store files, by attack: each tampering is done as someone with
+ * the file would (append-only triggers dropped, the chain and the stream heads recomputed exactly
+ * as the store computes them), shown to pass the store's own `verify()` (the attack that worked
+ * before digests), then caught by `verifyStoreDigests` with the stream and position named.
+ */
+import { DIGEST_STREAM, type ChainHeadsSigned } from '#contracts';
+import { openEventStore, type EventStore, type EventToAppend } from '#event-store';
+import { newIdentity, type Identity } from '#identity';
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { deleteStream, insertIntoStream, rechainStream, truncateStream } from '../../../../test/support/store-tamper.js';
+import { signNextDigest } from './digest.js';
+import { ChainBrokenError, Notary, readDigests, verifyStoreDigests } from './store-digests.js';
+
+const ATTEMPT = 'execution-node-1-attempt-job-1-a1';
+const USAGE = 'ledger-usage-job-1';
+let dir = '';
+let file = '';
+let store: EventStore;
+let key: Identity;
+
+function ev(type: string, data: Record<string, unknown>): EventToAppend {
+  const id = randomUUID();
+  return { eventId: id, type, data, metadata: { correlationId: id, causationId: id, producer: 'fixture', occurredAt: '2026-06-10T00:00:00.000Z' } };
+}
+
+/** What the ledger's notary does: the next digest, appended with the expected revision. */
+async function sign(notary = new Notary(store, key)): Promise<ChainHeadsSigned | undefined> {
+  const d = await notary.next(new Date().toISOString());
+  if (d) await store.appendToStream(DIGEST_STREAM, [ev('ChainHeadsSigned', d as unknown as Record<string, unknown>)], { expectedRevision: Notary.expectedRevision(d) });
+  return d;
+}
+
+/** Reopens the store (the attacker wrote the file behind this connection's back). */
+async function reopen(): Promise<void> {
+  await store.close();
+  store = await openEventStore(`sqlite:${file}`);
+}
+
+async function positionOf(streamId: string, revision: bigint): Promise<bigint> {
+  return (await store.readStream(streamId, { fromRevision: revision, maxCount: 1 }))[0]!.position;
+}
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'gpunet-digests-'));
+  file = join(dir, 'events.db');
+  store = await openEventStore(`sqlite:${file}`);
+  key = newIdentity();
+  await store.appendToStream('ledger-pricelist', [ev('PriceListPublished', { version: 1 })]);
+  await store.appendToStream(ATTEMPT, [ev('ComputeHeld', { jobId: 'job-1', heldAt: '2026-06-10T10:00:00.000Z' }), ev('JobStarted', { jobId: 'job-1' }), ev('JobFinished', { jobId: 'job-1', finishedAt: '2026-06-10T10:20:00.000Z' })]);
+  await store.appendToStream(USAGE, [ev('UsageRecorded', { jobId: 'job-1', heldFrom: '2026-06-10T10:00:00.000Z', billableMs: 1_200_000, amountMicros: 1_200_000 })]);
+});
+
+afterEach(async () => {
+  await store?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('signing the chain heads', () => {
+  it('signs every head first, then only what moved; not at all when nothing but digests was recorded', async () => {
+    const notary = new Notary(store, key);
+    const d1 = (await sign(notary))!;
+    expect(d1).toMatchObject({ sequence: 1, position: '5', streams: 3 });
+    expect(d1.heads.map((h) => h.streamId)).toEqual([ATTEMPT, 'ledger-pricelist', USAGE]);
+    expect(await sign(notary)).toBeUndefined();
+    await store.appendToStream(USAGE, [ev('UsageRecorded', { jobId: 'job-1', attempt: 2 })]);
+    const d2 = (await sign(notary))!;
+    // The digest stream itself moved too, and is signed as well.
+    expect(d2).toMatchObject({ sequence: 2, previousPosition: '5', streams: 4 });
+    expect(d2.heads.map((h) => h.streamId)).toEqual([DIGEST_STREAM, USAGE]);
+    // A second notary (another ledger, or after a restart) continues the same chain.
+    await store.appendToStream(ATTEMPT, [ev('ComputeReleased', { jobId: 'job-1' })]);
+    expect(await sign(new Notary(store, key))).toMatchObject({ sequence: 3, previousPosition: d2.position });
+    expect(await verifyStoreDigests(store, { publicKey: key.publicKey, exported: (await readDigests(store)).map((r) => r.digest) })).toMatchObject({ ok: true, digests: 3, exported: 3 });
+  });
+
+  it('reports events after the latest digest as not yet signed', async () => {
+    await sign();
+    await store.appendToStream(USAGE, [ev('UsageRecorded', { jobId: 'job-1', attempt: 2 })]);
+    expect(await verifyStoreDigests(store, { publicKey: key.publicKey })).toMatchObject({ ok: true, digests: 1, latest: { sequence: 1, position: '5' }, unsignedAfter: '5' });
+  });
+
+  it('attack: the notary refuses to sign over an event edited without recomputing the chain', async () => {
+    await sign();
+    await store.appendToStream(USAGE, [ev('UsageRecorded', { jobId: 'job-1', attempt: 2 })]);
+    const at = await positionOf(USAGE, 1n);
+    const Database = (await import('better-sqlite3')).default;
+    const db = new Database(file);
+    db.exec('DROP TRIGGER IF EXISTS events_no_update');
+    db.prepare("UPDATE events SET data = json_set(data, '$.amountMicros', 5) WHERE position = ?").run(at);
+    db.close();
+    await reopen();
+    const v = await store.verify();
+    expect(v).toMatchObject({ ok: false, firstBadPosition: at, streamId: USAGE });
+    await expect(new Notary(store, key).next(new Date().toISOString())).rejects.toThrow(ChainBrokenError);
+  });
+});
+
+describe('a history rewritten with a recomputed chain, against the signed heads', () => {
+  it('attack: ComputeHeld.heldAt and the usage line rewritten and re-chained pass the chain, fail the digest at the rewritten position', async () => {
+    await sign();
+    const held = await positionOf(ATTEMPT, 0n);
+    const usage = await positionOf(USAGE, 0n);
+    await store.close();
+    expect(rechainStream(file, ATTEMPT, (e) => (e.type === 'ComputeHeld' ? { ...e.data, heldAt: '2026-06-10T10:15:00.000Z' } : undefined))).toEqual([held]);
+    rechainStream(file, USAGE, (e) => ({ ...e.data, heldFrom: '2026-06-10T10:15:00.000Z', billableMs: 300_000, amountMicros: 300_000 }));
+    store = await openEventStore(`sqlite:${file}`);
+    // Before signed heads, this passed: the chain and every stream head are consistent.
+    expect(await store.verify()).toMatchObject({ ok: true });
+    const d = await verifyStoreDigests(store, { publicKey: key.publicKey });
+    expect(d).toMatchObject({ ok: false, firstBadPosition: held, streamId: ATTEMPT, revision: '0' });
+    expect(d.ok === false && d.reason).toMatch(/rewritten from its first event .* signed digest #1/);
+    expect(usage).toBeGreaterThan(held);
+  });
+
+  it('attack: a rewrite after an earlier digest is named from the first revision no digest vouches for', async () => {
+    await sign();
+    await store.appendToStream(USAGE, [ev('UsageRecorded', { jobId: 'job-1', attempt: 2 }), ev('UsageRecorded', { jobId: 'job-1', attempt: 3 })]);
+    await sign();
+    const second = await positionOf(USAGE, 1n);
+    await store.close();
+    rechainStream(file, USAGE, (e) => (e.revision === 2n ? { ...e.data, amountMicros: 0 } : undefined));
+    store = await openEventStore(`sqlite:${file}`);
+    expect(await store.verify()).toMatchObject({ ok: true });
+    const d = await verifyStoreDigests(store, { publicKey: key.publicKey });
+    expect(d).toMatchObject({ ok: false, firstBadPosition: second, streamId: USAGE, revision: '1' });
+    expect(d.ok === false && d.reason).toMatch(/after revision 0 \(position \d+\), which digest #1 vouches for/);
+  });
+
+  it('attack: a deleted tail, re-headed, passes the chain, fails the digest', async () => {
+    await sign();
+    const finished = await positionOf(ATTEMPT, 2n);
+    await store.close();
+    truncateStream(file, ATTEMPT, 2n);
+    store = await openEventStore(`sqlite:${file}`);
+    expect(await store.verify()).toMatchObject({ ok: true });
+    const d = await verifyStoreDigests(store, { publicKey: key.publicKey });
+    expect(d).toMatchObject({ ok: false, firstBadPosition: finished, streamId: ATTEMPT, revision: '2' });
+    expect(d.ok === false && d.reason).toMatch(/ends at revision 1 .* recorded revision 2/);
+  });
+
+  it('attack: an event inserted into a signed stream, re-chained, passes the chain, fails the digest', async () => {
+    await sign();
+    const started = await positionOf(ATTEMPT, 1n);
+    await store.close();
+    insertIntoStream(file, ATTEMPT, 0n, { eventId: randomUUID(), type: 'JobCheckpointed', data: { jobId: 'job-1' } });
+    store = await openEventStore(`sqlite:${file}`);
+    expect(await store.verify()).toMatchObject({ ok: true });
+    expect((await store.readStream(ATTEMPT))[1]).toMatchObject({ type: 'JobCheckpointed', position: started });
+    const d = await verifyStoreDigests(store, { publicKey: key.publicKey });
+    expect(d).toMatchObject({ ok: false, streamId: ATTEMPT });
+  });
+
+  it('attack: digests forged with another key over the rewritten history fail against the network key; so does checking with a wrong key', async () => {
+    await sign();
+    const mallory = newIdentity();
+    const wrongKey = await verifyStoreDigests(store, { publicKey: mallory.publicKey });
+    expect(wrongKey.ok === false && wrongKey.reason).toMatch(/digest #1 is signed by key .* not by the network key/);
+    await store.close();
+    rechainStream(file, ATTEMPT, (e) => (e.type === 'ComputeHeld' ? { ...e.data, heldAt: '2026-06-10T10:15:00.000Z' } : undefined));
+    // The attacker drops the real digests and signs the rewritten heads with a key of their own.
+    deleteStream(file, DIGEST_STREAM);
+    store = await openEventStore(`sqlite:${file}`);
+    await sign(new Notary(store, mallory));
+    expect(await store.verify()).toMatchObject({ ok: true });
+    expect(await verifyStoreDigests(store, { publicKey: mallory.publicKey })).toMatchObject({ ok: true });
+    const d = await verifyStoreDigests(store, { publicKey: key.publicKey });
+    expect(d).toMatchObject({ ok: false, streamId: DIGEST_STREAM });
+    expect(d.ok === false && d.reason).toMatch(/signed by key .* not by the network key/);
+
+    // The network key's name on the attacker's signature does not help either.
+    const [forged] = (await readDigests(store)).map((r) => r.digest);
+    const relabeled = { ...forged!, publicKey: key.publicKey };
+    const check = await verifyStoreDigests(store, { publicKey: key.publicKey, exported: [relabeled] });
+    expect(check.ok === false && check.reason).toMatch(/does not match its signature/);
+  });
+
+  it('attack: digests deleted from the store are found with the ones exported earlier', async () => {
+    await sign();
+    const exported = (await readDigests(store)).map((r) => r.digest);
+    await store.close();
+    rechainStream(file, ATTEMPT, (e) => (e.type === 'ComputeHeld' ? { ...e.data, heldAt: '2026-06-10T10:15:00.000Z' } : undefined));
+    deleteStream(file, DIGEST_STREAM);
+    store = await openEventStore(`sqlite:${file}`);
+    expect(await store.verify()).toMatchObject({ ok: true });
+    // Without the exported digests nothing vouches for the history: said, not hidden.
+    expect(await verifyStoreDigests(store, { publicKey: key.publicKey })).toMatchObject({ ok: true, digests: 0, unsignedAfter: '0' });
+    const d = await verifyStoreDigests(store, { publicKey: key.publicKey, exported });
+    expect(d).toMatchObject({ ok: false, streamId: DIGEST_STREAM, firstBadPosition: 5n });
+    expect(d.ok === false && d.reason).toMatch(/digest #1 .* was exported earlier but is not in the store/);
+  });
+
+  it('attack: a digest cut out of the chain of digests is named', async () => {
+    await sign();
+    await store.appendToStream(USAGE, [ev('UsageRecorded', { jobId: 'job-1', attempt: 2 })]);
+    const d2 = (await sign())!;
+    await store.appendToStream(USAGE, [ev('UsageRecorded', { jobId: 'job-1', attempt: 3 })]);
+    const d3 = (await sign())!;
+    await store.close();
+    truncateStream(file, DIGEST_STREAM, 1n);
+    store = await openEventStore(`sqlite:${file}`);
+    await store.appendToStream(DIGEST_STREAM, [ev('ChainHeadsSigned', d3 as unknown as Record<string, unknown>)], { expectedRevision: 0n });
+    expect(await store.verify()).toMatchObject({ ok: true });
+    const d = await verifyStoreDigests(store, { publicKey: key.publicKey });
+    expect(d.ok === false && d.reason).toMatch(/digest #3 where #2 was due/);
+    // A replacement #2 signed over other heads does not chain to what #3 says came before it.
+    const other = signNextDigest({ previous: (await readDigests(store))[0]!.digest, previousHeads: new Map(), heads: new Map(), position: BigInt(d2.position), signedAt: d2.signedAt, identity: key });
+    const e = await verifyStoreDigests(store, { publicKey: key.publicKey, exported: [other] });
+    expect(e.ok).toBe(false);
+  });
+});

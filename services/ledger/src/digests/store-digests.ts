@@ -1,0 +1,288 @@
+/**
+ * Signed chain heads against a real store: the notary that builds and records the next digest,
+ * and the check of a store against its own digests and digests exported earlier. Both walk the
+ * log in position order keeping one head per stream, so memory is per stream, not per event.
+ */
+import { ChainHeadsSigned, DIGEST_STREAM, type StreamHead } from '#contracts';
+import { computeEventHash, GENESIS_HASH, type EventStore, type RecordedEvent } from '#event-store';
+import type { Identity } from '#identity';
+import { applyDigest, digestHash, headsRoot, linkProblem, signatureProblem, signNextDigest, type Heads } from './digest.js';
+
+const PAGE = 5_000;
+
+/** Events after `from` up to `to` (inclusive), page by page. */
+async function* walk(store: EventStore, from: bigint, to: bigint): AsyncGenerator<RecordedEvent> {
+  let at = from;
+  for (;;) {
+    const page = await store.readAll({ fromPosition: at, toPosition: to, maxCount: PAGE });
+    yield* page;
+    if (page.length < PAGE) return;
+    at = page[page.length - 1]!.position;
+  }
+}
+
+function headOf(e: RecordedEvent): StreamHead {
+  return { streamId: e.streamId, revision: e.revision.toString(), position: e.position.toString(), hash: e.hash };
+}
+
+/** A digest recorded in the store that is not a valid ChainHeadsSigned. */
+export class DigestFormatError extends Error {
+  constructor(
+    message: string,
+    readonly position: bigint,
+  ) {
+    super(message);
+    this.name = 'DigestFormatError';
+  }
+}
+
+/** The store's digests (`ledger-digests`), in sequence order, each with the position it was recorded at. */
+export async function readDigests(store: EventStore, fromRevision = 0n): Promise<{ digest: ChainHeadsSigned; recordedAt: bigint }[]> {
+  const events = await store.readStream(DIGEST_STREAM, { fromRevision });
+  return events.map((e) => {
+    const parsed = ChainHeadsSigned.safeParse(e.data);
+    if (e.type !== 'ChainHeadsSigned' || !parsed.success) throw new DigestFormatError(`event ${e.eventId} at position ${e.position} of ${DIGEST_STREAM} is not a ChainHeadsSigned digest`, e.position);
+    return { digest: parsed.data, recordedAt: e.position };
+  });
+}
+
+/** The chain does not hold where the notary reads: it refuses to sign over it. */
+export class ChainBrokenError extends Error {
+  constructor(
+    message: string,
+    readonly position: bigint,
+    readonly streamId: string,
+  ) {
+    super(message);
+    this.name = 'ChainBrokenError';
+  }
+}
+
+/**
+ * Builds the next digest of a store. Keeps the last digest and the full heads it covers; each
+ * `next` reads only the events since, checking each links to its stream's previous head
+ * (revision + 1, hash recomputed), so it never signs over a chain it did not see hold.
+ */
+export class Notary {
+  private last: ChainHeadsSigned | undefined;
+  private heads: Heads = new Map();
+  private synced = -1n;
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly identity: Identity,
+    private readonly chainKey?: string,
+  ) {}
+
+  get publicKey(): string {
+    return this.identity.publicKey;
+  }
+
+  /** The latest digest recorded (after `sync`). */
+  get latest(): ChainHeadsSigned | undefined {
+    return this.last;
+  }
+
+  /** Catches up with digests recorded meanwhile (by this notary or another instance). */
+  async sync(): Promise<void> {
+    const fresh = await readDigests(this.store, this.synced + 1n);
+    for (const { digest } of fresh) {
+      const problem = linkProblem(this.last, digest);
+      if (problem) throw new ChainBrokenError(`the store's own digests do not hold: ${problem}`, BigInt(digest.position), DIGEST_STREAM);
+      this.heads = applyDigest(this.heads, digest);
+      this.last = digest;
+      this.synced = BigInt(digest.sequence - 1);
+    }
+    // The newest signature vouches for every digest it chains to (see verifyStoreDigests).
+    const unsigned = this.last && fresh.length > 0 ? signatureProblem(this.last, this.identity.publicKey) : undefined;
+    if (unsigned) throw new ChainBrokenError(`the store's own digests do not hold: ${unsigned}`, BigInt(this.last!.position), DIGEST_STREAM);
+  }
+
+  /**
+   * The next digest, covering the store head, or undefined when nothing but digests was recorded
+   * since the last one (the store did not move). Not yet appended: see `expectedRevision`.
+   */
+  async next(signedAt: string): Promise<ChainHeadsSigned | undefined> {
+    await this.sync();
+    const head = await this.store.headPosition();
+    const from = this.last ? BigInt(this.last.position) : 0n;
+    if (head <= from) return undefined;
+    const heads = new Map(this.heads);
+    let moved = false;
+    for await (const e of walk(this.store, from, head)) {
+      const prev = heads.get(e.streamId);
+      const revision = prev ? BigInt(prev.revision) + 1n : 0n;
+      if (e.revision !== revision) throw new ChainBrokenError(`position ${e.position} is revision ${e.revision} of ${e.streamId} where ${revision} was due`, e.position, e.streamId);
+      if (computeEventHash(prev?.hash ?? GENESIS_HASH, e, this.chainKey) !== e.hash) throw new ChainBrokenError(`position ${e.position} (${e.streamId} revision ${e.revision}) does not match its hash`, e.position, e.streamId);
+      heads.set(e.streamId, headOf(e));
+      if (e.streamId !== DIGEST_STREAM) moved = true;
+    }
+    if (!moved) return undefined;
+    return signNextDigest({ previous: this.last, previousHeads: this.heads, heads, position: head, signedAt, identity: this.identity });
+  }
+
+  /** The revision `ledger-digests` must be at to append `d` (`no_stream` for the first). */
+  static expectedRevision(d: ChainHeadsSigned): bigint | 'no_stream' {
+    return d.sequence === 1 ? 'no_stream' : BigInt(d.sequence - 2);
+  }
+}
+
+// ── checking a store against digests ────────────────────────────────────────────────────────
+
+/** What `verifyStoreDigests` found. */
+export type DigestCheck =
+  | {
+      ok: true;
+      /** Digests checked (the store's and the exported ones, merged by sequence). */
+      digests: number;
+      exported: number;
+      /** The latest digest checked. */
+      latest?: { sequence: number; position: string; signedAt: string };
+      /** Events after the latest digest's position: not yet covered by a signature. */
+      unsignedAfter?: string;
+    }
+  | {
+      ok: false;
+      firstBadPosition: bigint;
+      streamId: string;
+      revision?: string;
+      reason: string;
+    };
+
+type Fail = Extract<DigestCheck, { ok: false }>;
+
+/**
+ * Checks the store's history against every digest it records and every digest in `exported`
+ * (files written by `gpunet digests export` earlier): each signed by `publicKey`, the digests a
+ * chain from #1, every exported digest still in the store, and at each digest's position every
+ * stream's head in the store equal to the signed one. A history rewritten with a recomputed chain
+ * ends at a head other than the signed one: the result names the stream and the first position
+ * no earlier digest vouches for. Run `store.verify()` first for the links themselves.
+ */
+export async function verifyStoreDigests(store: EventStore, options: { publicKey: string; exported?: readonly ChainHeadsSigned[] }): Promise<DigestCheck> {
+  let recorded: { digest: ChainHeadsSigned; recordedAt: bigint }[];
+  try {
+    recorded = await readDigests(store);
+  } catch (err) {
+    if (err instanceof DigestFormatError) return { ok: false, firstBadPosition: err.position, streamId: DIGEST_STREAM, reason: err.message };
+    throw err;
+  }
+  const bySequence = new Map<number, { digest: ChainHeadsSigned; recordedAt?: bigint }>();
+  for (const r of recorded) bySequence.set(r.digest.sequence, r);
+  const exported = [...(options.exported ?? [])].sort((a, b) => a.sequence - b.sequence);
+  for (const d of exported) {
+    const mine = bySequence.get(d.sequence);
+    if (mine && digestHash(mine.digest) === digestHash(d)) continue;
+    // A file that is not the network's own digest proves nothing either way: say so first.
+    const problem = signatureProblem(d, options.publicKey);
+    if (problem) return { ok: false, firstBadPosition: BigInt(d.position), streamId: DIGEST_STREAM, reason: `exported ${problem}` };
+    if (!mine) {
+      return {
+        ok: false,
+        firstBadPosition: BigInt(d.position),
+        streamId: DIGEST_STREAM,
+        reason: `digest #${d.sequence} (covering position ${d.position}, signed ${d.signedAt}) was exported earlier but is not in the store: digests were deleted or the store was rolled back`,
+      };
+    }
+    return { ok: false, firstBadPosition: mine.recordedAt!, streamId: DIGEST_STREAM, reason: `the store's digest #${d.sequence} is not the one exported earlier: the store's digests were replaced` };
+  }
+  // Each digest covers its predecessor whole (previousDigestHash is the hash of all of it, its
+  // signature included), so every link checked and the newest signature checked vouch for all.
+  const digests = [...bySequence.values()].sort((a, b) => a.digest.sequence - b.digest.sequence);
+  let previous: ChainHeadsSigned | undefined;
+  for (const { digest, recordedAt } of digests) {
+    const problem = linkProblem(previous, digest);
+    if (problem) return { ok: false, firstBadPosition: recordedAt ?? BigInt(digest.position), streamId: DIGEST_STREAM, revision: String(digest.sequence - 1), reason: problem };
+    previous = digest;
+  }
+  const newest = digests[digests.length - 1];
+  const unsigned = newest && signatureProblem(newest.digest, options.publicKey);
+  if (newest && unsigned) return { ok: false, firstBadPosition: newest.recordedAt ?? BigInt(newest.digest.position), streamId: DIGEST_STREAM, revision: String(newest.digest.sequence - 1), reason: unsigned };
+
+  // One walk: at each digest's position, the heads the store has must be the heads it signed.
+  // Between two digests only the streams the digest lists and the streams the walk touched can
+  // differ, since everything matched at the previous one.
+  const head = await store.headPosition();
+  const store_: Heads = new Map();
+  let expected: Heads = new Map();
+  let touched = new Map<string, bigint>(); // stream → first position since the previous digest
+  let i = 0;
+  const check = (d: ChainHeadsSigned): Fail | undefined => {
+    const before = expected;
+    expected = applyDigest(expected, d);
+    if (headsRoot(expected) !== d.headsRoot) return { ok: false, firstBadPosition: BigInt(d.position), streamId: DIGEST_STREAM, reason: `digest #${d.sequence}'s heads do not give its own headsRoot: the digest is malformed` };
+    const names = new Set([...d.heads.map((h) => h.streamId), ...touched.keys()]);
+    let worst: Fail | undefined;
+    for (const streamId of names) {
+      const want = expected.get(streamId);
+      const have = store_.get(streamId);
+      if (want && have && want.hash === have.hash && want.revision === have.revision && want.position === have.position) continue;
+      const first = touched.get(streamId);
+      const vouched = before.get(streamId);
+      const since = vouched ? `after revision ${vouched.revision} (position ${vouched.position}), which digest #${d.sequence - 1} vouches for,` : 'from its first event';
+      let f: Fail;
+      if (!want) {
+        f = { ok: false, firstBadPosition: first ?? BigInt(have!.position), streamId, revision: '0', reason: `stream ${streamId} is in the store at position ${first ?? have!.position} but not in signed digest #${d.sequence} (covering position ${d.position}): inserted behind the store's back` };
+      } else if (!have || first === undefined || BigInt(have.revision) < BigInt(want.revision)) {
+        // The first missing event lies after the store's head and at or before the signed one.
+        f = {
+          ok: false,
+          firstBadPosition: BigInt(want.position),
+          streamId,
+          revision: have ? (BigInt(have.revision) + 1n).toString() : '0',
+          reason: `stream ${streamId} ends at ${have ? `revision ${have.revision}` : 'nothing'} as of position ${d.position}, but signed digest #${d.sequence} (${d.signedAt}) recorded revision ${want.revision} at position ${want.position}: events deleted or rewritten`,
+        };
+      } else {
+        const revision = vouched ? (BigInt(vouched.revision) + 1n).toString() : '0';
+        f = {
+          ok: false,
+          firstBadPosition: first,
+          streamId,
+          revision,
+          reason:
+            `stream ${streamId} was rewritten ${since} at or before revision ${want.revision} (position ${want.position}): signed digest #${d.sequence} (${d.signedAt}) recorded head ` +
+            `${want.hash.slice(0, 16)}… at revision ${want.revision}, the store has ${have.hash.slice(0, 16)}… at revision ${have.revision} (position ${have.position}); the first event no earlier digest vouches for is at position ${first}`,
+        };
+      }
+      if (!worst || f.firstBadPosition < worst.firstBadPosition) worst = f;
+    }
+    touched = new Map();
+    return worst;
+  };
+  for await (const e of walk(store, 0n, head)) {
+    while (i < digests.length && e.position > BigInt(digests[i]!.digest.position)) {
+      const bad = check(digests[i]!.digest);
+      if (bad) return bad;
+      i += 1;
+    }
+    store_.set(e.streamId, headOf(e));
+    if (!touched.has(e.streamId)) touched.set(e.streamId, e.position);
+  }
+  for (; i < digests.length; i += 1) {
+    const d = digests[i]!.digest;
+    if (BigInt(d.position) > head) {
+      return { ok: false, firstBadPosition: head + 1n, streamId: DIGEST_STREAM, reason: `the store ends at position ${head}, before signed digest #${d.sequence}'s position ${d.position}: its tail was deleted or the store rolled back` };
+    }
+    const bad = check(d);
+    if (bad) return bad;
+  }
+  const latest = digests[digests.length - 1]?.digest;
+  return {
+    ok: true,
+    digests: digests.length,
+    exported: exported.length,
+    ...(latest ? { latest: { sequence: latest.sequence, position: latest.position, signedAt: latest.signedAt } } : {}),
+    ...(latest && BigInt(latest.position) < head ? { unsignedAfter: latest.position } : !latest && head > 0n ? { unsignedAfter: '0' } : {}),
+  };
+}
+
+/** The latest digest and the full heads it covers (for dispute bundles' proofs). */
+export async function latestDigestHeads(store: EventStore): Promise<{ digest: ChainHeadsSigned; heads: Heads } | undefined> {
+  let heads: Heads = new Map();
+  let last: ChainHeadsSigned | undefined;
+  for (const { digest } of await readDigests(store)) {
+    heads = applyDigest(heads, digest);
+    last = digest;
+  }
+  return last ? { digest: last, heads } : undefined;
+}
