@@ -129,7 +129,9 @@ export class KeysService {
       authorize(principal, 'keys:manage');
       assertTeamScope(principal, team, 'issue keys');
       if (!allows(principal, 'keys:all-teams') && !TEAM_ADMIN_ISSUABLE.includes(request.role)) {
-        throw new ForbiddenError(`API key \`${principal.keyId}\` (role ${principal.role}) may issue roles ${TEAM_ADMIN_ISSUABLE.join(' and ')} only; a ${request.role} key reaches beyond one team and is issued by an operator`);
+        throw new ForbiddenError(
+          `API key \`${principal.keyId}\` (role ${principal.role}) may not issue role ${request.role}: it issues roles ${TEAM_ADMIN_ISSUABLE.join(' and ')} only; ${request.role} keys reach beyond one team and are issued by a key with role operator`,
+        );
       }
     });
     const secret = newApiKeySecret();
