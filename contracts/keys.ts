@@ -94,6 +94,7 @@ export type ApiKeyIssued = z.output<typeof ApiKeyIssued>;
 export const ApiKeyRevoked = z.object({
   keyId: ApiKeyId,
   team: TeamId.describe('The key\'s team.'),
+  sha256: Sha256.describe('sha256 of the key revoked: a later key under the same id (a bootstrap file entry replaced with a new key) is not revoked by this event.'),
   reason: z.string().max(500).optional().describe('Why, for the record (e.g. `leaked in a CI log`).'),
   revokedBy: Actor,
   revokedAt: Timestamp,

@@ -119,7 +119,7 @@ describe('ApiKeyRing over the key events', () => {
     expect(() => ring.authenticate(`Bearer ${NEW_KEY}`)).toThrow('unknown API key');
     ring.apply({ type: 'ApiKeyIssued', data: { keyId: 'key_1', team: 'team-ml', role: 'producer', sha256: keyDigest(NEW_KEY), issuedBy: by, issuedAt: now.toISOString() } });
     expect(ring.authenticate(`Bearer ${NEW_KEY}`)).toEqual({ keyId: 'key_1', team: 'team-ml', role: 'producer', timeZone: 'Asia/Tokyo' });
-    ring.apply({ type: 'ApiKeyRevoked', data: { keyId: 'key_1', team: 'team-ml', revokedBy: by, revokedAt: now.toISOString() } });
+    ring.apply({ type: 'ApiKeyRevoked', data: { keyId: 'key_1', team: 'team-ml', sha256: keyDigest(NEW_KEY), revokedBy: by, revokedAt: now.toISOString() } });
     const err = thrown(() => ring.authenticate(`Bearer ${NEW_KEY}`));
     expect(err).toBeInstanceOf(RefusedKeyError);
     expect(err).toMatchObject({ keyId: 'key_1', state: 'revoked', message: expect.stringContaining('was revoked') });
@@ -131,8 +131,12 @@ describe('ApiKeyRing over the key events', () => {
     expect(ring.authenticate(`Bearer ${LATER}`).keyId).toBe('key_2');
     now = new Date('2026-01-02T00:00:00.000Z');
     expect(thrown(() => ring.authenticate(`Bearer ${LATER}`))).toMatchObject({ state: 'expired' });
-    ring.apply({ type: 'ApiKeyRevoked', data: { keyId: 'operator', team: 'ops', revokedBy: by, revokedAt: now.toISOString() } });
+    ring.apply({ type: 'ApiKeyRevoked', data: { keyId: 'operator', team: 'ops', sha256: keyDigest(KEY_A), revokedBy: by, revokedAt: now.toISOString() } });
     expect(thrown(() => ring.authenticate(`Bearer ${KEY_A}`))).toMatchObject({ state: 'revoked', keyId: 'operator' });
+    // The file entry replaced with a new key under the same id: the old revocation does not touch it.
+    const renewed = ApiKeyRing.fromEntries([{ id: 'operator', key: KEY_B, team: 'ops', role: 'operator' }], 'keys', () => now);
+    renewed.apply({ type: 'ApiKeyRevoked', data: { keyId: 'operator', team: 'ops', sha256: keyDigest(KEY_A), revokedBy: by, revokedAt: now.toISOString() } });
+    expect(renewed.authenticate(`Bearer ${KEY_B}`).keyId).toBe('operator');
     ring.apply({ type: 'TeamDisabled', data: { team: 'team-ml', disabledBy: by, disabledAt: now.toISOString() } });
     expect(ring.directory.listKeys('team-ml', now).map((k) => k.state)).toEqual(['revoked', 'team_disabled']);
   });

@@ -110,7 +110,7 @@ export class KeyDirectory {
       case 'ApiKeyRevoked': {
         const d = event.data;
         const key = this.keys.get(d.keyId);
-        if (key && !key.revoked) key.revoked = { by: d.revokedBy, at: d.revokedAt, reason: d.reason };
+        if (key && key.sha256 === d.sha256 && !key.revoked) key.revoked = { by: d.revokedBy, at: d.revokedAt, reason: d.reason };
         return undefined;
       }
     }
@@ -231,5 +231,5 @@ export function decideIssueKey(
 export function decideRevokeKey(dir: KeyDirectory, input: { keyId: string; reason?: string | undefined; by: Actor; now: Date }): ApiKeyRevoked | undefined {
   const key = dir.requireKey(input.keyId);
   if (key.revoked) return undefined;
-  return { keyId: key.keyId, team: key.team, ...(input.reason ? { reason: input.reason } : {}), revokedBy: input.by, revokedAt: input.now.toISOString() };
+  return { keyId: key.keyId, team: key.team, sha256: key.sha256, ...(input.reason ? { reason: input.reason } : {}), revokedBy: input.by, revokedAt: input.now.toISOString() };
 }

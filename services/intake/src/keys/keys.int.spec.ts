@@ -228,6 +228,9 @@ describe('intake: teams and API keys (HTTP + NATS, two instances on one store)',
       'nats keys:read ci-a',
     ]);
     expect((await http('/v1/teams/team-evil')).status).toBe(404);
+    // The role is checked before the body: a producer learns nothing from a validation answer.
+    expect((await http('/v1/keys', { key: PRODUCER_A, body: { role: 'root', team: 'has spaces' } })).status).toBe(403);
+    expect((await http('/v1/teams', { key: PRODUCER_A, body: { team: 'team-a' } })).status).toBe(403);
   });
 
   it('a disabled team\'s keys are refused at once; a fresh instance folds every change from the store', async () => {

@@ -1,9 +1,12 @@
 import {
+  ApiKeyId,
+  ApiKeyRole,
   CreateApiKey,
   CreateTeam,
   DisableTeam,
   ListApiKeys,
   RevokeApiKey,
+  TeamId,
   formatIssues,
   type AdminActionRefused,
   type ApiKeyCreated,
@@ -77,8 +80,8 @@ export class KeysService {
   // ── teams ───────────────────────────────────────────────────────────────────────────────
 
   async createTeam(principal: Principal, body: unknown, transport: Transport, trace: RequestTrace = {}): Promise<TeamView> {
+    await this.guard(principal, 'teams:create', targetOf(body), transport, () => authorize(principal, 'teams:manage'));
     const request = parsed(CreateTeam, body, 'team');
-    await this.guard(principal, 'teams:create', { team: request.team }, transport, () => authorize(principal, 'teams:manage'));
     const event = decideCreateTeam(this.dir, { ...request, by: actorOf(principal), now: this.clock.now() });
     try {
       const result = await this.writer.append(teamStreamId(event.team), [{ type: 'TeamCreated', data: event }], { expectedRevision: 'no_stream', ...correlation(trace) });
@@ -93,8 +96,8 @@ export class KeysService {
   }
 
   async disableTeam(principal: Principal, body: unknown, transport: Transport, trace: RequestTrace = {}): Promise<TeamView> {
+    await this.guard(principal, 'teams:disable', targetOf(body), transport, () => authorize(principal, 'teams:manage'));
     const request = parsed(DisableTeam, body, 'request');
-    await this.guard(principal, 'teams:disable', { team: request.team }, transport, () => authorize(principal, 'teams:manage'));
     const event = decideDisableTeam(this.dir, { ...request, by: actorOf(principal), now: this.clock.now() });
     if (event) {
       const result = await this.writer.append(teamStreamId(event.team), [{ type: 'TeamDisabled', data: event }], { ...correlation(trace) });
@@ -123,10 +126,10 @@ export class KeysService {
   // ── keys ────────────────────────────────────────────────────────────────────────────────
 
   async createKey(principal: Principal, body: unknown, transport: Transport, trace: RequestTrace = {}): Promise<ApiKeyCreated> {
+    await this.guard(principal, 'keys:create', targetOf(body), transport, () => authorize(principal, 'keys:manage'));
     const request = parsed(CreateApiKey, body, 'key');
     const team = request.team ?? principal.team;
     await this.guard(principal, 'keys:create', { team, role: request.role }, transport, () => {
-      authorize(principal, 'keys:manage');
       assertTeamScope(principal, team, 'issue keys');
       if (!allows(principal, 'keys:all-teams') && !TEAM_ADMIN_ISSUABLE.includes(request.role)) {
         throw new ForbiddenError(
@@ -152,9 +155,9 @@ export class KeysService {
   }
 
   async revokeKey(principal: Principal, body: unknown, transport: Transport, trace: RequestTrace = {}): Promise<ApiKeyView> {
+    await this.guard(principal, 'keys:revoke', targetOf(body), transport, () => authorize(principal, 'keys:manage'));
     const request = parsed(RevokeApiKey, body, 'request');
     // An unknown id is refused before the scope check: there is no team to check it against.
-    await this.guard(principal, 'keys:revoke', { keyId: request.keyId }, transport, () => authorize(principal, 'keys:manage'));
     const key = this.dir.requireKey(request.keyId);
     await this.guard(principal, 'keys:revoke', { keyId: key.keyId, team: key.team }, transport, () => assertTeamScope(principal, key.team, 'revoke keys'));
     const event = decideRevokeKey(this.dir, { ...request, by: actorOf(principal), now: this.clock.now() });
@@ -167,13 +170,11 @@ export class KeysService {
   }
 
   async keys(principal: Principal, body: unknown, transport: Transport): Promise<ListApiKeysReply> {
+    await this.guard(principal, 'keys:read', targetOf(body), transport, () => authorize(principal, 'keys:read'));
     const request = parsed(ListApiKeys, body, 'query');
     const allTeams = allows(principal, 'keys:all-teams');
     const team = request.team ?? (allTeams ? undefined : principal.team);
-    await this.guard(principal, 'keys:read', team ? { team } : {}, transport, () => {
-      authorize(principal, 'keys:read');
-      if (team !== undefined) assertTeamScope(principal, team, 'list the keys');
-    });
+    if (team !== undefined) await this.guard(principal, 'keys:read', { team }, transport, () => assertTeamScope(principal, team, 'list the keys'));
     if (team !== undefined) this.dir.requireTeam(team);
     return { keys: this.dir.listKeys(team, this.clock.now()) };
   }
@@ -200,6 +201,15 @@ export class KeysService {
       throw err;
     }
   }
+}
+
+/** What a request names (its valid team, key id and role), for the record of a refusal checked before the body is. */
+function targetOf(body: unknown): AdminActionRefused['target'] {
+  const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+  const team = TeamId.safeParse(b.team);
+  const keyId = ApiKeyId.safeParse(b.keyId);
+  const role = ApiKeyRole.safeParse(b.role);
+  return { ...(team.success ? { team: team.data } : {}), ...(keyId.success ? { keyId: keyId.data } : {}), ...(role.success ? { role: role.data } : {}) };
 }
 
 function actorOf(principal: Principal): Actor {
