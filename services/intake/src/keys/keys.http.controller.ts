@@ -1,5 +1,5 @@
 import type { ApiKeyCreated, ApiKeyView, ListApiKeysReply, ListTeamsReply, TeamView } from '#contracts';
-import { Body, Controller, Get, HttpCode, Param, Post, Req } from '@nestjs/common';
+import { Body, Controller, Get, Header, HttpCode, Param, Post, Req } from '@nestjs/common';
 import type { Request } from 'express';
 import { Authenticator } from '../auth/authenticator.js';
 import { correlationIdOf, single } from '../http/request.js';
@@ -60,6 +60,8 @@ export class KeysHttpController {
 
   @Post()
   @HttpCode(201)
+  // The answer holds a key: no cache or proxy may keep it.
+  @Header('Cache-Control', 'no-store')
   create(@Req() req: Request, @Body() payload: unknown): Promise<ApiKeyCreated> {
     return this.keys.createKey(caller(this.auth, req), payload, 'http', { correlationId: correlationIdOf(req.headers) });
   }

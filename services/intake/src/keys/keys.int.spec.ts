@@ -75,7 +75,7 @@ describe('intake: teams and API keys (HTTP + NATS, two instances on one store)',
     if (init.body !== undefined) headers['content-type'] = 'application/json';
     const res = await fetch(`${(init.via ?? one).httpUrl}${path}`, { method: init.method ?? (init.body !== undefined ? 'POST' : 'GET'), headers, ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}) });
     const text = await res.text();
-    return { status: res.status, json: (text ? JSON.parse(text) : {}) as JsonBody };
+    return { status: res.status, headers: res.headers, json: (text ? JSON.parse(text) : {}) as JsonBody };
   }
 
   async function overNats(subject: string, body: unknown, key: string | null = OPERATOR): Promise<NatsReply> {
@@ -131,6 +131,7 @@ describe('intake: teams and API keys (HTTP + NATS, two instances on one store)',
   it('a key issued on one instance works on both at once; revoked on one, it fails on the other within a second', async () => {
     const created = await http('/v1/keys', { body: { team: 'team-ml', role: 'producer', name: 'ci-nightly' } });
     expect(created.status).toBe(201);
+    expect(created.headers.get('cache-control')).toBe('no-store');
     const { apiKey, keyId } = created.json as { apiKey: string; keyId: string };
     expect(apiKey).toMatch(/^gpn_[A-Za-z0-9_-]{43}$/);
     expect(keyId).toMatch(/^key_[0-9a-f]{16}$/);
