@@ -19,6 +19,7 @@ export * from './retry.js';
 export * from './http-replies.js';
 export * from './issues.js';
 export * from './job-spec.js';
+export * from './keys.js';
 export * from './logs.js';
 export * from './message.js';
 export * from './primitives.js';

@@ -13,6 +13,7 @@ import { jobEvents } from './events/job.js';
 import { ledgerEvents } from './events/ledger.js';
 import { nodeEvents } from './events/nodes.js';
 import { formatIssues, type FieldIssue } from './issues.js';
+import { keyCommands, keyEvents, keyQueries } from './keys.js';
 import type { CommandDefinition, EventDefinition, MessageDefinition, QueryDefinition } from './message.js';
 import { queries } from './queries.js';
 
@@ -28,11 +29,11 @@ function byName<const D extends readonly { name: string }[]>(defs: D): ByName<D>
 }
 
 /** Every event definition by type. */
-export const Events = byName([...jobEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents, ...digestEvents]);
+export const Events = byName([...jobEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents, ...digestEvents, ...keyEvents]);
 /** Every command definition by name. */
-export const Commands = byName([...commands, ...billingCommands, ...digestCommands]);
+export const Commands = byName([...commands, ...billingCommands, ...digestCommands, ...keyCommands]);
 /** Every query definition by name. */
-export const Queries = byName([...queries, ...auditQueries, ...billingQueries]);
+export const Queries = byName([...queries, ...auditQueries, ...billingQueries, ...keyQueries]);
 
 export type EventType = keyof typeof Events;
 export type CommandName = keyof typeof Commands;

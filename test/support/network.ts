@@ -124,6 +124,17 @@ export class TestNetwork {
   get apiKey(): string {
     return this.state.apiKey;
   }
+  /** The network's operator key (role `operator`, team `local`), which `gpunet up` keeps in state.json. */
+  get adminApiKey(): string {
+    if (!this.state.adminApiKey) throw new TestNetworkError('state.json holds no adminApiKey: was the network started by this version of `gpunet up`?');
+    return this.state.adminApiKey;
+  }
+  /** Path of a process's log file (e.g. `intake`). */
+  logPath(name: ProcessName): string {
+    const p = this.state.processes.find((x) => x.name === name);
+    if (!p) throw new TestNetworkError(`no process ${name} in this network`);
+    return p.log;
+  }
   get team(): string {
     return this.state.team;
   }
@@ -229,9 +240,9 @@ export class TestNetwork {
     return (await jsm.streams.info('GPUNET_DLQ')).state.messages;
   }
 
-  /** An SDK client of the network's team, closed by {@link stop}. */
-  client(): GpunetClient {
-    const client = new GpunetClient({ baseUrl: this.url, apiKey: this.apiKey, natsUrl: this.natsUrl, team: this.team });
+  /** An SDK client of the network's team (or with another key, e.g. {@link adminApiKey}), closed by {@link stop}. */
+  client(apiKey = this.apiKey): GpunetClient {
+    const client = new GpunetClient({ baseUrl: this.url, apiKey, natsUrl: this.natsUrl, team: this.team });
     this.clients.push(client);
     return client;
   }

@@ -38,16 +38,17 @@ export class CommandContext {
     return (this.cachedState ??= readState(this.dataDir));
   }
 
-  async settings(): Promise<ConnectionSettings> {
+  /** With `admin`: the key for the `teams` and `keys` commands (see `resolveSettings`). */
+  async settings(options: { admin?: boolean } = {}): Promise<ConnectionSettings> {
     const hasFlags = this.options.url && this.options.apiKey;
     // With both URL and key given, a broken state file of some other network must not matter.
     const state = hasFlags ? undefined : await this.state();
-    return resolveSettings(this.options, this.io.env, state, this.statePath);
+    return resolveSettings(this.options, this.io.env, state, this.statePath, options);
   }
 
-  /** An SDK client for the resolved network; closed by {@link close}. */
-  async client(): Promise<GpunetClient> {
-    const s = await this.settings();
+  /** An SDK client for the resolved network; closed by {@link close}. `admin`: with the admin key. */
+  async client(options: { admin?: boolean } = {}): Promise<GpunetClient> {
+    const s = await this.settings(options);
     const client = new GpunetClient({ baseUrl: s.url, apiKey: s.apiKey, ...(s.natsUrl ? { natsUrl: s.natsUrl } : {}), ...(s.team ? { team: s.team } : {}), http: { userAgent: 'gpunet-cli' } });
     this.clients.push(client);
     return client;

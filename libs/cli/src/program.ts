@@ -18,6 +18,7 @@ import { replayInvoice, replayJob } from './commands/replay.js';
 import { verify } from './commands/verify.js';
 import { invoiceShow, invoicesList, isInvoiceId } from './commands/invoices.js';
 import { ledgerRebuild } from './commands/ledger.js';
+import { keysCreate, keysList, keysRevoke, teamsCreate, teamsDisable, teamsList, teamsShow, type KeysCreateFlags } from './commands/keys.js';
 import { pricesList, pricesPublish } from './commands/prices.js';
 import { up } from './commands/up.js';
 import { wait } from './commands/wait.js';
@@ -25,6 +26,7 @@ import { UsageError } from './errors.js';
 import { EXIT, exitCodeForError, type ExitCode } from './exit-codes.js';
 import { Printer, type Io } from './output.js';
 import { ENV } from './settings.js';
+import { API_KEY_ROLES } from '#contracts';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
@@ -207,6 +209,48 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
   withConnection(ledger.command('rebuild').exitOverride().showHelpAfterError('(add --help for usage)'))
     .description('recompute every ledger projection from zero and compare each invoice byte for byte; exit 0 only when all are identical (roles billing, admin)')
     .action(run((ctx) => ledgerRebuild(ctx)));
+
+  const adminKey = `admin key: --api-key, else env ${ENV.adminApiKey}, else ${ENV.apiKey}, else the operator key in <data-dir>/state.json`;
+  const teams = command('teams').description(`teams (role operator; an admin sees its own team); every change is recorded as an event. Uses the ${adminKey}`);
+  const teamsSub = (name: string) => withConnection(teams.command(name).exitOverride().showHelpAfterError('(add --help for usage)'));
+  teamsSub('create')
+    .description('create a team (role operator)')
+    .argument('<team>', 'its id: 1–64 letters, digits, _ or -, e.g. team-ml')
+    .option('--display-name <name>', 'name for people (default: the id)')
+    .option('--time-zone <zone>', 'IANA time zone for times shown to the team, e.g. Europe/Berlin')
+    .option('--contact <text>', 'who to reach about the team')
+    .action(run((ctx, team, opts) => teamsCreate(ctx, team as string, opts as { displayName?: string; timeZone?: string; contact?: string })));
+  teamsSub('list')
+    .description('every team (an admin key: its own), with its state and active keys')
+    .action(run((ctx) => teamsList(ctx)));
+  teamsSub('show')
+    .description('one team and its keys')
+    .argument('<team>')
+    .action(run((ctx, team) => teamsShow(ctx, team as string)));
+  teamsSub('disable')
+    .description('disable a team: every key of it is refused from now on, on every intake (role operator)')
+    .argument('<team>')
+    .option('--reason <text>', 'why, kept in the record')
+    .action(run((ctx, team, opts) => teamsDisable(ctx, team as string, opts as { reason?: string })));
+
+  const keys = command('keys').description(`API keys: issued, listed and revoked through intake, each change recorded as an event (who, what, when). Uses the ${adminKey}`);
+  const keysSub = (name: string) => withConnection(keys.command(name).exitOverride().showHelpAfterError('(add --help for usage)'));
+  keysSub('create')
+    .description('issue a key and print it, this once (role operator; an admin: its own team, roles producer and admin)')
+    .option('--team <team>', "the key's team (default: the admin key's team)")
+    .option('--role <role>', `what it may do: ${API_KEY_ROLES.join(', ')}`)
+    .option('--name <name>', 'a label, e.g. ci-nightly')
+    .option('--expires <time>', 'refuse the key from this UTC time on, e.g. 2027-01-01T00:00:00Z (default: until revoked)')
+    .action(run((ctx, opts) => keysCreate(ctx, opts as KeysCreateFlags)));
+  keysSub('list')
+    .description('key ids, team, role, created when and by whom, revoked or not (never the keys)')
+    .option('--team <team>', "only this team's keys")
+    .action(run((ctx, opts) => keysList(ctx, opts as { team?: string })));
+  keysSub('revoke')
+    .description('revoke a key: every intake refuses it within a second, on HTTP and NATS')
+    .argument('<key-id>', 'as shown by `gpunet keys list`')
+    .option('--reason <text>', 'why, kept in the record')
+    .action(run((ctx, keyId, opts) => keysRevoke(ctx, keyId as string, opts as { reason?: string })));
 
   const audit = command('audit').description('audit jobs from the event store: what ran, how long, on what, what came back, what it cost (every query is recorded)');
   const auditSub = (name: string) => audit.command(name).exitOverride().showHelpAfterError('(add --help for usage)');

@@ -25,7 +25,7 @@ export interface ConnectionSettings {
 export type Source = 'flag' | 'env' | 'state';
 
 /** Environment variables read, with the flag each stands for. */
-export const ENV = { url: 'GPUNET_URL', apiKey: 'GPUNET_API_KEY', nats: 'GPUNET_NATS_URL', team: 'GPUNET_TEAM' } as const;
+export const ENV = { url: 'GPUNET_URL', apiKey: 'GPUNET_API_KEY', adminApiKey: 'GPUNET_ADMIN_API_KEY', nats: 'GPUNET_NATS_URL', team: 'GPUNET_TEAM' } as const;
 
 function pick(flag: string | undefined, env: string | undefined, state: string | undefined): [string | undefined, Source | undefined] {
   if (flag) return [flag, 'flag'];
@@ -37,15 +37,27 @@ function pick(flag: string | undefined, env: string | undefined, state: string |
 /**
  * Resolves the connection settings. Throws a {@link UsageError} naming every way to give a
  * missing URL or API key (so "nothing is up" reads as what to do, not as a stack trace).
+ *
+ * With `admin` (the `teams` and `keys` commands) the key is `--api-key`, else
+ * `GPUNET_ADMIN_API_KEY`, else `GPUNET_API_KEY`, else the operator key `gpunet up` kept in
+ * state.json (`adminApiKey`).
  */
-export function resolveSettings(flags: ConnectionFlags, env: Readonly<Record<string, string | undefined>>, state: LocalState | undefined, statePath: string): ConnectionSettings {
+export function resolveSettings(
+  flags: ConnectionFlags,
+  env: Readonly<Record<string, string | undefined>>,
+  state: LocalState | undefined,
+  statePath: string,
+  options: { admin?: boolean } = {},
+): ConnectionSettings {
   const [url, urlSource] = pick(flags.url, env[ENV.url], state?.url);
-  const [apiKey, keySource] = pick(flags.apiKey, env[ENV.apiKey], state?.apiKey);
+  const [apiKey, keySource] = options.admin ? pick(flags.apiKey, env[ENV.adminApiKey] || env[ENV.apiKey], state?.adminApiKey) : pick(flags.apiKey, env[ENV.apiKey], state?.apiKey);
   const [natsUrl] = pick(flags.nats, env[ENV.nats], state?.natsUrl);
   const [team] = pick(flags.team, env[ENV.team], state?.team);
   const issues: FieldIssue[] = [];
   if (!url) issues.push({ path: '--url', message: `no API URL: no --url, no ${ENV.url}, no ${statePath}`, fix: 'start a local network with `gpunet up`, or pass `--url http://host:port`' });
-  if (!apiKey) issues.push({ path: '--api-key', message: `no API key: no --api-key, no ${ENV.apiKey}, no ${statePath}`, fix: `pass your team's key with \`--api-key\` or ${ENV.apiKey}` });
+  if (!apiKey && options.admin) {
+    issues.push({ path: '--api-key', message: `no admin API key: no --api-key, no ${ENV.adminApiKey}, no ${ENV.apiKey}, no adminApiKey in ${statePath}`, fix: `pass an operator or admin key with \`--api-key\` or ${ENV.adminApiKey}` });
+  } else if (!apiKey) issues.push({ path: '--api-key', message: `no API key: no --api-key, no ${ENV.apiKey}, no ${statePath}`, fix: `pass your team's key with \`--api-key\` or ${ENV.apiKey}` });
   if (issues.length > 0) throw new UsageError(`no gpunet network to talk to: ${issues.map((i) => i.message).join('; ')}`, issues);
   return {
     url: url!,

@@ -1,4 +1,6 @@
 import {
+  ApiKeyCreated,
+  ApiKeyView,
   AuditJobReport,
   AuditJobsReply,
   CancelJobReply,
@@ -12,12 +14,17 @@ import {
   JobOutputs,
   JobView,
   ListInvoicesReply,
+  ListApiKeysReply,
   ListJobsReply,
   ListPriceListsReply,
+  ListTeamsReply,
   LogLine,
   PriceListPublished,
   RebuildLedgerReply,
   SubmitJobReply,
+  TeamView,
+  type CreateApiKey,
+  type CreateTeam,
   type JobState,
   type PublishPriceList,
 } from '#contracts';
@@ -271,6 +278,44 @@ export class GpunetClient {
    */
   publishPriceList(list: PublishPriceList): Promise<PriceListPublished> {
     return this.http.json({ method: 'POST', path: '/v1/prices', body: list }, PriceListPublished);
+  }
+
+  /** Creates a team (`POST /v1/teams`, role `operator`). Not retried: a retry after a lost answer would say it exists. */
+  createTeam(team: CreateTeam): Promise<TeamView> {
+    return this.http.json({ method: 'POST', path: '/v1/teams', body: team }, TeamView);
+  }
+
+  /** Teams (`GET /v1/teams`): every team for an `operator`, its own for an `admin`. */
+  teams(): Promise<ListTeamsReply> {
+    return this.http.json({ method: 'GET', path: '/v1/teams' }, ListTeamsReply);
+  }
+
+  /** One team (`GET /v1/teams/{team}`). */
+  team(team: string): Promise<TeamView> {
+    return this.http.json({ method: 'GET', path: `/v1/teams/${enc(team)}` }, TeamView);
+  }
+
+  /** Disables a team: every key of it is refused from then on (`POST /v1/teams/{team}/disable`, role `operator`). */
+  disableTeam(team: string, reason?: string): Promise<TeamView> {
+    return this.http.json({ method: 'POST', path: `/v1/teams/${enc(team)}/disable`, idempotent: true, body: reason !== undefined ? { reason } : {} }, TeamView);
+  }
+
+  /**
+   * Issues an API key (`POST /v1/keys`, role `operator`, or `admin` for its own team). The reply's
+   * `apiKey` is the key, shown this once: intake keeps only its sha256. Not retried.
+   */
+  createApiKey(request: CreateApiKey): Promise<ApiKeyCreated> {
+    return this.http.json({ method: 'POST', path: '/v1/keys', body: request }, ApiKeyCreated);
+  }
+
+  /** API keys (`GET /v1/keys`): ids, team, role, who issued them, revoked or not; never the keys. */
+  apiKeys(filter: { team?: string } = {}): Promise<ListApiKeysReply> {
+    return this.http.json({ method: 'GET', path: '/v1/keys', query: { team: filter.team } }, ListApiKeysReply);
+  }
+
+  /** Revokes an API key; every intake refuses it within a second (`POST /v1/keys/{keyId}/revoke`). Revoking twice is harmless. */
+  revokeApiKey(keyId: string, reason?: string): Promise<ApiKeyView> {
+    return this.http.json({ method: 'POST', path: `/v1/keys/${enc(keyId)}/revoke`, idempotent: true, body: reason !== undefined ? { reason } : {} }, ApiKeyView);
   }
 
   /**

@@ -41,6 +41,25 @@ describe('StoreFollower (SQLite)', () => {
     expect(await pending).toBe(false);
   });
 
+  it('with a filter, folds and follows only the matching events (by type and stream prefix)', async () => {
+    const tock = (n: number) => ({ ...event(n), type: 'Tock' });
+    await store.appendToStream('keep-1', [event(1), tock(2)]);
+    await store.appendToStream('other-1', [event(3)]);
+    const seen: number[] = [];
+    const follower = new StoreFollower(store, pino({ level: 'silent' }), {
+      name: 'ticks',
+      filter: { types: ['Tick'], streamPrefix: 'keep-' },
+      apply: (e: RecordedEvent) => seen.push((e.data as { n: number }).n),
+      pollIntervalMs: 10,
+    });
+    expect(await follower.start()).toMatchObject({ events: 1 });
+    await store.appendToStream('other-2', [event(4)]);
+    const { position } = await store.appendToStream('keep-2', [tock(5), event(6)]);
+    expect(await follower.waitFor(position, 2_000)).toBe(true);
+    expect(seen).toEqual([1, 6]);
+    await follower.close();
+  });
+
   it('gives up a wait after its timeout', async () => {
     const follower = new StoreFollower(store, pino({ level: 'silent' }), { name: 'ticks', apply: () => undefined });
     await follower.start();

@@ -1,4 +1,4 @@
-import type { EventStore, RecordedEvent, Subscription } from '#event-store';
+import type { EventStore, ReadAllFilter, RecordedEvent, Subscription } from '#event-store';
 import type { Logger } from 'pino';
 
 export interface StoreFollowerOptions {
@@ -6,6 +6,11 @@ export interface StoreFollowerOptions {
   name: string;
   /** Applies one event to the in-memory model; called once per event, in position order. */
   apply: (event: RecordedEvent) => void;
+  /**
+   * Only these events (types, stream prefix…), for a model that needs a few types of a large
+   * store. `position` and `waitFor` then count only matching events. Default: every event.
+   */
+  filter?: ReadAllFilter;
   /** Events read per batch while folding at start. Default 5000. */
   foldBatch?: number;
   /** How often to look for new events when no notification arrives. Default: the store's. */
@@ -43,7 +48,7 @@ export class StoreFollower {
     const started = Date.now();
     let events = 0;
     for (;;) {
-      const batch = await this.store.readAll({ fromPosition: this.applied, maxCount: this.options.foldBatch ?? 5_000 });
+      const batch = await this.store.readAll({ fromPosition: this.applied, maxCount: this.options.foldBatch ?? 5_000, ...(this.options.filter ? { filter: this.options.filter } : {}) });
       if (batch.length === 0) break;
       for (const e of batch) this.apply(e);
       events += batch.length;
@@ -82,7 +87,7 @@ export class StoreFollower {
     });
   }
 
-  /** Resolves true once the model includes everything the store held when called. */
+  /** Resolves true once the model includes everything the store held when called (a follower without `filter` only). */
   async catchUp(timeoutMs: number): Promise<boolean> {
     return this.waitFor(await this.store.headPosition(), timeoutMs);
   }
@@ -105,6 +110,7 @@ export class StoreFollower {
       const subscription = this.store.subscribeToAll({
         fromPosition: this.applied,
         batchSize: 1_000,
+        ...(this.options.filter ? { filter: this.options.filter } : {}),
         ...(this.options.pollIntervalMs ? { pollIntervalMs: this.options.pollIntervalMs } : {}),
       });
       this.subscription = subscription;

@@ -2,6 +2,7 @@ import { Module, type Type } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { AuditHttpController } from './audit/audit.http.controller.js';
 import { Authenticator } from './auth/authenticator.js';
+import { KeyRingFeed } from './auth/key-ring.feed.js';
 import { ChargesHttpController } from './charges/charges.http.controller.js';
 import { EstimateHttpController } from './estimate/estimate.http.controller.js';
 import { EstimateNatsController } from './estimate/estimate.nats.controller.js';
@@ -14,6 +15,9 @@ import { BillingNatsController } from './invoices/billing.nats.controller.js';
 import { BillingService } from './invoices/billing.service.js';
 import { InvoicesHttpController, LedgerHttpController, PricesHttpController } from './invoices/invoices.http.controller.js';
 import { JobViewsFeed } from './jobs/job-views.feed.js';
+import { KeysHttpController, TeamsHttpController } from './keys/keys.http.controller.js';
+import { KeysNatsController } from './keys/keys.nats.controller.js';
+import { KeysService } from './keys/keys.service.js';
 import { JobsHttpController } from './jobs/jobs.http.controller.js';
 import { JobsNatsController } from './jobs/jobs.nats.controller.js';
 import { JobsService } from './jobs/jobs.service.js';
@@ -25,6 +29,8 @@ import { OutputsHttpController } from './outputs/outputs.http.controller.js';
 /** What intake builds before Nest starts: both must be ready before the first request on either transport. */
 export interface IntakeStartState {
   authenticator: Authenticator;
+  /** Already folded from the store; follows its team and key events. */
+  keyRing: KeyRingFeed;
   /** Already folded from the store. */
   feed: JobViewsFeed;
 }
@@ -35,10 +41,12 @@ export interface IntakeStartState {
  */
 export function intakeModule(started: () => IntakeStartState): Type<unknown> {
   @Module({
-    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController, QueueHttpController, CapacityHttpController, AuditHttpController, InvoicesHttpController, PricesHttpController, LedgerHttpController, BillingNatsController],
+    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController, QueueHttpController, CapacityHttpController, AuditHttpController, InvoicesHttpController, PricesHttpController, LedgerHttpController, BillingNatsController, TeamsHttpController, KeysHttpController, KeysNatsController],
     providers: [
       { provide: Authenticator, useFactory: () => started().authenticator },
       { provide: JobViewsFeed, useFactory: () => started().feed },
+      { provide: KeyRingFeed, useFactory: () => started().keyRing },
+      KeysService,
       JobsService,
       EstimateService,
       BillingService,

@@ -1,14 +1,16 @@
 import { defineService } from '#service-kit';
 import { ApiKeyRing } from './auth/api-keys.js';
 import { Authenticator } from './auth/authenticator.js';
+import { KeyRingFeed } from './auth/key-ring.feed.js';
 import { IntakeConfig } from './config.js';
 import { intakeModule, type IntakeStartState } from './intake.module.js';
 import { JobViewsFeed } from './jobs/job-views.feed.js';
 
 /**
  * Intake as a kit service: HTTP on GPUNET_HTTP_HOST:GPUNET_HTTP_PORT plus the NATS command API.
- * Before either transport takes a request, `onStart` reads the API keys and folds every job's
- * view from the store. No durable consumer: the views follow the event store itself.
+ * Before either transport takes a request, `onStart` reads the bootstrap API keys, folds the
+ * store's team and key events onto them, and folds every job's view. No durable consumer: the
+ * key ring and the views follow the event store itself.
  */
 export function intakeService(overrides: { env?: NodeJS.ProcessEnv } = {}) {
   let state: IntakeStartState | undefined;
@@ -23,12 +25,16 @@ export function intakeService(overrides: { env?: NodeJS.ProcessEnv } = {}) {
     consumers: () => [],
     http: (ctx) => ({ port: ctx.config.GPUNET_HTTP_PORT, host: ctx.config.GPUNET_HTTP_HOST }),
     onStart: async (ctx) => {
-      const authenticator = new Authenticator(await ApiKeyRing.load(ctx.config.GPUNET_API_KEYS_FILE));
+      const ring = await ApiKeyRing.load(ctx.config.GPUNET_API_KEYS_FILE, () => ctx.clock.now());
+      const keyRing = new KeyRingFeed(ctx.store, ring, ctx.logger);
+      await keyRing.start();
+      const authenticator = new Authenticator(ring, ctx.logger);
       const feed = new JobViewsFeed(ctx.store, ctx.logger);
       await feed.start();
-      state = { authenticator, feed };
+      state = { authenticator, keyRing, feed };
     },
     onStop: async () => {
+      await state?.keyRing.close();
       await state?.feed.close();
     },
     ...overrides,

@@ -18,7 +18,7 @@ import type { CommandContext } from '../context.js';
 import { LocalNetworkError, UsageError } from '../errors.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
 import { displayPath } from '../format.js';
-import { writeApiKeysFile, LOCAL_TEAM, newApiKey } from '../local/api-keys.js';
+import { writeApiKeysFile, LOCAL_TEAM, newAdminApiKey, newApiKey } from '../local/api-keys.js';
 import { checkServicesBuilt, findNatsServer, freePort, repoRoot } from '../local/environment.js';
 import { HealthTimeoutError, waitForNats, waitHealthy } from '../local/health.js';
 import { isAlive, runsCommand, spawnDetached, stopProcesses, tailOf } from '../local/processes.js';
@@ -117,8 +117,9 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     }
 
     const apiKey = newApiKey();
+    const adminApiKey = newAdminApiKey();
     const apiKeysFile = join(dataDir, 'api-keys.yaml');
-    await writeApiKeysFile(apiKeysFile, apiKey);
+    await writeApiKeysFile(apiKeysFile, apiKey, LOCAL_TEAM, adminApiKey);
     const httpPort = httpPortWanted ?? (await freePort());
     const storeUrl = opts.postgres ?? `sqlite:${join(dataDir, 'events.db')}`;
     const common = { GPUNET_NATS_URL: natsUrl, GPUNET_STORE_URL: storeUrl, GPUNET_LOG_LEVEL: opts.logLevel };
@@ -154,6 +155,7 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
       startedAt: new Date(t0).toISOString(),
       team: LOCAL_TEAM,
       apiKey,
+      adminApiKey,
       apiKeysFile,
       url: `http://127.0.0.1:${httpPort}`,
       natsUrl,

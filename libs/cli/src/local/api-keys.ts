@@ -1,29 +1,42 @@
-/** The API key file intake reads (`GPUNET_API_KEYS_FILE`) for a local network: one key for the local team. */
+/**
+ * The bootstrap API key file intake reads (`GPUNET_API_KEYS_FILE`) for a local network: the local
+ * team's producer key and the network's operator key. Every other key is issued with
+ * `gpunet keys create` and lives in the event store (as its sha256).
+ */
 import { createHash, randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 
 /** The team `gpunet up` creates. */
 export const LOCAL_TEAM = 'local';
+/** Id of the operator key `gpunet up` writes. */
+export const OPERATOR_KEY_ID = 'operator';
 
 /** A fresh random API key (64 hex characters). */
 export function newApiKey(): string {
   return randomBytes(32).toString('hex');
 }
 
+/** A fresh operator key, in the shape intake issues keys: `gpn_` and 32 random bytes in base64url. */
+export function newAdminApiKey(): string {
+  return `gpn_${randomBytes(32).toString('base64url')}`;
+}
+
+const sha256 = (key: string) => createHash('sha256').update(key, 'utf8').digest('hex');
+
 /**
- * The key file's text. It holds the key's sha256 only: the key itself lives in state.json
- * (mode 0600), so reading the key file does not hand out the key.
+ * The key file's text. It holds the keys' sha256 only: the keys themselves live in state.json
+ * (mode 0600), so reading the key file does not hand out a key.
  */
-export function apiKeysYaml(apiKey: string, team = LOCAL_TEAM): string {
-  const sha256 = createHash('sha256').update(apiKey, 'utf8').digest('hex');
+export function apiKeysYaml(apiKey: string, team = LOCAL_TEAM, adminApiKey?: string): string {
   return [
-    '# Written by `gpunet up`: the local team\'s API key, as its sha256 (the key is in state.json).',
-    '# Add keys as `- { id: ..., sha256: <hex of the key>, team: ..., role: producer }`; `gpunet up` rewrites this file.',
-    `- { id: ${team}, sha256: ${sha256}, team: ${team}, role: producer }`,
+    '# Written by `gpunet up`: the bootstrap keys, as their sha256 (the keys are in state.json).',
+    '# Issue and revoke other keys with `gpunet keys create|revoke` (recorded in the event store); `gpunet up` rewrites this file.',
+    `- { id: ${team}, sha256: ${sha256(apiKey)}, team: ${team}, role: producer }`,
+    ...(adminApiKey ? [`- { id: ${OPERATOR_KEY_ID}, sha256: ${sha256(adminApiKey)}, team: ${team}, role: operator }`] : []),
     '',
   ].join('\n');
 }
 
-export async function writeApiKeysFile(path: string, apiKey: string, team = LOCAL_TEAM): Promise<void> {
-  await writeFile(path, apiKeysYaml(apiKey, team), { mode: 0o600 });
+export async function writeApiKeysFile(path: string, apiKey: string, team = LOCAL_TEAM, adminApiKey?: string): Promise<void> {
+  await writeFile(path, apiKeysYaml(apiKey, team, adminApiKey), { mode: 0o600 });
 }

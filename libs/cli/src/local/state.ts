@@ -41,6 +41,8 @@ export const LocalState = z.object({
   startedAt: Timestamp,
   team: TeamId,
   apiKey: z.string().min(16),
+  /** The network's operator key (role `operator`): teams and every team's keys (`gpunet teams`, `gpunet keys`). Absent in state files of older versions. */
+  adminApiKey: z.string().min(16).optional(),
   apiKeysFile: z.string().min(1),
   /** Base URL of the intake API. */
   url: z.url(),

@@ -64,6 +64,19 @@ describe('connection settings', () => {
     expect(resolveSettings({ url: 'http://flag:3', team: 'team-flag' }, env, s, '/d/state.json')).toMatchObject({ url: 'http://flag:3', apiKey: env.GPUNET_API_KEY, team: 'team-flag', source: { url: 'flag', apiKey: 'env' } });
   });
 
+  it('the teams and keys commands take the admin key: flag, GPUNET_ADMIN_API_KEY, GPUNET_API_KEY, then the operator key of state.json', () => {
+    const withAdmin = { ...s, adminApiKey: 'gpn_' + 'o'.repeat(43) };
+    const admin = { admin: true };
+    expect(resolveSettings({}, {}, withAdmin, '/d/state.json', admin)).toMatchObject({ apiKey: withAdmin.adminApiKey, source: { apiKey: 'state' } });
+    expect(resolveSettings({}, { GPUNET_API_KEY: 'e'.repeat(20) }, withAdmin, '/d/state.json', admin)).toMatchObject({ apiKey: 'e'.repeat(20), source: { apiKey: 'env' } });
+    expect(resolveSettings({}, { GPUNET_API_KEY: 'e'.repeat(20), GPUNET_ADMIN_API_KEY: 'a'.repeat(20) }, withAdmin, '/d/state.json', admin).apiKey).toBe('a'.repeat(20));
+    expect(resolveSettings({ apiKey: 'f'.repeat(20) }, { GPUNET_ADMIN_API_KEY: 'a'.repeat(20) }, withAdmin, '/d/state.json', admin).apiKey).toBe('f'.repeat(20));
+    // Other commands keep the team's key.
+    expect(resolveSettings({}, {}, withAdmin, '/d/state.json').apiKey).toBe(s.apiKey);
+    // A state file of an older `gpunet up` has no operator key: say where to give one.
+    expect(() => resolveSettings({}, {}, s, '/d/state.json', admin)).toThrow(/no admin API key/);
+  });
+
   it('without any network, says every way to name one', () => {
     let err: unknown;
     try {

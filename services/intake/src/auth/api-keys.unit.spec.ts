@@ -3,8 +3,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ForbiddenError, UnauthorizedError } from '../common/errors.js';
-import { ApiKeyRing, keyDigest } from './api-keys.js';
-import { assertOwnJob, authorize } from './permissions.js';
+import { ApiKeyRing, RefusedKeyError, keyDigest } from './api-keys.js';
+import { assertOwnJob, assertTeamScope, authorize } from './permissions.js';
 
 const KEY_A = 'a-secret-key-of-team-a-0123456789';
 const KEY_B = 'b-secret-key-of-team-b-0123456789';
@@ -105,5 +105,61 @@ describe('permissions', () => {
       expect(thrown(() => assertOwnJob(principal(role), { jobId: 'j', team: 'team-b' }))).toBeInstanceOf(ForbiddenError);
     }
     expect(() => assertOwnJob(principal('producer'), { jobId: 'j', team: 'team-a' })).not.toThrow();
+  });
+});
+
+describe('ApiKeyRing over the key events', () => {
+  const by = { keyId: 'operator', team: 'ops' };
+  const NEW_KEY = 'gpn_a-key-issued-by-event-000000000000000000';
+  let now = new Date('2026-01-01T00:00:00.000Z');
+  const ring = ApiKeyRing.fromEntries([{ id: 'operator', key: KEY_A, team: 'ops', role: 'operator' }], 'keys', () => now);
+  ring.apply({ type: 'TeamCreated', data: { team: 'team-ml', displayName: 'ML', timeZone: 'Asia/Tokyo', createdBy: by, createdAt: now.toISOString() } });
+
+  it('accepts an issued key at once, with its team\'s time zone, and refuses it by name once revoked', () => {
+    expect(() => ring.authenticate(`Bearer ${NEW_KEY}`)).toThrow('unknown API key');
+    ring.apply({ type: 'ApiKeyIssued', data: { keyId: 'key_1', team: 'team-ml', role: 'producer', sha256: keyDigest(NEW_KEY), issuedBy: by, issuedAt: now.toISOString() } });
+    expect(ring.authenticate(`Bearer ${NEW_KEY}`)).toEqual({ keyId: 'key_1', team: 'team-ml', role: 'producer', timeZone: 'Asia/Tokyo' });
+    ring.apply({ type: 'ApiKeyRevoked', data: { keyId: 'key_1', team: 'team-ml', sha256: keyDigest(NEW_KEY), revokedBy: by, revokedAt: now.toISOString() } });
+    const err = thrown(() => ring.authenticate(`Bearer ${NEW_KEY}`));
+    expect(err).toBeInstanceOf(RefusedKeyError);
+    expect(err).toMatchObject({ keyId: 'key_1', state: 'revoked', message: expect.stringContaining('was revoked') });
+  });
+
+  it('refuses a key past its expiry and a key of a disabled team; a bootstrap key can be revoked by event', () => {
+    const LATER = 'gpn_a-key-that-expires-0000000000000000000000';
+    ring.apply({ type: 'ApiKeyIssued', data: { keyId: 'key_2', team: 'team-ml', role: 'producer', sha256: keyDigest(LATER), expiresAt: '2026-01-02T00:00:00.000Z', issuedBy: by, issuedAt: now.toISOString() } });
+    expect(ring.authenticate(`Bearer ${LATER}`).keyId).toBe('key_2');
+    now = new Date('2026-01-02T00:00:00.000Z');
+    expect(thrown(() => ring.authenticate(`Bearer ${LATER}`))).toMatchObject({ state: 'expired' });
+    ring.apply({ type: 'ApiKeyRevoked', data: { keyId: 'operator', team: 'ops', sha256: keyDigest(KEY_A), revokedBy: by, revokedAt: now.toISOString() } });
+    expect(thrown(() => ring.authenticate(`Bearer ${KEY_A}`))).toMatchObject({ state: 'revoked', keyId: 'operator' });
+    // The file entry replaced with a new key under the same id: the old revocation does not touch it.
+    const renewed = ApiKeyRing.fromEntries([{ id: 'operator', key: KEY_B, team: 'ops', role: 'operator' }], 'keys', () => now);
+    renewed.apply({ type: 'ApiKeyRevoked', data: { keyId: 'operator', team: 'ops', sha256: keyDigest(KEY_A), revokedBy: by, revokedAt: now.toISOString() } });
+    expect(renewed.authenticate(`Bearer ${KEY_B}`).keyId).toBe('operator');
+    ring.apply({ type: 'TeamDisabled', data: { team: 'team-ml', disabledBy: by, disabledAt: now.toISOString() } });
+    expect(ring.directory.listKeys('team-ml', now).map((k) => k.state)).toEqual(['revoked', 'team_disabled']);
+  });
+});
+
+describe('permissions of teams and keys', () => {
+  const p = (role: 'producer' | 'admin' | 'operator' | 'compliance' | 'billing') => ({ keyId: 'k', team: 'team-a', role });
+  const can = (role: Parameters<typeof p>[0], action: Parameters<typeof authorize>[1]) => {
+    try {
+      authorize(p(role), action);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it('only operator manages teams and every team\'s keys; admin its own team\'s keys; the rest none', () => {
+    const actions = ['teams:manage', 'keys:manage', 'keys:read', 'keys:all-teams', 'jobs:submit'] as const;
+    expect(actions.map((a) => can('operator', a))).toEqual([true, true, true, true, false]);
+    expect(actions.map((a) => can('admin', a))).toEqual([false, true, true, false, true]);
+    for (const role of ['producer', 'compliance', 'billing'] as const) expect(actions.slice(0, 4).map((a) => can(role, a))).toEqual([false, false, false, false]);
+    expect(thrown(() => assertTeamScope(p('admin'), 'team-b', 'issue keys'))).toBeInstanceOf(ForbiddenError);
+    expect(() => assertTeamScope(p('admin'), 'team-a', 'issue keys')).not.toThrow();
+    expect(() => assertTeamScope(p('operator'), 'team-b', 'issue keys')).not.toThrow();
   });
 });

@@ -16,13 +16,21 @@ export type Action =
   | 'invoices:read'
   | 'prices:read'
   | 'prices:publish'
-  | 'ledger:rebuild';
+  | 'ledger:rebuild'
+  | 'teams:manage'
+  | 'teams:read'
+  | 'keys:manage'
+  | 'keys:read'
+  | 'keys:all-teams';
 
 /**
  * - `producer`: submits, cancels and reads its team's jobs and charges;
  * - `compliance`: reads jobs (state, timeline, logs, outputs) and charges, changes nothing;
  * - `billing`: reads charges only;
- * - `admin`: everything within its team.
+ * - `admin`: everything within its team, including its team's keys (issuing only roles
+ *   {@link TEAM_ADMIN_ISSUABLE}: the others reach beyond one team);
+ * - `operator`: the network's: creates and disables teams, issues and revokes every team's keys
+ *   with any role (`teams:manage`, `keys:all-teams`), and nothing else (no jobs, no charges).
  *
  * Billing: every role reads its team's invoices (`invoices:read`) and the price lists
  * (`prices:read`); only `billing` publishes a price list (`prices:publish`, network-wide, so not
@@ -36,8 +44,25 @@ export const ROLE_ACTIONS: Readonly<Record<ApiRole, readonly Action[]>> = {
   producer: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'invoices:read', 'prices:read'],
   compliance: ['jobs:read', 'charges:read', 'audit:read', 'audit:read-all-teams', 'invoices:read', 'prices:read'],
   billing: ['charges:read', 'audit:read', 'invoices:read', 'prices:read', 'prices:publish', 'ledger:rebuild'],
-  admin: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'invoices:read', 'prices:read', 'ledger:rebuild'],
+  admin: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'invoices:read', 'prices:read', 'ledger:rebuild', 'teams:read', 'keys:manage', 'keys:read'],
+  operator: ['prices:read', 'teams:manage', 'teams:read', 'keys:manage', 'keys:read', 'keys:all-teams'],
 };
+
+/**
+ * Roles an `admin` may issue to its own team. `compliance` reads every team's audit, `billing`
+ * publishes network-wide price lists and `operator` manages every team: only an operator issues those.
+ */
+export const TEAM_ADMIN_ISSUABLE: readonly ApiRole[] = ['producer', 'admin'];
+
+/**
+ * Throws ForbiddenError unless the caller may act on `team`'s teams/keys: its own team, or any
+ * team with `keys:all-teams` (operator).
+ */
+export function assertTeamScope(principal: Principal, team: string, what: string): void {
+  if (team !== principal.team && !allows(principal, 'keys:all-teams')) {
+    throw new ForbiddenError(`API key \`${principal.keyId}\` (role ${principal.role}) acts for team ${principal.team} only and may not ${what} of team ${team}; that needs a key with role operator`);
+  }
+}
 
 /** Throws ForbiddenError unless the caller's role allows the action. */
 export function authorize(principal: Principal, action: Action): void {

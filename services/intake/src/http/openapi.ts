@@ -22,17 +22,19 @@ import {
   LogLine,
   SubmitJob,
   SubmitJobReply,
+  TeamId,
 } from '#contracts';
 import { z } from 'zod';
 import { JobEvents, JobOutputs } from '#contracts';
 import { INVOICE_STATUSES, InvoiceView, ListInvoicesReply, ListPriceListsReply, PriceListPublished, PublishPriceList, RebuildLedgerReply } from '#contracts';
+import { ApiKeyCreated, ApiKeyView, CreateApiKey, CreateTeam, DisableTeam, ListApiKeysReply, ListTeamsReply, RevokeApiKey, TeamView } from '#contracts';
 import { Healthz } from '../jobs/job-records.js';
 import { ErrorBody, RETRY_AFTER_SECONDS } from './http-errors.js';
 
 type Json = { [key: string]: unknown };
 
 /** Version of the HTTP API document; bump the minor on additions. */
-export const API_VERSION = '1.0.0';
+export const API_VERSION = '1.1.0';
 
 /** Schemas by component name, and whether they describe what clients send (input) or receive (output). */
 const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> = {
@@ -64,6 +66,15 @@ const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> 
   PriceListPublished: { schema: PriceListPublished, io: 'output' },
   ListPriceListsReply: { schema: ListPriceListsReply, io: 'output' },
   RebuildLedgerReply: { schema: RebuildLedgerReply, io: 'output' },
+  CreateTeam: { schema: CreateTeam, io: 'input' },
+  DisableTeamRequest: { schema: DisableTeam.omit({ team: true }), io: 'input' },
+  TeamView: { schema: TeamView, io: 'output' },
+  ListTeamsReply: { schema: ListTeamsReply, io: 'output' },
+  CreateApiKey: { schema: CreateApiKey, io: 'input' },
+  RevokeApiKeyRequest: { schema: RevokeApiKey.omit({ keyId: true }), io: 'input' },
+  ApiKeyCreated: { schema: ApiKeyCreated, io: 'output' },
+  ApiKeyView: { schema: ApiKeyView, io: 'output' },
+  ListApiKeysReply: { schema: ListApiKeysReply, io: 'output' },
   Healthz: { schema: Healthz, io: 'output' },
   Error: { schema: ErrorBody, io: 'output' },
 };
@@ -96,6 +107,8 @@ const jobIdParam = {
   description: 'The job, e.g. `job_0197a0e211117abc8def0123456789ab`.',
   schema: jsonSchema(JobId, 'input'),
 };
+
+const teamParam = { name: 'team', in: 'path', required: true, description: 'The team, e.g. `team-ml`.', schema: jsonSchema(TeamId, 'input') };
 
 const deadlinePolicyParam = {
   name: HEADERS.deadlinePolicy,
@@ -132,6 +145,13 @@ export const ROUTES = [
   'GET /v1/prices',
   'POST /v1/prices',
   'POST /v1/ledger/rebuild',
+  'POST /v1/teams',
+  'GET /v1/teams',
+  'GET /v1/teams/{team}',
+  'POST /v1/teams/{team}/disable',
+  'POST /v1/keys',
+  'GET /v1/keys',
+  'POST /v1/keys/{keyId}/revoke',
   'GET /healthz',
   'GET /openapi.json',
 ] as const;
@@ -375,6 +395,64 @@ function paths(): Json {
         responses: { '200': { description: 'What the rebuild found.', content: json('RebuildLedgerReply') }, ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
       },
     },
+    '/v1/teams': {
+      post: {
+        operationId: 'createTeam',
+        summary: 'Create a team (role `operator`)',
+        description: 'Records `TeamCreated` (who, when). A team id used before is 400 on `team`. A refusal by role is recorded as `AdminActionRefused`.',
+        requestBody: { required: true, content: json('CreateTeam') },
+        responses: { '201': { description: 'The new team.', content: json('TeamView') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS },
+      },
+      get: {
+        operationId: 'listTeams',
+        summary: 'Teams: every team for an `operator`, its own for an `admin`',
+        responses: { '200': { description: 'The teams.', content: json('ListTeamsReply') }, ...AUTH_ERRORS },
+      },
+    },
+    '/v1/teams/{team}': {
+      get: {
+        operationId: 'getTeam',
+        summary: 'One team (role `operator`, or `admin` of that team)',
+        parameters: [teamParam],
+        responses: { '200': { description: 'The team.', content: json('TeamView') }, ...AUTH_ERRORS, '404': errorResponse('NotFound') },
+      },
+    },
+    '/v1/teams/{team}/disable': {
+      post: {
+        operationId: 'disableTeam',
+        summary: 'Disable a team: every key of it is refused from now on, on every intake (role `operator`)',
+        parameters: [teamParam],
+        requestBody: { required: false, content: json('DisableTeamRequest') },
+        responses: { '200': { description: 'The team, disabled.', content: json('TeamView') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS },
+      },
+    },
+    '/v1/keys': {
+      post: {
+        operationId: 'createApiKey',
+        summary: 'Issue an API key; the answer holds the key, this once (role `operator`; `admin`: its own team, roles producer and admin)',
+        description:
+          'Records `ApiKeyIssued` with the key\'s sha256, never the key. The key (`gpn_` and 43 base64url characters, 32 random bytes) is accepted at once by every intake. ' +
+          'An unknown or disabled team, an unknown role or an expiry in the past is 400 naming the field.',
+        requestBody: { required: true, content: json('CreateApiKey') },
+        responses: { '201': { description: 'The key and its record.', content: json('ApiKeyCreated') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS },
+      },
+      get: {
+        operationId: 'listApiKeys',
+        summary: 'API keys: ids, team, role, who issued them and when, revoked or not (never the keys)',
+        parameters: [{ name: 'team', in: 'query', required: false, description: 'Only this team\'s keys; an `admin` may name only its own (the default).', schema: jsonSchema(TeamId, 'input') }],
+        responses: { '200': { description: 'The keys.', content: json('ListApiKeysReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS },
+      },
+    },
+    '/v1/keys/{keyId}/revoke': {
+      post: {
+        operationId: 'revokeApiKey',
+        summary: 'Revoke an API key: refused within a second on every intake, HTTP and NATS (role `operator`, or `admin` of its team)',
+        description: 'Records `ApiKeyRevoked` (who, when, why). Revoking a revoked key changes nothing. An unknown key id is 400 on `keyId`.',
+        parameters: [{ name: 'keyId', in: 'path', required: true, description: 'The key\'s id, e.g. `key_3f9c2a7d1e4b8a60`.', schema: { type: 'string' } }],
+        requestBody: { required: false, content: json('RevokeApiKeyRequest') },
+        responses: { '200': { description: 'The revoked key.', content: json('ApiKeyView') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS },
+      },
+    },
     '/healthz': {
       get: {
         operationId: 'healthz',
@@ -404,7 +482,7 @@ function errorResponses(): Json {
       headers: { 'WWW-Authenticate': { description: '`Bearer realm="gpunet"`.', schema: { type: 'string' } } },
       content: body,
     },
-    Forbidden: { description: 'Another team\'s job, or an action the key\'s role may not do (`forbidden`).', content: body },
+    Forbidden: { description: 'Another team\'s job or keys, or an action the key\'s role may not do (`forbidden`).', content: body },
     NotFound: { description: 'No such job or file (`not_found`).', content: body },
     Conflict: { description: 'The Idempotency-Key was used with a different spec (`idempotency_conflict`).', content: body },
     TooLarge: { description: 'The body is too large (`payload_too_large`).', content: body },
@@ -422,14 +500,15 @@ export function openApiDocument(): Json {
       version: API_VERSION,
       description:
         'Submit, follow and cancel GPU batch jobs. Authenticate with your team\'s API key: `Authorization: Bearer <key>`. ' +
-        'The same commands and queries are on NATS (`gpunet.cmd.SubmitJob`, `gpunet.cmd.CancelJob`, `gpunet.qry.intake.GetJob`, `gpunet.qry.intake.ListJobs`) with the same schemas.',
+        'The same commands and queries are on NATS (`gpunet.cmd.SubmitJob`, `gpunet.cmd.CancelJob`, `gpunet.qry.intake.GetJob`, `gpunet.qry.intake.ListJobs`; ' +
+        'teams and keys: `gpunet.cmd.CreateTeam`, `DisableTeam`, `CreateApiKey`, `RevokeApiKey`, `gpunet.qry.intake.ListTeams`, `GetTeam`, `ListApiKeys`) with the same schemas.',
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     security: [{ bearerAuth: [] }],
     paths: paths(),
     components: {
       securitySchemes: {
-        bearerAuth: { type: 'http', scheme: 'bearer', description: 'A team API key. Its team owns what it submits; its role says what it may do (producer, compliance, billing, admin).' },
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'A team API key. Its team owns what it submits; its role says what it may do (producer, compliance, billing, admin, operator).' },
       },
       schemas: Object.fromEntries(Object.entries(COMPONENTS).map(([name, { schema, io }]) => [name, jsonSchema(schema, io)])),
       responses: errorResponses(),
