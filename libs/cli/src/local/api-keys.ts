@@ -1,6 +1,6 @@
 /** The API key file intake reads (`GPUNET_API_KEYS_FILE`) for a local network: one key for the local team. */
 import { createHash, randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { chmod, writeFile } from 'node:fs/promises';
 
 /** The team `gpunet up` creates. */
 export const LOCAL_TEAM = 'local';
@@ -26,4 +26,5 @@ export function apiKeysYaml(apiKey: string, team = LOCAL_TEAM): string {
 
 export async function writeApiKeysFile(path: string, apiKey: string, team = LOCAL_TEAM): Promise<void> {
   await writeFile(path, apiKeysYaml(apiKey, team), { mode: 0o600 });
+  await chmod(path, 0o600); // an older file keeps its mode through writeFile
 }

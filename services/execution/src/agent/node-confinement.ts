@@ -126,16 +126,15 @@ export class NodeConfinement {
         });
       }
     }
-    if (users) {
-      // Jobs pass through the work dir and runs/ to their own run, never list them; the cache is the agent's.
-      await mkdir(join(workDir, 'runs'), { recursive: true });
-      await mkdir(join(workDir, 'cache'), { recursive: true });
-      await chmod(workDir, 0o711);
-      await chmod(join(workDir, 'runs'), 0o711);
-      await chmod(join(workDir, 'cache'), 0o700);
-    } else {
-      log.error({ reason: noJobUsers }, 'jobs run as the agent\'s own user: their directories are not closed to each other');
-    }
+    // Jobs pass through the work dir and runs/ to their own run, never list them; the cache and
+    // anything else of the agent's own (state, reports) is 0700 / 0600. Without job users nobody
+    // else needs to pass at all.
+    await mkdir(join(workDir, 'runs'), { recursive: true, mode: 0o700 });
+    await mkdir(join(workDir, 'cache'), { recursive: true, mode: 0o700 });
+    await chmod(workDir, users ? 0o711 : 0o700);
+    await chmod(join(workDir, 'runs'), users ? 0o711 : 0o700);
+    await chmod(join(workDir, 'cache'), 0o700);
+    if (!users) log.error({ reason: noJobUsers }, 'jobs run as the agent\'s own user: their directories are not closed to each other');
     const caps = await nodeCaps(config, workDir, gpuCount);
     const node = new NodeConfinement(config, networkIsolation, cgroupBases, containerRuntimes, users, noJobUsers, mountIsolation, caps);
     log.info(
