@@ -71,7 +71,7 @@ export const CONFINE_SCRIPT = [
   '   if [ -d "$p" ]; then',
   '    case "$K" in "$p"/*) cd "$K" || fail "cannot enter $K" ;; *) cd / ;; esac',
   '    "$M" -t tmpfs -o "size=${v%%:*},mode=1777,nosuid,nodev" gpunet-tmp "$p" || fail "could not mount a private $p"',
-  '    case "$K" in "$p"/*) mkdir -p -m 0711 "$K" && "$M" --no-canonicalize --bind . "$K" || fail "could not keep $K under the private $p" ;; esac',
+  '    case "$K" in "$p"/*) (umask 066 && mkdir -p "$K") && "$M" --no-canonicalize --bind . "$K" || fail "could not keep $K under the private $p" ;; esac',
   '   fi ;;',
   '  mqueue=*) p="${1#mqueue=}"; if [ -d "$p" ]; then "$M" -t mqueue -o nosuid,nodev,noexec gpunet-mqueue "$p" || fail "could not mount a private $p"; fi ;;',
   '  *) echo $$ > "$1" || fail "could not join cgroup $1" ;;',
