@@ -163,10 +163,16 @@ export class AttemptRunner {
 
   /** Removes what `prepare()` created, for a placement handed back to the bus before anything was recorded. */
   async discard(): Promise<void> {
-    await this.ctx.confine.release(this.handle.attemptId, this.confined?.user);
-    if (existsSync(this.runRoot)) await removeRunDirs({ root: this.runRoot });
-    // The job's directory goes with its last attempt (another attempt of it may still be here).
-    await rmdir(dirname(this.runRoot)).catch(() => undefined);
+    // The uid is handed back only after its files are gone: the next attempt under it must not
+    // find this one's work/ (its gid still passes the attempt directory).
+    await this.ctx.confine.killLeft(this.confined?.user);
+    try {
+      if (existsSync(this.runRoot)) await removeRunDirs({ root: this.runRoot });
+      // The job's directory goes with its last attempt (another attempt of it may still be here).
+      await rmdir(dirname(this.runRoot)).catch(() => undefined);
+    } finally {
+      await this.ctx.confine.release(this.handle.attemptId, this.confined?.user);
+    }
   }
 
   /**

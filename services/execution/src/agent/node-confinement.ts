@@ -197,12 +197,12 @@ export class NodeConfinement {
     }
   }
 
-  /** Gives the attempt's job user back once nothing runs under it any more (what does is killed first). */
-  async release(attemptId: string, user: JobUser | undefined): Promise<void> {
+  /** SIGKILLs whatever still runs under the job user (bounded wait until none is left). */
+  async killLeft(user: JobUser | undefined): Promise<void> {
     if (!user || !this.users) return;
     for (let i = 0; i < 50; i++) {
       const left = await processesOfUid(user.uid);
-      if (left.length === 0) break;
+      if (left.length === 0) return;
       for (const pid of left) {
         try {
           process.kill(pid, 'SIGKILL');
@@ -212,6 +212,15 @@ export class NodeConfinement {
       }
       await new Promise((res) => setTimeout(res, 20));
     }
+  }
+
+  /**
+   * Gives the attempt's job user back once nothing runs under it any more (what does is killed
+   * first). The pool hands it out again only while it owns nothing in the world-writable places.
+   */
+  async release(attemptId: string, user: JobUser | undefined): Promise<void> {
+    if (!user || !this.users) return;
+    await this.killLeft(user);
     this.users.give(attemptId);
   }
 }
