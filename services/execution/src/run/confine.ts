@@ -156,7 +156,7 @@ export async function canIsolateNetwork(unsharePath: string): Promise<boolean> {
 export async function canIsolateMounts(unsharePath: string, mountPath: string): Promise<boolean> {
   const marker = `.gpunet-mount-probe-${process.pid}-${Date.now()}`;
   const wrote = await new Promise<boolean>((res) => {
-    const child = spawn(unsharePath, ['--mount', '--propagation', 'private', '--ipc', '--', 'sh', '-c', `${mountPath} -t tmpfs -o size=65536 gpunet-probe /tmp && touch /tmp/${marker}`], { stdio: 'ignore' });
+    const child = spawn(unsharePath, ['--mount', '--propagation', 'private', '--ipc', '--', 'sh', '-c', '"$0" -t tmpfs -o size=65536 gpunet-probe /tmp && touch "/tmp/$1"', mountPath, marker], { stdio: 'ignore' });
     child.once('error', () => res(false));
     child.once('exit', (code) => res(code === 0));
   });

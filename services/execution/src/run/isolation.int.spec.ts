@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { detectCgroups, type CgroupBases } from './cgroups.js';
-import { canIsolateNetwork, processesOfUid, type Confinement } from './confine.js';
+import { canIsolateMounts, canIsolateNetwork, processesOfUid, type Confinement } from './confine.js';
 import { grantRunDirs, prepareRunDirs, removeRunDirs, sealInputs, type RunDirs } from './dirs.js';
 import { findExecutable } from './limits.js';
 import { runProcess, type RunOptions, type RunSpec } from './run-process.js';
@@ -18,6 +18,7 @@ const isRoot = process.getuid?.() === 0;
 let root: string;
 let bases: CgroupBases;
 let netns: boolean;
+let mountns: boolean;
 let seq = 0;
 const made: RunDirs[] = [];
 
@@ -26,6 +27,7 @@ beforeAll(async () => {
   await chmod(root, 0o711); // the agent's work dir: passable by job users, not listable
   bases = await detectCgroups();
   netns = await canIsolateNetwork((await findExecutable('unshare', process.env.PATH)) ?? 'unshare');
+  mountns = await canIsolateMounts((await findExecutable('unshare', process.env.PATH)) ?? 'unshare', (await findExecutable('mount', process.env.PATH)) ?? 'mount');
   process.env.GPUNET_TEST_AGENT_SECRET = 'hunter2-agent-secret';
 });
 afterAll(async () => {
@@ -38,6 +40,7 @@ it('runs on a machine that offers what these tests need', () => {
   // Stated as a test so that a machine without them fails loudly instead of skipping.
   expect(isRoot).toBe(true);
   expect(netns).toBe(true);
+  expect(mountns).toBe(true);
   expect(bases.memory).toBeDefined();
   expect(bases.pids).toBeDefined();
 });
