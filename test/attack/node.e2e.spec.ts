@@ -10,7 +10,7 @@ import type { JobFinished, JobView } from '#contracts';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { existsSync, openSync, closeSync } from 'node:fs';
-import { mkdir, readdir, stat } from 'node:fs/promises';
+import { mkdir, readdir, rmdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { jobEvents, scriptJob, settle } from '../support/jobs.js';
 import { TestNetwork, withLogsOnFailure } from '../support/network.js';
@@ -53,6 +53,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await net?.stop();
+  await rmdir(PARENT).catch(() => undefined); // kept when a failed run left its data dir there
 }, 60_000);
 
 describe('attack: a job against the node', () => {
