@@ -328,6 +328,39 @@ const CheckpointInput = strictObject(
   'checkpoint',
 ).describe('Saving `GPUNET_CHECKPOINT_DIR`; a later attempt of the job starts with the last saved checkpoint.');
 
+// ── resources: memory and disk caps ─────────────────────────────────────────────────────
+
+/** Units a size may be written in; binary (`GiB`) and decimal (`GB`) both, bare numbers are bytes. */
+const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, k: 1e3, kb: 1e3, kib: 2 ** 10, m: 1e6, mb: 1e6, mib: 2 ** 20, g: 1e9, gb: 1e9, gib: 2 ** 30, t: 1e12, tb: 1e12, tib: 2 ** 40 };
+const SIZE_PATTERN = /^\s*(\d{1,15}(?:\.\d{1,6})?)\s*([a-zA-Z]{0,3})\s*$/;
+
+/** Bytes of a size as people write it (`16GiB`, `500MB`, `1073741824`), or `undefined`. Pure. */
+export function parseSize(text: string | number): number | undefined {
+  if (typeof text === 'number') return Number.isSafeInteger(text) && text >= 0 ? text : undefined;
+  const m = SIZE_PATTERN.exec(text);
+  if (!m) return undefined;
+  const unit = SIZE_UNITS[m[2]!.toLowerCase()];
+  if (unit === undefined) return undefined;
+  const bytes = Math.floor(Number(m[1]) * unit);
+  return Number.isSafeInteger(bytes) ? bytes : undefined;
+}
+
+function sizeSchema(field: string, example: string, description: string) {
+  const error = fieldError(field, 'must be a size of at least 1MiB, such as `16GiB`, `500MB` or a number of bytes', `write e.g. \`${field.slice(field.lastIndexOf('.') + 1)}: ${example}\``);
+  return z
+    .union([z.string(), z.int()], { error })
+    .refine((v) => (parseSize(v) ?? 0) >= 2 ** 20, { error })
+    .describe(description);
+}
+
+const ResourcesInput = strictObject(
+  {
+    memory: sizeSchema('resources.memory', '16GiB', 'Most memory the job may use (its processes and what it keeps in /tmp and /dev/shm), e.g. `16GiB`; beyond it the kernel kills a process of the job. Default: the node\'s memory per GPU times the GPUs asked for; at most the node\'s limit.').optional(),
+    disk: sizeSchema('resources.disk', '100GiB', 'Most disk the job may fill (work, outputs, checkpoints, /tmp), e.g. `100GiB`; beyond it the job is stopped (`failed`, limit `disk_limit`). Default: the node\'s disk per GPU times the GPUs asked for; at most the node\'s limit.').optional(),
+  },
+  'resources',
+).describe('Caps on memory and disk; each defaults to the node\'s share per GPU.');
+
 const nameError = fieldError('name', 'must be 1–128 characters', 'write e.g. `name: resnet50-finetune`');
 const JobName = z
   .string({ error: nameError })
@@ -373,6 +406,7 @@ export const JobSpecInput = strictObject(
     outputs: outputsSchema(strict).default({ globs: [...DEFAULT_OUTPUT_GLOBS] }),
     retry: retrySchema(strict).optional(),
     checkpoint: CheckpointInput.optional(),
+    resources: ResourcesInput.optional(),
   },
   'the job spec',
 ).describe('A gpunet job: the work, the data, the request and the outputs.');
@@ -415,6 +449,13 @@ export const JobSpec = z
       .object({ intervalMs: DurationMs.min(1).describe('How often the checkpoint directory is saved while the job runs, in ms.') })
       .optional()
       .describe('Saving the checkpoint directory; absent: the node\'s default interval.'),
+    resources: z
+      .object({
+        memoryBytes: ByteCount.min(1).optional().describe('Memory cap in bytes; absent: the node\'s default per GPU.'),
+        diskBytes: ByteCount.min(1).optional().describe('Disk cap in bytes; absent: the node\'s default per GPU.'),
+      })
+      .optional()
+      .describe('Memory and disk caps the job asked for; absent: the node\'s defaults.'),
   })
   .describe('A job spec as messages carry it: defaults filled, durations in integer ms.');
 export type JobSpec = z.output<typeof JobSpec>;
@@ -423,7 +464,9 @@ export type Work = JobSpec['work'];
 /** Normalizes a parsed {@link JobSpecInput}: durations become integer ms. */
 export function toJobSpec(input: JobSpecInput): JobSpec {
   const { timeLimit, warning, ...request } = input.request;
-  const { checkpoint, ...rest } = input;
+  const { checkpoint, resources, ...rest } = input;
+  const memoryBytes = resources?.memory === undefined ? undefined : parseSize(resources.memory);
+  const diskBytes = resources?.disk === undefined ? undefined : parseSize(resources.disk);
   return {
     ...rest,
     data: {
@@ -435,6 +478,9 @@ export function toJobSpec(input: JobSpecInput): JobSpec {
       ...(warning !== undefined && { warning: { signal: warning.signal, beforeMs: durationMs(warning.before) } }),
     },
     ...(checkpoint !== undefined && { checkpoint: { intervalMs: durationMs(checkpoint.interval) } }),
+    ...((memoryBytes !== undefined || diskBytes !== undefined) && {
+      resources: { ...(memoryBytes !== undefined && { memoryBytes }), ...(diskBytes !== undefined && { diskBytes }) },
+    }),
   };
 }
 

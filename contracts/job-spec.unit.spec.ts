@@ -1,5 +1,5 @@
 import { parse as parseYaml } from 'yaml';
-import { JobSpec, JobSpecInput, MAX_TIME_LIMIT_MS, parseJobSpec, toJobSpec, type FieldIssue } from './index.js';
+import { JobSpec, JobSpecInput, MAX_TIME_LIMIT_MS, parseJobSpec, parseSize, toJobSpec, type FieldIssue } from './index.js';
 
 const SHA = 'a'.repeat(64);
 
@@ -155,7 +155,7 @@ describe('job spec as people write it', () => {
       {
         path: '',
         message: 'the job spec must be a mapping of fields',
-        fix: 'write it as a mapping with fields `name`, `work`, `data`, `request`, `outputs`, `retry`, `checkpoint`',
+        fix: 'write it as a mapping with fields `name`, `work`, `data`, `request`, `outputs`, `retry`, `checkpoint`, `resources`',
       },
     ]);
   });
@@ -268,5 +268,25 @@ describe('job spec: what the agent would refuse is refused at submit', () => {
 
   it('still accepts a name that only starts like a reserved one', () => {
     expect(parseJobSpec(base({ env: { NVIDIA_VISIBLE_DEVICES_X: '1', CUDA_VISIBLE_DEVICES2: '0' } })).ok).toBe(true);
+  });
+});
+
+describe('resources', () => {
+  const base = { work: { kind: 'script', script: { inline: 'echo hi' } }, request: { gpus: 1, timeLimit: '1h' } };
+  it('takes memory and disk caps in bytes or with units, and carries them in bytes', () => {
+    const parsed = parseJobSpec({ ...base, resources: { memory: '16GiB', disk: 500_000_000 } });
+    expect(parsed.ok && parsed.spec.resources).toEqual({ memoryBytes: 16 * 2 ** 30, diskBytes: 500_000_000 });
+    const none = parseJobSpec(base);
+    expect(none.ok && none.spec.resources).toBeUndefined();
+  });
+  it('names the field and the fix for a size it cannot read or that is too small', () => {
+    const parsed = parseJobSpec({ ...base, resources: { memory: 'lots', disk: '10KiB' } });
+    expect(parsed.ok).toBe(false);
+    if (parsed.ok) return;
+    expect(parsed.issues.map((i) => i.path)).toEqual(['resources.memory', 'resources.disk']);
+    expect(parsed.issues[0]!.fix).toMatch(/memory: 16GiB/);
+  });
+  it('reads sizes', () => {
+    expect([parseSize('1GiB'), parseSize('1.5 GB'), parseSize('100'), parseSize(7), parseSize('2XB'), parseSize(-1)]).toEqual([2 ** 30, 1.5e9, 100, 7, undefined, undefined]);
   });
 });

@@ -120,6 +120,13 @@ export const DecimalString = z
 /** How one run attempt ended. */
 export const JOB_OUTCOMES = ['completed', 'failed', 'timeout', 'cancelled', 'node_lost', 'deadline'] as const;
 export type JobOutcome = (typeof JOB_OUTCOMES)[number];
+
+/** Caps at which the agent stops a job (`JobFinished.limit`): its disk, or its memory. */
+export const JOB_LIMITS = ['disk_limit', 'memory_limit'] as const;
+export type JobLimit = (typeof JOB_LIMITS)[number];
+export const JobLimit = z
+  .enum(JOB_LIMITS, { error: fieldError('limit', `must be one of ${JOB_LIMITS.join(', ')}`, 'use one of the listed limits') })
+  .describe('The cap the job was stopped at: `disk_limit` (more disk than its `resources.disk`), `memory_limit` (a process killed at its memory cap).');
 export const JobOutcome = z
   .enum(JOB_OUTCOMES, { error: fieldError('outcome', `must be one of ${JOB_OUTCOMES.join(', ')}`, 'use one of the listed outcomes') })
   .describe(

@@ -14,7 +14,7 @@ import { UsageRecorded } from './events/ledger.js';
 import { FieldIssue, fieldError, strictObject } from './issues.js';
 import { JobSpec, JobSpecInput } from './job-spec.js';
 import { EVERY_SERVICE, defineQuery } from './message.js';
-import { AttemptId, ByteCount, Currency, DurationMs, GpuCount, GpuIndex, GpuIndices, GpuModel, JobId, JobOutcome, Micros, NodeId, TeamId, Timestamp } from './primitives.js';
+import { AttemptId, ByteCount, Currency, DurationMs, GpuCount, GpuIndex, GpuIndices, GpuModel, JobId, JobLimit, JobOutcome, Micros, NodeId, TeamId, Timestamp } from './primitives.js';
 import { SERVICE_NAMES } from './subjects.js';
 
 // ── job read model ────────────────────────────────────────────────────────────────────────
@@ -61,6 +61,8 @@ export const AttemptView = z
     releasedAt: Timestamp.optional().describe('When the GPUs were freed.'),
     outcome: JobOutcome.optional(),
     exitCode: z.int().nullable().optional().describe('Exit code, null when killed by a signal; absent until finished.'),
+    limit: JobLimit.optional().describe('Set when the agent stopped the attempt at one of its caps, e.g. `disk_limit`.'),
+    message: z.string().optional().describe('What the agent said of how the attempt ended, e.g. why it could not start or which cap stopped it.'),
     nodes: z
       .array(
         z
@@ -93,6 +95,7 @@ export const JobView = z
     state: JobState,
     outcome: JobOutcome.optional().describe('How the last attempt ended; absent until one did.'),
     exitCode: z.int().nullable().optional().describe('Exit code of the last attempt; null when killed by a signal.'),
+    limit: JobLimit.optional().describe('Set when the last attempt was stopped at one of its caps, e.g. `disk_limit`.'),
     cancelRequested: z.boolean().describe('True once a cancel was accepted.'),
     spec: JobSpec,
     submittedAt: Timestamp.describe('When intake accepted the job.'),

@@ -17,6 +17,7 @@ import {
   GpuModel,
   HumanText,
   JobId,
+  JobLimit,
   JobOutcome,
   NodeId,
   Sha256,
@@ -158,6 +159,7 @@ export const JobFinished = z.object({
   signal: z.string().nullable().default(null).describe('Signal that ended the process (e.g. `SIGKILL`), or null.'),
   message: HumanText.optional().describe('Detail for people, e.g. why it could not start.'),
   finishedAt: Timestamp.describe('Agent clock: when the process ended (or the attempt was given up). Billing stops here.'),
+  limit: JobLimit.optional().describe('Set when the agent stopped the job at one of its caps: `disk_limit` (it filled more disk than its `resources.disk`), `memory_limit` (the kernel killed a process at its memory cap).'),
   peerEnded: NodeId.optional().describe(
     'Multi-node gangs only: the agent stopped this node\'s part because the part on that node ended first (rank 0 ended, a part failed, ' +
       'or its node was lost). Such a part does not decide the attempt\'s outcome.',

@@ -7,7 +7,6 @@
  */
 import type { JobStarted, NodeRegistered } from '#contracts';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { chmod } from 'node:fs/promises';
 import { jobEvents, scriptJob, settle } from '../support/jobs.js';
 import { TestNetwork, withLogsOnFailure } from '../support/network.js';
 import { until } from '../support/poll.js';
@@ -24,12 +23,9 @@ async function stdout(jobId: string): Promise<string[]> {
 }
 
 beforeAll(async () => {
+  // The data directory is a mkdtemp (0700); `gpunet up` itself opens it for passing, not listing
+  // (0711), so that job users reach their runs below it.
   net = await TestNetwork.start({ agents: 1, gpus: 2, env: { GPUNET_KILL_GRACE_MS: '1000', GPUNET_SECRET_FOR_TEST: 'agent-secret-123' } });
-  // The data directory is a mkdtemp (0700): job users could not reach their runs below it, so
-  // the agent started with them off. Open it for passing (not listing) and restart the agent.
-  await chmod(net.dataDir, 0o711);
-  await net.kill('node-1', 'SIGTERM');
-  await net.restart('node-1');
 }, 120_000);
 
 afterAll(async () => {

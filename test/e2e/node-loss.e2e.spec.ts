@@ -35,18 +35,22 @@ describe('node loss across real processes', () => {
     'declares a SIGKILLed agent lost after its lease, requeues its job onto the other agent, and bills the lost attempt nothing',
     e2e(async () => {
       const client = network().client();
-      const marker = join(network().dataDir, 'node-loss.pid');
-      const script = 'case "$GPUNET_ATTEMPT_ID" in *-a1) echo $$ > "$MARKER"; sleep 60;; *) echo "attempt $GPUNET_ATTEMPT_ID finishes";; esac';
-      const { jobId } = await client.submit(scriptJob(script, { env: { MARKER: marker } }));
+      // The job user can write only its own directories: the pid goes into its work dir.
+      const script = 'case "$GPUNET_ATTEMPT_ID" in *-a1) echo $$ > "$GPUNET_WORK_DIR/node-loss.pid"; sleep 60;; *) echo "attempt $GPUNET_ATTEMPT_ID finishes";; esac';
+      const { jobId } = await client.submit(scriptJob(script));
+      const markerOf = (h: { data: unknown }) => {
+        const { nodeId, attemptId } = h.data as { nodeId: string; attemptId: string };
+        return join(network().dataDir, 'nodes', nodeId, 'runs', jobId, attemptId, 'work', 'node-loss.pid');
+      };
       let orphan: number | undefined;
       try {
         const held = await until('the first attempt to hold compute and run', async () => {
           const events = await jobEvents(network(), [jobId]);
           const h = events.find((e) => e.type === 'ComputeHeld');
-          return h && existsSync(marker) ? h : undefined;
+          return h && existsSync(markerOf(h)) && (await readFile(markerOf(h), 'utf8')).trim() !== '' ? h : undefined;
         }, { timeoutMs: 20_000, intervalMs: 20 });
         const { nodeId, attemptId } = held.data as { nodeId: string; attemptId: string };
-        orphan = Number((await readFile(marker, 'utf8')).trim());
+        orphan = Number((await readFile(markerOf(held), 'utf8')).trim());
         await network().kill(nodeId, 'SIGKILL');
         const killedAt = Date.now();
 

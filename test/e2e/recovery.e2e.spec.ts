@@ -81,17 +81,22 @@ describe('crash recovery across real processes', () => {
     'reports an attempt lost with a SIGKILLed agent (node_lost, not billed), kills its leftover process, and runs the job again',
     e2e(async () => {
       const client = network().client();
-      const marker = join(network().dataDir, 'agent-crash.pid');
-      // The first attempt records its shell's pid and sleeps; a later attempt finishes at once.
-      const script = 'case "$GPUNET_ATTEMPT_ID" in *-a1) echo $$ > "$MARKER"; echo "first attempt sleeps"; sleep 60;; *) echo "attempt $GPUNET_ATTEMPT_ID finishes";; esac';
-      const { jobId } = await client.submit(scriptJob(script, { env: { MARKER: marker } }));
+      // The first attempt records its shell's pid in its own work dir (a job user can write nowhere
+      // else) and sleeps; a later attempt finishes at once.
+      const script = 'case "$GPUNET_ATTEMPT_ID" in *-a1) echo $$ > "$GPUNET_WORK_DIR/agent-crash.pid"; echo "first attempt sleeps"; sleep 60;; *) echo "attempt $GPUNET_ATTEMPT_ID finishes";; esac';
+      const { jobId } = await client.submit(scriptJob(script));
+      const markerOf = (h: { data: unknown }) => {
+        const { nodeId, attemptId } = h.data as { nodeId: string; attemptId: string };
+        return join(network().dataDir, 'nodes', nodeId, 'runs', jobId, attemptId, 'work', 'agent-crash.pid');
+      };
 
       // Between ComputeHeld and JobFinished: held, the process runs (it wrote its pid), not finished.
       const held = await until('the first attempt to hold compute and run', async () => {
         const events = await jobEvents(network(), [jobId]);
         const h = events.find((e) => e.type === 'ComputeHeld');
-        return h && existsSync(marker) && !events.some((e) => e.type === 'JobFinished') ? h : undefined;
+        return h && existsSync(markerOf(h)) && (await readFile(markerOf(h), 'utf8')).trim() !== '' && !events.some((e) => e.type === 'JobFinished') ? h : undefined;
       }, { timeoutMs: 20_000, intervalMs: 20 });
+      const marker = markerOf(held);
       const { nodeId, attemptId } = held.data as { nodeId: string; attemptId: string };
       const jobPid = Number((await readFile(marker, 'utf8')).trim());
       await network().kill(nodeId, 'SIGKILL');

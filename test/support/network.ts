@@ -42,6 +42,11 @@ export interface TestNetworkOptions {
   startTimeoutMs?: number;
   /** Prefix of the temporary data directory. Default `gpunet-e2e-`. */
   dirPrefix?: string;
+  /**
+   * Directory the data dir is made in. Default the temp dir, which a job's private /tmp hides
+   * entirely; a test of the data dir's file modes puts it elsewhere, where a job could reach it.
+   */
+  parentDir?: string;
   /** Event store on this PostgreSQL database (`up --postgres`) instead of SQLite in the data directory. */
   postgresUrl?: string;
 }
@@ -91,7 +96,7 @@ export class TestNetwork {
    * the network does not come up; nothing is left running then.
    */
   static async start(options: TestNetworkOptions = {}): Promise<TestNetwork> {
-    const dataDir = await mkdtemp(join(tmpdir(), options.dirPrefix ?? 'gpunet-e2e-'));
+    const dataDir = await mkdtemp(join(options.parentDir ?? tmpdir(), options.dirPrefix ?? 'gpunet-e2e-'));
     const env = { ...process.env, ...options.env };
     const out = sink();
     const err = sink();

@@ -4,8 +4,9 @@ import type { JobEventRecord } from '#sdk';
 import { clockTime, formatBytes, formatDuration, formatMicros, formatMs, msBetween, offset, sumMicros, table } from './format.js';
 
 /** `completed (exit 0)`, `failed (exit 3)`, `timeout (killed)`, `running`. */
-export function stateText(view: Pick<JobView, 'state' | 'exitCode' | 'cancelRequested'>): string {
-  const exit = view.exitCode === undefined ? '' : view.exitCode === null ? ' (killed by a signal)' : ` (exit ${view.exitCode})`;
+export function stateText(view: Pick<JobView, 'state' | 'exitCode' | 'cancelRequested'> & { limit?: JobView['limit'] }): string {
+  const limit = view.limit === undefined ? '' : `, stopped at its ${view.limit.replace('_', ' ')}`;
+  const exit = view.exitCode === undefined ? (limit ? ` (${limit.slice(2)})` : '') : view.exitCode === null ? ` (killed by a signal${limit})` : ` (exit ${view.exitCode}${limit})`;
   const cancel = view.cancelRequested && view.state !== 'cancelled' ? ', cancel requested' : '';
   return `${view.state}${exit}${cancel}`;
 }
@@ -23,8 +24,9 @@ export function renderJob(view: JobView): string {
     lines.push(
       `  attempt ${a.attempt}  ${a.nodeId}  GPUs ${a.gpuIndices.join(',')} (${a.gpuIndices.length} × ${a.gpuModel})` +
         `${a.heldAt ? `  held ${clockTime(a.heldAt)}` : ''}${a.finishedAt ? ` → finished ${clockTime(a.finishedAt)}` : ''}` +
-        `${ran !== undefined ? ` (${formatMs(ran)} held)` : ''}${a.outcome ? `  ${a.outcome}` : ''}`,
+        `${ran !== undefined ? ` (${formatMs(ran)} held)` : ''}${a.outcome ? `  ${a.outcome}` : ''}${a.limit ? ` (${a.limit})` : ''}`,
     );
+    if (a.message && a.outcome !== 'completed') lines.push(`    ${a.message}`);
   }
   if (view.outputs) lines.push(`  outputs    ${view.outputs.files.length} file(s), ${formatBytes(view.outputs.totalBytes)}${view.outputs.truncated ? ' (truncated at maxBytes)' : ''}`);
   if (view.rejection) {
@@ -56,7 +58,7 @@ function eventDetail(e: JobEventRecord): string {
     case 'InputsStaged':
       return typeof d.totalBytes === 'number' ? formatBytes(d.totalBytes) : '';
     case 'JobFinished':
-      return [d.outcome, d.exitCode !== undefined ? `exit ${String(d.exitCode)}` : ''].filter(Boolean).join(', ');
+      return [d.outcome, d.exitCode !== undefined ? `exit ${String(d.exitCode)}` : '', typeof d.limit === 'string' ? d.limit : ''].filter(Boolean).join(', ');
     case 'OutputsStored':
       return Array.isArray(d.files) ? `${d.files.length} file(s)` : '';
     case 'UsageRecorded':

@@ -49,5 +49,6 @@ describe('timeline text', () => {
     expect(stateText({ state: 'completed', exitCode: 0, cancelRequested: false })).toBe('completed (exit 0)');
     expect(stateText({ state: 'timeout', exitCode: null, cancelRequested: false })).toBe('timeout (killed by a signal)');
     expect(stateText({ state: 'running', cancelRequested: true })).toBe('running, cancel requested');
+    expect(stateText({ state: 'failed', exitCode: null, cancelRequested: false, limit: 'disk_limit' })).toBe('failed (killed by a signal, stopped at its disk limit)');
   });
 });

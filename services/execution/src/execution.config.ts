@@ -41,7 +41,12 @@ export const ExecutionConfig = z.object({
     .describe('uids (= gids) jobs run as when the agent is root, one per concurrent attempt; off: jobs run as the agent\'s user'),
   GPUNET_NETWORK_ISOLATION: z.enum(['auto', 'off']).default('auto').describe('auto: a job without `network: true` gets its own network namespace where the agent can make one'),
   GPUNET_JOB_MAX_PROCESSES: positiveInt('processes one job may have at once (cgroup pids.max, else RLIMIT_NPROC of its job user)').default(4096),
-  GPUNET_JOB_MAX_MEMORY_BYTES: positiveInt('memory one job may use (cgroup memory limit); unset: no cap beyond the machine').optional(),
+  GPUNET_JOB_MAX_MEMORY_BYTES: positiveInt('most memory one job may use or ask for (resources.memory); default the machine\'s memory').optional(),
+  GPUNET_JOB_MEMORY_PER_GPU_BYTES: positiveInt('default memory cap of a job per GPU it holds (cgroup memory limit); default the machine\'s memory divided by its GPUs').optional(),
+  GPUNET_JOB_MAX_DISK_BYTES: positiveInt('most disk one job may fill or ask for (resources.disk); default the size of the work dir\'s file system').optional(),
+  GPUNET_JOB_DISK_PER_GPU_BYTES: positiveInt('default disk cap of a job per GPU it holds; default the work dir\'s file system size divided by the GPUs').optional(),
+  GPUNET_DISK_CHECK_MS: positiveInt('milliseconds between measurements of a running job\'s disk use').default(2_000),
+  GPUNET_MOUNT_ISOLATION: z.enum(['auto', 'off']).default('auto').describe('auto: each job gets its own mount and IPC namespaces with a private /tmp, /var/tmp, /dev/shm, /run/lock and /dev/mqueue where the agent can make them'),
   GPUNET_CHECKPOINT_INTERVAL_MS: positiveInt('milliseconds between saves of a running job\'s checkpoint directory, unless its spec says otherwise').default(600_000),
   GPUNET_CONTAINER_RUNTIME: z.enum(['auto', 'docker', 'podman', 'off']).default('auto').describe('container runtime for `kind: container` work; auto: docker, else podman, when its daemon answers'),
 });

@@ -11,7 +11,7 @@
  */
 import { parseDuration, SERVICE_NAMES, type ServiceName } from '#contracts';
 import { createIdentityFile, loadIdentityFile, type Identity } from '#identity';
-import { mkdir } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, stat } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CommandContext } from '../context.js';
@@ -74,6 +74,40 @@ function assertRunning(started: readonly LocalProcess[]): void {
   }
 }
 
+/**
+ * The data dir holds the store (every team's specs, env secrets included), the API keys, the
+ * state file with the local key, the NATS data and the logs: each file 0600, each directory 0700.
+ * The data dir itself and `nodes/` are 0711 when agents run below it (job users must pass through
+ * to their run directories; they can never list or open anything else), else 0700. Applied to an
+ * existing data dir too, whatever it was.
+ */
+export async function closeDataDir(dataDir: string, agents: boolean): Promise<void> {
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await chmod(dataDir, agents ? 0o711 : 0o700);
+  for (const dir of ['logs', 'nats', 'keys']) {
+    const path = join(dataDir, dir);
+    if (dir === 'logs') await mkdir(path, { recursive: true, mode: 0o700 });
+    if (await stat(path).catch(() => undefined)) await closeTree(path);
+  }
+  for (const file of ['events.db', 'events.db-wal', 'events.db-shm', 'api-keys.yaml', 'state.json']) await chmod(join(dataDir, file), 0o600).catch(() => undefined);
+  if (agents) {
+    await mkdir(join(dataDir, 'nodes'), { recursive: true, mode: 0o711 });
+    await chmod(join(dataDir, 'nodes'), 0o711);
+  }
+}
+
+/** Directories 0700 and files 0600, all the way down (symlinks left alone). */
+async function closeTree(path: string): Promise<void> {
+  const st = await lstat(path).catch(() => undefined);
+  if (!st) return;
+  if (st.isDirectory()) {
+    await chmod(path, 0o700);
+    for (const name of await readdir(path)) await closeTree(join(path, name));
+  } else if (st.isFile()) {
+    await chmod(path, 0o600);
+  }
+}
+
 export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode> {
   const { out, io } = ctx;
   const agents = count('--agents', opts.agents, 0);
@@ -94,7 +128,7 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
   }
 
   const logsDir = join(dataDir, 'logs');
-  await mkdir(logsDir, { recursive: true });
+  await closeDataDir(dataDir, agents > 0);
   const t0 = Date.now();
   const started: LocalProcess[] = [];
   const spin = spinner(out, 'starting nats-server');
@@ -108,7 +142,8 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     } else {
       const port = await freePort();
       const natsDir = join(dataDir, 'nats');
-      await mkdir(natsDir, { recursive: true });
+      await mkdir(natsDir, { recursive: true, mode: 0o700 });
+      await chmod(natsDir, 0o700);
       const command = [natsBin!, '-js', '-a', '127.0.0.1', '-p', String(port), '-sd', natsDir];
       const log = join(logsDir, 'nats.log');
       started.push({ name: 'nats', role: 'nats', pid: spawnDetached(command, { cwd: dataDir, env: { ...io.env }, log }), command, log, cwd: dataDir, env: {}, port });

@@ -4,7 +4,7 @@
  * `gpunet keys create` and lives in the event store (as its sha256).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { chmod, writeFile } from 'node:fs/promises';
 
 /** The team `gpunet up` creates. */
 export const LOCAL_TEAM = 'local';
@@ -39,4 +39,5 @@ export function apiKeysYaml(apiKey: string, team = LOCAL_TEAM, adminApiKey?: str
 
 export async function writeApiKeysFile(path: string, apiKey: string, team = LOCAL_TEAM, adminApiKey?: string): Promise<void> {
   await writeFile(path, apiKeysYaml(apiKey, team, adminApiKey), { mode: 0o600 });
+  await chmod(path, 0o600); // an older file keeps its mode through writeFile
 }

@@ -3,14 +3,19 @@
  * log file (so they outlive `gpunet up`), checked by pid, stopped with SIGTERM then SIGKILL.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { LocalProcess } from './state.js';
 
-/** Starts `command` detached, stdout and stderr appended to `log`; returns its pid. */
+/**
+ * Starts `command` detached, stdout and stderr appended to `log` (0600 in a 0700 directory: a
+ * service's log may hold what it was told); returns its pid.
+ */
 export function spawnDetached(command: readonly string[], options: { cwd: string; env: NodeJS.ProcessEnv; log: string }): number {
-  mkdirSync(dirname(options.log), { recursive: true });
-  const fd = openSync(options.log, 'a');
+  mkdirSync(dirname(options.log), { recursive: true, mode: 0o700 });
+  chmodSync(dirname(options.log), 0o700);
+  const fd = openSync(options.log, 'a', 0o600);
+  chmodSync(options.log, 0o600);
   try {
     const child = spawn(command[0]!, command.slice(1), { cwd: options.cwd, env: options.env, detached: true, stdio: ['ignore', fd, fd] });
     if (child.pid === undefined) throw new Error(`cannot start ${command[0]}`);

@@ -99,7 +99,7 @@ export async function readState(dataDir: string): Promise<LocalState | undefined
 export async function writeState(state: LocalState): Promise<string> {
   const path = statePath(state.dataDir);
   LocalState.parse(state); // never write a file the next command would refuse
-  await mkdir(state.dataDir, { recursive: true });
+  await mkdir(state.dataDir, { recursive: true, mode: 0o700 });
   const temp = `${path}.${process.pid}.tmp`;
   await writeFile(temp, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
   await rename(temp, path);

@@ -191,3 +191,32 @@ describe('sqlite event store specifics', () => {
     await expect(store.readAll()).rejects.toMatchObject({ name: 'IllegalStateError' });
   });
 });
+
+describe('SqliteEventStore: file modes', () => {
+  it('creates the store 0600 (and its -wal and -shm) in a new 0700 directory, whatever the umask', async () => {
+    const { statSync, writeFileSync } = await import('node:fs');
+    const base = mkdtempSync(join(tmpdir(), 'gpunet-es-mode-'));
+    const old = process.umask(0o000);
+    try {
+      const path = join(base, 'data', 'events.db');
+      const store = new SqliteEventStore({ path });
+      await store.appendToStream('s-1', [newEvent()]);
+      const mode = (p: string) => statSync(p).mode & 0o777;
+      expect(mode(join(base, 'data'))).toBe(0o700);
+      expect(mode(path)).toBe(0o600);
+      expect(mode(`${path}-wal`)).toBe(0o600);
+      expect(mode(`${path}-shm`)).toBe(0o600);
+      await store.close();
+
+      // A store file someone left world-readable is closed when it is opened.
+      const loose = join(base, 'loose.db');
+      writeFileSync(loose, '', { mode: 0o644 });
+      const again = new SqliteEventStore({ path: loose });
+      expect(mode(loose)).toBe(0o600);
+      await again.close();
+    } finally {
+      process.umask(old);
+      rmSync(base, { recursive: true, force: true });
+    }
+  });
+});

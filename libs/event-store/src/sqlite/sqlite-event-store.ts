@@ -1,4 +1,5 @@
-import { resolve } from 'node:path';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { IllegalStateError, TransientError } from '#errors';
 import { prepareAppend, type PreparedEvent } from '../append-validation.js';
@@ -135,14 +136,22 @@ export class SqliteEventStore implements EventStore {
   private readonly appendTx: (streamId: string, events: PreparedEvent[], expected: ExpectedRevision) => AppendResult;
   private readonly busyTimeoutMs: number;
 
+  /**
+   * Opens (creating if need be) the store file. It holds every team's specs, env secrets
+   * included: the file is made 0600 and a directory created for it 0700, whatever the umask.
+   */
   constructor(options: SqliteEventStoreOptions) {
     this.file = resolve(options.path);
     this.chainKey = options.chainKey;
     this.clock = options.clock ?? (() => new Date());
     this.busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+    const onDisk = options.path !== ':memory:' && options.path !== '';
+    if (onDisk) createPrivately(this.file);
     this.db = new Database(this.file, { timeout: this.busyTimeoutMs });
     try {
       this.db.pragma('journal_mode = WAL');
+      // SQLite gives the -wal and -shm files the database file's mode; older ones are closed too.
+      if (onDisk) for (const f of [`${this.file}-wal`, `${this.file}-shm`]) if (existsSync(f)) chmodSync(f, 0o600);
       this.db.pragma('synchronous = FULL');
       this.db.defaultSafeIntegers(true);
       this.migrate();
@@ -469,4 +478,19 @@ export class SqliteEventStore implements EventStore {
   private assertOpen(): void {
     if (this.closed) throw new IllegalStateError(`event store ${this.file} is closed`);
   }
+}
+
+/**
+ * Creates the store file 0600 (and its directory 0700 when it does not exist yet) before SQLite
+ * opens it, whatever the umask; an existing file is made 0600. An existing directory keeps its
+ * mode: its owner chose it (`gpunet up` keeps its data dir passable for job users, never readable).
+ */
+function createPrivately(file: string): void {
+  const dir = dirname(file);
+  if (!existsSync(dir)) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    chmodSync(dir, 0o700);
+  }
+  closeSync(openSync(file, 'a', 0o600));
+  chmodSync(file, 0o600);
 }

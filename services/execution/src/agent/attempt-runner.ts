@@ -13,7 +13,7 @@ import { missingRuntimeMessage, needsOutputs, planLaunch, UnsupportedWorkError, 
 import type { ExecutionConfig } from '../execution.config.js';
 import { LogStreamer, type LogFiles } from '../logs/log-streamer.js';
 import { selectOutputs, storeOutputs } from '../outputs/output-handover.js';
-import { prepareRunDirs, removeRunDirs, runProcess, runSpecIssues, sealInputs, signalGroup, type RunDirs, type RunResult, type RunSpec } from '../run/index.js';
+import { prepareRunDirs, removeRunDirs, runCgroupName, runProcess, runSpecIssues, sealInputs, signalGroup, type RunDirs, type RunResult, type RunSpec } from '../run/index.js';
 import type { InputCache } from '../staging/input-cache.js';
 import type { AttemptHandle } from './attempt-handle.js';
 import { writeProcessMarker } from './leftover-process.js';
@@ -163,10 +163,16 @@ export class AttemptRunner {
 
   /** Removes what `prepare()` created, for a placement handed back to the bus before anything was recorded. */
   async discard(): Promise<void> {
-    await this.ctx.confine.release(this.handle.attemptId, this.confined?.user);
-    if (existsSync(this.runRoot)) await removeRunDirs({ root: this.runRoot });
-    // The job's directory goes with its last attempt (another attempt of it may still be here).
-    await rmdir(dirname(this.runRoot)).catch(() => undefined);
+    // The uid is handed back only after its files are gone: the next attempt under it must not
+    // find this one's work/ (its gid still passes the attempt directory).
+    await this.ctx.confine.killLeft(this.confined?.user);
+    try {
+      if (existsSync(this.runRoot)) await removeRunDirs({ root: this.runRoot });
+      // The job's directory goes with its last attempt (another attempt of it may still be here).
+      await rmdir(dirname(this.runRoot)).catch(() => undefined);
+    } finally {
+      await this.ctx.confine.release(this.handle.attemptId, this.confined?.user);
+    }
   }
 
   /**
@@ -218,7 +224,8 @@ export class AttemptRunner {
         onLog: streamer.push,
         maxLogBytes: this.ctx.config.GPUNET_MAX_LOG_BYTES,
         cgroupBases: this.ctx.confine.cgroupBases,
-        cgroupName: `${this.ctx.nodeId}-${attemptId}`,
+        cgroupName: runCgroupName(this.ctx.nodeId, attemptId),
+        diskCheckMs: this.ctx.config.GPUNET_DISK_CHECK_MS,
         onSpawn: (pid, startedAt) => {
           h.pgid = pid;
           writeProcessMarker(dirs.root, pid, attemptId, new Date(startedAt).toISOString());
@@ -254,10 +261,13 @@ export class AttemptRunner {
             exitCode: r.exitCode,
             signal: r.signal,
             ...(r.error !== undefined && { message: r.error }),
+            ...(r.limit === 'disk_limit' && { message: `stopped at its disk limit of ${this.confined?.diskBytes ?? '?'} bytes (resources.disk); it used ${r.diskBytes ?? '?'} bytes` }),
+            ...(r.limit === 'memory_limit' && { message: `a process was killed at the memory limit of ${this.confined?.memoryBytes ?? '?'} bytes (resources.memory)` }),
+            ...(r.limit !== undefined && { limit: r.limit }),
             at: new Date(r.endedAt).toISOString(),
           },
     );
-    h.log.info({ outcome: h.state.finished?.outcome, exitCode: r.exitCode, signal: r.signal, logBytes: r.logBytes, truncated: r.truncated }, 'job finished');
+    h.log.info({ outcome: h.state.finished?.outcome, exitCode: r.exitCode, signal: r.signal, logBytes: r.logBytes, truncated: r.truncated, ...(r.limit && { limit: r.limit }) }, 'job finished');
     return streamer;
   }
 
@@ -335,7 +345,7 @@ export class AttemptRunner {
    */
   private async prepareWork(spec: JobSpec, dirs: RunDirs): Promise<Launch> {
     const { jobId, attemptId, gpuIndices } = this.handle.state.placement;
-    this.confined = this.ctx.confine.forAttempt(attemptId, spec, this.handle.state.placement.gangNodes !== undefined);
+    this.confined = this.ctx.confine.forAttempt(attemptId, spec, this.handle.state.placement.gangNodes !== undefined, dirs.root);
     if (spec.work.kind === 'container') {
       const runtime = this.ctx.confine.containerRuntimes[0];
       if (runtime === undefined) throw new UnsupportedWorkError(missingRuntimeMessage(spec.work.image, this.ctx.nodeId));
@@ -351,7 +361,7 @@ export class AttemptRunner {
         dirs,
         ...(user && { user }),
         network: spec.request.network,
-        ...(this.ctx.config.GPUNET_JOB_MAX_MEMORY_BYTES !== undefined && { memoryBytes: this.ctx.config.GPUNET_JOB_MAX_MEMORY_BYTES }),
+        memoryBytes: this.confined.memoryBytes,
         maxProcesses: confinement.cgroup?.maxProcesses ?? this.ctx.config.GPUNET_JOB_MAX_PROCESSES,
         // Declared slots have no device to pass; real GPUs do.
         gpus: existsSync('/dev/nvidiactl') ? gpuIndices : [],
@@ -403,12 +413,12 @@ export class AttemptRunner {
   }
 
   /** Confinement, limits and the time-limit warning of the run (a container's confinement is in its own arguments). */
-  private unattended(): Pick<RunSpec, 'confinement' | 'limits' | 'warnSignal' | 'warnBeforeMs'> {
+  private unattended(): Pick<RunSpec, 'confinement' | 'limits' | 'warnSignal' | 'warnBeforeMs' | 'diskLimitBytes'> {
     const spec = this.job!.spec;
     const warning = spec.request.warning;
     const c = spec.work.kind === 'script' ? this.confined : undefined;
     return {
-      ...(c && { confinement: c.confinement }),
+      ...(c && { confinement: c.confinement, diskLimitBytes: c.diskBytes }),
       ...(c?.limits && { limits: c.limits }),
       ...(warning !== undefined && warning.beforeMs < spec.request.timeLimitMs && { warnSignal: warning.signal, warnBeforeMs: warning.beforeMs }),
     };

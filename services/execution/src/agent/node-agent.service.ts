@@ -105,7 +105,7 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
         onRemoved: (r) => this.recordCacheRemoval(r),
         ...(this.config.GPUNET_CACHE_MAX_BYTES !== undefined && { maxBytes: this.config.GPUNET_CACHE_MAX_BYTES }),
       }),
-      confine: await NodeConfinement.detect(this.config, this.workDir, this.logger),
+      confine: await NodeConfinement.detect(this.config, this.workDir, this.logger, this.node.gpus.length),
     };
     await this.recover();
     await this.writer.append(nodeStreamId(this.nodeId), [

@@ -1,11 +1,12 @@
 import type { ContainerRuntime, JobSpec } from '#contracts';
 import { spawn } from 'node:child_process';
-import { chmod, chown, mkdir, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, chown, mkdir, stat, statfs } from 'node:fs/promises';
+import { tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { ExecutionConfig } from '../execution.config.js';
 import {
+  canIsolateMounts,
   canIsolateNetwork,
   detectCgroups,
   findExecutable,
@@ -26,6 +27,49 @@ export interface AttemptConfinement {
   readonly confinement: Confinement;
   readonly limits?: ResourceLimits;
   readonly user?: JobUser;
+  /** The job's memory cap (its spec's `resources.memory`, else the node's default for its GPUs). */
+  readonly memoryBytes: number;
+  /** The job's disk cap (its spec's `resources.disk`, else the node's default for its GPUs). */
+  readonly diskBytes: number;
+}
+
+/** A job asked for more than this node allows; refused before compute is held. */
+export class ResourceRequestError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ResourceRequestError';
+  }
+}
+
+/** Memory and disk: most a job may ask for, and the default cap per GPU it holds. */
+export interface NodeCaps {
+  readonly maxMemoryBytes: number;
+  readonly memoryPerGpuBytes: number;
+  readonly maxDiskBytes: number;
+  readonly diskPerGpuBytes: number;
+}
+
+/**
+ * The caps of a job on a node: what its spec asks for, else the node's share per GPU times its
+ * GPUs (never above the node's maximum). Pure.
+ *
+ * @throws ResourceRequestError when the spec asks for more than the node's maximum.
+ */
+export function jobCaps(spec: Pick<JobSpec, 'request' | 'resources'>, caps: NodeCaps, nodeId: string): { memoryBytes: number; diskBytes: number } {
+  const gpus = Math.max(1, spec.request.gpus);
+  const pick = (asked: number | undefined, max: number, perGpu: number, field: string, variable: string): number => {
+    if (asked === undefined) return Math.min(max, perGpu * gpus);
+    if (asked > max) {
+      throw new ResourceRequestError(
+        `${field} asks for ${asked} bytes, more than node ${nodeId} allows one job (${max} bytes, ${variable}); ask for at most ${max} bytes, or leave it out for the default of ${Math.min(max, perGpu * gpus)} bytes`,
+      );
+    }
+    return asked;
+  };
+  return {
+    memoryBytes: pick(spec.resources?.memoryBytes, caps.maxMemoryBytes, caps.memoryPerGpuBytes, 'resources.memory', 'GPUNET_JOB_MAX_MEMORY_BYTES'),
+    diskBytes: pick(spec.resources?.diskBytes, caps.maxDiskBytes, caps.diskPerGpuBytes, 'resources.disk', 'GPUNET_JOB_MAX_DISK_BYTES'),
+  };
 }
 
 /**
@@ -43,16 +87,26 @@ export class NodeConfinement {
     private readonly users: JobUserPool | undefined,
     /** Why jobs run as the agent's user, when they do. */
     readonly noJobUsers: string | undefined,
+    /** Whether each job gets its own mount and IPC namespaces with a private /tmp, /var/tmp, /dev/shm, /run/lock. */
+    readonly mountIsolation: boolean,
+    readonly caps: NodeCaps,
   ) {}
 
-  static async detect(config: ExecutionConfig, workDir: string, log: Logger): Promise<NodeConfinement> {
+  static async detect(config: ExecutionConfig, workDir: string, log: Logger, gpuCount = 1): Promise<NodeConfinement> {
     const pathVar = process.env.PATH;
     const unshare = await findExecutable('unshare', pathVar);
     const networkIsolation = config.GPUNET_NETWORK_ISOLATION === 'auto' && unshare !== null && (await canIsolateNetwork(unshare));
+    const mountBin = await findExecutable('mount', pathVar);
+    let noMountIsolation: string | undefined;
+    if (config.GPUNET_MOUNT_ISOLATION === 'off') noMountIsolation = 'GPUNET_MOUNT_ISOLATION=off';
+    else if (process.getuid?.() !== 0) noMountIsolation = 'the agent is not root, so it cannot make mount namespaces';
+    else if (unshare === null || mountBin === null) noMountIsolation = 'unshare or mount (util-linux) is not installed';
+    else if (!(await canIsolateMounts(unshare, mountBin))) noMountIsolation = 'unshare --mount could not give a private tmpfs on /tmp here';
+    const mountIsolation = noMountIsolation === undefined;
     const cgroupBases = await detectCgroups();
     // Groups of runs a killed predecessor of this agent left: their processes die with them (recovery
     // reports those attempts node_lost anyway).
-    const stale = await removeStaleCgroups(cgroupBases, `${config.GPUNET_NODE_ID}-`);
+    const stale = await removeStaleCgroups(cgroupBases, config.GPUNET_NODE_ID);
     if (stale > 0) log.warn({ groups: stale }, 'removed the cgroups of runs the previous agent left');
     const containerRuntimes = await detectContainerRuntimes(config.GPUNET_CONTAINER_RUNTIME, pathVar);
 
@@ -66,21 +120,33 @@ export class NodeConfinement {
     else {
       const closed = await closedAncestor(workDir);
       if (closed !== undefined) noJobUsers = `${closed} is not passable by other users (chmod o+x ${closed}, or put GPUNET_WORK_DIR elsewhere)`;
-      else users = new JobUserPool(range.first, range.count, await claimsDir());
+      else {
+        users = new JobUserPool(range.first, range.count, await claimsDir(), {
+          onQuarantine: (uid, why) => log.warn({ uid, reason: why }, 'job uid quarantined: not handed out while something of an earlier job is left under it'),
+        });
+      }
     }
-    if (users) {
-      // Jobs pass through the work dir and runs/ to their own run, never list them; the cache is the agent's.
-      await mkdir(join(workDir, 'runs'), { recursive: true });
-      await mkdir(join(workDir, 'cache'), { recursive: true });
-      await chmod(workDir, 0o711);
-      await chmod(join(workDir, 'runs'), 0o711);
-      await chmod(join(workDir, 'cache'), 0o700);
-    } else {
-      log.error({ reason: noJobUsers }, 'jobs run as the agent\'s own user: their directories are not closed to each other');
-    }
-    const node = new NodeConfinement(config, networkIsolation, cgroupBases, containerRuntimes, users, noJobUsers);
+    // Jobs pass through the work dir and runs/ to their own run, never list them; the cache and
+    // anything else of the agent's own (state, reports) is 0700 / 0600. Without job users nobody
+    // else needs to pass at all.
+    await mkdir(join(workDir, 'runs'), { recursive: true, mode: 0o700 });
+    await mkdir(join(workDir, 'cache'), { recursive: true, mode: 0o700 });
+    await chmod(workDir, users ? 0o711 : 0o700);
+    await chmod(join(workDir, 'runs'), users ? 0o711 : 0o700);
+    await chmod(join(workDir, 'cache'), 0o700);
+    if (!users) log.error({ reason: noJobUsers }, 'jobs run as the agent\'s own user: their directories are not closed to each other');
+    const caps = await nodeCaps(config, workDir, gpuCount);
+    const node = new NodeConfinement(config, networkIsolation, cgroupBases, containerRuntimes, users, noJobUsers, mountIsolation, caps);
     log.info(
-      { jobUsers: users ? config.GPUNET_JOB_UIDS : false, networkIsolation, cgroups: Object.keys(cgroupBases), containerRuntimes },
+      {
+        jobUsers: users ? config.GPUNET_JOB_UIDS : false,
+        networkIsolation,
+        mountIsolation,
+        ...(noMountIsolation !== undefined && { noMountIsolation: `${noMountIsolation}: jobs share the host's /tmp, /var/tmp and /dev/shm; a job uid is handed out again only once nothing of it is left there` }),
+        cgroups: Object.keys(cgroupBases),
+        ...caps,
+        containerRuntimes,
+      },
       'job confinement',
     );
     return node;
@@ -98,17 +164,17 @@ export class NodeConfinement {
    *
    * @throws Error when every job uid is in use (more concurrent attempts than the range holds).
    */
-  forAttempt(attemptId: string, spec: JobSpec, gang = false): AttemptConfinement {
+  forAttempt(attemptId: string, spec: JobSpec, gang = false, runRoot?: string): AttemptConfinement {
+    const { memoryBytes, diskBytes } = jobCaps(spec, this.caps, this.config.GPUNET_NODE_ID);
     let user: JobUser | undefined;
     if (this.users) {
       user = this.users.take(attemptId);
       if (user === undefined) throw new Error(`every job uid of GPUNET_JOB_UIDS=${this.config.GPUNET_JOB_UIDS} is in use; widen the range`);
     }
     const maxProcesses = this.config.GPUNET_JOB_MAX_PROCESSES;
-    const memoryBytes = this.config.GPUNET_JOB_MAX_MEMORY_BYTES;
     const cgroup = {
       ...(this.cgroupBases.pids && { maxProcesses }),
-      ...(this.cgroupBases.memory && memoryBytes !== undefined && { memoryBytes }),
+      ...(this.cgroupBases.memory && { memoryBytes }),
     };
     // Without a pids cgroup, RLIMIT_NPROC of the job's own user is the process cap (not enforced for root).
     const limits: ResourceLimits | undefined = !this.cgroupBases.pids && user ? { maxProcesses } : undefined;
@@ -116,8 +182,9 @@ export class NodeConfinement {
       ...(user && { user }),
       ...(this.networkIsolation && !spec.request.network && !gang && { isolateNetwork: true }),
       ...(Object.keys(cgroup).length > 0 && { cgroup }),
+      ...(this.mountIsolation && runRoot !== undefined && { privateTmp: { sizeBytes: diskBytes, keep: runRoot } }),
     };
-    return { confinement, ...(limits && { limits }), ...(user && { user }) };
+    return { confinement, ...(limits && { limits }), ...(user && { user }), memoryBytes, diskBytes };
   }
 
   /** Hands the run's directories (and files the agent wrote for the job, e.g. an inline script) to the job user. */
@@ -130,12 +197,12 @@ export class NodeConfinement {
     }
   }
 
-  /** Gives the attempt's job user back once nothing runs under it any more (what does is killed first). */
-  async release(attemptId: string, user: JobUser | undefined): Promise<void> {
+  /** SIGKILLs whatever still runs under the job user (bounded wait until none is left). */
+  async killLeft(user: JobUser | undefined): Promise<void> {
     if (!user || !this.users) return;
     for (let i = 0; i < 50; i++) {
       const left = await processesOfUid(user.uid);
-      if (left.length === 0) break;
+      if (left.length === 0) return;
       for (const pid of left) {
         try {
           process.kill(pid, 'SIGKILL');
@@ -145,8 +212,32 @@ export class NodeConfinement {
       }
       await new Promise((res) => setTimeout(res, 20));
     }
+  }
+
+  /**
+   * Gives the attempt's job user back once nothing runs under it any more (what does is killed
+   * first). The pool hands it out again only while it owns nothing in the world-writable places.
+   */
+  async release(attemptId: string, user: JobUser | undefined): Promise<void> {
+    if (!user || !this.users) return;
+    await this.killLeft(user);
     this.users.give(attemptId);
   }
+}
+
+/** The node's memory and disk caps: configured, else the machine's memory and the work dir's file system, shared per GPU. */
+async function nodeCaps(config: ExecutionConfig, workDir: string, gpuCount: number): Promise<NodeCaps> {
+  const gpus = Math.max(1, gpuCount);
+  const fs = await statfs(workDir).catch(() => undefined);
+  const fsBytes = fs ? fs.blocks * fs.bsize : 100 * 2 ** 30;
+  const maxMemoryBytes = config.GPUNET_JOB_MAX_MEMORY_BYTES ?? totalmem();
+  const maxDiskBytes = config.GPUNET_JOB_MAX_DISK_BYTES ?? fsBytes;
+  return {
+    maxMemoryBytes,
+    memoryPerGpuBytes: config.GPUNET_JOB_MEMORY_PER_GPU_BYTES ?? Math.floor(totalmem() / gpus),
+    maxDiskBytes,
+    diskPerGpuBytes: config.GPUNET_JOB_DISK_PER_GPU_BYTES ?? Math.floor(fsBytes / gpus),
+  };
 }
 
 /** Where agents on this machine claim job uids: `/run/gpunet/job-uids`, else under the temp dir. */

@@ -16,7 +16,7 @@
  * attempt ends with exactly one JobFinished and one ComputeReleased.
  */
 import { gangPartOf, type ComputeHeld, type ComputeReleased, type JobFinished, type JobOutcome, type JobPlaced, type JobStarted } from '#contracts';
-import type { JobCheckpointed } from '#contracts';
+import type { JobCheckpointed, JobLimit } from '#contracts';
 import { IllegalStateError } from '#errors';
 
 export const ATTEMPT_PHASES = ['placed', 'staging', 'held', 'running', 'finished', 'outputs', 'released'] as const;
@@ -70,7 +70,7 @@ export type LocalAttemptFact =
 export type AttemptFact = RecordedAttemptEvent | LocalAttemptFact;
 
 /** What a finished attempt recorded. */
-export type FinishedFacts = Pick<JobFinished, 'outcome' | 'exitCode' | 'signal' | 'finishedAt' | 'message'>;
+export type FinishedFacts = Pick<JobFinished, 'outcome' | 'exitCode' | 'signal' | 'finishedAt' | 'message' | 'limit'>;
 
 export interface AttemptState {
   readonly placement: Placement;
@@ -108,7 +108,7 @@ export type AttemptCommand =
    * before compute was held (from `placed` or `staging`, e.g. a GPU conflict or an input that
    * cannot be staged; never billed).
    */
-  | { type: 'Finish'; outcome: JobOutcome; exitCode: number | null; signal: string | null; message?: string; at: string }
+  | { type: 'Finish'; outcome: JobOutcome; exitCode: number | null; signal: string | null; message?: string; at: string; /** The cap the job was stopped at, if any. */ limit?: JobLimit }
   /**
    * Stop an attempt this agent still controls: before the process runs it finishes at once
    * (nothing more to do); while it runs the stop is remembered and the caller stops the process;
@@ -163,7 +163,7 @@ export function clipMessage(message: string): string {
   return message.length <= MAX_FINISH_MESSAGE_CHARS ? message : `${message.slice(0, MAX_FINISH_MESSAGE_CHARS - 1)}…`;
 }
 
-function finishedEvent(state: AttemptState, f: Omit<FinishedFacts, 'message'> & { message?: string; peerEnded?: string | undefined }): RecordedAttemptEvent {
+function finishedEvent(state: AttemptState, f: Omit<FinishedFacts, 'message' | 'limit'> & { message?: string; peerEnded?: string | undefined; limit?: JobLimit | undefined }): RecordedAttemptEvent {
   const { jobId, attemptId, nodeId } = state.placement;
   return {
     type: 'JobFinished',
@@ -176,6 +176,7 @@ function finishedEvent(state: AttemptState, f: Omit<FinishedFacts, 'message'> & 
       signal: f.signal,
       ...(f.message !== undefined && { message: clipMessage(f.message) }),
       finishedAt: f.finishedAt,
+      ...(f.limit !== undefined && { limit: f.limit }),
       ...(f.peerEnded !== undefined && { peerEnded: f.peerEnded }),
     },
   };
@@ -229,7 +230,7 @@ export function decide(state: AttemptState, command: AttemptCommand): AttemptFac
         const stopped = state.stop !== undefined && command.outcome === 'cancelled';
         const outcome = stopped ? state.stop!.outcome : command.outcome;
         const message = command.message ?? (outcome === state.stop?.outcome ? state.stop.reason : undefined);
-        return [finishedEvent(state, { outcome, exitCode: command.exitCode, signal: command.signal, message, finishedAt: command.at, peerEnded: stopped ? state.stop!.peerEnded : undefined })];
+        return [finishedEvent(state, { outcome, exitCode: command.exitCode, signal: command.signal, message, finishedAt: command.at, peerEnded: stopped ? state.stop!.peerEnded : undefined, limit: stopped ? undefined : command.limit })];
       }
       if ((before as readonly AttemptPhase[]).includes(state.phase)) {
         // Refused before compute was held: nothing ran, so no exit status.
@@ -290,11 +291,11 @@ export function evolve(state: AttemptState, fact: AttemptFact): AttemptState {
     case 'JobCheckpointed':
       return { ...state, lastCheckpoint: fact.data.sequence, recorded: state.recorded + 1 };
     case 'JobFinished': {
-      const { outcome, exitCode, signal, finishedAt, message } = fact.data;
+      const { outcome, exitCode, signal, finishedAt, message, limit } = fact.data;
       return {
         ...state,
         phase: 'finished',
-        finished: { outcome, exitCode, signal, finishedAt, ...(message !== undefined && { message }) },
+        finished: { outcome, exitCode, signal, finishedAt, ...(message !== undefined && { message }), ...(limit !== undefined && { limit }) },
         recorded: state.recorded + 1,
       };
     }

@@ -78,14 +78,32 @@ export interface CgroupLimits {
 }
 
 /**
- * Removes the run groups whose name starts with `gpunet-<prefix>` (killing what is left in them):
- * the groups of runs an agent of this node did not finish because it was killed. Returns how many.
+ * Name of a run's groups: `gpunet.<nodeId>.<attemptId>`. Ids never contain a dot, so the name
+ * parses back into exactly one node id and attempt id, and an agent can tell its own groups from
+ * those of an agent whose id merely starts with its own (`a` and `a-b`). Pure.
  */
-export async function removeStaleCgroups(bases: CgroupBases, prefix: string): Promise<number> {
+export function runCgroupName(nodeId: string, attemptId: string): string {
+  if (nodeId.includes('.') || attemptId.includes('.') || nodeId.includes('/') || attemptId.includes('/')) throw new RangeError(`ids in a cgroup name cannot contain '.' or '/': ${nodeId}, ${attemptId}`);
+  return `gpunet.${nodeId}.${attemptId}`;
+}
+
+/** The node and attempt of a run group's name, or `undefined` when it is not one. Pure. */
+export function parseRunCgroupName(name: string): { nodeId: string; attemptId: string } | undefined {
+  const parts = name.split('.');
+  if (parts.length !== 3 || parts[0] !== 'gpunet' || parts[1] === '' || parts[2] === '') return undefined;
+  return { nodeId: parts[1]!, attemptId: parts[2]! };
+}
+
+/**
+ * Removes the run groups of node `nodeId` (killing what is left in them): the groups of runs an
+ * agent of this node did not finish because it was killed. Only names that parse to exactly this
+ * node id are touched, never another agent's. Returns how many.
+ */
+export async function removeStaleCgroups(bases: CgroupBases, nodeId: string): Promise<number> {
   const names = new Set<string>();
   for (const base of [bases.memory, bases.pids]) {
     if (base === undefined) continue;
-    for (const name of await readdir(base).catch(() => [] as string[])) if (name.startsWith(`gpunet-${prefix}`)) names.add(name.slice('gpunet-'.length));
+    for (const name of await readdir(base).catch(() => [] as string[])) if (parseRunCgroupName(name)?.nodeId === nodeId) names.add(name);
   }
   for (const name of names) await (await RunCgroups.create(bases, name, {})).remove();
   return names.size;
@@ -99,13 +117,14 @@ export class RunCgroups {
   ) {}
 
   /**
-   * Creates (or takes over, after an agent crash) `gpunet-<name>` under each usable base and
-   * writes the limits. A group without a limit is still created: it lists the run's processes.
+   * Creates (or takes over, after an agent crash) the group `name` (see {@link runCgroupName})
+   * under each usable base and writes the limits. A group without a limit is still created: it lists the run's processes.
    */
   static async create(bases: CgroupBases, name: string, limits: CgroupLimits): Promise<RunCgroups> {
     const dirs: { memory?: string; pids?: string } = {};
-    if (bases.memory) dirs.memory = join(bases.memory, `gpunet-${name}`);
-    if (bases.pids) dirs.pids = join(bases.pids, `gpunet-${name}`);
+    if (name === '' || name.includes('/') || name === '.' || name === '..') throw new RangeError(`not a cgroup name: ${name}`);
+    if (bases.memory) dirs.memory = join(bases.memory, name);
+    if (bases.pids) dirs.pids = join(bases.pids, name);
     const groups = new RunCgroups(dirs);
     for (const dir of Object.values(dirs)) await mkdir(dir).catch((err: NodeJS.ErrnoException) => (err.code === 'EEXIST' ? undefined : Promise.reject(err)));
     await groups.killAll(); // a leftover of a crashed agent under the same name

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FieldIssue } from '#errors';
@@ -23,7 +23,19 @@ export interface Confinement {
   readonly isolateNetwork?: boolean;
   /** Per-run cgroup v1 limits, where the agent can create groups (see {@link detectCgroups}). */
   readonly cgroup?: CgroupLimits;
+  /**
+   * Give the run its own mount and IPC namespaces (`unshare --mount --propagation private --ipc`)
+   * with a fresh tmpfs of `sizeBytes` on each of {@link PRIVATE_TMP_PATHS} that exists (and a
+   * fresh mqueue on `/dev/mqueue`): what the job writes there is its own and vanishes with its
+   * last process. The run's own directory stays visible when it lies under one of them.
+   */
+  readonly privateTmp?: { readonly sizeBytes: number; readonly keep: string };
 }
+
+/** The world-writable places a job could otherwise leave files in for the next job: private per run. */
+export const PRIVATE_TMP_PATHS = ['/tmp', '/var/tmp', '/dev/shm', '/run/lock'] as const;
+/** World-writable places a job user's leftovers are looked for before its uid is handed out again. */
+export const WORLD_WRITABLE_PLACES = [...PRIVATE_TMP_PATHS, '/dev/mqueue'] as const;
 
 /** Absolute paths of the wrappers {@link confineArgv} uses; only those a confinement needs are required. */
 export interface ConfineTools {
@@ -34,17 +46,40 @@ export interface ConfineTools {
   readonly ipPath?: string;
   /** `cgroup.procs` files the run joins before anything of the job starts. */
   readonly cgroupProcs?: readonly string[];
+  /** util-linux `mount`, for the private tmpfs of a mount namespace. */
+  readonly mountPath?: string;
 }
 
 /**
- * Runs as root inside the new namespace, before the user switch: joins the run's cgroups (so no
- * process of the job is ever outside them), brings loopback up, then execs the rest. Arguments:
- * `<procs file>… [lo=<ip>] -- <argv>`. Exit 125 when the confinement cannot be set up.
+ * Runs as root inside the new namespaces, before the user switch: joins the run's cgroups (so no
+ * process of the job is ever outside them), brings loopback up, mounts the private tmpfs and
+ * mqueue, then execs the rest. Arguments: `<procs file>… [lo=<ip>] [mount=<mount>] [keep=<dir>]
+ * [tmpfs=<bytes>:<path>]… [mqueue=<path>] -- <argv>`. A tmpfs over a path the run's own
+ * directory (`keep`) lies under gets that directory bound back in (through the cwd, which still
+ * names the hidden original; hence `--no-canonicalize`). Exit 125 when the confinement cannot be
+ * set up.
  */
-export const CONFINE_SCRIPT =
-  'while [ "$#" -gt 0 ] && [ "$1" != -- ]; do ' +
-  'case "$1" in lo=*) "${1#lo=}" link set lo up || { echo "[gpunet] could not bring loopback up" >&2; exit 125; } ;; ' +
-  '*) echo $$ > "$1" || { echo "[gpunet] could not join cgroup $1" >&2; exit 125; } ;; esac; shift; done; shift; exec "$@"';
+export const CONFINE_SCRIPT = [
+  'wd=$(pwd); M=mount; K=',
+  'fail() { echo "[gpunet] $1" >&2; exit 125; }',
+  'while [ "$#" -gt 0 ] && [ "$1" != -- ]; do',
+  ' case "$1" in',
+  '  lo=*) "${1#lo=}" link set lo up || fail "could not bring loopback up" ;;',
+  '  mount=*) M="${1#mount=}" ;;',
+  '  keep=*) K="${1#keep=}" ;;',
+  '  tmpfs=*) v="${1#tmpfs=}"; p="${v#*:}"',
+  '   if [ -d "$p" ]; then',
+  '    case "$K" in "$p"/*) cd "$K" || fail "cannot enter $K" ;; *) cd / ;; esac',
+  '    "$M" -t tmpfs -o "size=${v%%:*},mode=1777,nosuid,nodev" gpunet-tmp "$p" || fail "could not mount a private $p"',
+  '    case "$K" in "$p"/*) (umask 066 && mkdir -p "$K") && "$M" --no-canonicalize --bind . "$K" || fail "could not keep $K under the private $p" ;; esac',
+  '   fi ;;',
+  '  mqueue=*) p="${1#mqueue=}"; if [ -d "$p" ]; then "$M" -t mqueue -o nosuid,nodev,noexec gpunet-mqueue "$p" || fail "could not mount a private $p"; fi ;;',
+  '  *) echo $$ > "$1" || fail "could not join cgroup $1" ;;',
+  ' esac; shift',
+  'done; shift',
+  'cd "$wd" || fail "cannot enter $wd"',
+  'exec "$@"',
+].join('\n');
 
 /** A confinement was asked for that this machine cannot give; raised before anything starts. */
 export class ConfinementUnavailableError extends Error {
@@ -75,8 +110,15 @@ export function confineArgv(argv: readonly string[], confinement: Confinement | 
   out = [...rest, ...out];
   const pre = [...(tools.cgroupProcs ?? [])];
   if (confinement?.isolateNetwork && tools.ipPath !== undefined) pre.push(`lo=${tools.ipPath}`);
+  const tmp = confinement?.privateTmp;
+  if (tmp !== undefined) {
+    pre.push(`mount=${need(tools.mountPath, 'a private /tmp (mount)')}`, `keep=${tmp.keep}`);
+    for (const path of PRIVATE_TMP_PATHS) pre.push(`tmpfs=${tmp.sizeBytes}:${path}`);
+    pre.push('mqueue=/dev/mqueue');
+  }
   if (pre.length > 0) out = [need(tools.shPath, 'joining cgroups (sh)'), '-c', CONFINE_SCRIPT, 'gpunet-confine', ...pre, '--', ...out];
-  if (confinement?.isolateNetwork) out = [need(tools.unsharePath, 'a network namespace (unshare)'), '--net', '--', ...out];
+  const namespaces = [...(tmp !== undefined ? ['--mount', '--propagation', 'private', '--ipc'] : []), ...(confinement?.isolateNetwork ? ['--net'] : [])];
+  if (namespaces.length > 0) out = [need(tools.unsharePath, tmp !== undefined ? 'a mount namespace (unshare)' : 'a network namespace (unshare)'), ...namespaces, '--', ...out];
   return out;
 }
 
@@ -90,6 +132,10 @@ export function confinementIssues(c: Confinement | undefined, field = 'confineme
   const positive = (v: unknown) => v === undefined || (Number.isSafeInteger(v) && (v as number) >= 1);
   if (!positive(c?.cgroup?.memoryBytes)) issues.push({ path: `${field}.cgroup.memoryBytes`, message: 'must be a positive integer' });
   if (!positive(c?.cgroup?.maxProcesses)) issues.push({ path: `${field}.cgroup.maxProcesses`, message: 'must be a positive integer' });
+  if (c?.privateTmp !== undefined) {
+    if (!(Number.isSafeInteger(c.privateTmp.sizeBytes) && c.privateTmp.sizeBytes >= 4096)) issues.push({ path: `${field}.privateTmp.sizeBytes`, message: 'must be an integer of at least 4096 bytes' });
+    if (!c.privateTmp.keep.startsWith('/') || /[\n\0]/.test(c.privateTmp.keep)) issues.push({ path: `${field}.privateTmp.keep`, message: 'must be an absolute path' });
+  }
   return issues;
 }
 
@@ -100,6 +146,26 @@ export async function canIsolateNetwork(unsharePath: string): Promise<boolean> {
     child.once('error', () => res(false));
     child.once('exit', (code) => res(code === 0));
   });
+}
+
+/**
+ * Whether this agent can give a job a mount namespace with a private tmpfs on `/tmp`: mounts one
+ * inside `unshare --mount --propagation private --ipc` and checks that the host's `/tmp` never saw
+ * the file written there.
+ */
+export async function canIsolateMounts(unsharePath: string, mountPath: string): Promise<boolean> {
+  const marker = `.gpunet-mount-probe-${process.pid}-${Date.now()}`;
+  const wrote = await new Promise<boolean>((res) => {
+    const child = spawn(unsharePath, ['--mount', '--propagation', 'private', '--ipc', '--', 'sh', '-c', '"$0" -t tmpfs -o size=65536 gpunet-probe /tmp && touch "/tmp/$1"', mountPath, marker], { stdio: 'ignore' });
+    child.once('error', () => res(false));
+    child.once('exit', (code) => res(code === 0));
+  });
+  const leaked = await readFile(join('/tmp', marker)).then(
+    () => true,
+    () => false,
+  );
+  if (leaked) rmSync(join('/tmp', marker), { force: true });
+  return wrote && !leaked;
 }
 
 /** Pids of live processes whose real uid is `uid`, from `/proc/<pid>/status`. */
@@ -133,27 +199,41 @@ export async function processesOfUid(uid: number): Promise<number[]> {
  * per-user limit is a per-job limit). A uid is claimed machine-wide by creating
  * `<claims>/<uid>` (atomic `mkdir`) holding the claiming agent's pid, so several agents on one
  * machine never hand out the same uid; a claim whose agent is dead is taken over. A uid is handed
- * out again only after its attempt gave it back (and the agent killed whatever still ran under it).
+ * out again only after its attempt gave it back (and the agent killed whatever still ran under
+ * it), and only while no process runs under it and no file it owns is left in the world-writable
+ * places (`places`, default {@link WORLD_WRITABLE_PLACES}): otherwise the next job would own
+ * what the last one left. Such a uid stays quarantined (reported once through `onQuarantine`)
+ * until it is clean, and the next uid is used.
  */
 export class JobUserPool {
   private readonly taken = new Map<string, number>();
+  private readonly quarantined = new Set<number>();
 
   constructor(
     private readonly first: number,
     private readonly count: number,
     /** Directory of machine-wide claims, e.g. `/run/gpunet/job-uids`. */
     private readonly claims: string,
+    private readonly opts: { readonly places?: readonly string[]; readonly onQuarantine?: (uid: number, reason: string) => void } = {},
   ) {
     if (!Number.isSafeInteger(first) || first < 1 || !Number.isSafeInteger(count) || count < 1) throw new RangeError(`invalid uid range ${first}+${count}`);
     mkdirSync(claims, { recursive: true, mode: 0o700 });
   }
 
-  /** The user of attempt `key` (the same on a second call), or `undefined` when every uid is in use. */
+  /** The user of attempt `key` (the same on a second call), or `undefined` when every uid is in use or quarantined. */
   take(key: string): JobUser | undefined {
     const had = this.taken.get(key);
     if (had !== undefined) return { uid: had, gid: had };
     for (let uid = this.first; uid < this.first + this.count; uid++) {
       if (this.claim(uid)) {
+        const dirty = this.leftover(uid);
+        if (dirty !== undefined) {
+          rmSync(join(this.claims, String(uid)), { recursive: true, force: true });
+          if (!this.quarantined.has(uid)) this.opts.onQuarantine?.(uid, dirty);
+          this.quarantined.add(uid);
+          continue;
+        }
+        this.quarantined.delete(uid);
         this.taken.set(key, uid);
         return { uid, gid: uid };
       }
@@ -161,11 +241,23 @@ export class JobUserPool {
     return undefined;
   }
 
+  /** Uids held back because something of an earlier job is left under them. */
+  get quarantinedUids(): number[] {
+    return [...this.quarantined].sort((a, b) => a - b);
+  }
+
   give(key: string): void {
     const uid = this.taken.get(key);
     if (uid === undefined) return;
     this.taken.delete(key);
     rmSync(join(this.claims, String(uid)), { recursive: true, force: true });
+  }
+
+  /** Why `uid` may not be handed out yet (a process or a file of it is left), or `undefined`. */
+  private leftover(uid: number): string | undefined {
+    if (anyProcessOfUid(uid)) return 'a process still runs under it';
+    const file = fileOwnedBy(uid, this.opts.places ?? WORLD_WRITABLE_PLACES);
+    return file === undefined ? undefined : `it still owns ${file}`;
   }
 
   private claim(uid: number): boolean {
@@ -183,6 +275,44 @@ export class JobUserPool {
     writeFileSync(join(dir, 'pid'), String(process.pid));
     return true;
   }
+}
+
+/**
+ * The first file or directory owned by `uid` in `places`, descending only into directories anyone
+ * may write to (a job can only have written into those, or into directories of its own, which are
+ * found themselves). Symlinks are not followed. Synchronous: a bounded scan for the claim.
+ */
+export function fileOwnedBy(uid: number, places: readonly string[], maxEntries = 100_000): string | undefined {
+  let seen = 0;
+  const walk = (dir: string): string | undefined => {
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return undefined;
+    }
+    for (const name of names) {
+      if (++seen > maxEntries) return undefined;
+      const path = join(dir, name);
+      let st;
+      try {
+        st = lstatSync(path);
+      } catch {
+        continue;
+      }
+      if (st.uid === uid) return path;
+      if (st.isDirectory() && (st.mode & 0o002) !== 0) {
+        const found = walk(path);
+        if (found !== undefined) return found;
+      }
+    }
+    return undefined;
+  };
+  for (const place of places) {
+    const found = walk(place);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 /** Whether any live process runs as `uid` (a synchronous `/proc` scan, for the claim). */

@@ -95,3 +95,26 @@ describe('cgroupV1Dirs', () => {
     });
   });
 });
+
+describe('confineArgv: a private /tmp', () => {
+  it('runs the job in its own mount and IPC namespaces with a tmpfs of its size on each world-writable place', () => {
+    const argv = confineArgv(['python3'], { user: { uid: 61002, gid: 61002 }, privateTmp: { sizeBytes: 1 << 20, keep: '/w/runs/j/a' } }, { ...tools, mountPath: '/bin/mount' });
+    expect(argv.slice(0, 5)).toEqual(['/usr/bin/unshare', '--mount', '--propagation', 'private', '--ipc']);
+    expect(argv).toEqual(expect.arrayContaining(['mount=/bin/mount', 'keep=/w/runs/j/a', 'tmpfs=1048576:/tmp', 'tmpfs=1048576:/var/tmp', 'tmpfs=1048576:/dev/shm', 'tmpfs=1048576:/run/lock', 'mqueue=/dev/mqueue']));
+    expect(argv.indexOf('mqueue=/dev/mqueue')).toBeLessThan(argv.indexOf('/usr/bin/setpriv'));
+  });
+  it('refuses without mount', () => {
+    expect(() => confineArgv(['x'], { privateTmp: { sizeBytes: 1 << 20, keep: '/w' } }, tools)).toThrow(/mount/);
+  });
+});
+
+describe('cgroup names', () => {
+  it('parse back to exactly one node, so `a` never takes `a-b`’s groups', async () => {
+    const { parseRunCgroupName, runCgroupName } = await import('./cgroups.js');
+    expect(runCgroupName('a-b', 'job-1-a1')).toBe('gpunet.a-b.job-1-a1');
+    expect(parseRunCgroupName('gpunet.a-b.job-1-a1')).toEqual({ nodeId: 'a-b', attemptId: 'job-1-a1' });
+    expect(parseRunCgroupName('gpunet-a-b-job-1-a1')).toBeUndefined();
+    expect(parseRunCgroupName('gpunet.a')).toBeUndefined();
+    expect(() => runCgroupName('a.b', 'x')).toThrow(RangeError);
+  });
+});

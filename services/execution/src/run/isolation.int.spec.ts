@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { detectCgroups, type CgroupBases } from './cgroups.js';
-import { canIsolateNetwork, processesOfUid, type Confinement } from './confine.js';
+import { canIsolateMounts, canIsolateNetwork, processesOfUid, type Confinement } from './confine.js';
 import { grantRunDirs, prepareRunDirs, removeRunDirs, sealInputs, type RunDirs } from './dirs.js';
 import { findExecutable } from './limits.js';
 import { runProcess, type RunOptions, type RunSpec } from './run-process.js';
@@ -18,6 +18,7 @@ const isRoot = process.getuid?.() === 0;
 let root: string;
 let bases: CgroupBases;
 let netns: boolean;
+let mountns: boolean;
 let seq = 0;
 const made: RunDirs[] = [];
 
@@ -26,6 +27,7 @@ beforeAll(async () => {
   await chmod(root, 0o711); // the agent's work dir: passable by job users, not listable
   bases = await detectCgroups();
   netns = await canIsolateNetwork((await findExecutable('unshare', process.env.PATH)) ?? 'unshare');
+  mountns = await canIsolateMounts((await findExecutable('unshare', process.env.PATH)) ?? 'unshare', (await findExecutable('mount', process.env.PATH)) ?? 'mount');
   process.env.GPUNET_TEST_AGENT_SECRET = 'hunter2-agent-secret';
 });
 afterAll(async () => {
@@ -38,6 +40,7 @@ it('runs on a machine that offers what these tests need', () => {
   // Stated as a test so that a machine without them fails loudly instead of skipping.
   expect(isRoot).toBe(true);
   expect(netns).toBe(true);
+  expect(mountns).toBe(true);
   expect(bases.memory).toBeDefined();
   expect(bases.pids).toBeDefined();
 });
@@ -211,7 +214,7 @@ describe('isolation: process and memory limits', () => {
     expect(await processesOfUid(user.uid)).toEqual([]);
   });
 
-  it('stops a memory hog at the run’s memory limit (OOM-killed, recorded as such)', async () => {
+  it('stops a memory hog at the run’s memory limit (OOM-killed, recorded as such, limit memory_limit)', async () => {
     // `tail -n 1` keeps a whole newline-free "line" in memory: 512 MiB against a 64 MiB cap.
     const { dirs, user } = await prepare('job-hog', 'head -c 536870912 /dev/zero | tail -n 1 > /dev/null; echo "exit of tail: ${PIPESTATUS[1]}"; exit 3', 61909);
     const { result, text } = await run(dirs, { user, cgroup: { memoryBytes: 64 * 1024 * 1024 } });
@@ -219,6 +222,7 @@ describe('isolation: process and memory limits', () => {
     expect(text).toMatch(/exit of tail: 137/); // SIGKILL by the OOM killer
     expect(text).toMatch(/\[gpunet\] out of memory/);
     expect(result.outcome).toBe('failed');
+    expect(result.limit).toBe('memory_limit');
   });
 
   it('kills processes that left the process group (setsid) when the run ends', async () => {
@@ -233,14 +237,14 @@ describe('isolation: process and memory limits', () => {
 
 describe('isolation: cgroups left by a killed agent', () => {
   it('removes the groups of one node’s runs (and kills what runs in them), and no other node’s', async () => {
-    const { RunCgroups, removeStaleCgroups } = await import('./cgroups.js');
-    const mine = await RunCgroups.create(bases, 'node-x-job-1-a1', { maxProcesses: 10 });
-    const other = await RunCgroups.create(bases, 'node-y-job-1-a1', {});
+    const { RunCgroups, removeStaleCgroups, runCgroupName } = await import('./cgroups.js');
+    const mine = await RunCgroups.create(bases, runCgroupName('node-x', 'job-1-a1'), { maxProcesses: 10 });
+    const other = await RunCgroups.create(bases, runCgroupName('node-y', 'job-1-a1'), {});
     const { spawn } = await import('node:child_process');
     const child = spawn('sh', ['-c', `echo $$ > ${mine.procsFiles[0]}; exec sleep 300`], { stdio: 'ignore' });
     const exited = new Promise((res) => child.once('exit', res));
     await until(async () => (await mine.members()).length === 1);
-    expect(await removeStaleCgroups(bases, 'node-x-')).toBe(1);
+    expect(await removeStaleCgroups(bases, 'node-x')).toBe(1);
     await exited;
     expect(child.signalCode).toBe('SIGKILL');
     expect(await mine.members()).toEqual([]);
@@ -250,8 +254,131 @@ describe('isolation: cgroups left by a killed agent', () => {
     expect(Object.values(other.dirs).every((d) => existsSync(d))).toBe(true);
     await other.remove();
   });
+
+  it('attack: the start-up of agent `a` leaves the running job of agent `a-b` alive (exact node match, not a prefix)', async () => {
+    // Before exact matching, `a` removed every `gpunet-a-*` group, `gpunet-a-b-<attempt>` included.
+    const { RunCgroups, removeStaleCgroups, runCgroupName } = await import('./cgroups.js');
+    const { spawn } = await import('node:child_process');
+    const ofA = await RunCgroups.create(bases, runCgroupName('a', 'job-1-a1'), {});
+    const ofAB = await RunCgroups.create(bases, runCgroupName('a-b', 'job-2-a1'), { maxProcesses: 10 });
+    const start = (group: Awaited<ReturnType<typeof RunCgroups.create>>) => {
+      const child = spawn('sh', ['-c', `for f in ${group.procsFiles.join(' ')}; do echo $$ > $f; done; exec sleep 300`], { stdio: 'ignore' });
+      return { child, exited: new Promise((res) => child.once('exit', res)) };
+    };
+    const a = start(ofA);
+    const ab = start(ofAB);
+    await until(async () => (await ofA.members()).length === 1 && (await ofAB.members()).length === 1);
+    expect(await removeStaleCgroups(bases, 'a')).toBe(1);
+    await a.exited;
+    expect(a.child.signalCode).toBe('SIGKILL');
+    expect(ab.child.exitCode).toBeNull();
+    expect(ab.child.signalCode).toBeNull();
+    expect(await ofAB.members()).toEqual([ab.child.pid]);
+    await ofAB.remove();
+    await ab.exited;
+  });
 });
 
 async function until(check: () => Promise<boolean>): Promise<void> {
   for (let i = 0; i < 200 && !(await check()); i++) await sleep(10);
 }
+
+describe('isolation: private /tmp, /var/tmp, /dev/shm (mount namespace)', () => {
+  const tag = `gpunet-iso-${process.pid}-${Date.now()}`;
+  const leave = [
+    `echo secret-of-a > /tmp/${tag}-x && echo wrote-tmp`,
+    `echo secret-of-a > /dev/shm/${tag}-y && echo wrote-shm`,
+    `echo secret-of-a > /var/tmp/${tag}-z && echo wrote-var-tmp`,
+    `echo secret-of-a > /run/lock/${tag}-l && echo wrote-run-lock`,
+    `chmod 666 /tmp/${tag}-x /dev/shm/${tag}-y /var/tmp/${tag}-z /run/lock/${tag}-l`,
+  ].join('\n');
+  const look = [`/tmp/${tag}-x`, `/dev/shm/${tag}-y`, `/var/tmp/${tag}-z`, `/run/lock/${tag}-l`]
+    .map((f, i) => `if cat ${f} 2>/dev/null; then echo "SAW ${i}"; fi; if echo overwritten 2>/dev/null > ${f}; then echo "WROTE ${i}"; fi`)
+    .join('\n');
+  const hostFiles = () => [`/tmp/${tag}-x`, `/dev/shm/${tag}-y`, `/var/tmp/${tag}-z`, `/run/lock/${tag}-l`];
+  afterAll(async () => {
+    for (const f of hostFiles()) await rm(f, { force: true });
+  });
+
+  it('attack (without the mount namespace, as before): job B of the same uid reads and overwrites what job A left in /tmp and /dev/shm', async () => {
+    const a = await prepare('job-leave-open', leave, 61911);
+    expect((await run(a.dirs, { user: a.user })).result.outcome).toBe('completed');
+    const b = await prepare('job-look-open', look, 61911);
+    const { out } = await run(b.dirs, { user: b.user });
+    expect(out).toEqual(expect.arrayContaining(['secret-of-a', 'SAW 0', 'SAW 1', 'WROTE 0', 'WROTE 1']));
+    for (const f of hostFiles()) await rm(f, { force: true });
+  });
+
+  it('job A’s files in /tmp, /var/tmp, /dev/shm and /run/lock vanish with it; job B (same uid) finds nothing; the run’s own dirs stay usable', async () => {
+    const a = await prepare('job-leave', `${leave}\ncat "$GPUNET_INPUT_DIR/data.txt"; echo own > "$GPUNET_OUTPUT_DIR/own" && echo own-output-ok; df -k /tmp | tail -1`, 61912);
+    const ra = await run(a.dirs, { user: a.user, privateTmp: { sizeBytes: 16 * 2 ** 20, keep: a.dirs.root } });
+    expect(ra.result.outcome).toBe('completed');
+    expect(ra.out).toEqual(expect.arrayContaining(['wrote-tmp', 'wrote-shm', 'wrote-var-tmp', 'wrote-run-lock', 'input of job-leave', 'own-output-ok']));
+    expect(ra.text).toMatch(/gpunet-tmp\s+16384\s/); // a tmpfs of the run's size, not the host's /tmp
+    expect(await readFile(join(a.dirs.outputs, 'own'), 'utf8')).toBe('own\n');
+    for (const f of hostFiles()) await expect(readFile(f)).rejects.toThrow(/ENOENT/);
+
+    const b = await prepare('job-look', look, 61912);
+    const rb = await run(b.dirs, { user: b.user, privateTmp: { sizeBytes: 16 * 2 ** 20, keep: b.dirs.root } });
+    expect(rb.result.outcome).toBe('completed');
+    expect(rb.out.filter((l) => /^(SAW|WROTE) /.test(l) && !l.startsWith('WROTE'))).toEqual([]);
+    expect(rb.text).not.toContain('secret-of-a');
+    // B may write its own files there, which vanish with it too.
+    for (const f of hostFiles()) await expect(readFile(f)).rejects.toThrow(/ENOENT/);
+  });
+
+  it('a job cannot fill more than its size in /tmp (ENOSPC)', async () => {
+    const { dirs, user } = await prepare('job-fill-tmp', 'head -c 8388608 /dev/zero > /tmp/big 2>/dev/null || echo no-space; ls -l /tmp/big | cut -d" " -f5', 61913);
+    const { result, out } = await run(dirs, { user, privateTmp: { sizeBytes: 2 ** 20, keep: dirs.root } });
+    expect(result.outcome).toBe('completed');
+    expect(out).toContain('no-space');
+    expect(Number(out[out.length - 1])).toBeLessThanOrEqual(2 ** 20);
+  });
+});
+
+describe('isolation: a uid is not handed out again while a file of it is left', () => {
+  it('quarantines the uid of a job that left a file in a world-writable place, and hands it out again once it is gone', async () => {
+    const { JobUserPool } = await import('./confine.js');
+    const { mkdtemp: mkd } = await import('node:fs/promises');
+    const left = `/tmp/gpunet-left-${process.pid}-${Date.now()}`;
+    // Without a mount namespace the job's file outlives it in the host's /tmp.
+    const { dirs, user } = await prepare('job-leftover', `echo planted > ${left}; chmod 644 ${left}`, 61920);
+    expect((await run(dirs, { user })).result.outcome).toBe('completed');
+    const claims = await mkd(join(tmpdir(), 'gpunet-claims-'));
+    const quarantined: [number, string][] = [];
+    try {
+      const pool = new JobUserPool(61920, 2, claims, { places: ['/tmp'], onQuarantine: (uid, why) => quarantined.push([uid, why]) });
+      expect(pool.take('next-attempt')).toEqual({ uid: 61921, gid: 61921 });
+      expect(quarantined).toEqual([[61920, `it still owns ${left}`]]);
+      expect(pool.quarantinedUids).toEqual([61920]);
+      pool.give('next-attempt');
+      await rm(left);
+      expect(pool.take('later-attempt')).toEqual({ uid: 61920, gid: 61920 });
+      expect(pool.quarantinedUids).toEqual([]);
+    } finally {
+      await rm(left, { force: true });
+      await rm(claims, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('isolation: disk cap', () => {
+  it('stops a job that fills its work dir beyond its disk limit, and says why', async () => {
+    const { dirs, user } = await prepare('job-disk', 'for i in $(seq 1 60); do head -c 1048576 /dev/urandom > "$GPUNET_WORK_DIR/f$i"; sleep 0.05; done; echo never-stopped', 61914);
+    const { result, text } = await run(dirs, { user }, { diskLimitBytes: 8 * 2 ** 20 }, { diskCheckMs: 100 });
+    expect(result.outcome).toBe('failed');
+    expect(result.limit).toBe('disk_limit');
+    expect(result.diskBytes).toBeGreaterThan(8 * 2 ** 20);
+    expect(text).toMatch(/\[gpunet\] disk limit of 8388608 bytes reached/);
+    expect(text).not.toContain('never-stopped');
+  });
+
+  it('counts what the job keeps in its private /tmp towards the cap', async () => {
+    const body = 'head -c 5242880 /dev/urandom > "$GPUNET_WORK_DIR/half"; head -c 5242880 /dev/urandom > /tmp/other-half; sleep 10; echo never-stopped';
+    const { dirs, user } = await prepare('job-disk-tmp', body, 61915);
+    const { result, text } = await run(dirs, { user, privateTmp: { sizeBytes: 8 * 2 ** 20, keep: dirs.root } }, { diskLimitBytes: 8 * 2 ** 20 }, { diskCheckMs: 100 });
+    expect(result.limit).toBe('disk_limit');
+    expect(result.outcome).toBe('failed');
+    expect(text).not.toContain('never-stopped');
+  });
+});

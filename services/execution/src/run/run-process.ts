@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
+import { lstat, readdir, statfs } from 'node:fs/promises';
 import { once } from 'node:events';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -14,7 +15,7 @@ import { findExecutable, hasLimits, limitIssues, prlimitArgs, type ResourceLimit
 import { LogCapture, type LogListener } from './log-capture.js';
 import { classifyOutcome, type RunOutcome, type TerminationReason } from './outcome.js';
 import { RunCgroups, type CgroupBases } from './cgroups.js';
-import { confineArgv, confinementIssues, ConfinementUnavailableError, processesOfUid, type Confinement, type ConfineTools } from './confine.js';
+import { confineArgv, confinementIssues, ConfinementUnavailableError, PRIVATE_TMP_PATHS, processesOfUid, type Confinement, type ConfineTools } from './confine.js';
 import { liveGroupMembers, signalGroup } from './process-group.js';
 
 /** What to run for one attempt, and the limits the job asked for. */
@@ -46,6 +47,12 @@ export interface RunSpec {
   readonly limits?: ResourceLimits;
   /** Job user, network namespace and cgroup limits (see {@link Confinement}). Default none. */
   readonly confinement?: Confinement;
+  /**
+   * Most bytes the run may fill in `work/`, `outputs/`, `checkpoints/` and its private tmpfs
+   * mounts together, measured every `diskCheckMs`: beyond it the group is SIGKILLed and the run
+   * is `failed` with `limit: 'disk_limit'`. Default none.
+   */
+  readonly diskLimitBytes?: number;
 }
 
 /** How the agent observes and records a run. */
@@ -82,11 +89,13 @@ export interface RunOptions {
    */
   readonly cgroupBases?: CgroupBases;
   /**
-   * Name of the run's cgroups (`gpunet-<name>`), unique on the machine. Default the attempt id;
-   * an agent passes `<nodeId>-<attemptId>`, since the parts of a gang share the attempt id and
-   * several agents may share a machine.
+   * Name of the run's cgroups, unique on the machine. Default `gpunet.<attemptId>`; an agent
+   * passes {@link runCgroupName}`(nodeId, attemptId)` = `gpunet.<nodeId>.<attemptId>`, since the
+   * parts of a gang share the attempt id and several agents may share a machine.
    */
   readonly cgroupName?: string;
+  /** How often the disk use is measured when `spec.diskLimitBytes` is set. Default 2 000 ms. */
+  readonly diskCheckMs?: number;
   /** How often the group is checked while waiting for it to empty. Default 25 ms. */
   readonly pollMs?: number;
   /** After SIGKILL, how long to wait for the group to vanish before reporting survivors. Default 2 000 ms. */
@@ -129,6 +138,10 @@ export interface RunResult {
   readonly oomKilled?: boolean;
   /** Processes that outlived the group (they left it with `setsid`) and were killed through the run's cgroup or job user. */
   readonly strays?: number;
+  /** The cap the run was stopped at: its disk limit, or its memory limit (an OOM kill). */
+  readonly limit?: 'disk_limit' | 'memory_limit';
+  /** Most bytes of disk the run was measured to use (when it had a disk limit). */
+  readonly diskBytes?: number;
 }
 
 const DEFAULTS = {
@@ -136,6 +149,7 @@ const DEFAULTS = {
   maxLogBytes: 64 * 1024 * 1024,
   maxLineBytes: 64 * 1024,
   pollMs: 25,
+  diskCheckMs: 2_000,
   reapWaitMs: 2_000,
   drainMs: 1_000,
 } as const;
@@ -184,6 +198,9 @@ export function runSpecIssues(spec: RunSpec): FieldIssue[] {
       issues.push({ path: 'warnBeforeMs', message: 'must be a positive integer below timeLimitMs' });
     }
   }
+  if (spec.diskLimitBytes !== undefined && !(Number.isSafeInteger(spec.diskLimitBytes) && spec.diskLimitBytes >= 1)) {
+    issues.push({ path: 'diskLimitBytes', message: 'must be a positive integer number of bytes' });
+  }
   issues.push(...limitIssues(spec.limits));
   issues.push(...confinementIssues(spec.confinement));
   return issues;
@@ -210,6 +227,38 @@ export function launchArgv(spec: Pick<RunSpec, 'command' | 'args' | 'limits' | '
   return confineArgv([spec.command, ...(spec.args ?? [])], spec.confinement, tools, prlimit);
 }
 
+/** Bytes allocated to the files under `roots` (st_blocks, each inode once, symlinks not followed). */
+export async function diskUsage(roots: readonly string[]): Promise<number> {
+  const seen = new Set<string>();
+  let total = 0;
+  const walk = async (path: string): Promise<void> => {
+    const st = await lstat(path, { bigint: false }).catch(() => undefined);
+    if (!st) return;
+    const key = `${st.dev}:${st.ino}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    total += st.blocks * 512;
+    if (!st.isDirectory()) return;
+    const names = await readdir(path).catch(() => [] as string[]);
+    for (const name of names) await walk(join(path, name));
+  };
+  for (const root of roots) await walk(root);
+  return total;
+}
+
+/** Bytes used on the private tmpfs mounts of the process `pid`'s mount namespace (0 where there are none). */
+async function privateTmpUsage(pid: number): Promise<number> {
+  let total = 0;
+  for (const path of PRIVATE_TMP_PATHS) {
+    const st = await statfs(`/proc/${pid}/root${path}`).catch(() => undefined);
+    // Only the run's own tmpfs (0x01021994), never the host file system behind a path it lacks.
+    if (st && st.type === TMPFS_MAGIC) total += (st.blocks - st.bfree) * st.bsize;
+  }
+  return total;
+}
+
+const TMPFS_MAGIC = 0x01021994;
+
 /** Looks up the wrappers a confinement needs on the host PATH; a missing one is an error naming it. */
 async function confineTools(c: Confinement | undefined, pathVar: string | undefined, cgroupProcs: readonly string[]): Promise<ConfineTools> {
   const find = async (name: string, why: string): Promise<string> => {
@@ -221,7 +270,8 @@ async function confineTools(c: Confinement | undefined, pathVar: string | undefi
     ...(c?.user && { setprivPath: await find('setpriv', 'running the job as an unprivileged user') }),
     ...(c?.isolateNetwork && { unsharePath: await find('unshare', 'a network namespace') }),
     ...(c?.isolateNetwork && { ipPath: (await findExecutable('ip', pathVar)) ?? undefined }),
-    ...((cgroupProcs.length > 0 || c?.isolateNetwork) && { shPath: await find('sh', 'joining the run\'s cgroups') }),
+    ...(c?.privateTmp && { unsharePath: await find('unshare', 'a mount namespace'), mountPath: await find('mount', 'a private /tmp') }),
+    ...((cgroupProcs.length > 0 || c?.isolateNetwork || c?.privateTmp) && { shPath: await find('sh', 'joining the run\'s cgroups') }),
     cgroupProcs,
   };
 }
@@ -273,7 +323,7 @@ export async function runProcess(spec: RunSpec, opts: RunOptions = {}): Promise<
   const bases = opts.cgroupBases ?? {};
   if (cgroupLimits?.memoryBytes !== undefined && !bases.memory) throw new ConfinementUnavailableError('a memory limit was asked for but this node has no writable cgroup memory controller');
   if (cgroupLimits?.maxProcesses !== undefined && !bases.pids) throw new ConfinementUnavailableError('a process limit was asked for but this node has no writable cgroup pids controller');
-  const cgroups = bases.memory || bases.pids ? await RunCgroups.create(bases, opts.cgroupName ?? spec.attemptId, cgroupLimits ?? {}) : undefined;
+  const cgroups = bases.memory || bases.pids ? await RunCgroups.create(bases, opts.cgroupName ?? `gpunet.${spec.attemptId}`, cgroupLimits ?? {}) : undefined;
   try {
     const tools = await confineTools(spec.confinement, hostEnv.PATH, cgroups?.procsFiles ?? []);
     const argv = launchArgv(spec, { prlimitPath, ...tools });
@@ -368,6 +418,8 @@ class Execution {
   private killSentAt: number | undefined;
   private readonly timers: NodeJS.Timeout[] = [];
   private killTimer: NodeJS.Timeout | undefined;
+  private diskTimer: NodeJS.Timeout | undefined;
+  private diskPeak = 0;
 
   constructor(
     private readonly spec: RunSpec,
@@ -418,6 +470,7 @@ class Execution {
     }
     const outputClosed = this.captureOutput(child);
     this.armTimers();
+    this.watchDisk(child.pid);
     const onAbort = () => this.terminate('cancel');
     this.opts.signal?.addEventListener('abort', onAbort, { once: true });
     if (this.opts.signal?.aborted) onAbort(); // aborted while the process was starting
@@ -430,6 +483,7 @@ class Execution {
       this.opts.signal?.removeEventListener('abort', onAbort);
       for (const t of this.timers) clearTimeout(t);
     }
+    if (this.diskTimer) clearTimeout(this.diskTimer);
 
     const survivors = await this.waitForEmptyGroup();
     const strays = await this.killStrays();
@@ -452,7 +506,38 @@ class Execution {
       survivors,
       ...(oomKilled && { oomKilled }),
       ...(strays > 0 && { strays }),
+      ...(this.terminatedBy === 'disk_limit' ? { limit: 'disk_limit' as const } : oomKilled ? { limit: 'memory_limit' as const } : {}),
+      ...(this.spec.diskLimitBytes !== undefined && { diskBytes: this.diskPeak }),
     };
+  }
+
+  /**
+   * Measures the run's disk use every `diskCheckMs` (one measurement at a time): blocks of
+   * `work/`, `outputs/`, `checkpoints/` (hard links counted once) plus what is used on its private
+   * tmpfs mounts, seen through `/proc/<pid>/root`. Past `diskLimitBytes` the group is SIGKILLed at
+   * once (a grace would let it write on) and the run ends `failed` with limit `disk_limit`.
+   */
+  private watchDisk(pid: number): void {
+    const limit = this.spec.diskLimitBytes;
+    if (limit === undefined) return;
+    const tick = async () => {
+      if (this.terminating || this.leaderExited) return;
+      const { dirs } = this.spec;
+      let used = await diskUsage([dirs.work, dirs.outputs, dirs.checkpoints]);
+      if (this.spec.confinement?.privateTmp) used += await privateTmpUsage(pid);
+      this.diskPeak = Math.max(this.diskPeak, used);
+      if (used > limit && !this.terminating && !this.leaderExited) {
+        this.terminating = true;
+        this.terminatedBy = 'disk_limit';
+        this.capture.system(`[gpunet] disk limit of ${limit} bytes reached (${used} bytes in work, outputs, checkpoints and /tmp): the job is stopped (SIGKILL)`);
+        this.killed = true;
+        this.killSentAt = performance.now();
+        this.signal('SIGKILL');
+        return;
+      }
+      this.diskTimer = setTimeout(() => void tick(), this.opts.diskCheckMs ?? DEFAULTS.diskCheckMs);
+    };
+    this.diskTimer = setTimeout(() => void tick(), this.opts.diskCheckMs ?? DEFAULTS.diskCheckMs);
   }
 
   /**

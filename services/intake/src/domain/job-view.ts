@@ -192,7 +192,13 @@ function applyChange(view: JobView, event: JobEvent): JobView {
     }
     case 'JobFinished': {
       const d = event.data as EventData<'JobFinished'>;
-      let patch: Partial<AttemptView> = { finishedAt: d.finishedAt, outcome: d.outcome, exitCode: d.exitCode };
+      let patch: Partial<AttemptView> = {
+        finishedAt: d.finishedAt,
+        outcome: d.outcome,
+        exitCode: d.exitCode,
+        ...(d.limit !== undefined && { limit: d.limit }),
+        ...(d.message !== undefined && { message: d.message }),
+      };
       let next: JobView;
       const gang = patchPart(view, d.attemptId, d.nodeId, { finishedAt: d.finishedAt, outcome: d.outcome, exitCode: d.exitCode, ...(d.peerEnded !== undefined ? { peerEnded: d.peerEnded } : {}) });
       if (gang) {
@@ -207,7 +213,7 @@ function applyChange(view: JobView, event: JobEvent): JobView {
         next = patchAttempt(gang.view, d.attemptId, patch);
       } else next = patchAttempt(view, d.attemptId, patch);
       if (final || !isCurrentAttempt(view, d.attemptId)) return next;
-      return { ...next, state: 'finishing', outcome: patch.outcome!, exitCode: patch.exitCode ?? null };
+      return { ...next, state: 'finishing', outcome: patch.outcome!, exitCode: patch.exitCode ?? null, limit: patch.limit };
     }
     case 'ComputeReleased': {
       const d = event.data as EventData<'ComputeReleased'>;

@@ -56,6 +56,14 @@ describe('job view (fold of every event of a job)', () => {
     position = 0n;
   });
 
+  it('given a JobFinished at the disk cap: the attempt and the job say which limit stopped it, and why', () => {
+    const atCap = () => ev('JobFinished', { jobId: JOB, attemptId: A1, nodeId: 'node-1', outcome: 'failed', exitCode: null, signal: 'SIGKILL', limit: 'disk_limit', message: 'stopped at its disk limit', finishedAt: at(5) });
+    const view = given(submitted(), staged(), placed(), held(), started(), atCap(), released());
+    expect(view.state).toBe('failed');
+    expect(view.limit).toBe('disk_limit');
+    expect(view.attempts[0]).toMatchObject({ outcome: 'failed', limit: 'disk_limit', message: 'stopped at its disk limit' });
+  });
+
   it('given JobSubmitted: submitted, with team, spec, name, deadline and a timeline of one', () => {
     const view = given(submitted());
     expect(view).toMatchObject({
