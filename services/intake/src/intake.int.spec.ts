@@ -283,9 +283,9 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     const js = jetstream(nc);
     const line = (n: number, stream: 'stdout' | 'stderr' = 'stdout'): LogLine => ({ ts: '2025-06-01T12:00:00.000Z', stream, line: `line ${n}`, attemptId: `${jobId}-a1` });
     expect((await http(`/v1/jobs/${jobId}/logs`)).text).toBe('');
-    for (const n of [1, 2]) await js.publish(logSubject(jobId), JSON.stringify(line(n)));
-    await js.publish(logSubject(jobId), 'not a log line');
-    await js.publish(logSubject(jobId), JSON.stringify(line(3, 'stderr')));
+    for (const n of [1, 2]) await js.publish(logSubject('team-a', jobId), JSON.stringify(line(n)));
+    await js.publish(logSubject('team-a', jobId), 'not a log line');
+    await js.publish(logSubject('team-a', jobId), JSON.stringify(line(3, 'stderr')));
 
     const nd = await http(`/v1/jobs/${jobId}/logs`);
     expect(nd.headers.get('content-type')).toContain('application/x-ndjson');
@@ -298,7 +298,7 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     const res = await following;
     expect(res.status).toBe(200);
     const body = res.text();
-    await js.publish(logSubject(jobId), JSON.stringify(line(4)));
+    await js.publish(logSubject('team-a', jobId), JSON.stringify(line(4)));
     await new Promise((r) => setTimeout(r, 100));
     await withdrawn(jobId);
     const lines = (await body).trimEnd().split('\n').map((l) => (JSON.parse(l) as LogLine).line);
