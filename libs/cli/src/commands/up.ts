@@ -3,10 +3,19 @@
  * `--nats`), the five services and N execution agents as detached processes, a SQLite store
  * (unless `--postgres`), an API key for team `local` — then waits until every process answers
  * its health query. Everything lives under the data directory (default `./.gpunet`).
+ *
+ * Every NATS connection authenticates: each process, team and the operator gets its own NKey
+ * seed file in `<data dir>/keys/` (0700, files 0600), nats-server is started from a config
+ * (`<data dir>/nats/nats.conf`, 0600) that admits each with its permissions
+ * (deploy/nats-permissions.yaml), and each process is told only the path of its own key, in
+ * its environment (`GPUNET_NATS_NKEY_FILE`), never on its command line.
  */
 import { parseDuration, SERVICE_NAMES, type ServiceName } from '#contracts';
+import { BlobStore } from '#blobs';
+import { identityName, natsAuthOptions } from '#identity';
+import { connect } from '@nats-io/transport-node';
 import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { CommandContext } from '../context.js';
 import { LocalNetworkError, UsageError } from '../errors.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
@@ -14,6 +23,7 @@ import { displayPath } from '../format.js';
 import { writeApiKeysFile, LOCAL_TEAM, newApiKey } from '../local/api-keys.js';
 import { checkServicesBuilt, findNatsServer, freePort, repoRoot } from '../local/environment.js';
 import { HealthTimeoutError, waitForNats, waitHealthy } from '../local/health.js';
+import { ensureKeyFiles, writeNatsConfig } from '../local/identities.js';
 import { isAlive, runsCommand, spawnDetached, stopProcesses, tailOf } from '../local/processes.js';
 import { removeState, writeState, type LocalProcess, type LocalState } from '../local/state.js';
 import { spinner } from '../progress.js';
@@ -23,6 +33,8 @@ export interface UpOptions {
   gpus: string;
   gpuModel: string;
   nats?: string;
+  keys?: string;
+  team?: string[];
   postgres?: string;
   port?: string;
   timeout: string;
@@ -33,7 +45,7 @@ export interface UpOptions {
 const SINGLE_SERVICES: readonly ServiceName[] = SERVICE_NAMES.filter((s) => s !== 'execution');
 
 /** Variables that name one process; `up` sets them per process and never passes its own along. */
-const PER_PROCESS_ENV: readonly string[] = ['GPUNET_INSTANCE', 'GPUNET_NODE_ID', 'GPUNET_WORK_DIR', 'GPUNET_HTTP_PORT', 'GPUNET_HTTP_HOST', 'GPUNET_API_KEYS_FILE'];
+const PER_PROCESS_ENV: readonly string[] = ['GPUNET_INSTANCE', 'GPUNET_NODE_ID', 'GPUNET_WORK_DIR', 'GPUNET_HTTP_PORT', 'GPUNET_HTTP_HOST', 'GPUNET_API_KEYS_FILE', 'GPUNET_NATS_NKEY_FILE'];
 
 function count(flag: string, text: string, min: number): number {
   if (!/^\d{1,4}$/.test(text) || Number(text) < min) throw new UsageError(`${flag} must be a whole number ≥ ${min}, got \`${text}\``, [{ path: flag, message: `must be a whole number ≥ ${min}`, fix: `write e.g. \`${flag} 2\`` }]);
@@ -77,6 +89,23 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
 
   const logsDir = join(dataDir, 'logs');
   await mkdir(logsDir, { recursive: true });
+  const nodeIds = Array.from({ length: agents }, (_, i) => `node-${i + 1}`);
+  const otherTeams = [...new Set(opts.team ?? [])].filter((t) => t !== LOCAL_TEAM);
+  for (const t of otherTeams) {
+    if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(t)) throw new UsageError(`--team \`${t}\` is not a team id`, [{ path: '--team', message: 'letters, digits, _ and -', fix: 'write e.g. `--team ml`' }]);
+  }
+  const teams = [LOCAL_TEAM, ...otherTeams];
+  // One identity per process, per team and for the operator; kept across runs in the same data directory.
+  const keysDir = opts.keys ? resolve(io.cwd, opts.keys) : join(dataDir, 'keys');
+  const keyFiles = await ensureKeyFiles(keysDir, [
+    ...SINGLE_SERVICES.map((s) => identityName('service', s)),
+    ...nodeIds.map((n) => identityName('node', n)),
+    ...teams.map((t) => identityName('team', t)),
+    identityName('operator'),
+  ]);
+  const operatorKeyFile = keyFiles[identityName('operator')]!;
+  const natsDir = join(dataDir, 'nats');
+  const natsConfig = join(natsDir, 'nats.conf');
   const t0 = Date.now();
   const started: LocalProcess[] = [];
   const spin = spinner(out, 'starting nats-server');
@@ -85,22 +114,29 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     let natsUrl: string;
     if (opts.nats) {
       natsUrl = opts.nats;
+      // The authorization the external server must load to admit these identities (see the README).
+      const first = new URL(natsUrl.split(',')[0]!.trim());
+      await writeNatsConfig(natsConfig, { keysDir, listen: `${first.hostname}:${first.port || 4222}`, storeDir: natsDir });
       spin.text(`connecting to NATS at ${natsUrl}`);
-      await waitForNats(natsUrl, { timeoutMs: 5_000 });
+      await waitForNats(natsUrl, { timeoutMs: 5_000, keyFile: operatorKeyFile });
     } else {
       const port = await freePort();
-      const natsDir = join(dataDir, 'nats');
-      await mkdir(natsDir, { recursive: true });
-      const command = [natsBin!, '-js', '-a', '127.0.0.1', '-p', String(port), '-sd', natsDir];
+      await mkdir(natsDir, { recursive: true, mode: 0o700 });
+      await writeNatsConfig(natsConfig, { keysDir, listen: `127.0.0.1:${port}`, storeDir: natsDir });
+      // Everything is in the config file (0600): the command line names nothing secret.
+      const command = [natsBin!, '-c', natsConfig];
       const log = join(logsDir, 'nats.log');
       started.push({ name: 'nats', role: 'nats', pid: spawnDetached(command, { cwd: dataDir, env: { ...io.env }, log }), command, log, cwd: dataDir, env: {}, port });
       natsUrl = `nats://127.0.0.1:${port}`;
-      await waitForNats(natsUrl, { timeoutMs: 10_000, check: () => assertRunning(started) });
+      await waitForNats(natsUrl, { timeoutMs: 10_000, check: () => assertRunning(started), keyFile: operatorKeyFile });
     }
+    // Each team's blob bucket is made here, by the operator: producers and nodes may not create streams.
+    await ensureTeamBuckets(natsUrl, operatorKeyFile, teams);
 
     const apiKey = newApiKey();
+    const others = otherTeams.map((team) => ({ team, apiKey: newApiKey(), natsKeyFile: keyFiles[identityName('team', team)]! }));
     const apiKeysFile = join(dataDir, 'api-keys.yaml');
-    await writeApiKeysFile(apiKeysFile, apiKey);
+    await writeApiKeysFile(apiKeysFile, apiKey, LOCAL_TEAM, others);
     const httpPort = httpPortWanted ?? (await freePort());
     const storeUrl = opts.postgres ?? `sqlite:${join(dataDir, 'events.db')}`;
     const common = { GPUNET_NATS_URL: natsUrl, GPUNET_STORE_URL: storeUrl, GPUNET_LOG_LEVEL: opts.logLevel };
@@ -115,15 +151,14 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     for (const service of SINGLE_SERVICES) {
       const command = [process.execPath, entries[service]];
       const log = join(logsDir, `${service}.log`);
-      const env = { ...common, ...extra[service] };
+      const env = { ...common, ...extra[service], GPUNET_NATS_NKEY_FILE: keyFiles[identityName('service', service)]! };
       const pid = spawnDetached(command, { cwd: root, env: { ...inherited, ...env }, log });
       started.push({ name: service, role: 'service', pid, command, log, cwd: root, env, ...(service === 'intake' ? { port: httpPort } : {}) });
     }
-    const nodeIds = Array.from({ length: agents }, (_, i) => `node-${i + 1}`);
     for (const nodeId of nodeIds) {
       const command = [process.execPath, entries.execution];
       const log = join(logsDir, `${nodeId}.log`);
-      const env = { ...common, GPUNET_NODE_ID: nodeId, GPUNET_GPUS: String(gpus), GPUNET_GPU_MODEL: opts.gpuModel, GPUNET_WORK_DIR: join(dataDir, 'nodes', nodeId) };
+      const env = { ...common, GPUNET_NODE_ID: nodeId, GPUNET_GPUS: String(gpus), GPUNET_GPU_MODEL: opts.gpuModel, GPUNET_WORK_DIR: join(dataDir, 'nodes', nodeId), GPUNET_NATS_NKEY_FILE: keyFiles[identityName('node', nodeId)]! };
       started.push({ name: nodeId, role: 'agent', pid: spawnDetached(command, { cwd: root, env: { ...inherited, ...env }, log }), command, log, cwd: root, env, nodeId });
     }
 
@@ -136,6 +171,11 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
       apiKeysFile,
       url: `http://127.0.0.1:${httpPort}`,
       natsUrl,
+      natsKeyFile: keyFiles[identityName('team', LOCAL_TEAM)]!,
+      operatorKeyFile,
+      keysDir,
+      natsConfig,
+      ...(others.length > 0 ? { otherTeams: others } : {}),
       natsManaged: !opts.nats,
       storeUrl,
       processes: started,
@@ -145,6 +185,7 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
 
     const targets = { services: agents > 0 ? [...SINGLE_SERVICES, 'execution' as const] : SINGLE_SERVICES, agents: nodeIds };
     await waitHealthy(natsUrl, targets, {
+      keyFile: operatorKeyFile,
       timeoutMs,
       check: () => assertRunning(started),
       onRound: (missing, healthy, total) => spin.text(`waiting for ${missing.join(', ')} (${healthy}/${total} healthy)`),
@@ -155,7 +196,7 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     out.doc({ ...state, healthyAfterMs: tookMs });
     out.line(`gpunet is up: ${started.length} processes healthy in ${(tookMs / 1000).toFixed(1)} s`);
     out.line(`  API     ${state.url}  (team ${LOCAL_TEAM}; key in ${show(ctx.statePath)})`);
-    out.line(`  NATS    ${natsUrl}${state.natsManaged ? `  (data in ${show(join(dataDir, 'nats'))})` : ''}`);
+    out.line(`  NATS    ${natsUrl}${state.natsManaged ? `  (data in ${show(natsDir)})` : ''}; every connection authenticates (keys in ${show(keysDir)}/, permissions in ${show(natsConfig)})`);
     out.line(`  store   ${opts.postgres ? 'PostgreSQL' : show(join(dataDir, 'events.db'))}`);
     out.line(`  agents  ${nodeIds.length > 0 ? `${nodeIds.join(', ')}: ${gpus} × ${opts.gpuModel} each` : 'none'}`);
     out.line(`  logs    ${show(logsDir)}/`);
@@ -175,5 +216,16 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
       throw new LocalNetworkError(`the network did not become healthy within ${err.timeoutMs} ms: ${err.missing.join(', ')} never answered its health query; everything started was stopped`, logs, { cause: err });
     }
     throw err;
+  }
+}
+
+/** Creates (when missing) the blob bucket of each team, connected as the operator. */
+async function ensureTeamBuckets(natsUrl: string, operatorKeyFile: string, teams: readonly string[]): Promise<void> {
+  const nc = await connect({ ...(await natsAuthOptions(operatorKeyFile)), servers: natsUrl.split(','), name: 'gpunet-cli-up', noAsyncTraces: true });
+  try {
+    const blobs = await BlobStore.open(nc);
+    for (const team of teams) await blobs.ensureBucket(team);
+  } finally {
+    await nc.close();
   }
 }
