@@ -103,6 +103,32 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
+describe('before: nats-server as `gpunet up` started it without authorization', () => {
+  it('let anyone connect without credentials and forge events, read every reply and every team\'s bucket', async () => {
+    const open = await startNatsServer();
+    try {
+      const anyone = await connect({ servers: open.url });
+      const jsm = await jetstreamManager(anyone);
+      await jsm.streams.add({ name: 'GPUNET_EVENTS', subjects: ['gpunet.evt.>'] });
+      await jetstream(anyone).publish(Events.JobFinished.subject, '{"forged":true}');
+      expect((await jsm.streams.info('GPUNET_EVENTS')).state.messages).toBe(1);
+      const spy = anyone.subscribe('_INBOX.>', { max: 1 });
+      const victim = await connect({ servers: open.url });
+      victim.subscribe('gpunet.qry.ledger.GetCharges', { callback: (_e, m) => m.respond('{"team":"b","totalMicros":42}') });
+      await victim.flush();
+      await victim.request('gpunet.qry.ledger.GetCharges', '{}');
+      for await (const m of spy) expect(m.string()).toContain('"team":"b"');
+      const blobs = await BlobStore.open(anyone);
+      const stored = await blobs.uploadBytes('b', new TextEncoder().encode('b secret'));
+      expect(Buffer.from(await blobs.readBytes('b', stored.sha256)).toString()).toBe('b secret');
+      await victim.close();
+      await anyone.close();
+    } finally {
+      await open.stop();
+    }
+  });
+});
+
 describe('who may connect', () => {
   it('refuses a connection without credentials, and one with a key it does not know', async () => {
     await expect(connect({ servers: server.url, reconnect: false, timeout: 3_000 })).rejects.toThrow(/Authorization Violation/i);
