@@ -21,6 +21,7 @@ export * from './job-spec.js';
 export * from './logs.js';
 export * from './message.js';
 export * from './primitives.js';
+export * from './principal.js';
 export * from './queries.js';
 export * from './registry.js';
 export * from './subjects.js';

@@ -114,7 +114,7 @@ describe('before: nats-server as `gpunet up` started it without authorization', 
       expect((await jsm.streams.info('GPUNET_EVENTS')).state.messages).toBe(1);
       const spy = anyone.subscribe('_INBOX.>', { max: 1 });
       const victim = await connect({ servers: open.url });
-      victim.subscribe('gpunet.qry.ledger.GetCharges', { callback: (_e, m) => m.respond('{"team":"b","totalMicros":42}') });
+      victim.subscribe('gpunet.qry.ledger.GetCharges', { callback: (_e, m) => void m.respond('{"team":"b","totalMicros":42}') });
       await victim.flush();
       await victim.request('gpunet.qry.ledger.GetCharges', '{}');
       for await (const m of spy) expect(m.string()).toContain('"team":"b"');
@@ -154,8 +154,8 @@ describe('a producer team', () => {
   it('cannot ask the subjects behind intake (charges, audit, price lists, rebuild); intake can', async () => {
     const ledger = await as('ledger');
     const answered: string[] = [];
-    ledger.subscribe('gpunet.qry.ledger.>', { callback: (_e, m) => (answered.push(m.subject), m.respond('{"ok":true,"data":{}}')) });
-    ledger.subscribe('gpunet.cmd.RecordPriceList', { callback: (_e, m) => (answered.push(m.subject), m.respond('{"ok":true,"data":{}}')) });
+    ledger.subscribe('gpunet.qry.ledger.>', { callback: (_e, m) => void (answered.push(m.subject), m.respond('{"ok":true,"data":{}}')) });
+    ledger.subscribe('gpunet.cmd.RecordPriceList', { callback: (_e, m) => void (answered.push(m.subject), m.respond('{"ok":true,"data":{}}')) });
     await ledger.flush();
     const team = await as('a');
     for (const subject of [querySubject('ledger', 'GetCharges'), querySubject('ledger', 'AuditJobs'), querySubject('ledger', 'GetInvoice'), 'gpunet.cmd.RecordPriceList', 'gpunet.cmd.RebuildLedger', querySubject('placement', 'Estimate')]) {

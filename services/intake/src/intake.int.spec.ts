@@ -339,15 +339,15 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     const asked: unknown[] = [];
     const ledger = serveQuery(nc, Queries.GetCharges.subject, { request: GetCharges, response: GetChargesReply }, (req) => {
       asked.push(req);
-      return { team: (req as { team: string }).team, lines: [], totals: [], billableMs: 0 };
+      return { team: (req as { principal: { team: string } }).principal.team, lines: [], totals: [], billableMs: 0 };
     });
     await nc.flush();
     try {
       const res = await http('/v1/charges?jobId=job_123&team=team-b');
       expect(res.status).toBe(200);
       expect(res.json).toEqual({ team: 'team-a', lines: [], totals: [], billableMs: 0 });
-      // The team comes from the key, never from the query.
-      expect(asked).toEqual([{ team: 'team-a', jobId: 'job_123' }]);
+      // The principal comes from the key, never from the query.
+      expect(asked).toEqual([{ principal: { keyId: 'ci-a', team: 'team-a', role: 'producer', allTeams: false }, jobId: 'job_123' }]);
       expect((await http('/v1/charges?from=yesterday')).json.error.issues[0].path).toBe('from');
     } finally {
       ledger.unsubscribe();
