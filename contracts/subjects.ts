@@ -6,6 +6,10 @@
  * - commands:  `gpunet.cmd.<CommandName>`         NATS request/reply, answered by intake
  * - queries:   `gpunet.qry.<service>.<QueryName>` NATS request/reply, answered by that service
  * - dead letters: `gpunet.dlq.<consumer>`         JetStream stream `GPUNET_DLQ` (`gpunet.dlq.>`)
+ * - heartbeats: `gpunet.hb.<nodeId>`               core NATS
+ * - job logs:  `gpunet.logs.<team>.<jobId>`       JetStream stream `GPUNET_LOGS`
+ *
+ * Who may publish or subscribe each is in `deploy/nats-permissions.yaml` (nats-server enforces it).
  */
 
 /** Root token of every gpunet subject. */
