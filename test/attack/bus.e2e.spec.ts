@@ -7,7 +7,7 @@
  */
 import { BlobStore, blobBucket } from '#blobs';
 import { Events, querySubject, type JobView } from '#contracts';
-import { natsAuthOptions } from '#identity';
+import { loadIdentityFile, natsAuthOptions } from '#identity';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -140,8 +140,7 @@ describe('the bus of a network started with gpunet up', () => {
       }
       // Nor can it forge StoreOutputs to replace the rival's outputs.
       await expect(nc.request('gpunet.cmd.StoreOutputs', JSON.stringify({ team: RIVAL, jobId }), { timeout: 3_000 })).rejects.toThrow(/Permissions Violation/);
-      const localKey = (await import('#identity')).loadIdentityFile;
-      const localPub = (await localKey(network().teamCredentials(network().team).natsKeyFile)).publicKey;
+      const localPub = (await loadIdentityFile(network().teamCredentials(network().team).natsKeyFile)).publicKey;
       await logged(new RegExp(`Publish Violation - Nkey "${localPub}", Subject "\\$JS\\.API\\.STREAM\\.INFO\\.OBJ_${blobBucket(RIVAL)}"`));
       await logged(new RegExp(`Publish Violation - Nkey "${localPub}", Subject "gpunet\\.qry\\.ledger\\.GetCharges"`));
       await logged(new RegExp(`Subscription Violation - Nkey "${localPub}", Subject "gpunet\\.logs\\.${RIVAL}\\.>"`));
@@ -152,5 +151,15 @@ describe('the bus of a network started with gpunet up', () => {
       expect((await rival.outputs(jobId)).files.find((f) => f.path === 'secret.txt')?.sha256).toBe(secretFile.sha256);
     }),
     120_000,
+  );
+
+  it(
+    'gave the network\'s own processes everything they needed: every refusal in nats.log is the attacker\'s',
+    e2e(async () => {
+      const attacker = (await loadIdentityFile(network().teamCredentials(network().team).natsKeyFile)).publicKey;
+      const offenders = new Set([...natsLog().matchAll(/Violation - Nkey "(U[A-Z2-7]+)"/g)].map((m) => m[1]));
+      expect(offenders.size).toBeGreaterThan(0); // the attacks above were seen
+      expect([...offenders]).toEqual([attacker]);
+    }),
   );
 });
