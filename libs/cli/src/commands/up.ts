@@ -118,7 +118,17 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
       const first = new URL(natsUrl.split(',')[0]!.trim());
       await writeNatsConfig(natsConfig, { keysDir, listen: `${first.hostname}:${first.port || 4222}`, storeDir: natsDir });
       spin.text(`connecting to NATS at ${natsUrl}`);
-      await waitForNats(natsUrl, { timeoutMs: 5_000, keyFile: operatorKeyFile });
+      await waitForNats(natsUrl, { timeoutMs: 5_000, keyFile: operatorKeyFile }).catch((err: unknown) => {
+        throw new UsageError(`cannot connect to NATS at ${natsUrl} as the operator: ${(err as Error).message}`, [
+          { path: '--nats', message: 'the server does not admit this network\'s identities yet', fix: `include the authorization block of ${natsConfig} in that server's config, \`nats-server --signal reload\`, and run \`gpunet up\` again (the keys in ${keysDir} are kept)` },
+        ]);
+      });
+      // A server that lets anyone in would ignore every permission: the secure setup is not optional.
+      if (!(await requiresAuthentication(natsUrl, operatorKeyFile))) {
+        throw new UsageError(`NATS at ${natsUrl} lets anyone in (no authorization): every permission would be ignored`, [
+          { path: '--nats', message: 'the server requires no authentication', fix: `include the authorization block of ${natsConfig} in that server's config, \`nats-server --signal reload\`, and run \`gpunet up\` again` },
+        ]);
+      }
     } else {
       const port = await freePort();
       await mkdir(natsDir, { recursive: true, mode: 0o700 });
@@ -225,6 +235,16 @@ async function ensureTeamBuckets(natsUrl: string, operatorKeyFile: string, teams
   try {
     const blobs = await BlobStore.open(nc);
     for (const team of teams) await blobs.ensureBucket(team);
+  } finally {
+    await nc.close();
+  }
+}
+
+/** True when the server at `natsUrl` requires clients to authenticate (its INFO's `auth_required`). */
+async function requiresAuthentication(natsUrl: string, keyFile: string): Promise<boolean> {
+  const nc = await connect({ ...(await natsAuthOptions(keyFile)), servers: natsUrl.split(','), name: 'gpunet-cli-up', noAsyncTraces: true, reconnect: false });
+  try {
+    return nc.info?.auth_required === true;
   } finally {
     await nc.close();
   }
