@@ -11,7 +11,7 @@ import { loadIdentityFile, natsAuthOptions } from '#identity';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { chmod, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { scriptJob } from '../support/jobs.js';
@@ -62,6 +62,16 @@ describe('the bus of a network started with gpunet up', () => {
       expect(cmdline).toMatch(/-c \S+nats\.conf/);
       expect(cmdline).not.toMatch(/SU[A-Z2-7]{20}|--user|--pass|--auth/);
       for (const p of network().processes) expect(readFileSync(`/proc/${p.pid}/cmdline`, 'utf8')).not.toMatch(/SU[A-Z2-7]{20}/);
+      // Keys and the server's config are the owner's only; each process is told only its own key's path.
+      expect(statSync(network().keysDir).mode & 0o777).toBe(0o700);
+      for (const f of await readdir(network().keysDir)) expect(statSync(join(network().keysDir, f)).mode & 0o777).toBe(0o600);
+      expect(statSync(join(network().dataDir, 'nats', 'nats.conf')).mode & 0o777).toBe(0o600);
+      for (const p of network().processes.filter((q) => q.role !== 'nats')) {
+        const own = p.role === 'agent' ? `node-${p.name}.nk` : `svc-${p.name}.nk`;
+        expect(p.env?.GPUNET_NATS_NKEY_FILE).toBe(join(network().keysDir, own));
+        const environ = readFileSync(`/proc/${p.pid}/environ`, 'utf8').split('\0').filter((v) => v.includes('.nk'));
+        expect(environ).toEqual([`GPUNET_NATS_NKEY_FILE=${join(network().keysDir, own)}`]);
+      }
       // Nothing forged reached the store: no event of those types exists at all.
       expect(await network().events({ types: [Events.JobFinished.name, Events.PriceListPublished.name, Events.JobCancelRequested.name, 'OutputsStored'] })).toEqual(
         (await network().events({ types: [Events.PriceListPublished.name] })).filter((e) => e.metadata.producer === 'ledger'),
