@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { OutputFile } from './events/data.js';
 import { UsageRecorded } from './events/ledger.js';
 import { fieldError, strictObject } from './issues.js';
+import { CallerPrincipal } from './principal.js';
 import { JobSpec } from './job-spec.js';
 import { defineEvent, defineQuery } from './message.js';
 import { AttemptId, ByteCount, Currency, DurationMs, GpuIndices, GpuModel, JobId, JobOutcome, Micros, NodeId, Sha256, TeamId, Timestamp } from './primitives.js';
@@ -28,14 +29,8 @@ export const AuditOutcome = z
       '`rejected` or `staging_failed` for a job that never ran; `open` while the job is not over.',
   );
 
-export const AuditRequester = z
-  .object({
-    keyId: z.string().min(1).describe('Id of the API key that asked (never the key itself).'),
-    team: TeamId.describe('The key\'s team.'),
-    role: z.string().min(1).describe('The key\'s role, e.g. `compliance`.'),
-    allTeams: z.boolean().describe('True when the key may read every team (role `compliance`); false confines the answer to `team`.'),
-  })
-  .describe('Who asks; intake fills it from the API key, never from the request.');
+/** Who asks an audit query: the caller's principal, set by intake (see {@link CallerPrincipal}). */
+export const AuditRequester = CallerPrincipal;
 export type AuditRequester = z.output<typeof AuditRequester>;
 
 const timeError = (field: string) => fieldError(field, 'must be a UTC ISO-8601 time ending in `Z`', 'write e.g. `2026-06-01T00:00:00Z`');

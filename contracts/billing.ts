@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { CreditNoteIssued, InvoiceBody, InvoiceId, InvoiceMonth, PriceListPublished } from './events/ledger.js';
 import { fieldError, strictObject } from './issues.js';
+import { CallerPrincipal } from './principal.js';
 import { defineCommand, defineQuery } from './message.js';
 import { Currency, DecimalString, DurationMs, GpuModel, Micros, Sha256, TeamId, Timestamp } from './primitives.js';
 
@@ -32,7 +33,7 @@ export const PublishPriceList = strictObject(priceListShape, 'PublishPriceList')
 export type PublishPriceList = z.output<typeof PublishPriceList>;
 
 export const RecordPriceList = strictObject(
-  { ...priceListShape, publishedBy: z.string().min(1).max(200).describe('Who asked: `<team>/<keyId>` of the API key.') },
+  { ...priceListShape, principal: CallerPrincipal.describe('Who asks, set by intake from the caller\'s key (role `billing`); recorded as `publishedBy` `<team>/<keyId>`. The subject accepts only intake.') },
   'RecordPriceList',
 ).describe('Internal (intake → ledger): record a new price list version.');
 export type RecordPriceList = z.output<typeof RecordPriceList>;
@@ -86,7 +87,7 @@ export type InvoiceView = z.output<typeof InvoiceView>;
 
 export const ListInvoices = strictObject(
   {
-    team: TeamId.optional().describe('Whose invoices; intake fills it from the API key. Absent: every team (internal).'),
+    principal: CallerPrincipal.describe('Who asks, set by intake from the caller\'s key: the invoices of `principal.team`, or of every team with `allTeams` (the operator). The subject accepts only intake.'),
     month: InvoiceMonth.optional().describe('Only this month.'),
     status: InvoiceStatus.optional().describe('Only drafts or only finalized invoices.'),
   },
@@ -105,7 +106,7 @@ export type ListInvoicesReply = z.output<typeof ListInvoicesReply>;
 export const GetInvoice = strictObject(
   {
     invoiceId: InvoiceId,
-    team: TeamId.optional().describe('When given, an invoice of another team is not found. Intake fills it from the API key.'),
+    principal: CallerPrincipal.describe('Who asks, set by intake from the caller\'s key: another team\'s invoice is not found unless `allTeams`. The subject accepts only intake.'),
   },
   'GetInvoice',
 ).describe('One invoice with its lines and credit notes.');
@@ -113,7 +114,7 @@ export type GetInvoice = z.output<typeof GetInvoice>;
 
 // ── rebuild ───────────────────────────────────────────────────────────────────────────────
 
-export const RebuildLedger = strictObject({}, 'RebuildLedger').describe('Recompute every ledger projection from position 0 and compare the invoices.');
+export const RebuildLedger = strictObject({ principal: CallerPrincipal.describe('Who asks, set by intake from the caller\'s key (logged by the ledger). The subject accepts only intake.') }, 'RebuildLedger').describe('Recompute every ledger projection from position 0 and compare the invoices.');
 export type RebuildLedger = z.output<typeof RebuildLedger>;
 
 export const RebuildLedgerReply = z

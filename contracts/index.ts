@@ -23,6 +23,7 @@ export * from './keys.js';
 export * from './logs.js';
 export * from './message.js';
 export * from './primitives.js';
+export * from './principal.js';
 export * from './queries.js';
 export * from './registry.js';
 export * from './subjects.js';

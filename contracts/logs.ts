@@ -1,5 +1,5 @@
 /**
- * Job log lines as execution agents publish them on `gpunet.logs.<jobId>` (stream GPUNET_LOGS).
+ * Job log lines as execution agents publish them on `gpunet.logs.<team>.<jobId>` (stream GPUNET_LOGS).
  * Not events: they are kept for a while for `gpunet logs`, and stored with the outputs at the end.
  */
 import { z } from 'zod';

@@ -4,8 +4,9 @@
  * {@link ReplyEnvelope} around `replySchema`.
  *
  * Queries to intake (`GetJob`, `ListJobs`) are team-scoped by the `Authorization: Bearer <key>`
- * header, like commands. Queries to other services are internal (the NATS account is the trust
- * boundary) and name the team in the payload when they need one; people reach them through intake.
+ * header, like commands. Queries to other services are internal: their subjects accept only intake
+ * and the operator (nats-server's permissions, deploy/nats-permissions.yaml), and the ones that
+ * depend on who asks carry a `principal` intake sets from the caller's key; people reach them through intake.
  */
 import { z } from 'zod';
 import { OutputFile, RejectedOutput } from './events/data.js';
@@ -15,6 +16,7 @@ import { FieldIssue, fieldError, strictObject } from './issues.js';
 import { JobSpec, JobSpecInput } from './job-spec.js';
 import { EVERY_SERVICE, defineQuery } from './message.js';
 import { AttemptId, ByteCount, Currency, DurationMs, GpuCount, GpuIndex, GpuIndices, GpuModel, JobId, JobLimit, JobOutcome, Micros, NodeId, TeamId, Timestamp } from './primitives.js';
+import { CallerPrincipal } from './principal.js';
 import { SERVICE_NAMES } from './subjects.js';
 
 // ── job read model ────────────────────────────────────────────────────────────────────────
@@ -205,8 +207,8 @@ export type HealthReply = z.output<typeof HealthReply>;
 const fromToError = fieldError('from/to', 'must be a UTC ISO-8601 time ending in `Z`', 'write e.g. `2025-06-01T00:00:00Z`');
 export const GetCharges = strictObject(
   {
-    team: TeamId.describe('Whose charges. Intake fills it from the caller\'s API key.'),
-    jobId: JobId.optional().describe('Only this job\'s charges.'),
+    principal: CallerPrincipal.describe('Who asks, set by intake from the caller\'s key: the charges of `principal.team` (of every team only with `allTeams`). The subject accepts only intake.'),
+    jobId: JobId.optional().describe('Only this job\'s charges (of the principal\'s team).'),
     from: z.iso.datetime({ error: fromToError }).optional().describe('Only attempts finished at or after this time.'),
     to: z.iso.datetime({ error: fromToError }).optional().describe('Only attempts finished before this time.'),
   },

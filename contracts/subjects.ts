@@ -6,6 +6,10 @@
  * - commands:  `gpunet.cmd.<CommandName>`         NATS request/reply, answered by intake
  * - queries:   `gpunet.qry.<service>.<QueryName>` NATS request/reply, answered by that service
  * - dead letters: `gpunet.dlq.<consumer>`         JetStream stream `GPUNET_DLQ` (`gpunet.dlq.>`)
+ * - heartbeats: `gpunet.hb.<nodeId>`               core NATS
+ * - job logs:  `gpunet.logs.<team>.<jobId>`       JetStream stream `GPUNET_LOGS`
+ *
+ * Who may publish or subscribe each is in `deploy/nats-permissions.yaml` (nats-server enforces it).
  */
 
 /** Root token of every gpunet subject. */
@@ -25,7 +29,7 @@ export const SUBJECT_PREFIX = {
 export const STREAMS = {
   events: { name: 'GPUNET_EVENTS', subjects: [`${SUBJECT_PREFIX.event}.>`] },
   deadLetters: { name: 'GPUNET_DLQ', subjects: [`${SUBJECT_PREFIX.deadLetter}.>`] },
-  /** Job log lines, `gpunet.logs.<jobId>`; limited by age and size in `deploy/`. */
+  /** Job log lines, `gpunet.logs.<team>.<jobId>`; limited by age and size in `deploy/`. */
   logs: { name: 'GPUNET_LOGS', subjects: [`${SUBJECT_PREFIX.logs}.>`] },
 } as const;
 
@@ -107,7 +111,10 @@ export function heartbeatSubject<const N extends string>(nodeId: N): `gpunet.hb.
   return `${SUBJECT_PREFIX.heartbeat}.${token(nodeId) as N}`;
 }
 
-/** `gpunet.logs.<jobId>`: log lines of a job's runs, in JetStream stream `GPUNET_LOGS`. */
-export function logSubject<const J extends string>(jobId: J): `gpunet.logs.${J}` {
-  return `${SUBJECT_PREFIX.logs}.${token(jobId) as J}`;
+/**
+ * `gpunet.logs.<team>.<jobId>`: log lines of a job's runs, in JetStream stream `GPUNET_LOGS`. The
+ * team is in the subject so that NATS permissions can let a team read `gpunet.logs.<team>.>` only.
+ */
+export function logSubject<const T extends string, const J extends string>(team: T, jobId: J): `gpunet.logs.${T}.${J}` {
+  return `${SUBJECT_PREFIX.logs}.${token(team) as T}.${token(jobId) as J}`;
 }

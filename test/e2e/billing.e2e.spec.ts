@@ -9,6 +9,7 @@ import { Commands, HEADERS, type InvoiceView, type ListInvoicesReply, type ListP
 import { requestQuery } from '#messaging';
 import { GpunetClient } from '#sdk';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { natsAuthOptions } from '#identity';
 import { connect, headers } from '@nats-io/transport-node';
 import { createHash, randomBytes } from 'node:crypto';
 import { appendFile, writeFile } from 'node:fs/promises';
@@ -89,8 +90,8 @@ describe('billing', () => {
       expect(listed.current).toBe(2);
       expect((await cli(['prices', 'list'])).out).toMatch(/2\*/);
 
-      // NATS: the same command, the key in the Authorization header.
-      const nc = await connect({ servers: network().natsUrl });
+      // NATS: the same command, the key in the Authorization header, from the team's own NATS identity.
+      const nc = await connect({ ...(await natsAuthOptions(network().teamCredentials(network().team).natsKeyFile)), servers: network().natsUrl });
       try {
         const ask = (key: string) => {
           const h = headers();

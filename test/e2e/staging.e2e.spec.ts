@@ -6,7 +6,7 @@
  * it chose the node for the data it holds).
  */
 import type { JobView } from '#contracts';
-import { BLOB_BUCKET } from '#blobs';
+import { blobBucket } from '#blobs';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile, spawn } from 'node:child_process';
@@ -93,10 +93,11 @@ describe('data to the compute across real processes', () => {
       // Kill the CLI once a third of the dataset's chunks are stored.
       const chunkBytes = MiB - CHUNK_HEADER_ROOM;
       const chunks = Math.ceil(DATASET_BYTES / chunkBytes);
-      const subject = `$O.${BLOB_BUCKET}.C.${uploadNuid(BLOB_BUCKET, `${network().team}/${sha256}`, chunkBytes)}`;
+      const bucket = blobBucket(network().team);
+      const subject = `$O.${bucket}.C.${uploadNuid(bucket, `${network().team}/${sha256}`, chunkBytes)}`;
       const jsm = await jetstreamManager(await network().nats());
       const stored = async () => {
-        const info = await jsm.streams.info(`OBJ_${BLOB_BUCKET}`, { subjects_filter: subject }).catch(() => undefined);
+        const info = await jsm.streams.info(`OBJ_${bucket}`, { subjects_filter: subject }).catch(() => undefined);
         return info?.state.subjects?.[subject] ?? 0;
       };
       const child = spawn(process.execPath, [BIN, 'submit', 'first.yaml', '--data-dir', network().dataDir, '--json'], { cwd: dir, env: { ...process.env, GPUNET_URL: '', GPUNET_API_KEY: '' }, stdio: 'ignore' });

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -8,6 +8,8 @@ export interface TestNatsServer {
   readonly url: string;
   readonly port: number;
   readonly storeDir: string;
+  /** Everything the server logged so far (refusals: "Permissions Violation", "authentication error"). */
+  log(): string;
   /** Stops the server (SIGTERM) and removes its data directory. */
   stop(): Promise<void>;
 }
@@ -18,12 +20,18 @@ const NATS_BIN = process.env.GPUNET_NATS_SERVER_BIN ?? 'nats-server';
  * Starts a JetStream-enabled nats-server on a random loopback port.
  * Fails loudly when the binary is missing: tests never skip a backend.
  */
-export async function startNatsServer(opts: { storeDir?: string; port?: number } = {}): Promise<TestNatsServer> {
+export async function startNatsServer(opts: { storeDir?: string; port?: number; config?: (storeDir: string) => string } = {}): Promise<TestNatsServer> {
   const storeDir = opts.storeDir ?? (await mkdtemp(join(tmpdir(), 'gpunet-nats-')));
   const args = ['-js', '-a', '127.0.0.1', '-p', String(opts.port ?? -1), '-sd', storeDir];
+  if (opts.config) {
+    // A config file (e.g. libs/bus-auth's, with its jetstream block); address and port from the flags, which win.
+    const file = join(storeDir, 'nats.conf');
+    await writeFile(file, opts.config(storeDir), { mode: 0o600 });
+    args.splice(0, args.length, '-c', file, '-a', '127.0.0.1', '-p', String(opts.port ?? -1));
+  }
   const child: ChildProcess = spawn(NATS_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
   const port = await new Promise<number>((resolve, reject) => {
-    let log = '';
     const timer = setTimeout(() => reject(new Error(`nats-server did not start within 10s:\n${log}`)), 10_000);
     const onData = (chunk: Buffer) => {
       log += chunk.toString();
@@ -48,6 +56,7 @@ export async function startNatsServer(opts: { storeDir?: string; port?: number }
     url: `nats://127.0.0.1:${port}`,
     port,
     storeDir,
+    log: () => log,
     async stop() {
       if (child.exitCode === null) {
         const exited = new Promise((r) => child.once('exit', r));

@@ -11,6 +11,7 @@ import type { EventStore, ReadAllFilter, RecordedEvent } from '#event-store';
 import { openEventStore } from '#event-store';
 import { GpunetClient } from '#sdk';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { natsAuthOptions } from '#identity';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -49,6 +50,8 @@ export interface TestNetworkOptions {
   parentDir?: string;
   /** Event store on this PostgreSQL database (`up --postgres`) instead of SQLite in the data directory. */
   postgresUrl?: string;
+  /** Producer teams besides `local` (`up --team`), each with its own API key and NKey. */
+  teams?: string[];
 }
 
 /** Names of processes: `nats`, a service name, or an agent's node id (`node-1`). */
@@ -110,6 +113,7 @@ export class TestNetwork {
       '--log-level', options.logLevel ?? 'info',
       '--timeout', `${options.startTimeoutMs ?? 60_000}ms`,
       ...(options.postgresUrl ? ['--postgres', options.postgresUrl] : []),
+      ...(options.teams ?? []).flatMap((t) => ['--team', t]),
     ];
     const code = await runCli(argv, { stdout: out.stream, stderr: err.stream, env, cwd: dataDir });
     const state = await readState(dataDir).catch(() => undefined);
@@ -145,6 +149,22 @@ export class TestNetwork {
   }
   get natsUrl(): string {
     return this.state.natsUrl;
+  }
+  /** The operator's NKey seed file (what {@link nats} connects with). */
+  get operatorKeyFile(): string {
+    if (!this.state.operatorKeyFile) throw new TestNetworkError('state.json names no operator key: rebuild the CLI');
+    return this.state.operatorKeyFile;
+  }
+  /** Directory of every identity's seed file. */
+  get keysDir(): string {
+    return this.state.keysDir!;
+  }
+  /** Another team started with `teams`: its API key and NKey seed file. */
+  teamCredentials(team: string): { team: string; apiKey: string; natsKeyFile: string } {
+    if (team === this.team) return { team, apiKey: this.apiKey, natsKeyFile: this.state.natsKeyFile! };
+    const other = this.state.otherTeams?.find((t) => t.team === team);
+    if (!other) throw new TestNetworkError(`no team ${team} in this network (start it with { teams: ['${team}'] })`);
+    return other;
   }
   /** The event store's URL: `sqlite:<data dir>/events.db`, or the PostgreSQL database given. */
   get storeUrl(): string {
@@ -199,6 +219,7 @@ export class TestNetwork {
     await writeState(this.state);
     const targets: HealthTargets = p.role === 'agent' ? { services: ['execution'], agents: [name] } : { services: [name as ServiceName], agents: [] };
     await waitHealthy(this.natsUrl, targets, {
+      keyFile: this.operatorKeyFile,
       timeoutMs: options.healthTimeoutMs ?? 30_000,
       check: () => {
         if (!isAlive(pid)) throw new TestNetworkError(`${name} exited while restarting:\n${tailOf(p.log, 30)}`);
@@ -226,7 +247,7 @@ export class TestNetwork {
 
   /** A NATS connection of the test's own (queries, JetStream state), closed by {@link stop}. */
   nats(): Promise<NatsConnection> {
-    return (this.natsHandle ??= connect({ servers: this.natsUrl, name: 'gpunet-e2e', noAsyncTraces: true }));
+    return (this.natsHandle ??= natsAuthOptions(this.operatorKeyFile).then((auth) => connect({ ...auth, servers: this.natsUrl, name: 'gpunet-e2e', noAsyncTraces: true })));
   }
 
   /**
@@ -245,9 +266,13 @@ export class TestNetwork {
     return (await jsm.streams.info('GPUNET_DLQ')).state.messages;
   }
 
-  /** An SDK client of the network's team (or with another key, e.g. {@link adminApiKey}), closed by {@link stop}. */
-  client(apiKey = this.apiKey): GpunetClient {
-    const client = new GpunetClient({ baseUrl: this.url, apiKey, natsUrl: this.natsUrl, team: this.team });
+  /**
+   * An SDK client of a team of the network (default the local team) with its API key and NKey,
+   * or with another API key (e.g. {@link adminApiKey}); closed by {@link stop}.
+   */
+  client(team = this.team, apiKey?: string): GpunetClient {
+    const creds = this.teamCredentials(team);
+    const client = new GpunetClient({ baseUrl: this.url, apiKey: apiKey ?? creds.apiKey, natsUrl: this.natsUrl, natsKeyFile: creds.natsKeyFile, team });
     this.clients.push(client);
     return client;
   }

@@ -11,7 +11,10 @@ import { startNatsServer, type TestNatsServer } from '../../../test/support/nats
 import { BlobStore } from './blob-store.js';
 import { CHUNK_HEADER_ROOM, uploadNuid } from './chunked-put.js';
 import { BlobIntegrityError, BlobNotFoundError, FolderInputError } from './errors.js';
-import { BLOB_BUCKET } from './names.js';
+import { blobBucket } from './names.js';
+
+const BUCKET_A = blobBucket('team-a');
+const BUCKET_C = blobBucket('team-c');
 import type { TransferProgress } from './progress.js';
 
 const MiB = 1024 * 1024;
@@ -95,7 +98,7 @@ describe('BlobStore against a real nats-server', () => {
     const original = randomBytes(300_000);
     const address = sha(original);
     const originalPath = await file('original.bin', original);
-    const raw = await new Objm(nc).open(BLOB_BUCKET);
+    const raw = await new Objm(nc).open(BUCKET_A);
     const dest = join(dir, 'tampered', 'x.bin');
     // Someone writes other bytes under the name: the record's digest no longer matches the name.
     await raw.putBlob({ name: `team-a/${address}` }, randomBytes(300_000));
@@ -113,9 +116,9 @@ describe('BlobStore against a real nats-server', () => {
     // the bytes while writing catches this.
     await raw.putBlob({ name: `team-a/${address}` }, randomBytes(300_000));
     const metaToken = Buffer.from(`team-a/${address}`).toString('base64').replaceAll('+', '-').replaceAll('/', '_'); // padded base64url, as the client names it
-    const metaSubject = `$O.${BLOB_BUCKET}.M.${metaToken}`;
+    const metaSubject = `$O.${BUCKET_A}.M.${metaToken}`;
     const jsm = await jetstreamManager(nc);
-    const record = (await jsm.streams.getMessage(`OBJ_${BLOB_BUCKET}`, { last_by_subj: metaSubject }))!.json<Record<string, unknown>>();
+    const record = (await jsm.streams.getMessage(`OBJ_${BUCKET_A}`, { last_by_subj: metaSubject }))!.json<Record<string, unknown>>();
     const h = headers();
     h.set('Nats-Rollup', 'sub');
     await jetstream(nc).publish(metaSubject, JSON.stringify({ ...record, digest: `SHA-256=${Buffer.from(address, 'hex').toString('base64')}` }), { headers: h });
@@ -131,9 +134,9 @@ describe('BlobStore against a real nats-server', () => {
     const bytes = randomBytes(5000);
     const up = await blobs.uploadFile('team-c', await file('stalled.bin', bytes));
     // Damage the record: it now points at chunks that do not exist.
-    const metaSubject = `$O.${BLOB_BUCKET}.M.${Buffer.from(`team-c/${up.sha256}`).toString('base64').replaceAll('+', '-').replaceAll('/', '_')}`;
+    const metaSubject = `$O.${BUCKET_C}.M.${Buffer.from(`team-c/${up.sha256}`).toString('base64').replaceAll('+', '-').replaceAll('/', '_')}`;
     const jsm = await jetstreamManager(nc);
-    const record = (await jsm.streams.getMessage(`OBJ_${BLOB_BUCKET}`, { last_by_subj: metaSubject }))!.json<Record<string, unknown>>();
+    const record = (await jsm.streams.getMessage(`OBJ_${BUCKET_C}`, { last_by_subj: metaSubject }))!.json<Record<string, unknown>>();
     const h = headers();
     h.set('Nats-Rollup', 'sub');
     await jetstream(nc).publish(metaSubject, JSON.stringify({ ...record, nuid: 'no-such-chunks' }), { headers: h });
@@ -170,6 +173,19 @@ describe('BlobStore against a real nats-server', () => {
     expect(await blobs.exists('team-b', a.sha256)).toBe(false);
     expect(await blobs.exists('team-a', a.sha256)).toBe(true);
     expect(await blobs.remove('team-b', a.sha256)).toBe(false);
+  });
+
+  it('keeps each team in a bucket of its own, which a reader that may not create one must find made', async () => {
+    const bytes = randomBytes(2000);
+    await blobs.uploadFile('team-e', await file('own-bucket.bin', bytes));
+    const jsm = await jetstreamManager(nc);
+    const info = await jsm.streams.info(`OBJ_${blobBucket('team-e')}`);
+    expect(info.config.subjects).toEqual(expect.arrayContaining([`$O.${blobBucket('team-e')}.C.>`, `$O.${blobBucket('team-e')}.M.>`]));
+    expect(info.state.messages).toBeGreaterThan(0);
+    const reader = await BlobStore.open(nc, { create: false });
+    expect(await reader.exists('team-e', sha(bytes))).toBe(true);
+    await expect(reader.exists('team-nobody', sha(bytes))).rejects.toThrow(/team team-nobody has no blob bucket \(gpunet-blobs-team-nobody\)/);
+    await expect(jsm.streams.info(`OBJ_${blobBucket('team-nobody')}`)).rejects.toThrow(/not found/);
   });
 
   it('answers a team asking for another team\'s hash exactly as for a hash nobody has', async () => {
@@ -242,18 +258,18 @@ describe('BlobStore against a real nats-server', () => {
       .catch(() => undefined);
     // Another file with the same address would be a sha256 collision; instead, damage what is stored.
     const name = `team-a/${sha(bytes)}`;
-    const nuid = uploadNuid(BLOB_BUCKET, name, MiB - CHUNK_HEADER_ROOM);
+    const nuid = uploadNuid(BUCKET_A, name, MiB - CHUNK_HEADER_ROOM);
     const h = headers();
     h.set('Gpunet-Chunk', '1');
     h.set('Gpunet-Chunk-Sha256', sha(Buffer.alloc(1000)));
     const jsm = await jetstreamManager(nc);
-    await jsm.streams.purge(`OBJ_${BLOB_BUCKET}`, { filter: `$O.${BLOB_BUCKET}.C.${nuid}` });
+    await jsm.streams.purge(`OBJ_${BUCKET_A}`, { filter: `$O.${BUCKET_A}.C.${nuid}` });
     const js = jetstream(nc);
     const h0 = headers();
     h0.set('Gpunet-Chunk', '0');
     h0.set('Gpunet-Chunk-Sha256', sha(Buffer.alloc(1000)));
-    await js.publish(`$O.${BLOB_BUCKET}.C.${nuid}`, Buffer.alloc(1000), { headers: h0 });
-    await js.publish(`$O.${BLOB_BUCKET}.C.${nuid}`, Buffer.alloc(1000), { headers: h });
+    await js.publish(`$O.${BUCKET_A}.C.${nuid}`, Buffer.alloc(1000), { headers: h0 });
+    await js.publish(`$O.${BUCKET_A}.C.${nuid}`, Buffer.alloc(1000), { headers: h });
 
     const again = await blobs.uploadFile('team-a', path);
     expect(again).toMatchObject({ resumedFromBytes: 0, bytesSent: bytes.length });

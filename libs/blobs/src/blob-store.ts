@@ -9,15 +9,22 @@ import { ChunkedWriter, readChunks } from './chunked-put.js';
 import { BlobIntegrityError, BlobNotFoundError, BlobStoreUnavailableError, FolderInputError, ManifestInvalidError } from './errors.js';
 import { listFolder } from './folder.js';
 import { hashBytes, hashFile, type BlobDigest } from './hash.js';
-import { BLOB_BUCKET, blobName, digestToHex } from './names.js';
+import { BLOB_BUCKET, blobBucket, blobName, digestToHex } from './names.js';
 import { mapLimit } from './pool.js';
 import { PhaseCounter, type ProgressListener } from './progress.js';
 
 /** Options of {@link BlobStore.open}. */
 export interface BlobStoreOptions {
-  /** Object Store bucket. Default `gpunet-blobs` ({@link BLOB_BUCKET}). */
+  /**
+   * Prefix of the buckets: a team's blobs live in bucket `<bucket>-<team>` (stream
+   * `OBJ_<bucket>-<team>`), so NATS permissions can give a team its own bucket and nothing else.
+   * Default `gpunet-blobs` ({@link BLOB_BUCKET}).
+   */
   bucket?: string;
-  /** Create the bucket when it does not exist (file storage). Default `true`; `false` fails when it is missing. */
+  /**
+   * Create a team's bucket when it does not exist (file storage). Default `true`. Producers and
+   * nodes open with `false`: creating a stream is the control plane's (see deploy/nats-permissions.yaml).
+   */
   create?: boolean;
   /** Replicas of a bucket this call creates. Default 1. */
   replicas?: number;
@@ -104,32 +111,70 @@ export interface UploadOptions extends ProgressOption {
 /**
  * Content-addressed blobs on the NATS Object Store (nats-server 2.6.3 or later; JetStream on).
  *
- * Every blob is stored under `<team>/<sha256>` (see {@link blobName}): a team only ever
- * addresses its own objects, so nothing tells it whether another team stored the same bytes.
+ * Every blob is stored in its team's own bucket (`gpunet-blobs-<team>`, {@link blobBucket}) under
+ * `<team>/<sha256>` (see {@link blobName}): a team only ever addresses its own objects, so nothing tells it whether another team stored the same bytes.
  * Uploads hash first and skip a blob the team already holds; downloads verify sha256 and size
  * while writing and never leave a partial file. Errors: {@link BlobNotFoundError},
  * {@link BlobIntegrityError}, {@link ManifestInvalidError}, {@link FolderInputError}, and
  * {@link BlobStoreUnavailableError} (retryable) when the store does not answer.
  */
 export class BlobStore {
+  /** Each team's bucket, opened on first use. */
+  private readonly buckets = new Map<string, Promise<TeamBucket>>();
+
   private constructor(
     private readonly nc: NatsConnection,
-    private readonly os: ObjectStore,
-    private readonly writer: ChunkedWriter,
     private readonly options: typeof DEFAULTS,
   ) {}
 
-  /** Opens (by default creating) the blob bucket on a connection the caller owns and closes. */
+  /**
+   * A blob store on a connection the caller owns and closes. Nothing is opened yet: each team's
+   * bucket is opened (by default created) on its first use.
+   */
   static async open(nc: NatsConnection, options: BlobStoreOptions = {}): Promise<BlobStore> {
     const o = { ...DEFAULTS, ...definedOnly(options) };
     // Downloads verify sha256 as they go; the client's default pure-JS hash runs at a few dozen MB/s.
     setSha256Backend('native');
-    const objm = new Objm(nc);
-    const os = await guard(`open bucket ${o.bucket}`, () =>
-      o.create ? objm.create(o.bucket, { storage: StorageType.File, replicas: o.replicas, max_bytes: o.maxBytes }) : objm.open(o.bucket),
-    );
-    const writer = await guard(`open bucket ${o.bucket}`, () => ChunkedWriter.open(nc, o.bucket, { chunkBytes: o.chunkBytes, pipeline: o.pipeline, timeoutMs: o.publishTimeoutMs }));
-    return new BlobStore(nc, os, writer, o);
+    return Promise.resolve(new BlobStore(nc, o));
+  }
+
+  /** The bucket of `team`'s blobs: `<bucket>-<team>`. */
+  bucketOf(team: string): string {
+    return blobBucket(team, this.options.bucket);
+  }
+
+  /**
+   * Opens `team`'s bucket, creating it when missing (with `create`, the default) and returns its
+   * name. The control plane calls it when a team is made, so that the team's producers (who may
+   * not create streams) find it.
+   */
+  async ensureBucket(team: string): Promise<string> {
+    return (await this.team(team)).bucket;
+  }
+
+  /** Opens (or creates, with `create`) `team`'s bucket; the answer is kept, a failure is not. */
+  private team(team: string): Promise<TeamBucket> {
+    const bucket = this.bucketOf(team);
+    let opened = this.buckets.get(bucket);
+    if (!opened) {
+      const o = this.options;
+      opened = (async () => {
+        const objm = new Objm(this.nc);
+        const os = await guard(`open bucket ${bucket}`, () =>
+          o.create ? objm.create(bucket, { storage: StorageType.File, replicas: o.replicas, max_bytes: o.maxBytes }) : objm.open(bucket),
+        ).catch((err: unknown) => {
+          if (!o.create && /not found|does not exist/i.test(String((err as Error)?.message))) {
+            throw new BlobStoreUnavailableError(`team ${team} has no blob bucket (${bucket}); the control plane creates it with the team (\`gpunet up\`, or storage at start)`, { cause: err });
+          }
+          throw err;
+        });
+        const writer = await guard(`open bucket ${bucket}`, () => ChunkedWriter.open(this.nc, bucket, { chunkBytes: o.chunkBytes, pipeline: o.pipeline, timeoutMs: o.publishTimeoutMs }));
+        return { bucket, os, writer };
+      })();
+      opened.catch(() => this.buckets.delete(bucket));
+      this.buckets.set(bucket, opened);
+    }
+    return opened;
   }
 
   /** Streamed sha256 and size of a local file (the address it would be stored under). */
@@ -152,9 +197,10 @@ export class BlobStore {
   async uploadBytes(team: string, bytes: Uint8Array): Promise<UploadResult> {
     const digest = hashBytes(bytes);
     const name = blobName(team, digest.sha256);
-    if (await this.holds(name, digest)) return { ...digest, skipped: true, bytesSent: 0, resumedFromBytes: 0 };
-    const info = await guard(`put ${name}`, () => this.os.putBlob(this.meta(name), bytes));
-    await this.checkStored(name, info, digest);
+    const { os } = await this.team(team);
+    if (await this.holds(os, name, digest)) return { ...digest, skipped: true, bytesSent: 0, resumedFromBytes: 0 };
+    const info = await guard(`put ${name}`, () => os.putBlob(this.meta(name), bytes));
+    await this.checkStored(os, name, info, digest);
     return { ...digest, skipped: false, bytesSent: digest.size, resumedFromBytes: 0 };
   }
 
@@ -177,12 +223,13 @@ export class BlobStore {
     const bySha = new Map<string, { absolutePath: string; path: string; digest: BlobDigest }>();
     files.forEach((f, i) => bySha.set(digests[i]!.sha256, { absolutePath: f.absolutePath, path: f.path, digest: digests[i]! }));
     const unique = [...bySha.values()];
-    const held = await mapLimit(unique, concurrency, (u) => this.holds(blobName(team, u.digest.sha256), u.digest));
+    const bucket = await this.team(team);
+    const held = await mapLimit(unique, concurrency, (u) => this.holds(bucket.os, blobName(team, u.digest.sha256), u.digest));
     const toSend = unique.filter((_, i) => !held[i]);
     const sendBytes = toSend.reduce((n, u) => n + u.digest.size, 0);
 
     const uploading = new PhaseCounter('uploading', sendBytes, options.onProgress);
-    await mapLimit(toSend, concurrency, (u) => this.putFile(blobName(team, u.digest.sha256), u.absolutePath, u.digest, { onProgress: uploading.forFile(u.path) }));
+    await mapLimit(toSend, concurrency, (u) => this.putFile(bucket, blobName(team, u.digest.sha256), u.absolutePath, u.digest, { onProgress: uploading.forFile(u.path) }));
     if (toSend.length === 0) uploading.add(0);
 
     const entries: FolderManifestEntry[] = files.map((f, i) => ({
@@ -216,7 +263,8 @@ export class BlobStore {
   /** What the store records of the team's blob, or undefined when it holds none. Reads no content. */
   async stat(team: string, sha256: string): Promise<BlobStat | undefined> {
     const name = blobName(team, sha256);
-    const info = await guard(`stat ${name}`, () => this.os.info(name));
+    const { os } = await this.team(team);
+    const info = await guard(`stat ${name}`, () => os.info(name));
     if (info === null || info.deleted) return undefined;
     const recordedSha256 = digestToHex(info.digest);
     return { sha256, size: info.size, storedAt: info.mtime, recordedSha256, digestMatches: recordedSha256 === sha256 };
@@ -229,7 +277,8 @@ export class BlobStore {
    */
   async downloadTo(team: string, sha256: string, destPath: string, options: ProgressOption & { size?: number; mode?: number } = {}): Promise<BlobDigest> {
     const name = blobName(team, sha256);
-    const info = await guard(`stat ${name}`, () => this.os.info(name));
+    const { os, bucket } = await this.team(team);
+    const info = await guard(`stat ${name}`, () => os.info(name));
     if (info === null || info.deleted) throw new BlobNotFoundError(team, sha256);
     const recorded = digestToHex(info.digest);
     const sizeWrong = options.size !== undefined && info.size !== options.size;
@@ -237,7 +286,7 @@ export class BlobStore {
       // Known wrong from the record alone: move no bytes.
       throw integrityError(name, { sha256, ...(options.size === undefined ? {} : { size: options.size }) }, { ...(recorded ? { sha256: recorded } : {}), size: info.size });
     }
-    const chunks = await guard(`get ${name}`, () => readChunks(this.nc, this.options.bucket, info.nuid, info.size === 0 ? 0 : info.chunks));
+    const chunks = await guard(`get ${name}`, () => readChunks(this.nc, bucket, info.nuid, info.size === 0 ? 0 : info.chunks));
 
     await mkdir(dirname(destPath), { recursive: true });
     const temp = `${destPath}.${randomBytes(6).toString('hex')}.part`;
@@ -287,21 +336,31 @@ export class BlobStore {
    */
   async readBytes(team: string, sha256: string, options: { size?: number } = {}): Promise<Uint8Array> {
     const name = blobName(team, sha256);
-    const stat = await this.stat(team, sha256);
-    if (!stat) throw new BlobNotFoundError(team, sha256);
-    if (options.size !== undefined && stat.size !== options.size) throw integrityError(name, { sha256, size: options.size }, { size: stat.size });
-    if (stat.size > this.options.maxInMemoryBytes) {
-      throw new BlobIntegrityError(`${name} is ${stat.size} bytes, more than the ${this.options.maxInMemoryBytes} read into memory`, { sha256 }, { size: stat.size });
+    const { os, bucket } = await this.team(team);
+    const info = await guard(`stat ${name}`, () => os.info(name));
+    if (info === null || info.deleted) throw new BlobNotFoundError(team, sha256);
+    if (options.size !== undefined && info.size !== options.size) throw integrityError(name, { sha256, size: options.size }, { size: info.size });
+    if (info.size > this.options.maxInMemoryBytes) {
+      throw new BlobIntegrityError(`${name} is ${info.size} bytes, more than the ${this.options.maxInMemoryBytes} read into memory`, { sha256 }, { size: info.size });
     }
-    let bytes: Uint8Array | null;
-    try {
-      bytes = await this.os.getBlob(name);
-    } catch (err) {
-      throw /digests do not match|corrupt/.test(String((err as Error)?.message))
-        ? integrityError(name, { sha256 }, {}, err)
-        : new BlobStoreUnavailableError(`reading ${name} from the object store failed: ${(err as Error)?.message}`, { cause: err });
+    // Read by direct gets (no consumer), as downloads are: a reader needs no right to make consumers.
+    const chunks = await guard(`get ${name}`, () => readChunks(this.nc, bucket, info.nuid, info.size === 0 ? 0 : info.chunks));
+    const parts: Uint8Array[] = [];
+    for (;;) {
+      let chunk: IteratorResult<Uint8Array>;
+      try {
+        chunk = await withStallTimeout(chunks.next(), this.options.stallTimeoutMs, () => {
+          void chunks.close();
+          return new BlobStoreUnavailableError(`reading ${name}: no data for ${this.options.stallTimeoutMs} ms`);
+        });
+      } catch (err) {
+        if (err instanceof GpunetError) throw err;
+        throw new BlobStoreUnavailableError(`reading ${name} from the object store failed: ${(err as Error)?.message}`, { cause: err });
+      }
+      if (chunk.done) break;
+      parts.push(chunk.value);
     }
-    if (bytes === null) throw new BlobNotFoundError(team, sha256);
+    const bytes = Buffer.concat(parts);
     const actual = hashBytes(bytes);
     if (actual.sha256 !== sha256) throw integrityError(name, { sha256 }, actual);
     return bytes;
@@ -355,9 +414,10 @@ export class BlobStore {
   /** Deletes the team's blob; true when there was one. Other teams' copies of the same bytes are untouched. */
   async remove(team: string, sha256: string): Promise<boolean> {
     const name = blobName(team, sha256);
-    const info = await guard(`stat ${name}`, () => this.os.info(name));
+    const { os } = await this.team(team);
+    const info = await guard(`stat ${name}`, () => os.info(name));
     if (info === null || info.deleted) return false;
-    await guard(`delete ${name}`, () => this.os.delete(name));
+    await guard(`delete ${name}`, () => os.delete(name));
     return true;
   }
 
@@ -366,15 +426,16 @@ export class BlobStore {
   }
 
   /** True when `name` holds exactly these bytes by its record: same size and recorded digest. */
-  private async holds(name: string, digest: BlobDigest): Promise<boolean> {
-    const info = await guard(`stat ${name}`, () => this.os.info(name));
+  private async holds(os: ObjectStore, name: string, digest: BlobDigest): Promise<boolean> {
+    const info = await guard(`stat ${name}`, () => os.info(name));
     return info !== null && !info.deleted && info.size === digest.size && digestToHex(info.digest) === digest.sha256;
   }
 
   private async uploadHashed(team: string, path: string, digest: BlobDigest, options: UploadOptions): Promise<UploadResult> {
     const name = blobName(team, digest.sha256);
-    if (await this.holds(name, digest)) return { ...digest, skipped: true, bytesSent: 0, resumedFromBytes: 0 };
-    const { bytesSent, resumedFromBytes } = await this.putFile(name, path, digest, options);
+    const bucket = await this.team(team);
+    if (await this.holds(bucket.os, name, digest)) return { ...digest, skipped: true, bytesSent: 0, resumedFromBytes: 0 };
+    const { bytesSent, resumedFromBytes } = await this.putFile(bucket, name, path, digest, options);
     return { ...digest, skipped: false, bytesSent, resumedFromBytes };
   }
 
@@ -382,10 +443,10 @@ export class BlobStore {
    * Streams a file into `name` ({@link ChunkedWriter}: resumes what an interrupted run stored,
    * pipelines the rest). The bytes sent must hash to the digest computed before, or nothing is kept.
    */
-  private async putFile(name: string, path: string, digest: BlobDigest, options: UploadOptions): Promise<{ bytesSent: number; resumedFromBytes: number }> {
-    const previous = await guard(`stat ${name}`, () => this.os.info(name));
+  private async putFile({ os, writer }: TeamBucket, name: string, path: string, digest: BlobDigest, options: UploadOptions): Promise<{ bytesSent: number; resumedFromBytes: number }> {
+    const previous = await guard(`stat ${name}`, () => os.info(name));
     const outcome = await guard(`put ${name}`, () =>
-      this.writer.put(name, path, digest, { ...options, ...(previous && !previous.deleted ? { previousNuid: previous.nuid } : {}) }),
+      writer.put(name, path, digest, { ...options, ...(previous && !previous.deleted ? { previousNuid: previous.nuid } : {}) }),
     ).catch((err: unknown) => {
       // An abort is the caller's, not the store's: report it as such.
       throw options.signal?.aborted ? options.signal.reason : err;
@@ -401,16 +462,23 @@ export class BlobStore {
   }
 
   /** A put whose bytes differ from the hash they are named by must not stay under that name. */
-  private async checkStored(name: string, info: ObjectInfo, digest: BlobDigest): Promise<void> {
+  private async checkStored(os: ObjectStore, name: string, info: ObjectInfo, digest: BlobDigest): Promise<void> {
     const stored = digestToHex(info.digest);
     if (stored === digest.sha256 && info.size === digest.size) return;
-    await guard(`delete ${name}`, () => this.os.delete(name)).catch(() => undefined);
+    await guard(`delete ${name}`, () => os.delete(name)).catch(() => undefined);
     throw new BlobIntegrityError(
       `${name}: the file changed while it was uploaded (hashed ${digest.size} bytes as ${digest.sha256}, sent ${info.size} bytes as ${stored}); upload it again once it is no longer being written`,
       digest,
       { ...(stored ? { sha256: stored } : {}), size: info.size },
     );
   }
+}
+
+/** One team's bucket, opened. */
+interface TeamBucket {
+  bucket: string;
+  os: ObjectStore;
+  writer: ChunkedWriter;
 }
 
 /** Parses manifest bytes; the error names each problem. */

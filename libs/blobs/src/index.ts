@@ -1,12 +1,12 @@
 /**
- * gpunet blobs: content-addressed, team-scoped blobs on the NATS Object Store (bucket
- * `gpunet-blobs`, object `<team>/<sha256>`). Upload files and folders (skipping what the team
+ * gpunet blobs: content-addressed, team-scoped blobs on the NATS Object Store (one bucket
+ * per team, `gpunet-blobs-<team>`, object `<team>/<sha256>`). Upload files and folders (skipping what the team
  * already holds), check, download with verification, materialize job inputs, remove.
  */
 export { BlobStore, parseFolderManifest, type BlobStat, type BlobStoreOptions, type FolderUploadResult, type InputBlobRef, type MaterializedInput, type UploadResult } from './blob-store.js';
 export { BlobIntegrityError, BlobNotFoundError, BlobStoreUnavailableError, FolderInputError, ManifestInvalidError } from './errors.js';
 export { listFolder, type FolderFile } from './folder.js';
 export { hashBytes, hashFile, type BlobDigest } from './hash.js';
-export { BLOB_BUCKET, blobName, digestToHex, isSha256 } from './names.js';
+export { BLOB_BUCKET, blobBucket, blobName, digestToHex, isSha256 } from './names.js';
 export type { ProgressListener, TransferPhase, TransferProgress } from './progress.js';
 export { mapLimit } from './pool.js';

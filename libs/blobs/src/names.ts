@@ -6,8 +6,18 @@
 import { ID_PATTERN } from '#contracts';
 import { ValidationError } from '#errors';
 
-/** The Object Store bucket every blob lives in (JetStream stream `OBJ_gpunet-blobs`). */
+/**
+ * Prefix of the Object Store buckets: team `<team>`'s blobs live in bucket `gpunet-blobs-<team>`
+ * (JetStream stream `OBJ_gpunet-blobs-<team>`), one bucket per team so that NATS permissions can
+ * tell teams apart (chunk subjects carry no team).
+ */
 export const BLOB_BUCKET = 'gpunet-blobs';
+
+/** `<prefix>-<team>`: the bucket of a team's blobs. Throws ValidationError for a team id that is not well-formed. */
+export function blobBucket(team: string, prefix = BLOB_BUCKET): string {
+  if (!ID_PATTERN.test(team)) throw new ValidationError(`invalid blob bucket: \`${team}\` is not a team id`, [{ path: 'team', message: `\`${team}\` is not a team id`, fix: 'use the team id from the API key' }]);
+  return `${prefix}-${team}`;
+}
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 

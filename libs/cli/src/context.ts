@@ -49,7 +49,7 @@ export class CommandContext {
   /** An SDK client for the resolved network; closed by {@link close}. `admin`: with the admin key. */
   async client(options: { admin?: boolean } = {}): Promise<GpunetClient> {
     const s = await this.settings(options);
-    const client = new GpunetClient({ baseUrl: s.url, apiKey: s.apiKey, ...(s.natsUrl ? { natsUrl: s.natsUrl } : {}), ...(s.team ? { team: s.team } : {}), http: { userAgent: 'gpunet-cli' } });
+    const client = new GpunetClient({ baseUrl: s.url, apiKey: s.apiKey, ...(s.natsUrl ? { natsUrl: s.natsUrl } : {}), ...(s.natsKeyFile ? { natsKeyFile: s.natsKeyFile } : {}), ...(s.team ? { team: s.team } : {}), http: { userAgent: 'gpunet-cli' } });
     this.clients.push(client);
     return client;
   }

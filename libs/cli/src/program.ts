@@ -42,7 +42,8 @@ function withConnection(cmd: Command): Command {
   return withBaseOptions(cmd)
     .option('--url <url>', `API URL; default env ${ENV.url}, else the one in <data-dir>/state.json`)
     .option('--api-key <key>', `team API key; default env ${ENV.apiKey}, else the one in <data-dir>/state.json`)
-    .option('--nats <url>', `NATS URL for uploading inputs; default env ${ENV.nats}, else the one in <data-dir>/state.json`);
+    .option('--nats <url>', `NATS URL for uploading inputs; default env ${ENV.nats}, else the one in <data-dir>/state.json`)
+    .option('--nats-key <file>', `the team's NKey seed file (0600) NATS connections authenticate with; default env ${ENV.natsKey}, else the one in <data-dir>/state.json`);
 }
 
 const EXIT_HELP = `
@@ -81,7 +82,9 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .option('--agents <n>', 'execution agents (nodes) to start', '2')
     .option('--gpus <n>', 'GPU slots each agent declares (when nvidia-smi finds none)', '4')
     .option('--gpu-model <name>', 'model name of the declared slots', 'sim-gpu')
-    .option('--nats <url>', 'use this NATS server instead of starting one')
+    .option('--nats <url>', 'use this NATS server instead of starting one (load <data-dir>/nats/nats.conf\'s authorization into it, or pass --keys)')
+    .option('--keys <dir>', 'the identities\' NKey seed files (svc-<service>.nk, node-<id>.nk, team-<team>.nk, operator.nk, 0600); default <data-dir>/keys, missing ones created')
+    .option('--team <team>', 'another producer team besides `local`, with its own API key and NKey (repeatable)', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--postgres <url>', 'event store on this PostgreSQL database instead of SQLite <data-dir>/events.db')
     .option('--port <n>', 'HTTP port of the API; default: a free one')
     .option('--timeout <duration>', 'how long to wait for every process to answer its health query', '60s')

@@ -11,6 +11,7 @@ export interface ConnectionFlags {
   url?: string;
   apiKey?: string;
   nats?: string;
+  natsKey?: string;
   team?: string;
 }
 
@@ -19,13 +20,15 @@ export interface ConnectionSettings {
   url: string;
   apiKey: string;
   natsUrl?: string;
+  /** The team's NKey seed file for NATS connections (uploads). */
+  natsKeyFile?: string;
   team?: string;
   source: { url: Source; apiKey: Source };
 }
 export type Source = 'flag' | 'env' | 'state';
 
 /** Environment variables read, with the flag each stands for. */
-export const ENV = { url: 'GPUNET_URL', apiKey: 'GPUNET_API_KEY', adminApiKey: 'GPUNET_ADMIN_API_KEY', nats: 'GPUNET_NATS_URL', team: 'GPUNET_TEAM' } as const;
+export const ENV = { url: 'GPUNET_URL', apiKey: 'GPUNET_API_KEY', adminApiKey: 'GPUNET_ADMIN_API_KEY', nats: 'GPUNET_NATS_URL', natsKey: 'GPUNET_NATS_NKEY_FILE', team: 'GPUNET_TEAM' } as const;
 
 function pick(flag: string | undefined, env: string | undefined, state: string | undefined): [string | undefined, Source | undefined] {
   if (flag) return [flag, 'flag'];
@@ -53,6 +56,7 @@ export function resolveSettings(
   const [apiKey, keySource] = options.admin ? pick(flags.apiKey, env[ENV.adminApiKey] || env[ENV.apiKey], state?.adminApiKey) : pick(flags.apiKey, env[ENV.apiKey], state?.apiKey);
   const [natsUrl] = pick(flags.nats, env[ENV.nats], state?.natsUrl);
   const [team] = pick(flags.team, env[ENV.team], state?.team);
+  const [natsKeyFile] = pick(flags.natsKey, env[ENV.natsKey], state?.natsKeyFile);
   const issues: FieldIssue[] = [];
   if (!url) issues.push({ path: '--url', message: `no API URL: no --url, no ${ENV.url}, no ${statePath}`, fix: 'start a local network with `gpunet up`, or pass `--url http://host:port`' });
   if (!apiKey && options.admin) {
@@ -63,6 +67,7 @@ export function resolveSettings(
     url: url!,
     apiKey: apiKey!,
     ...(natsUrl ? { natsUrl } : {}),
+    ...(natsKeyFile ? { natsKeyFile } : {}),
     ...(team ? { team } : {}),
     source: { url: urlSource!, apiKey: keySource! },
   };

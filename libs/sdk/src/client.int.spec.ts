@@ -6,6 +6,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
+import { BlobStore } from '#blobs';
+import { connect } from '@nats-io/transport-node';
 import { GpunetClient } from './client.js';
 import { GpunetApiError, GpunetProtocolError, GpunetUnreachableError, OutputIntegrityError, WaitTimeoutError } from './errors.js';
 
@@ -181,6 +183,10 @@ describe('GpunetClient uploads inputs to a real nats-server', () => {
   let dir: string;
   beforeAll(async () => {
     nats = await startNatsServer();
+    // The team's bucket is made with the team, by the control plane: the SDK never creates one.
+    const nc = await connect({ servers: nats.url });
+    await (await BlobStore.open(nc)).ensureBucket('local');
+    await nc.close();
     dir = await mkdtemp(join(tmpdir(), 'gpunet-sdk-up-'));
     await mkdir(join(dir, 'data', 'part'), { recursive: true });
     await writeFile(join(dir, 'data', 'part', 'a.csv'), 'x,y\n1,2\n');

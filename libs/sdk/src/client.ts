@@ -29,6 +29,7 @@ import {
   type PublishPriceList,
 } from '#contracts';
 import { BlobStore } from '#blobs';
+import { natsAuthOptions } from '#identity';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
@@ -55,6 +56,12 @@ export interface GpunetClientOptions {
   natsUrl?: string;
   /** The API key's team; blobs are stored per team. Needed only to upload inputs. */
   team?: string;
+  /**
+   * The team's NKey seed file (`team-<team>.nk`, mode 0600): NATS connections authenticate with
+   * it (a gpunet network refuses connections without one). `gpunet up` writes it to
+   * `<data dir>/keys/` and the CLI passes it. Needed only to upload inputs.
+   */
+  natsKeyFile?: string;
   /** HTTP details: timeout (30 s), retries of safe requests (2), fetch. */
   http?: Omit<HttpTransportOptions, 'baseUrl' | 'apiKey'>;
 }
@@ -391,11 +398,12 @@ export class GpunetClient {
       return Promise.reject(new ClientConfigError('natsUrl', 'uploading inputs needs the NATS URL (option `natsUrl`, e.g. nats://127.0.0.1:4222)'));
     }
     const servers = this.options.natsUrl.split(',').map((s) => s.trim());
-    this.nats ??= connect({ servers, name: 'gpunet-sdk', noAsyncTraces: true }).catch((err: unknown) => {
+    this.nats ??= natsAuthOptions(this.options.natsKeyFile).then((auth) => connect({ ...auth, servers, name: 'gpunet-sdk', noAsyncTraces: true })).catch((err: unknown) => {
       this.nats = undefined;
       throw new ClientConfigError('natsUrl', `cannot connect to NATS at ${this.options.natsUrl}: ${(err as Error).message}`, { cause: err });
     });
-    this.blobs ??= this.nats.then((nc) => BlobStore.open(nc));
+    // A team's bucket is made with the team by the control plane; a producer may not create streams.
+    this.blobs ??= this.nats.then((nc) => BlobStore.open(nc, { create: false }));
     return this.blobs;
   }
 }

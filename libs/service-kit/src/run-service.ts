@@ -58,6 +58,12 @@ export interface ServiceDefinition<S extends z.ZodObject = z.ZodObject> {
   consumers?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => ConsumerBinding[];
   /** Stream-id prefix of the events this process writes (its relay publishes those). Default `<name>-`. */
   streamPrefix?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => string;
+  /**
+   * Whether this process creates and updates the topology's streams (default `true`). An
+   * execution node sets `false`: it uses the streams the control plane made and may not change
+   * them (deploy/nats-permissions.yaml).
+   */
+  manageStreams?: boolean;
   /** Also serve HTTP (intake). `bodyLimit` of JSON bodies, default `8mb`. */
   http?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => { port: number; host?: string; bodyLimit?: string };
   /** After store and NATS are open, before anything is consumed (e.g. fold state from the store). */
@@ -186,6 +192,7 @@ async function startApp<C extends BaseConfig>(
   const strategy = new JetStreamServer({
     connection: nc,
     topology,
+    streams: def.manageStreams === false ? 'use' : 'manage',
     // Every event is handled as the store holds it, never as a bus message claims it (issue: trust).
     consumers: bindings.map((b) => ({ inbox, recorded: (e: BusEvent) => storedCopy(store, e), ...b })),
     events: eventSchemas,

@@ -10,6 +10,8 @@ import { ExecutionModule } from './execution.module.js';
  */
 export const executionService = defineService({
   name: 'execution',
+  // A node uses the streams the control plane made; it may not change them (deploy/nats-permissions.yaml).
+  manageStreams: false,
   config: ExecutionConfig,
   module: ExecutionModule,
   instance: (config) => config.GPUNET_NODE_ID,

@@ -283,9 +283,9 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     const js = jetstream(nc);
     const line = (n: number, stream: 'stdout' | 'stderr' = 'stdout'): LogLine => ({ ts: '2025-06-01T12:00:00.000Z', stream, line: `line ${n}`, attemptId: `${jobId}-a1` });
     expect((await http(`/v1/jobs/${jobId}/logs`)).text).toBe('');
-    for (const n of [1, 2]) await js.publish(logSubject(jobId), JSON.stringify(line(n)));
-    await js.publish(logSubject(jobId), 'not a log line');
-    await js.publish(logSubject(jobId), JSON.stringify(line(3, 'stderr')));
+    for (const n of [1, 2]) await js.publish(logSubject('team-a', jobId), JSON.stringify(line(n)));
+    await js.publish(logSubject('team-a', jobId), 'not a log line');
+    await js.publish(logSubject('team-a', jobId), JSON.stringify(line(3, 'stderr')));
 
     const nd = await http(`/v1/jobs/${jobId}/logs`);
     expect(nd.headers.get('content-type')).toContain('application/x-ndjson');
@@ -298,7 +298,7 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     const res = await following;
     expect(res.status).toBe(200);
     const body = res.text();
-    await js.publish(logSubject(jobId), JSON.stringify(line(4)));
+    await js.publish(logSubject('team-a', jobId), JSON.stringify(line(4)));
     await new Promise((r) => setTimeout(r, 100));
     await withdrawn(jobId);
     const lines = (await body).trimEnd().split('\n').map((l) => (JSON.parse(l) as LogLine).line);
@@ -339,15 +339,15 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     const asked: unknown[] = [];
     const ledger = serveQuery(nc, Queries.GetCharges.subject, { request: GetCharges, response: GetChargesReply }, (req) => {
       asked.push(req);
-      return { team: (req as { team: string }).team, lines: [], totals: [], billableMs: 0 };
+      return { team: (req as { principal: { team: string } }).principal.team, lines: [], totals: [], billableMs: 0 };
     });
     await nc.flush();
     try {
       const res = await http('/v1/charges?jobId=job_123&team=team-b');
       expect(res.status).toBe(200);
       expect(res.json).toEqual({ team: 'team-a', lines: [], totals: [], billableMs: 0 });
-      // The team comes from the key, never from the query.
-      expect(asked).toEqual([{ team: 'team-a', jobId: 'job_123' }]);
+      // The principal comes from the key, never from the query.
+      expect(asked).toEqual([{ principal: { keyId: 'ci-a', team: 'team-a', role: 'producer', allTeams: false }, jobId: 'job_123' }]);
       expect((await http('/v1/charges?from=yesterday')).json.error.issues[0].path).toBe('from');
     } finally {
       ledger.unsubscribe();

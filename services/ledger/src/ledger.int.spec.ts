@@ -338,7 +338,7 @@ describe('ledger process against nats-server and a SQLite store', () => {
     expect([...reference.keys()].sort()).toEqual(['team-a', 'team-b', 'team-c']);
 
     for (const [team, want] of reference) {
-      const reply = await requestQuery<GetChargesReply>(nc, querySubject('ledger', 'GetCharges'), { team }, {}, { timeoutMs: 5_000 });
+      const reply = await requestQuery<GetChargesReply>(nc, querySubject('ledger', 'GetCharges'), { principal: { keyId: 'k', team, role: 'producer', allTeams: false } }, {}, { timeoutMs: 5_000 });
       expect({ team, lines: reply.lines.length, totals: reply.totals, billableMs: reply.billableMs }).toEqual({
         team,
         lines: want.lines,
@@ -347,12 +347,12 @@ describe('ledger process against nats-server and a SQLite store', () => {
       });
     }
 
-    const job = await requestQuery<GetChargesReply>(nc, querySubject('ledger', 'GetCharges'), { team: 'team-a', jobId: 'job-twice' });
+    const job = await requestQuery<GetChargesReply>(nc, querySubject('ledger', 'GetCharges'), { principal: { keyId: 'k', team: 'team-a', role: 'producer', allTeams: false }, jobId: 'job-twice' });
     expect(job.lines.map((l) => l.attemptId)).toEqual(['job-twice-a1', 'job-twice-a2']);
     expect(job.totals).toEqual([{ currency: 'EUR', amountMicros: 1_000 + 2_000 }]);
-    const foreign = await requestQuery<GetChargesReply>(nc, querySubject('ledger', 'GetCharges'), { team: 'team-a', jobId: 'job-no-team' });
+    const foreign = await requestQuery<GetChargesReply>(nc, querySubject('ledger', 'GetCharges'), { principal: { keyId: 'k', team: 'team-a', role: 'producer', allTeams: false }, jobId: 'job-no-team' });
     expect(foreign).toEqual({ team: 'team-a', lines: [], totals: [], billableMs: 0 });
-    const window = await requestQuery<GetChargesReply>(nc, querySubject('ledger', 'GetCharges'), { team: 'team-a', from: '2025-06-01T11:00:00Z' });
+    const window = await requestQuery<GetChargesReply>(nc, querySubject('ledger', 'GetCharges'), { principal: { keyId: 'k', team: 'team-a', role: 'producer', allTeams: false }, from: '2025-06-01T11:00:00Z' });
     expect(window.lines.map((l) => l.jobId).sort()).toEqual(['job-lost', 'job-other-model']);
   }, 30_000);
 });

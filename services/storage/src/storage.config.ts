@@ -24,7 +24,7 @@ export const StorageConfig = z.object({
     .string()
     .regex(/^[-\w]+$/, 'letters, digits, _ and -')
     .default(BLOB_BUCKET)
-    .describe(`Object Store bucket of the blobs, e.g. ${BLOB_BUCKET}`),
+    .describe(`Prefix of the Object Store buckets (team T's blobs are in <prefix>-T), e.g. ${BLOB_BUCKET}`),
   /** How often inputs whose keep has passed are looked for and removed. */
   GPUNET_STORAGE_SWEEP_INTERVAL: duration('1m', 'how often to remove inputs whose keep has passed, e.g. 1m'),
   /**

@@ -29,7 +29,7 @@ export async function digestsSign(ctx: CommandContext): Promise<ExitCode> {
   const url = await natsUrlOf(ctx);
   let nc;
   try {
-    nc = await connect({ servers: url.split(','), name: 'gpunet-cli-digests', noAsyncTraces: true, reconnect: false, ...(await natsAuthOptions(ctx.io.env[NKEY_FILE_ENV])) });
+    nc = await connect({ servers: url.split(','), name: 'gpunet-cli-digests', noAsyncTraces: true, reconnect: false, ...(await natsAuthOptions(ctx.io.env[NKEY_FILE_ENV] ?? (await ctx.state())?.operatorKeyFile)) });
   } catch (err) {
     throw new GpunetUnreachableError(url, `cannot reach NATS at ${url}: ${(err as Error).message}`, { cause: err });
   }

@@ -4,16 +4,24 @@
  * (unless `--postgres`), an API key for team `local` — then waits until every process answers
  * its health query. Everything lives under the data directory (default `./.gpunet`).
  *
- * The network signing key (ed25519 NKey seed) is made once per data directory in
- * `<dataDir>/keys/signing.nk` (0600 in a 0700 directory) and its path is handed to the ledger
+ * Every NATS connection authenticates: each process, team and the operator gets its own NKey
+ * seed file in `<data dir>/keys/` (0700, files 0600), nats-server is started from a config
+ * (`<data dir>/nats/nats.conf`, 0600) that admits each with its permissions
+ * (deploy/nats-permissions.yaml), and each process is told only the path of its own key, in
+ * its environment (`GPUNET_NATS_NKEY_FILE`), never on its command line.
+ *
+ * The network signing key (ed25519 NKey seed, not a bus identity) is made once per data directory
+ * in `<dataDir>/signing/signing.nk` (0600 in a 0700 directory) and its path is handed to the ledger
  * alone (`GPUNET_SIGNING_KEY_FILE`): the ledger's notary signs the chain heads with it. state.json
  * records its public key, which `verify`, `replay` and `dispute-bundle` check against.
  */
 import { parseDuration, SERVICE_NAMES, type ServiceName } from '#contracts';
-import { createIdentityFile, loadIdentityFile, type Identity } from '#identity';
+import { BlobStore } from '#blobs';
+import { createIdentityFile, identityName, loadIdentityFile, natsAuthOptions, type Identity } from '#identity';
+import { connect } from '@nats-io/transport-node';
 import { chmod, lstat, mkdir, readdir, stat } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { CommandContext } from '../context.js';
 import { LocalNetworkError, UsageError } from '../errors.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
@@ -21,6 +29,7 @@ import { displayPath } from '../format.js';
 import { writeApiKeysFile, LOCAL_TEAM, newAdminApiKey, newApiKey } from '../local/api-keys.js';
 import { checkServicesBuilt, findNatsServer, freePort, repoRoot } from '../local/environment.js';
 import { HealthTimeoutError, waitForNats, waitHealthy } from '../local/health.js';
+import { ensureKeyFiles, writeNatsConfig } from '../local/identities.js';
 import { isAlive, runsCommand, spawnDetached, stopProcesses, tailOf } from '../local/processes.js';
 import { removeState, writeState, type LocalProcess, type LocalState } from '../local/state.js';
 import { spinner } from '../progress.js';
@@ -30,6 +39,8 @@ export interface UpOptions {
   gpus: string;
   gpuModel: string;
   nats?: string;
+  keys?: string;
+  team?: string[];
   postgres?: string;
   port?: string;
   timeout: string;
@@ -40,11 +51,11 @@ export interface UpOptions {
 const SINGLE_SERVICES: readonly ServiceName[] = SERVICE_NAMES.filter((s) => s !== 'execution');
 
 /** Variables that name one process; `up` sets them per process and never passes its own along. */
-const PER_PROCESS_ENV: readonly string[] = ['GPUNET_INSTANCE', 'GPUNET_NODE_ID', 'GPUNET_WORK_DIR', 'GPUNET_HTTP_PORT', 'GPUNET_HTTP_HOST', 'GPUNET_API_KEYS_FILE', 'GPUNET_SIGNING_KEY_FILE'];
+const PER_PROCESS_ENV: readonly string[] = ['GPUNET_INSTANCE', 'GPUNET_NODE_ID', 'GPUNET_WORK_DIR', 'GPUNET_HTTP_PORT', 'GPUNET_HTTP_HOST', 'GPUNET_API_KEYS_FILE', 'GPUNET_SIGNING_KEY_FILE', 'GPUNET_NATS_NKEY_FILE'];
 
 /** Where the network signing key lives in a data directory. */
 export function signingKeyPath(dataDir: string): string {
-  return join(dataDir, 'keys', 'signing.nk');
+  return join(dataDir, 'signing', 'signing.nk');
 }
 
 /** The data directory's signing key: the one made by an earlier `up` (digests already signed with it stay checkable), else a new one. */
@@ -84,7 +95,7 @@ function assertRunning(started: readonly LocalProcess[]): void {
 export async function closeDataDir(dataDir: string, agents: boolean): Promise<void> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   await chmod(dataDir, agents ? 0o711 : 0o700);
-  for (const dir of ['logs', 'nats', 'keys']) {
+  for (const dir of ['logs', 'nats', 'keys', 'signing']) {
     const path = join(dataDir, dir);
     if (dir === 'logs') await mkdir(path, { recursive: true, mode: 0o700 });
     if (await stat(path).catch(() => undefined)) await closeTree(path);
@@ -129,6 +140,23 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
 
   const logsDir = join(dataDir, 'logs');
   await closeDataDir(dataDir, agents > 0);
+  const nodeIds = Array.from({ length: agents }, (_, i) => `node-${i + 1}`);
+  const otherTeams = [...new Set(opts.team ?? [])].filter((t) => t !== LOCAL_TEAM);
+  for (const t of otherTeams) {
+    if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(t)) throw new UsageError(`--team \`${t}\` is not a team id`, [{ path: '--team', message: 'letters, digits, _ and -', fix: 'write e.g. `--team ml`' }]);
+  }
+  const teams = [LOCAL_TEAM, ...otherTeams];
+  // One identity per process, per team and for the operator; kept across runs in the same data directory.
+  const keysDir = opts.keys ? resolve(io.cwd, opts.keys) : join(dataDir, 'keys');
+  const keyFiles = await ensureKeyFiles(keysDir, [
+    ...SINGLE_SERVICES.map((s) => identityName('service', s)),
+    ...nodeIds.map((n) => identityName('node', n)),
+    ...teams.map((t) => identityName('team', t)),
+    identityName('operator'),
+  ]);
+  const operatorKeyFile = keyFiles[identityName('operator')]!;
+  const natsDir = join(dataDir, 'nats');
+  const natsConfig = join(natsDir, 'nats.conf');
   const t0 = Date.now();
   const started: LocalProcess[] = [];
   const spin = spinner(out, 'starting nats-server');
@@ -137,24 +165,41 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     let natsUrl: string;
     if (opts.nats) {
       natsUrl = opts.nats;
+      // The authorization the external server must load to admit these identities (see the README).
+      const first = new URL(natsUrl.split(',')[0]!.trim());
+      await writeNatsConfig(natsConfig, { keysDir, listen: `${first.hostname}:${first.port || 4222}`, storeDir: natsDir });
       spin.text(`connecting to NATS at ${natsUrl}`);
-      await waitForNats(natsUrl, { timeoutMs: 5_000 });
+      await waitForNats(natsUrl, { timeoutMs: 5_000, keyFile: operatorKeyFile }).catch((err: unknown) => {
+        throw new UsageError(`cannot connect to NATS at ${natsUrl} as the operator: ${(err as Error).message}`, [
+          { path: '--nats', message: 'the server does not admit this network\'s identities yet', fix: `include the authorization block of ${natsConfig} in that server's config, \`nats-server --signal reload\`, and run \`gpunet up\` again (the keys in ${keysDir} are kept)` },
+        ]);
+      });
+      // A server that lets anyone in would ignore every permission: the secure setup is not optional.
+      if (!(await requiresAuthentication(natsUrl, operatorKeyFile))) {
+        throw new UsageError(`NATS at ${natsUrl} lets anyone in (no authorization): every permission would be ignored`, [
+          { path: '--nats', message: 'the server requires no authentication', fix: `include the authorization block of ${natsConfig} in that server's config, \`nats-server --signal reload\`, and run \`gpunet up\` again` },
+        ]);
+      }
     } else {
       const port = await freePort();
-      const natsDir = join(dataDir, 'nats');
       await mkdir(natsDir, { recursive: true, mode: 0o700 });
       await chmod(natsDir, 0o700);
-      const command = [natsBin!, '-js', '-a', '127.0.0.1', '-p', String(port), '-sd', natsDir];
+      await writeNatsConfig(natsConfig, { keysDir, listen: `127.0.0.1:${port}`, storeDir: natsDir });
+      // Everything is in the config file (0600): the command line names nothing secret.
+      const command = [natsBin!, '-c', natsConfig];
       const log = join(logsDir, 'nats.log');
       started.push({ name: 'nats', role: 'nats', pid: spawnDetached(command, { cwd: dataDir, env: { ...io.env }, log }), command, log, cwd: dataDir, env: {}, port });
       natsUrl = `nats://127.0.0.1:${port}`;
-      await waitForNats(natsUrl, { timeoutMs: 10_000, check: () => assertRunning(started) });
+      await waitForNats(natsUrl, { timeoutMs: 10_000, check: () => assertRunning(started), keyFile: operatorKeyFile });
     }
+    // Each team's blob bucket is made here, by the operator: producers and nodes may not create streams.
+    await ensureTeamBuckets(natsUrl, operatorKeyFile, teams);
 
     const apiKey = newApiKey();
     const adminApiKey = newAdminApiKey();
+    const others = otherTeams.map((team) => ({ team, apiKey: newApiKey(), natsKeyFile: keyFiles[identityName('team', team)]! }));
     const apiKeysFile = join(dataDir, 'api-keys.yaml');
-    await writeApiKeysFile(apiKeysFile, apiKey, LOCAL_TEAM, adminApiKey);
+    await writeApiKeysFile(apiKeysFile, apiKey, LOCAL_TEAM, adminApiKey, others);
     const httpPort = httpPortWanted ?? (await freePort());
     const storeUrl = opts.postgres ?? `sqlite:${join(dataDir, 'events.db')}`;
     const common = { GPUNET_NATS_URL: natsUrl, GPUNET_STORE_URL: storeUrl, GPUNET_LOG_LEVEL: opts.logLevel };
@@ -172,15 +217,14 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     for (const service of SINGLE_SERVICES) {
       const command = [process.execPath, entries[service]];
       const log = join(logsDir, `${service}.log`);
-      const env = { ...common, ...extra[service] };
+      const env = { ...common, ...extra[service], GPUNET_NATS_NKEY_FILE: keyFiles[identityName('service', service)]! };
       const pid = spawnDetached(command, { cwd: root, env: { ...inherited, ...env }, log });
       started.push({ name: service, role: 'service', pid, command, log, cwd: root, env, ...(service === 'intake' ? { port: httpPort } : {}) });
     }
-    const nodeIds = Array.from({ length: agents }, (_, i) => `node-${i + 1}`);
     for (const nodeId of nodeIds) {
       const command = [process.execPath, entries.execution];
       const log = join(logsDir, `${nodeId}.log`);
-      const env = { ...common, GPUNET_NODE_ID: nodeId, GPUNET_GPUS: String(gpus), GPUNET_GPU_MODEL: opts.gpuModel, GPUNET_WORK_DIR: join(dataDir, 'nodes', nodeId) };
+      const env = { ...common, GPUNET_NODE_ID: nodeId, GPUNET_GPUS: String(gpus), GPUNET_GPU_MODEL: opts.gpuModel, GPUNET_WORK_DIR: join(dataDir, 'nodes', nodeId), GPUNET_NATS_NKEY_FILE: keyFiles[identityName('node', nodeId)]! };
       started.push({ name: nodeId, role: 'agent', pid: spawnDetached(command, { cwd: root, env: { ...inherited, ...env }, log }), command, log, cwd: root, env, nodeId });
     }
 
@@ -194,6 +238,11 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
       apiKeysFile,
       url: `http://127.0.0.1:${httpPort}`,
       natsUrl,
+      natsKeyFile: keyFiles[identityName('team', LOCAL_TEAM)]!,
+      operatorKeyFile,
+      keysDir,
+      natsConfig,
+      ...(others.length > 0 ? { otherTeams: others } : {}),
       natsManaged: !opts.nats,
       storeUrl,
       signingPublicKey: signing.identity.publicKey,
@@ -205,6 +254,7 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
 
     const targets = { services: agents > 0 ? [...SINGLE_SERVICES, 'execution' as const] : SINGLE_SERVICES, agents: nodeIds };
     await waitHealthy(natsUrl, targets, {
+      keyFile: operatorKeyFile,
       timeoutMs,
       check: () => assertRunning(started),
       onRound: (missing, healthy, total) => spin.text(`waiting for ${missing.join(', ')} (${healthy}/${total} healthy)`),
@@ -215,7 +265,7 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     out.doc({ ...state, healthyAfterMs: tookMs });
     out.line(`gpunet is up: ${started.length} processes healthy in ${(tookMs / 1000).toFixed(1)} s`);
     out.line(`  API     ${state.url}  (team ${LOCAL_TEAM}; key in ${show(ctx.statePath)})`);
-    out.line(`  NATS    ${natsUrl}${state.natsManaged ? `  (data in ${show(join(dataDir, 'nats'))})` : ''}`);
+    out.line(`  NATS    ${natsUrl}${state.natsManaged ? `  (data in ${show(natsDir)})` : ''}; every connection authenticates (keys in ${show(keysDir)}/, permissions in ${show(natsConfig)})`);
     out.line(`  store   ${opts.postgres ? 'PostgreSQL' : show(join(dataDir, 'events.db'))}`);
     out.line(`  signing ${state.signingPublicKey}  (chain heads signed by the ledger; seed in ${show(signing.file)}, 0600)`);
     out.line(`  agents  ${nodeIds.length > 0 ? `${nodeIds.join(', ')}: ${gpus} × ${opts.gpuModel} each` : 'none'}`);
@@ -236,5 +286,26 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
       throw new LocalNetworkError(`the network did not become healthy within ${err.timeoutMs} ms: ${err.missing.join(', ')} never answered its health query; everything started was stopped`, logs, { cause: err });
     }
     throw err;
+  }
+}
+
+/** Creates (when missing) the blob bucket of each team, connected as the operator. */
+async function ensureTeamBuckets(natsUrl: string, operatorKeyFile: string, teams: readonly string[]): Promise<void> {
+  const nc = await connect({ ...(await natsAuthOptions(operatorKeyFile)), servers: natsUrl.split(','), name: 'gpunet-cli-up', noAsyncTraces: true });
+  try {
+    const blobs = await BlobStore.open(nc);
+    for (const team of teams) await blobs.ensureBucket(team);
+  } finally {
+    await nc.close();
+  }
+}
+
+/** True when the server at `natsUrl` requires clients to authenticate (its INFO's `auth_required`). */
+async function requiresAuthentication(natsUrl: string, keyFile: string): Promise<boolean> {
+  const nc = await connect({ ...(await natsAuthOptions(keyFile)), servers: natsUrl.split(','), name: 'gpunet-cli-up', noAsyncTraces: true, reconnect: false });
+  try {
+    return nc.info?.auth_required === true;
+  } finally {
+    await nc.close();
   }
 }

@@ -27,17 +27,19 @@ const sha256 = (key: string) => createHash('sha256').update(key, 'utf8').digest(
  * The key file's text. It holds the keys' sha256 only: the keys themselves live in state.json
  * (mode 0600), so reading the key file does not hand out a key.
  */
-export function apiKeysYaml(apiKey: string, team = LOCAL_TEAM, adminApiKey?: string): string {
+export function apiKeysYaml(apiKey: string, team = LOCAL_TEAM, adminApiKey?: string, others: readonly { team: string; apiKey: string }[] = []): string {
+  const line = (k: string, t: string) => `- { id: ${t}, sha256: ${sha256(k)}, team: ${t}, role: producer }`;
   return [
     '# Written by `gpunet up`: the bootstrap keys, as their sha256 (the keys are in state.json).',
     '# Issue and revoke other keys with `gpunet keys create|revoke` (recorded in the event store); `gpunet up` rewrites this file.',
-    `- { id: ${team}, sha256: ${sha256(apiKey)}, team: ${team}, role: producer }`,
+    line(apiKey, team),
+    ...others.map((o) => line(o.apiKey, o.team)),
     ...(adminApiKey ? [`- { id: ${OPERATOR_KEY_ID}, sha256: ${sha256(adminApiKey)}, team: ${team}, role: operator }`] : []),
     '',
   ].join('\n');
 }
 
-export async function writeApiKeysFile(path: string, apiKey: string, team = LOCAL_TEAM, adminApiKey?: string): Promise<void> {
-  await writeFile(path, apiKeysYaml(apiKey, team, adminApiKey), { mode: 0o600 });
+export async function writeApiKeysFile(path: string, apiKey: string, team = LOCAL_TEAM, adminApiKey?: string, others: readonly { team: string; apiKey: string }[] = []): Promise<void> {
+  await writeFile(path, apiKeysYaml(apiKey, team, adminApiKey, others), { mode: 0o600 });
   await chmod(path, 0o600); // an older file keeps its mode through writeFile
 }

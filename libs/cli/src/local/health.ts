@@ -4,6 +4,7 @@
  * `execution` subject, so their answers are told apart by `instance`).
  */
 import { HealthReply, querySubject, replyEnvelope, type ServiceName } from '#contracts';
+import { natsAuthOptions } from '#identity';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 
 const HealthEnvelope = replyEnvelope(HealthReply);
@@ -58,11 +59,13 @@ export interface WaitHealthyOptions {
   /** Called each round before probing; throw to give up (e.g. a process exited). */
   check?: () => void;
   pollMs?: number;
+  /** The NKey seed file to connect with (the operator's, on a network `gpunet up` started). */
+  keyFile?: string;
 }
 
 /** Resolves once everything answered healthy; otherwise rejects with the names still missing. */
 export async function waitHealthy(natsUrl: string, targets: HealthTargets, options: WaitHealthyOptions): Promise<void> {
-  const nc = await connect({ servers: natsUrl.split(','), name: 'gpunet-cli-health', noAsyncTraces: true, maxReconnectAttempts: 5 });
+  const nc = await connect({ ...(await natsAuthOptions(options.keyFile)), servers: natsUrl.split(','), name: 'gpunet-cli-health', noAsyncTraces: true, maxReconnectAttempts: 5 });
   const all = [...targets.services.filter((s) => s !== 'execution'), ...targets.agents];
   const done = new Set<string>();
   const deadline = Date.now() + options.timeoutMs;
@@ -97,12 +100,13 @@ export class HealthTimeoutError extends Error {
 }
 
 /** Resolves once a NATS server accepts connections at `url`, or rejects after `timeoutMs`. */
-export async function waitForNats(url: string, options: { timeoutMs: number; check?: () => void }): Promise<void> {
+export async function waitForNats(url: string, options: { timeoutMs: number; check?: () => void; keyFile?: string }): Promise<void> {
   const deadline = Date.now() + options.timeoutMs;
+  const auth = await natsAuthOptions(options.keyFile);
   for (;;) {
     options.check?.();
     try {
-      const nc = await connect({ servers: url, name: 'gpunet-cli-probe', timeout: 1_000, reconnect: false });
+      const nc = await connect({ ...auth, servers: url, name: 'gpunet-cli-probe', timeout: 1_000, reconnect: false });
       await nc.close();
       return;
     } catch (err) {

@@ -47,6 +47,16 @@ export const LocalState = z.object({
   /** Base URL of the intake API. */
   url: z.url(),
   natsUrl: z.string().min(1),
+  /** The local team's NKey seed file (0600): producer commands connect to NATS with it. */
+  natsKeyFile: z.string().min(1).optional(),
+  /** The operator's NKey seed file: health checks and tests connect with it. */
+  operatorKeyFile: z.string().min(1).optional(),
+  /** Directory of every identity's seed file (0700). */
+  keysDir: z.string().min(1).optional(),
+  /** Teams besides `team` (`up --team`), each with its API key and NKey seed file. */
+  otherTeams: z.array(z.object({ team: TeamId, apiKey: z.string().min(16), natsKeyFile: z.string().min(1) })).optional(),
+  /** The nats-server config `up` wrote (the authorization of every identity). */
+  natsConfig: z.string().min(1).optional(),
   /** True when `up` started nats-server itself (and `down` stops it). */
   natsManaged: z.boolean(),
   storeUrl: z.string().min(1),

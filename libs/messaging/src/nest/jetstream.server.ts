@@ -33,6 +33,8 @@ export interface JetStreamServerOptions {
   connection?: NatsConnection;
   /** Provisioned at `listen`, before anything is consumed. Default: nothing provisioned. */
   topology?: TopologyDefinition;
+  /** How the topology's streams are provisioned (`provision`'s `streams`). Default `manage`. */
+  streams?: 'manage' | 'use';
   /**
    * Durable consumers. `@EventPattern('Type')` handlers run on the first one; pick another with
    * `@EventPattern('Type', { consumer: '<durable>' })`. Required when there are event handlers.
@@ -111,7 +113,7 @@ export class JetStreamServer extends Server<StatusEvents, ServerStatus> implemen
     void this.watchConnection(nc);
 
     if (this.options.topology) {
-      this.provisionReport = await provision(await jetstreamManager(nc), this.options.topology, { serverVersion: nc.info?.version, logger: this.log });
+      this.provisionReport = await provision(await jetstreamManager(nc), this.options.topology, { serverVersion: nc.info?.version, logger: this.log, streams: this.options.streams ?? 'manage' });
     }
 
     const bindings = this.options.consumers ?? [];

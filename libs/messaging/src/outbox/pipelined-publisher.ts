@@ -56,7 +56,8 @@ export class PipelinedPublisher {
     /** Default 5000 ms. */
     private readonly timeoutMs = 5_000,
   ) {
-    this.prefix = `${createInbox()}.`;
+    // Under the connection's own inbox prefix: an identity may subscribe to its own replies only.
+    this.prefix = `${createInbox((nc as unknown as { options?: { inboxPrefix?: string } }).options?.inboxPrefix)}.`;
     this.sub = nc.subscribe(`${this.prefix}*`, {
       callback: (err, msg) => {
         if (err) {

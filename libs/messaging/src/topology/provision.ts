@@ -24,6 +24,15 @@ export interface ProvisionOptions {
   serverVersion?: string | undefined;
   /** Default: the messaging pino logger. */
   logger?: Logger;
+  /**
+   * `manage` (default): create missing streams and update changed ones. `use`: for an identity
+   * that may not change streams (an execution node): a missing stream is created if the server
+   * allows it, otherwise waited for (the control plane makes it), up to `streamWaitMs`; a stream
+   * whose config differs is used as it is, with a warning.
+   */
+  streams?: 'manage' | 'use';
+  /** How long `use` waits for a missing stream. Default 60 s. */
+  streamWaitMs?: number;
 }
 
 export type ProvisionAction = 'created' | 'updated' | 'unchanged';
@@ -55,7 +64,7 @@ export async function provision(jsm: JetStreamManager, topology: TopologyDefinit
   const report: ProvisionReport = { streams: [], consumers: [] };
 
   for (const s of spec.streams) {
-    const entry = await provisionStream(jsm, s);
+    const entry = options.streams === 'use' ? await useStream(jsm, s, options.streamWaitMs ?? 60_000, logger) : await provisionStream(jsm, s);
     report.streams.push(entry);
     if (entry.action !== 'unchanged') logger.info({ stream: s.name, action: entry.action, changed: entry.changed }, 'stream provisioned');
   }
@@ -132,6 +141,34 @@ async function provisionStream(jsm: JetStreamManager, s: StreamSpec): Promise<Pr
     throw new ProvisioningError(`cannot update stream ${s.name} (${changed.join(', ')}): ${(err as Error).message}`, `stream ${s.name}`, changed, { cause: err });
   });
   return { name: s.name, action: 'updated', changed };
+}
+
+/** A stream this identity uses but may not change: see {@link ProvisionOptions.streams}. */
+async function useStream(jsm: JetStreamManager, s: StreamSpec, waitMs: number, logger: Logger): Promise<ProvisionReport['streams'][number]> {
+  const info = () =>
+    jsm.streams.info(s.name).catch((err: unknown) => {
+      if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return undefined;
+      throw err;
+    });
+  let current = await info();
+  if (!current) {
+    const created = await jsm.streams.add(streamConfig(s)).then(
+      () => true,
+      (err: unknown) => {
+        logger.info({ stream: s.name, reason: (err as Error).message }, 'stream missing and not ours to create: waiting for the control plane to make it');
+        return false;
+      },
+    );
+    if (created) return { name: s.name, action: 'created', changed: [] };
+    const deadline = Date.now() + waitMs;
+    while (!(current = await info())) {
+      if (Date.now() >= deadline) throw new ProvisioningError(`stream ${s.name} does not exist after ${waitMs} ms and this identity may not create it: start the control plane's services first`, `stream ${s.name}`, []);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  const changed = differingFields(streamConfig(s), current.config);
+  if (changed.length > 0) logger.warn({ stream: s.name, changed }, 'stream differs from the topology file; using it as it is (its owner updates it)');
+  return { name: s.name, action: 'unchanged', changed };
 }
 
 async function provisionConsumer(

@@ -208,7 +208,7 @@ export class AttemptRunner {
     const h = this.handle;
     const { jobId, attemptId } = h.state.placement;
     const dirs = (this.dirs ??= await prepareRunDirs(this.ctx.workDir, jobId, attemptId));
-    const streamer = new LogStreamer(this.ctx.js, jobId, attemptId, dirs.logs, { now: this.now });
+    const streamer = new LogStreamer(this.ctx.js, this.job!.team, jobId, attemptId, dirs.logs, { now: this.now });
     this.logFiles = streamer.files;
     for (const line of this.pendingNotices.splice(0)) streamer.notice(line);
     const keeper = this.checkpointKeeper(streamer, dirs);

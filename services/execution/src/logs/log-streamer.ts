@@ -53,12 +53,13 @@ export class LogStreamer {
 
   constructor(
     private readonly js: JetStreamClient,
+    team: string,
     jobId: string,
     private readonly attemptId: string,
     logsDir: string,
     private readonly options: LogStreamerOptions,
   ) {
-    this.subject = logSubject(jobId);
+    this.subject = logSubject(team, jobId);
     this.maxInFlight = options.maxInFlight ?? 256;
     this.maxQueued = options.maxQueued ?? 20_000;
     this.files = { stdout: join(logsDir, 'stdout.log'), stderr: join(logsDir, 'stderr.log') };

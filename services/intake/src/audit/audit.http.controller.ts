@@ -7,7 +7,7 @@ import { Controller, Get, Inject, Param, Req } from '@nestjs/common';
 import type { Request } from 'express';
 import type { Principal } from '../auth/api-keys.js';
 import { Authenticator } from '../auth/authenticator.js';
-import { allows, authorize } from '../auth/permissions.js';
+import { allows, authorize, callerPrincipal } from '../auth/permissions.js';
 import { ForbiddenError } from '../common/errors.js';
 import { correlationIdOf, jobIdParam, single } from '../http/request.js';
 
@@ -16,7 +16,7 @@ const FILTER_PARAMS = { team: 'team', from: 'from', to: 'to', node: 'nodeId', gp
 
 /** Who asks, as the ledger records it: the key's id, team and role, and whether it reads every team. */
 export function requesterOf(principal: Principal): AuditRequester {
-  return { keyId: principal.keyId, team: principal.team, role: principal.role, allTeams: allows(principal, 'audit:read-all-teams') };
+  return callerPrincipal(principal, allows(principal, 'audit:read-all-teams'));
 }
 
 /**

@@ -3,6 +3,7 @@
  * forbidden to every role, `admin` included (operators read other teams through the store);
  * the one exception is the audit of a `compliance` key (`audit:read-all-teams`).
  */
+import type { CallerPrincipal } from '#contracts';
 import { ForbiddenError } from '../common/errors.js';
 import type { ApiRole, Principal } from './api-keys.js';
 
@@ -82,4 +83,13 @@ export function assertOwnJob(principal: Principal, job: { jobId: string; team: s
   if (job.team !== principal.team) {
     throw new ForbiddenError(`job ${job.jobId} belongs to another team; your API key is for team ${principal.team}`);
   }
+}
+
+/**
+ * The principal intake sends behind it (`principal` of the ledger's queries and commands): from
+ * the authenticated key only, never from a request body. `allTeams` only when the key's role may
+ * read every team for this purpose (e.g. `audit:read-all-teams`); default false.
+ */
+export function callerPrincipal(principal: Principal, allTeams = false): CallerPrincipal {
+  return { keyId: principal.keyId, team: principal.team, role: principal.role, allTeams };
 }

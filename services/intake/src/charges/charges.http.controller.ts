@@ -6,7 +6,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { Controller, Get, Inject, Req } from '@nestjs/common';
 import type { Request } from 'express';
 import { Authenticator } from '../auth/authenticator.js';
-import { authorize } from '../auth/permissions.js';
+import { authorize, callerPrincipal } from '../auth/permissions.js';
 import { correlationIdOf, single } from '../http/request.js';
 
 /** `GET /v1/charges?jobId=&from=&to=`: the caller's team's charges, asked of the ledger (`GetCharges`). */
@@ -22,12 +22,12 @@ export class ChargesHttpController {
     const principal = this.auth.fromHttp(req.headers.authorization);
     authorize(principal, 'charges:read');
     const q = req.query as Record<string, string | string[] | undefined>;
-    const raw: Record<string, string> = { team: principal.team };
+    const raw: Record<string, unknown> = { principal: callerPrincipal(principal) };
     for (const name of ['jobId', 'from', 'to'] as const) {
       const value = single(q[name]);
       if (value !== undefined) raw[name] = value;
     }
-    // The team comes from the key, never from the query.
+    // The principal (team, role, key) comes from the key, never from the query.
     const parsed = GetCharges.safeParse(raw);
     if (!parsed.success) throw new ValidationError(`invalid query: ${formatIssues(parsed.error).map((i) => i.path).join(', ')}`, formatIssues(parsed.error));
     const query = Queries.GetCharges;

@@ -18,7 +18,7 @@ import { NATS_CONNECTION } from '#service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/api-keys.js';
-import { authorize } from '../auth/permissions.js';
+import { authorize, callerPrincipal } from '../auth/permissions.js';
 import type { RequestTrace } from '../jobs/jobs.service.js';
 
 /** A rebuild folds the whole store: give it time. */
@@ -48,7 +48,7 @@ export class BillingService {
     authorize(principal, 'prices:publish');
     const request = parsed(PublishPriceList, body, 'price list');
     const c = Commands.RecordPriceList;
-    return requestQuery<PriceListPublished>(this.nc, c.subject, { ...request, publishedBy: `${principal.team}/${principal.keyId}` }, { request: c.schema, response: c.replySchema }, trace(t));
+    return requestQuery<PriceListPublished>(this.nc, c.subject, { ...request, principal: callerPrincipal(principal) }, { request: c.schema, response: c.replySchema }, trace(t));
   }
 
   async priceLists(principal: Principal, t: RequestTrace): Promise<ListPriceListsReply> {
@@ -59,7 +59,7 @@ export class BillingService {
 
   async invoices(principal: Principal, filter: { month?: string | undefined; status?: string | undefined }, t: RequestTrace): Promise<ListInvoicesReply> {
     authorize(principal, 'invoices:read');
-    const raw: Record<string, string> = { team: principal.team };
+    const raw: Record<string, unknown> = { principal: callerPrincipal(principal) };
     if (filter.month !== undefined) raw.month = filter.month;
     if (filter.status !== undefined) raw.status = filter.status;
     const query = parsed(ListInvoices, raw, 'query');
@@ -71,12 +71,12 @@ export class BillingService {
     authorize(principal, 'invoices:read');
     const id = parsed(InvoiceId, invoiceId, 'invoice id');
     const q = Queries.GetInvoice;
-    return requestQuery<InvoiceView>(this.nc, q.subject, parsed(GetInvoice, { invoiceId: id, team: principal.team }, 'query'), { request: q.schema, response: q.replySchema }, trace(t));
+    return requestQuery<InvoiceView>(this.nc, q.subject, parsed(GetInvoice, { invoiceId: id, principal: callerPrincipal(principal) }, 'query'), { request: q.schema, response: q.replySchema }, trace(t));
   }
 
   async rebuild(principal: Principal, t: RequestTrace): Promise<RebuildLedgerReply> {
     authorize(principal, 'ledger:rebuild');
     const c = Commands.RebuildLedger;
-    return requestQuery<RebuildLedgerReply>(this.nc, c.subject, {}, { request: c.schema, response: c.replySchema }, { ...trace(t), timeoutMs: REBUILD_TIMEOUT_MS });
+    return requestQuery<RebuildLedgerReply>(this.nc, c.subject, { principal: callerPrincipal(principal) }, { request: c.schema, response: c.replySchema }, { ...trace(t), timeoutMs: REBUILD_TIMEOUT_MS });
   }
 }

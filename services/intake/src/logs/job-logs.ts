@@ -17,7 +17,7 @@ export interface ReadLogsOptions {
 }
 
 /**
- * Reads a job's log lines from JetStream (`GPUNET_LOGS`, subject `gpunet.logs.<jobId>`) with an
+ * Reads a job's log lines from JetStream (`GPUNET_LOGS`, subject `gpunet.logs.<team>.<jobId>`) with an
  * ordered consumer: an ephemeral, flow-controlled replay in stream order that the server drops
  * on its own when the reader goes away. Lines that are not a valid LogLine are skipped.
  */
@@ -30,8 +30,9 @@ export class JobLogs {
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
-  async *read(jobId: string, options: ReadLogsOptions = {}): AsyncGenerator<LogLine> {
-    const subject = logSubject(jobId);
+  /** The log lines of `team`'s job `jobId` (the caller has checked the job is the principal's to read). */
+  async *read(team: string, jobId: string, options: ReadLogsOptions = {}): AsyncGenerator<LogLine> {
+    const subject = logSubject(team, jobId);
     const { signal } = options;
     let target: number | undefined;
     let messages: ConsumerMessages | undefined;

@@ -28,7 +28,7 @@ export class LogsHttpController {
   async logsOf(@Req() req: Request, @Res() res: Response, @Param('jobId') jobId: string): Promise<void> {
     const principal = this.auth.fromHttp(req.headers.authorization);
     const id = jobIdParam(jobId);
-    this.jobs.get(principal, id);
+    const job = this.jobs.get(principal, id);
     const follow = flag(req.query.follow as string | string[] | undefined);
     const text = req.accepts(['application/x-ndjson', 'application/json', 'text/plain']) === 'text/plain';
 
@@ -52,7 +52,7 @@ export class LogsHttpController {
     res.flushHeaders();
     const format = text ? textFormatter(principal) : (l: LogLine) => `${JSON.stringify(l)}\n`;
     try {
-      for await (const line of this.logs.read(id, { ...(until ? { until } : {}), signal: abort.signal })) {
+      for await (const line of this.logs.read(job.team, id, { ...(until ? { until } : {}), signal: abort.signal })) {
         if (!res.write(format(line))) await Promise.race([once(res, 'drain'), once(res, 'close')]);
         if (abort.signal.aborted) break;
       }

@@ -16,7 +16,7 @@ export interface LocalOutput {
 }
 
 /**
- * Output files from the NATS Object Store (bucket `gpunet-blobs`, object `<team>/<sha256>`).
+ * Output files from the NATS Object Store (the team's bucket `gpunet-blobs-<team>`, object `<team>/<sha256>`).
  * A file is downloaded to a temporary file and verified against its sha256 and size before a
  * byte is sent, so a client never receives a partial or wrong file as a success.
  */
@@ -35,7 +35,7 @@ export class OutputFiles {
 
   async fetch(team: string, file: OutputFile): Promise<LocalOutput> {
     // Open lazily: the bucket is storage's, and intake should start even before it exists.
-    this.blobs ??= BlobStore.open(this.nc).catch((err: unknown) => {
+    this.blobs ??= BlobStore.open(this.nc, { create: false }).catch((err: unknown) => {
       this.blobs = undefined;
       throw err;
     });

@@ -19,11 +19,13 @@ export class ChargesController {
 
   @MessagePattern(querySubject('ledger', 'GetCharges'))
   async getCharges(@Payload() query: GetCharges): Promise<GetChargesReply> {
+    // The team is the principal's (set by intake from the caller's key; only intake may send this query).
+    const team = query.principal.team;
     const state = initialCharges();
     const filter = {
       types: ['UsageRecorded'],
       streamPrefix: USAGE_STREAM_PREFIX,
-      team: query.team,
+      team,
       ...(query.jobId === undefined ? {} : { jobId: query.jobId }),
     };
     // Pages up to the head seen first: the answer is the log as of one position, however long paging takes.
@@ -35,6 +37,6 @@ export class ChargesController {
       if (page.length < PAGE) break;
       from = page[page.length - 1]!.position;
     }
-    return chargesFor(state, query);
+    return chargesFor(state, { team, ...(query.jobId === undefined ? {} : { jobId: query.jobId }), ...(query.from === undefined ? {} : { from: query.from }), ...(query.to === undefined ? {} : { to: query.to }) });
   }
 }

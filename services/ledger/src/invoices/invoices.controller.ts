@@ -1,4 +1,4 @@
-import { Commands, Queries, type GetInvoice, type InvoiceView, type ListInvoices, type ListInvoicesReply, type RebuildLedgerReply } from '#contracts';
+import { Commands, Queries, type GetInvoice, type InvoiceView, type ListInvoices, type ListInvoicesReply, type RebuildLedger, type RebuildLedgerReply } from '#contracts';
 import { NotFoundError } from '#errors';
 import { Controller } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
@@ -7,7 +7,7 @@ import { BillingProjectionService } from './billing-projection.service.js';
 
 /**
  * `gpunet.qry.ledger.ListInvoices` / `GetInvoice`, answered from the billing projection at the
- * store head, and `gpunet.cmd.RebuildLedger`. Internal: intake scopes them to the caller's team.
+ * store head, and `gpunet.cmd.RebuildLedger`. Internal: only intake may send them, with the caller's `principal`, which scopes them to its team.
  */
 @Controller()
 export class InvoicesController {
@@ -16,22 +16,23 @@ export class InvoicesController {
   @MessagePattern(Queries.ListInvoices.subject)
   list(@Payload() query: ListInvoices): Promise<ListInvoicesReply> {
     return this.projection.withState((state) => ({
-      invoices: invoiceSummaries(state, query, this.projection.cutoffMs),
+      invoices: invoiceSummaries(state, { ...(query.principal.allTeams ? {} : { team: query.principal.team }), ...(query.month ? { month: query.month } : {}), ...(query.status ? { status: query.status } : {}) }, this.projection.cutoffMs),
       asOfPosition: state.position.toString(),
     }));
   }
 
   @MessagePattern(Queries.GetInvoice.subject)
   get(@Payload() query: GetInvoice): Promise<InvoiceView> {
-    if (query.team !== undefined && parseInvoiceId(query.invoiceId).team !== query.team) {
+    const { principal } = query;
+    if (!principal.allTeams && parseInvoiceId(query.invoiceId).team !== principal.team) {
       // Another team's invoice is not acknowledged to exist.
-      throw new NotFoundError(`no invoice ${query.invoiceId} for team ${query.team}; list yours with \`gpunet invoices list\``);
+      throw new NotFoundError(`no invoice ${query.invoiceId} for team ${principal.team}; list yours with \`gpunet invoices list\``);
     }
     return this.projection.withState((state) => invoiceView(state, query.invoiceId, this.projection.cutoffMs));
   }
 
   @MessagePattern(Commands.RebuildLedger.subject)
-  rebuild(): Promise<RebuildLedgerReply> {
+  rebuild(@Payload() _command: RebuildLedger): Promise<RebuildLedgerReply> {
     return this.projection.rebuild();
   }
 }

@@ -47,6 +47,9 @@ describe.each(['sqlite', 'postgres'] as const)('ledger invoices, price lists and
   /** Ten minutes ago, inside the current month unless the month began less than an hour ago. */
   const recent = (offsetMs: number) => new Date(Math.max(now.getTime() - 600_000, Date.parse(`${thisMonth}-01T00:00:00.000Z`)) + offsetMs).toISOString();
 
+  /** What intake sets from a key: an operator's principal sees every team, a team's its own. */
+  const OPERATOR = { keyId: 'operator', team: 'ops', role: 'operator', allTeams: true };
+  const asTeam = (team: string, role = 'producer') => ({ keyId: `key-${team}`, team, role, allTeams: false });
   const ask = <T>(name: keyof typeof Queries, body: unknown) => requestQuery<T>(nc, Queries[name].subject, body, { request: Queries[name].schema, response: Queries[name].replySchema });
   const command = <T>(name: 'RecordPriceList' | 'RebuildLedger', body: unknown) =>
     requestQuery<T>(nc, Commands[name].subject, body, { request: Commands[name].schema, response: Commands[name].replySchema }, { timeoutMs: 30_000 });
@@ -72,9 +75,9 @@ describe.each(['sqlite', 'postgres'] as const)('ledger invoices, price lists and
 
   /** Every invoice of the store as the ledger answers it, in canonical JSON. */
   async function everyInvoice(): Promise<Map<string, string>> {
-    const list = await ask<ListInvoicesReply>('ListInvoices', {});
+    const list = await ask<ListInvoicesReply>('ListInvoices', { principal: OPERATOR });
     const out = new Map<string, string>();
-    for (const i of list.invoices) out.set(i.invoiceId, canonicalJson(await ask<InvoiceView>('GetInvoice', { invoiceId: i.invoiceId })));
+    for (const i of list.invoices) out.set(i.invoiceId, canonicalJson(await ask<InvoiceView>('GetInvoice', { invoiceId: i.invoiceId, principal: OPERATOR })));
     return out;
   }
 
@@ -101,10 +104,10 @@ describe.each(['sqlite', 'postgres'] as const)('ledger invoices, price lists and
   });
 
   it('publishes price list versions numbered by the ledger, and refuses one that would change the past', async () => {
-    const v2 = await command<PriceListPublished>('RecordPriceList', { currency: 'EUR', ratesMicrosPerGpuHour: { A100: 3_500_000 }, minimumChargeMicros: 1_000, publishedBy: 'billing-team/key-1' });
+    const v2 = await command<PriceListPublished>('RecordPriceList', { currency: 'EUR', ratesMicrosPerGpuHour: { A100: 3_500_000 }, minimumChargeMicros: 1_000, principal: { keyId: 'key-1', team: 'billing-team', role: 'billing', allTeams: false } });
     expect(v2).toMatchObject({ version: 2, currency: 'EUR', ratesMicrosPerGpuHour: { A100: 3_500_000 }, minimumChargeMicros: 1_000, publishedBy: 'billing-team/key-1' });
     expect(Date.parse(v2.effectiveFrom)).toBeGreaterThanOrEqual(now.getTime());
-    await expect(command('RecordPriceList', { currency: 'EUR', effectiveFrom: '2025-01-01T00:00:00Z', ratesMicrosPerGpuHour: { A100: 1 }, publishedBy: 'x/y' })).rejects.toMatchObject({
+    await expect(command('RecordPriceList', { currency: 'EUR', effectiveFrom: '2025-01-01T00:00:00Z', ratesMicrosPerGpuHour: { A100: 1 }, principal: { keyId: 'y', team: 'x', role: 'billing', allTeams: false } })).rejects.toMatchObject({
       issues: [expect.objectContaining({ path: 'effectiveFrom' })],
     });
     const lists = await ask<ListPriceListsReply>('ListPriceLists', {});
@@ -122,7 +125,7 @@ describe.each(['sqlite', 'postgres'] as const)('ledger invoices, price lists and
     await attempt({ jobId: 'job-now', nodeId: 'node-2', gpus: 4, heldAt: recent(0), finishedAt: recent(60_001) });
 
     const june = await waitFor('the June invoice to be finalized', async () => {
-      const v = await ask<InvoiceView>('GetInvoice', { invoiceId: 'inv-team-a-2025-06', team: 'team-a' });
+      const v = await ask<InvoiceView>('GetInvoice', { invoiceId: 'inv-team-a-2025-06', principal: asTeam('team-a') });
       return v.status === 'finalized' && v;
     });
     expect(june.lines.map((l) => [l.lineId, l.billableMs, l.amountMicros])).toEqual([
@@ -138,15 +141,15 @@ describe.each(['sqlite', 'postgres'] as const)('ledger invoices, price lists and
     expect(stored.map((e) => e.type)).toEqual(['InvoiceFinalized']);
     expect(BigInt(june.derivedAtPosition)).toBeLessThan(stored[0]!.position);
 
-    const draft = await ask<InvoiceView>('GetInvoice', { invoiceId: `inv-team-a-${thisMonth}` });
+    const draft = await ask<InvoiceView>('GetInvoice', { invoiceId: `inv-team-a-${thisMonth}`, principal: OPERATOR });
     expect(draft.status).toBe('draft');
     expect(draft.lines.map((l) => [l.lineId, l.gpus, l.amountMicros])).toEqual([
       ['job-now-a1@node-1', 4, 240_000],
       ['job-now-a1@node-2', 4, 240_004],
     ]);
     // Another team's invoice is not found for team-a.
-    await expect(ask('GetInvoice', { invoiceId: 'inv-team-b-2025-06', team: 'team-a' })).rejects.toMatchObject({ code: 'not_found' });
-    const listed = await ask<ListInvoicesReply>('ListInvoices', { team: 'team-a' });
+    await expect(ask('GetInvoice', { invoiceId: 'inv-team-b-2025-06', principal: asTeam('team-a') })).rejects.toMatchObject({ code: 'not_found' });
+    const listed = await ask<ListInvoicesReply>('ListInvoices', { principal: asTeam('team-a') });
     expect(listed.invoices.map((i) => [i.invoiceId, i.status])).toEqual([
       [`inv-team-a-${thisMonth}`, 'draft'],
       ['inv-team-a-2025-06', 'finalized'],
@@ -154,7 +157,7 @@ describe.each(['sqlite', 'postgres'] as const)('ledger invoices, price lists and
   }, 30_000);
 
   it('never changes a finalized invoice: a node lost afterwards is a credit note, a late attempt goes to the open month', async () => {
-    const before = await ask<InvoiceView>('GetInvoice', { invoiceId: 'inv-team-a-2025-06' });
+    const before = await ask<InvoiceView>('GetInvoice', { invoiceId: 'inv-team-a-2025-06', principal: OPERATOR });
     const placement = new EventWriter(running.ctx.store, 'placement', systemClock);
     const lost: EventData<'NodeLost'> = {
       nodeId: 'node-1',
@@ -168,7 +171,7 @@ describe.each(['sqlite', 'postgres'] as const)('ledger invoices, price lists and
     await attempt({ jobId: 'job-june-late', heldAt: '2025-06-20T00:00:00.000Z', finishedAt: '2025-06-20T00:00:02.000Z' });
 
     const after = await waitFor('the credit note', async () => {
-      const v = await ask<InvoiceView>('GetInvoice', { invoiceId: 'inv-team-a-2025-06' });
+      const v = await ask<InvoiceView>('GetInvoice', { invoiceId: 'inv-team-a-2025-06', principal: OPERATOR });
       return v.creditNotes.length > 0 && v;
     });
     expect(canonicalJson({ ...after, creditNotes: [], net: [] })).toBe(canonicalJson({ ...before, creditNotes: [], net: [] }));
@@ -183,7 +186,7 @@ describe.each(['sqlite', 'postgres'] as const)('ledger invoices, price lists and
       }),
     ]);
     expect(after.net).toEqual([{ currency: 'EUR', amountMicros: 2_469_134 }]);
-    const open = await ask<InvoiceView>('GetInvoice', { invoiceId: `inv-team-a-${thisMonth}` });
+    const open = await ask<InvoiceView>('GetInvoice', { invoiceId: `inv-team-a-${thisMonth}`, principal: OPERATOR });
     expect(open.lines.find((l) => l.jobId === 'job-june-late')).toMatchObject({ lateFrom: '2025-06', amountMicros: 2_000 });
 
     // Conservation over every invoice and credit note: debits equal credits.
@@ -199,7 +202,7 @@ describe.each(['sqlite', 'postgres'] as const)('ledger invoices, price lists and
 
   it('rebuilds every projection from zero with byte-identical invoices, and a restart derives the same', async () => {
     const before = await everyInvoice();
-    const reply = await command<RebuildLedgerReply>('RebuildLedger', {});
+    const reply = await command<RebuildLedgerReply>('RebuildLedger', { principal: OPERATOR });
     expect(reply.identical).toBe(true);
     expect(reply.invoices.map((i) => i.invoiceId).sort()).toEqual([...before.keys()].sort());
     expect(reply.finalized.map((f) => [f.invoiceId, f.identical])).toEqual(

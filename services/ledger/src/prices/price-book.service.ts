@@ -1,4 +1,4 @@
-import type { PriceListPublished, RecordPriceList } from '#contracts';
+import type { PriceListPublished } from '#contracts';
 import { WrongExpectedVersionError, type EventStore } from '#event-store';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, SERVICE_CONFIG, type Clock, type EventWriter } from '#service-kit';
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
@@ -12,6 +12,7 @@ import {
   PRICE_LIST_STREAM,
   statesPrices,
   type PriceBook,
+  type PriceListRequest,
   type PriceListVersion,
 } from '../domain/index.js';
 import type { LedgerConfig } from '../ledger.config.js';
@@ -79,7 +80,7 @@ export class PriceBookService implements OnModuleInit {
    * before now). The append expects the stream revision this ledger folded, so two publishers
    * at once get two consecutive versions: the loser catches up and numbers again.
    */
-  async publish(request: RecordPriceList): Promise<PriceListPublished> {
+  async publish(request: PriceListRequest): Promise<PriceListPublished> {
     for (let attempt = 1; ; attempt++) {
       await this.catchUp();
       const list = decidePriceList(this.book, request, this.clock.now());

@@ -5,7 +5,7 @@ import { MessagePattern, Payload } from '@nestjs/microservices';
 import type { PriceListVersion } from '../domain/index.js';
 import { PriceBookService } from './price-book.service.js';
 
-/** `gpunet.cmd.RecordPriceList` (intake → ledger, role checked there) and `gpunet.qry.ledger.ListPriceLists`. */
+/** `gpunet.cmd.RecordPriceList` (intake → ledger only, role checked there, `principal` from the caller's key) and `gpunet.qry.ledger.ListPriceLists`. */
 @Controller()
 export class PriceListsController {
   constructor(
@@ -15,7 +15,9 @@ export class PriceListsController {
 
   @MessagePattern(Commands.RecordPriceList.subject)
   record(@Payload() request: RecordPriceList): Promise<PriceListPublished> {
-    return this.book.publish(request);
+    // Who published comes from the principal intake set from the caller's key (only intake may send this).
+    const { principal, ...list } = request;
+    return this.book.publish({ ...list, publishedBy: `${principal.team}/${principal.keyId}` });
   }
 
   @MessagePattern(Queries.ListPriceLists.subject)

@@ -1,0 +1,244 @@
+/**
+ * Attacks on a real nats-server started with the config libs/bus-auth renders from
+ * deploy/nats-permissions.yaml: each identity tries what its template does not allow, and each
+ * attempt must be refused by nats-server and logged by it (what an operator reads in
+ * `<data-dir>/logs/nats.log` of `gpunet up`). Each refusal sits beside the allowed twin of the
+ * same action, so a server that refused everything would fail these tests too.
+ */
+import { BlobStore, blobBucket } from '#blobs';
+import { jest } from '@jest/globals';
+import { Events, querySubject } from '#contracts';
+import { newIdentity, type Identity } from '#identity';
+import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect, nkeyAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
+import { until } from '../../../test/support/poll.js';
+import { defaultPermissionsFile } from './files.js';
+import { identityNameOf, parsePermissionTemplates, type IdentityRef } from './permissions.js';
+import { renderServerConfig } from './server-config.js';
+
+jest.setTimeout(30_000);
+const templates = parsePermissionTemplates(readFileSync(defaultPermissionsFile(), 'utf8'));
+const who = {
+  intake: { kind: 'service', id: 'intake' },
+  ledger: { kind: 'service', id: 'ledger' },
+  storage: { kind: 'service', id: 'storage' },
+  n1: { kind: 'node', id: 'n1' },
+  n2: { kind: 'node', id: 'n2' },
+  a: { kind: 'team', id: 'a' },
+  b: { kind: 'team', id: 'b' },
+  operator: { kind: 'operator' },
+} satisfies Record<string, IdentityRef>;
+type Who = keyof typeof who;
+const keys = Object.fromEntries(Object.keys(who).map((k) => [k, newIdentity()])) as Record<Who, Identity>;
+
+let server: TestNatsServer;
+const open: NatsConnection[] = [];
+const identityOf = new Map<NatsConnection, Who>();
+let dir: string;
+
+async function as(name: Who): Promise<NatsConnection> {
+  const nc = await connect({ servers: server.url, authenticator: nkeyAuthenticator(keys[name].seed), inboxPrefix: `_INBOX_${identityNameOf(who[name])}`, noAsyncTraces: true, timeout: 3_000 });
+  open.push(nc);
+  identityOf.set(nc, name);
+  return nc;
+}
+
+/** Resolves once nats-server has logged a refusal matching `pattern`. */
+const logged = (pattern: RegExp) => until(`nats-server to log ${pattern}`, () => pattern.test(server.log()), { timeoutMs: 5_000, intervalMs: 20 });
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** nats-server 2.9's log line of a refusal: `[ERR] … - Publish Violation - Nkey "U…", Subject "…"`, naming who tried what. */
+const violation = (what: 'Publish' | 'Subscription', name: Who, subject: string) => new RegExp(`\\[ERR\\].* - ${what} Violation - Nkey "${keys[name].publicKey}", Subject "${escape(subject)}"`);
+
+/** A core publish the server refuses: the connection reports it, and nothing reaches a subscriber. */
+async function refusedPublish(nc: NatsConnection, subject: string): Promise<void> {
+  const errors: Error[] = [];
+  void (async () => {
+    for await (const s of nc.status()) if (s.type === 'error') errors.push(s.error as Error);
+  })();
+  nc.publish(subject, '{"forged":true}');
+  await nc.flush();
+  await until(`a permission error for ${subject}`, () => errors.some((e) => e.message.includes(subject)), { timeoutMs: 5_000, intervalMs: 20 });
+  await logged(violation('Publish', identityOf.get(nc)!, subject));
+}
+
+/** A subscription the server refuses: it ends with a permission error and receives nothing. */
+async function refusedSubscribe(nc: NatsConnection, subject: string): Promise<void> {
+  const sub = nc.subscribe(subject);
+  const received: unknown[] = [];
+  const ended = (async () => {
+    try {
+      for await (const m of sub) received.push(m);
+    } catch (err) {
+      return err;
+    }
+    return undefined;
+  })();
+  expect(String(await ended)).toMatch(/Permissions Violation for Subscription/i);
+  expect(received).toEqual([]);
+  await logged(violation('Subscription', identityOf.get(nc)!, subject));
+}
+
+beforeAll(async () => {
+  const identities = (Object.keys(who) as Who[]).map((k) => ({ ...who[k], publicKey: keys[k].publicKey }));
+  server = await startNatsServer({ config: (storeDir) => renderServerConfig(templates, { listen: '127.0.0.1:4222', storeDir, identities }) });
+  dir = await mkdtemp(join(tmpdir(), 'gpunet-bus-auth-'));
+  // The operator provisions what the control plane would: the streams, the nodes' consumers, the teams' buckets.
+  const op = await as('operator');
+  const jsm = await jetstreamManager(op);
+  await jsm.streams.add({ name: 'GPUNET_EVENTS', subjects: ['gpunet.evt.>'] });
+  await jsm.streams.add({ name: 'GPUNET_LOGS', subjects: ['gpunet.logs.>'] });
+  for (const n of ['n1', 'n2']) await jsm.consumers.add('GPUNET_EVENTS', { durable_name: `execution-${n}`, ack_policy: AckPolicy.Explicit });
+  const blobs = await BlobStore.open(op);
+  for (const t of ['a', 'b']) await blobs.ensureBucket(t);
+}, 30_000);
+
+afterAll(async () => {
+  for (const nc of open) await nc.close().catch(() => undefined);
+  await server?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('before: nats-server as `gpunet up` started it without authorization', () => {
+  it('let anyone connect without credentials and forge events, read every reply and every team\'s bucket', async () => {
+    const open = await startNatsServer();
+    try {
+      const anyone = await connect({ servers: open.url });
+      const jsm = await jetstreamManager(anyone);
+      await jsm.streams.add({ name: 'GPUNET_EVENTS', subjects: ['gpunet.evt.>'] });
+      await jetstream(anyone).publish(Events.JobFinished.subject, '{"forged":true}');
+      expect((await jsm.streams.info('GPUNET_EVENTS')).state.messages).toBe(1);
+      const spy = anyone.subscribe('_INBOX.>', { max: 1 });
+      const victim = await connect({ servers: open.url });
+      victim.subscribe('gpunet.qry.ledger.GetCharges', { callback: (_e, m) => void m.respond('{"team":"b","totalMicros":42}') });
+      await victim.flush();
+      await victim.request('gpunet.qry.ledger.GetCharges', '{}');
+      for await (const m of spy) expect(m.string()).toContain('"team":"b"');
+      const blobs = await BlobStore.open(anyone);
+      const stored = await blobs.uploadBytes('b', new TextEncoder().encode('b secret'));
+      expect(Buffer.from(await blobs.readBytes('b', stored.sha256)).toString()).toBe('b secret');
+      await victim.close();
+      await anyone.close();
+    } finally {
+      await open.stop();
+    }
+  });
+});
+
+describe('who may connect', () => {
+  it('refuses a connection without credentials, and one with a key it does not know', async () => {
+    await expect(connect({ servers: server.url, reconnect: false, timeout: 3_000 })).rejects.toThrow(/Authorization Violation/i);
+    const stranger = newIdentity();
+    await expect(connect({ servers: server.url, reconnect: false, timeout: 3_000, authenticator: nkeyAuthenticator(stranger.seed) })).rejects.toThrow(/Authorization Violation/i);
+    await logged(/authentication error/i);
+    // The identities it knows get in.
+    expect((await as('a')).info?.server_id).toBeDefined();
+  });
+});
+
+describe('a producer team', () => {
+  it('cannot publish events, or forge a price list, a cancel, a placement, a release or StoreOutputs', async () => {
+    const nc = await as('a');
+    for (const type of ['JobFinished', 'PriceListPublished', 'JobCancelRequested', 'JobPlaced', 'ComputeReleased'] as const) {
+      await refusedPublish(nc, Events[type].subject);
+    }
+    await expect(nc.request('gpunet.cmd.StoreOutputs', '{}', { timeout: 3_000 })).rejects.toThrow(/Permissions Violation/i);
+    const events = await (await jetstreamManager(await as('operator'))).streams.info('GPUNET_EVENTS');
+    expect(events.state.messages).toBe(0);
+  });
+
+  it('cannot ask the subjects behind intake (charges, audit, price lists, rebuild); intake can', async () => {
+    const ledger = await as('ledger');
+    const answered: string[] = [];
+    ledger.subscribe('gpunet.qry.ledger.>', { callback: (_e, m) => void (answered.push(m.subject), m.respond('{"ok":true,"data":{}}')) });
+    ledger.subscribe('gpunet.cmd.RecordPriceList', { callback: (_e, m) => void (answered.push(m.subject), m.respond('{"ok":true,"data":{}}')) });
+    await ledger.flush();
+    const team = await as('a');
+    for (const subject of [querySubject('ledger', 'GetCharges'), querySubject('ledger', 'AuditJobs'), querySubject('ledger', 'GetInvoice'), 'gpunet.cmd.RecordPriceList', 'gpunet.cmd.RebuildLedger', querySubject('placement', 'Estimate')]) {
+      await expect(team.request(subject, '{"team":"b","role":"compliance"}', { timeout: 3_000 })).rejects.toThrow(/Permissions Violation/i);
+      await logged(violation('Publish', 'a', subject));
+    }
+    expect(answered).toEqual([]);
+    // Intake may, and the ledger may answer it (allow_responses), though it may not publish on intake's inbox otherwise.
+    const intake = await as('intake');
+    expect((await intake.request(querySubject('ledger', 'GetCharges'), '{}', { timeout: 3_000 })).string()).toContain('"ok":true');
+    expect((await intake.request('gpunet.cmd.RecordPriceList', '{}', { timeout: 3_000 })).string()).toContain('"ok":true');
+    await refusedPublish(ledger, '_INBOX_svc-intake.forged');
+  });
+
+  it('cannot listen to the event stream, other teams\' logs, another identity\'s inbox or the shared _INBOX', async () => {
+    const nc = await as('a');
+    for (const subject of ['gpunet.evt.>', 'gpunet.logs.b.>', 'gpunet.logs.>', '_INBOX_svc-ledger.>', '_INBOX_team-b.>', '_INBOX.>', 'gpunet.hb.*', '>']) await refusedSubscribe(nc, subject);
+    // Its own logs it may follow.
+    const own = nc.subscribe('gpunet.logs.a.>', { max: 1 });
+    await nc.flush();
+    (await as('operator')).publish('gpunet.logs.a.job-1', 'line');
+    for await (const m of own) expect(m.string()).toBe('line');
+  });
+
+  it('cannot list, read or write another team\'s bucket, nor create a stream that would capture others\' subjects; its own bucket works', async () => {
+    const bytes = new TextEncoder().encode('team b secret outputs');
+    const path = join(dir, 'b.bin');
+    await writeFile(path, bytes);
+    const b = await BlobStore.open(await as('b'), { create: false });
+    const stored = await b.uploadFile('b', path);
+    expect(stored.skipped).toBe(false);
+    expect(await b.exists('b', stored.sha256)).toBe(true);
+
+    const ncA = await as('a');
+    const a = await BlobStore.open(ncA, { create: false });
+    const mine = await a.uploadBytes('a', new TextEncoder().encode('team a data'));
+    expect(await a.exists('a', mine.sha256)).toBe(true);
+    await expect(a.exists('b', stored.sha256)).rejects.toThrow(/Permissions Violation|timeout/i);
+    await expect(a.downloadTo('b', stored.sha256, join(dir, 'stolen.bin'))).rejects.toThrow();
+    await expect(a.uploadBytes('b', new TextEncoder().encode('attacker bytes'))).rejects.toThrow();
+    await logged(violation('Publish', 'a', `$JS.API.STREAM.INFO.OBJ_${blobBucket('b')}`));
+    const jsm = await jetstreamManager(ncA);
+    await expect(jsm.streams.list().next()).rejects.toThrow(/Permissions Violation|timeout/i);
+    await expect(jsm.streams.getMessage(`OBJ_${blobBucket('b')}`, { last_by_subj: `$O.${blobBucket('b')}.M.>` })).rejects.toThrow(/Permissions Violation|timeout/i);
+    await expect(jsm.direct.getMessage(`OBJ_${blobBucket('b')}`, { seq: 1 })).rejects.toThrow(/Permissions Violation|timeout/i);
+    await refusedPublish(ncA, `$O.${blobBucket('b')}.C.forged`);
+    // A stream of its own naming another identity's inbox would copy every reply the ledger sends intake.
+    await expect(jsm.streams.add({ name: `OBJ_${blobBucket('a')}x`, subjects: ['_INBOX_svc-intake.>'] })).rejects.toThrow(/Permissions Violation|timeout/i);
+    await expect(jsm.consumers.add(`OBJ_${blobBucket('a')}`, { durable_name: 'push', deliver_subject: 'gpunet.evt.JobFinished', ack_policy: AckPolicy.None })).rejects.toThrow(/Permissions Violation|timeout/i);
+    // Team b's object is untouched.
+    const check = await BlobStore.open(await as('operator'));
+    expect(await check.readBytes('b', stored.sha256)).toEqual(Buffer.from(bytes));
+  });
+});
+
+describe('an execution node', () => {
+  it('publishes its own heartbeats only, and cannot publish price lists or usage', async () => {
+    const op = await as('operator');
+    const seen = op.subscribe('gpunet.hb.*');
+    await op.flush();
+    const n1 = await as('n1');
+    n1.publish('gpunet.hb.n1', '{"nodeId":"n1"}');
+    await refusedPublish(n1, 'gpunet.hb.n2');
+    for (const type of ['PriceListPublished', 'UsageRecorded', 'JobPlaced', 'JobSubmitted'] as const) await refusedPublish(n1, Events[type].subject);
+    for await (const m of seen) {
+      expect(m.subject).toBe('gpunet.hb.n1');
+      break;
+    }
+  });
+
+  it('consumes its own durable consumer, never another node\'s', async () => {
+    await jetstream(await as('operator')).publish(Events.JobPlaced.subject, '{}');
+    const js = jetstream(await as('n1'));
+    const own = await js.consumers.get('GPUNET_EVENTS', 'execution-n1');
+    const batch = await own.fetch({ max_messages: 1, expires: 2_000 });
+    for await (const m of batch) {
+      expect(m.subject).toBe(Events.JobPlaced.subject);
+      m.ack();
+    }
+    await expect(js.consumers.get('GPUNET_EVENTS', 'execution-n2')).rejects.toThrow(/Permissions Violation|timeout/i);
+    await logged(violation('Publish', 'n1', '$JS.API.CONSUMER.INFO.GPUNET_EVENTS.execution-n2'));
+    const n1 = await as('n1');
+    await expect(n1.request('$JS.API.CONSUMER.MSG.NEXT.GPUNET_EVENTS.execution-n2', '{"batch":1}', { timeout: 3_000 })).rejects.toThrow(/Permissions Violation/i);
+    await expect((await jetstreamManager(n1)).streams.add({ name: 'CAPTURE', subjects: ['gpunet.hb.>'] })).rejects.toThrow(/Permissions Violation|timeout/i);
+  });
+});

@@ -1,0 +1,17 @@
+/**
+ * gpunet's NATS authorization: permission templates per identity kind
+ * (`deploy/nats-permissions.yaml`) rendered into a nats-server 2.9+ config with one NKey user per
+ * service, node, team and operator. nats-server enforces it; nothing of ours sits in between.
+ */
+export {
+  PermissionTemplates,
+  PermissionsError,
+  identityNameOf,
+  loadPermissionTemplates,
+  parsePermissionTemplates,
+  renderPermissions,
+  type IdentityRef,
+  type RenderedPermissions,
+} from './permissions.js';
+export { identitiesInDir, identityRefOf, renderServerConfig, serverUsers, writeServerConfig, type NetworkIdentity, type ServerConfigOptions, type ServerUser } from './server-config.js';
+export { defaultPermissionsFile } from './files.js';

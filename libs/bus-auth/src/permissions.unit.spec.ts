@@ -1,0 +1,109 @@
+import { readFileSync } from 'node:fs';
+import { defaultPermissionsFile } from './files.js';
+import { PermissionsError, parsePermissionTemplates, renderPermissions } from './permissions.js';
+import { renderServerConfig, serverUsers } from './server-config.js';
+
+const templates = parsePermissionTemplates(readFileSync(defaultPermissionsFile(), 'utf8'));
+const key = (c: string) => `U${c.repeat(55)}`;
+
+describe('deploy/nats-permissions.yaml', () => {
+  it('renders a template for every kind of identity, each with its own inbox only', () => {
+    for (const ref of [
+      { kind: 'service', id: 'intake' },
+      { kind: 'service', id: 'placement' },
+      { kind: 'service', id: 'storage' },
+      { kind: 'service', id: 'ledger' },
+      { kind: 'service', id: 'recorder' },
+      { kind: 'node', id: 'node-1' },
+      { kind: 'team', id: 'ml' },
+      { kind: 'operator' },
+    ] as const) {
+      const p = renderPermissions(templates, ref, ['ml', 'bio']);
+      expect(p.publish.length).toBeGreaterThan(0);
+      expect(p.subscribe.join(' ')).not.toMatch(/\{|\}|@/);
+      expect(p.publish.join(' ')).not.toMatch(/\{|\}|@/);
+      if (ref.kind !== 'operator') {
+        expect(p.subscribe.filter((s) => s.startsWith('_INBOX'))).toEqual([`_INBOX_${ref.kind === 'service' ? 'svc' : ref.kind}-${ref.id}.>`]);
+        expect(p.subscribe).not.toContain('>');
+        expect(p.publish).not.toContain('>');
+      }
+    }
+  });
+
+  it('lets a service publish only the events contracts/ says it writes', () => {
+    const ledger = renderPermissions(templates, { kind: 'service', id: 'ledger' }, []);
+    expect(ledger.publish).toContain('gpunet.evt.PriceListPublished');
+    expect(ledger.publish).not.toContain('gpunet.evt.JobFinished');
+    expect(ledger.publish.some((s) => s.startsWith('gpunet.evt.') && /[*>]/.test(s))).toBe(false);
+    const intake = renderPermissions(templates, { kind: 'service', id: 'intake' }, []);
+    expect(intake.publish).toEqual(expect.arrayContaining(['gpunet.evt.JobSubmitted', 'gpunet.qry.ledger.GetCharges', 'gpunet.qry.ledger.AuditJobs', 'gpunet.cmd.RecordPriceList', 'gpunet.qry.placement.Estimate']));
+    expect(intake.publish).not.toContain('gpunet.evt.PriceListPublished');
+  });
+
+  it('gives a team its own API subjects, bucket and logs, and nothing of the event stream or the ledger', () => {
+    const team = renderPermissions(templates, { kind: 'team', id: 'ml' }, ['ml', 'bio']);
+    expect(team.publish).toEqual(expect.arrayContaining(['gpunet.cmd.SubmitJob', 'gpunet.qry.intake.GetJob', '$O.gpunet-blobs-ml.>']));
+    expect(team.publish.filter((s) => s.startsWith('gpunet.evt') || s.startsWith('gpunet.qry.ledger') || s.includes('bio') || s.includes('STREAM.CREATE') || s.includes('CONSUMER'))).toEqual([]);
+    expect(team.subscribe).toEqual(['_INBOX_team-ml.>', 'gpunet.logs.ml.>']);
+    expect(team.allowResponses).toBe(false);
+  });
+
+  it('lets a node publish its own heartbeats and consume its own consumer only', () => {
+    const node = renderPermissions(templates, { kind: 'node', id: 'n1' }, ['ml']);
+    expect(node.publish).toContain('gpunet.hb.n1');
+    expect(node.publish).not.toContain('gpunet.hb.*');
+    expect(node.publish).not.toContain('gpunet.evt.PriceListPublished');
+    expect(node.publish).toContain('$JS.API.CONSUMER.MSG.NEXT.GPUNET_EVENTS.execution-n1');
+    expect(node.publish.filter((s) => s.includes('STREAM.CREATE') || s.includes('STREAM.UPDATE'))).toEqual([]);
+  });
+
+  it('renders the each_team rules once per team for the services that act on every team', () => {
+    const storage = renderPermissions(templates, { kind: 'service', id: 'storage' }, ['ml', 'bio']);
+    expect(storage.publish).toEqual(expect.arrayContaining(['$O.gpunet-blobs-ml.>', '$O.gpunet-blobs-bio.>', '$JS.API.STREAM.CREATE.OBJ_gpunet-blobs-bio']));
+  });
+
+  it('refuses a placeholder left unfilled, naming it and where it is', () => {
+    const broken = parsePermissionTemplates(`
+kinds:
+  service: { publish: ["gpunet.logs.{team}.>"] }
+  node: {}
+  team: {}
+  operator: {}
+`);
+    expect(() => renderPermissions(broken, { kind: 'service', id: 'ledger' }, ['ml'])).toThrow(PermissionsError);
+    expect(() => renderPermissions(broken, { kind: 'service', id: 'ledger' }, ['ml'])).toThrow(/kinds\.service.*\{team\}.*no value/);
+  });
+
+  it('refuses an unknown macro or service, a field it does not know, and an id that is not a token', () => {
+    const bad = (publish: string) => parsePermissionTemplates(`kinds: { service: { publish: ["${publish}"] }, node: {}, team: {}, operator: {} }`);
+    expect(() => renderPermissions(bad('@everything'), { kind: 'service', id: 'ledger' }, [])).toThrow(/unknown macro/);
+    expect(() => renderPermissions(bad('@events-of:billing'), { kind: 'service', id: 'ledger' }, [])).toThrow(/no service `billing`/);
+    expect(() => parsePermissionTemplates('kinds: { service: { publsh: [] }, node: {}, team: {}, operator: {} }')).toThrow(/kinds\.service/);
+    expect(() => renderPermissions(templates, { kind: 'team', id: 'a.b' }, [])).toThrow(PermissionsError);
+  });
+});
+
+describe('renderServerConfig', () => {
+  it('writes one NKey user per identity, deny-by-default lists, listen and the JetStream store', () => {
+    const text = renderServerConfig(templates, {
+      listen: '127.0.0.1:4222',
+      storeDir: '/var/lib/gpunet/nats',
+      identities: [
+        { kind: 'service', id: 'ledger', publicKey: key('A') },
+        { kind: 'team', id: 'ml', publicKey: key('B') },
+        { kind: 'operator', publicKey: key('C') },
+      ],
+    });
+    expect(text).toContain('listen: "127.0.0.1:4222"');
+    expect(text).toContain('jetstream { store_dir: "/var/lib/gpunet/nats" }');
+    expect(text.match(/nkey: "U/g)).toHaveLength(3);
+    expect(text).toContain('# team-ml');
+    expect(text).toContain('"$O.gpunet-blobs-ml.>"');
+    expect(text).not.toMatch(/password|seed|SU[A-Z2-7]{50}/i);
+  });
+
+  it('refuses two identities with one key, and a key that is not a user key', () => {
+    expect(() => serverUsers(templates, [{ kind: 'team', id: 'a', publicKey: key('A') }, { kind: 'team', id: 'b', publicKey: key('A') }])).toThrow(/a key of its own/);
+    expect(() => serverUsers(templates, [{ kind: 'team', id: 'a', publicKey: 'SUABC' }])).toThrow(/not an NKey user public key/);
+  });
+});

@@ -1,0 +1,42 @@
+/**
+ * The identities of a local network (libs/identity): one NKey seed file per process, team and
+ * operator in `<data dir>/keys/` (0700, files 0600), and the nats-server config that lets each
+ * in with the permissions of deploy/nats-permissions.yaml (libs/bus-auth).
+ */
+import { defaultPermissionsFile, identitiesInDir, loadPermissionTemplates, renderServerConfig, writeServerConfig } from '#bus-auth';
+import { createIdentityFile, loadIdentityFile } from '#identity';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** The seed file of identity `name` in `dir`. */
+export function keyFileOf(dir: string, name: string): string {
+  return join(dir, `${name}.nk`);
+}
+
+/**
+ * Makes sure `dir` (0700) holds a seed file for each of `names`: an existing one is kept (and
+ * checked: 0600, a user seed), a missing one created. Returns name → path.
+ */
+export async function ensureKeyFiles(dir: string, names: readonly string[]): Promise<Record<string, string>> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await chmod(dir, 0o700);
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    const path = keyFileOf(dir, name);
+    if (existsSync(path)) await loadIdentityFile(path);
+    else await createIdentityFile(path);
+    out[name] = path;
+  }
+  return out;
+}
+
+/**
+ * Writes the nats-server config (0600) admitting every identity in `keysDir`, each with its
+ * template's permissions; `teams` (default: the team identities there) fill the per-team rules.
+ */
+export async function writeNatsConfig(path: string, options: { keysDir: string; listen: string; storeDir: string; permissionsFile?: string }): Promise<void> {
+  const templates = await loadPermissionTemplates(options.permissionsFile ?? defaultPermissionsFile());
+  const identities = await identitiesInDir(options.keysDir);
+  await writeServerConfig(path, renderServerConfig(templates, { listen: options.listen, storeDir: options.storeDir, identities }));
+}
