@@ -1,7 +1,7 @@
 /**
  * The ledger's notary in a real ledger (in-process, a real nats-server and SQLite file): it signs
- * at start, on demand over `gpunet.cmd.SignChainHeads` and not again while the store has not
- * moved; a ledger without the key answers that it holds none; a key file others may read stops
+ * at start, at its interval, on demand over `gpunet.cmd.SignChainHeads` and not again while the
+ * store has not moved; a ledger without the key answers that it holds none; a key file others may read stops
  * the ledger's start instead of being used.
  */
 import { Commands, DIGEST_STREAM, type SignChainHeadsReply } from '#contracts';
@@ -57,6 +57,23 @@ describe('the notary in the ledger', () => {
     expect(second.digest!.heads.map((h) => h.streamId)).toEqual([DIGEST_STREAM, 'placement-node-x']);
     expect(await sign()).toMatchObject({ signed: false, digest: { sequence: 2 } });
     expect(await verifyStoreDigests(store, { publicKey: key.publicKey })).toMatchObject({ ok: true, digests: 2 });
+  }, 60_000);
+
+  it('signs at its interval when the store moved, unasked', async () => {
+    const keyFile = join(dir, 'interval', 'signing.nk');
+    await createIdentityFile(keyFile);
+    const ledger = await startService({ ...ledgerService, env: env('interval', { GPUNET_SIGNING_KEY_FILE: keyFile, GPUNET_DIGEST_INTERVAL: '200ms' }) });
+    try {
+      const store = ledger.ctx.store;
+      const digests = async () => (await store.readStream(DIGEST_STREAM)).length;
+      await until('the first digest', async () => (await digests()) === 1, { timeoutMs: 20_000 });
+      await store.appendToStream('placement-node-y', [{ eventId: crypto.randomUUID(), type: 'NodeRegistered', data: {}, metadata: { correlationId: 'c', causationId: 'c', producer: 'fixture', occurredAt: new Date().toISOString() } }]);
+      await until('a digest of the new event, unasked', async () => (await digests()) === 2, { timeoutMs: 20_000 });
+      const [, second] = await store.readStream(DIGEST_STREAM);
+      expect((second!.data as { heads: { streamId: string }[] }).heads.map((h) => h.streamId)).toEqual([DIGEST_STREAM, 'placement-node-y']);
+    } finally {
+      await ledger.stop();
+    }
   }, 60_000);
 
   it('a ledger without the key signs nothing and says how to give it one', async () => {

@@ -69,18 +69,21 @@ export class NotaryService implements OnModuleInit, OnApplicationBootstrap, OnMo
     return this.running;
   }
 
+  /** Signs until the digest covers the head seen (more than one when more streams moved than one digest lists). */
   private async pass(notary: Notary): Promise<SignChainHeadsReply> {
-    for (let attempt = 0; ; attempt += 1) {
-      const digest = await notary.next(this.clock.now().toISOString());
-      if (!digest) return { signed: false, digest: notary.latest ?? null };
+    let signed: ChainHeadsSigned | undefined;
+    for (let conflicts = 0; ; ) {
+      const next = await notary.next(this.clock.now().toISOString());
+      if (!next) return signed ? { signed: true, digest: signed } : { signed: false, digest: notary.latest ?? null };
       try {
-        await this.writer.append(DIGEST_STREAM, [{ type: 'ChainHeadsSigned', data: digest }], { expectedRevision: Notary.expectedRevision(digest) });
-        this.logSigned(digest);
+        await this.writer.append(DIGEST_STREAM, [{ type: 'ChainHeadsSigned', data: next.digest }], { expectedRevision: Notary.expectedRevision(next.digest) });
+        this.logSigned(next.digest);
         await notary.sync();
-        return { signed: true, digest };
+        signed = next.digest;
+        if (!next.partial) return { signed: true, digest: signed };
       } catch (err) {
-        if (!(err instanceof WrongExpectedVersionError) || attempt >= 3) throw err;
-        this.logger.info({ sequence: digest.sequence }, 'notary: another ledger signed meanwhile; signing again over its digest');
+        if (!(err instanceof WrongExpectedVersionError) || ++conflicts > 3) throw err;
+        this.logger.info({ sequence: next.digest.sequence }, 'notary: another ledger signed meanwhile; signing again over its digest');
       }
     }
   }

@@ -30,7 +30,7 @@ function ev(type: string, data: Record<string, unknown>): EventToAppend {
 
 /** What the ledger's notary does: the next digest, appended with the expected revision. */
 async function sign(notary = new Notary(store, key)): Promise<ChainHeadsSigned | undefined> {
-  const d = await notary.next(new Date().toISOString());
+  const d = (await notary.next(new Date().toISOString()))?.digest;
   if (d) await store.appendToStream(DIGEST_STREAM, [ev('ChainHeadsSigned', d as unknown as Record<string, unknown>)], { expectedRevision: Notary.expectedRevision(d) });
   return d;
 }
@@ -76,6 +76,24 @@ describe('signing the chain heads', () => {
     await store.appendToStream(ATTEMPT, [ev('ComputeReleased', { jobId: 'job-1' })]);
     expect(await sign(new Notary(store, key))).toMatchObject({ sequence: 3, previousPosition: d2.position });
     expect(await verifyStoreDigests(store, { publicKey: key.publicKey, exported: (await readDigests(store)).map((r) => r.digest) })).toMatchObject({ ok: true, digests: 3, exported: 3 });
+  });
+
+  it('lists at most maxHeads heads per digest: a store where more streams moved is signed in several digests, each checkable', async () => {
+    for (let i = 0; i < 7; i += 1) await store.appendToStream(`intake-job-${i}`, [ev('JobSubmitted', { jobId: `job-${i}` })]);
+    const notary = new Notary(store, key, undefined, 4);
+    const sizes: number[] = [];
+    for (;;) {
+      const next = await notary.next(new Date().toISOString());
+      if (!next) break;
+      await store.appendToStream(DIGEST_STREAM, [ev('ChainHeadsSigned', next.digest as unknown as Record<string, unknown>)], { expectedRevision: Notary.expectedRevision(next.digest) });
+      sizes.push(next.digest.heads.length);
+      if (!next.partial) break;
+    }
+    // 3 + 7 streams: 4, 4, then the last 2 and the digest stream itself (its two digests since).
+    expect(sizes).toEqual([4, 4, 3]);
+    const digests = (await readDigests(store)).map((r) => r.digest);
+    expect(digests.map((d) => d.streams)).toEqual([4, 8, 11]);
+    expect(await verifyStoreDigests(store, { publicKey: key.publicKey, exported: digests })).toMatchObject({ ok: true, digests: 3 });
   });
 
   it('reports events after the latest digest as not yet signed', async () => {

@@ -10,6 +10,9 @@ import { applyDigest, digestHash, headsRoot, linkProblem, signatureProblem, sign
 
 const PAGE = 5_000;
 
+/** Most heads one digest lists (see `Notary`). */
+export const DEFAULT_MAX_HEADS = 1_000;
+
 /** Events after `from` up to `to` (inclusive), page by page. */
 async function* walk(store: EventStore, from: bigint, to: bigint): AsyncGenerator<RecordedEvent> {
   let at = from;
@@ -68,10 +71,16 @@ export class Notary {
   private heads: Heads = new Map();
   private synced = -1n;
 
+  /**
+   * @param maxHeads most heads one digest lists (default 1000, ~200 kB): past it the digest covers
+   * only up to where that many streams moved, so an event stays well under NATS's 1 MB payload
+   * limit even for the first digest of a large store; the next digest goes on from there.
+   */
   constructor(
     private readonly store: EventStore,
     private readonly identity: Identity,
     private readonly chainKey?: string,
+    private readonly maxHeads = DEFAULT_MAX_HEADS,
   ) {}
 
   get publicKey(): string {
@@ -99,26 +108,35 @@ export class Notary {
   }
 
   /**
-   * The next digest, covering the store head, or undefined when nothing but digests was recorded
-   * since the last one (the store did not move). Not yet appended: see `expectedRevision`.
+   * The next digest, covering the store head (or, when more than `maxHeads` streams moved, up to
+   * where that many did: `partial`), or undefined when nothing but digests was recorded since the
+   * last one (the store did not move). Not yet appended: see `expectedRevision`.
    */
-  async next(signedAt: string): Promise<ChainHeadsSigned | undefined> {
+  async next(signedAt: string): Promise<{ digest: ChainHeadsSigned; partial: boolean } | undefined> {
     await this.sync();
     const head = await this.store.headPosition();
     const from = this.last ? BigInt(this.last.position) : 0n;
     if (head <= from) return undefined;
     const heads = new Map(this.heads);
+    const changed = new Set<string>();
     let moved = false;
+    let at = head;
     for await (const e of walk(this.store, from, head)) {
+      if (changed.size >= this.maxHeads && !changed.has(e.streamId)) {
+        at = e.position - 1n;
+        break;
+      }
       const prev = heads.get(e.streamId);
       const revision = prev ? BigInt(prev.revision) + 1n : 0n;
       if (e.revision !== revision) throw new ChainBrokenError(`position ${e.position} is revision ${e.revision} of ${e.streamId} where ${revision} was due`, e.position, e.streamId);
       if (computeEventHash(prev?.hash ?? GENESIS_HASH, e, this.chainKey) !== e.hash) throw new ChainBrokenError(`position ${e.position} (${e.streamId} revision ${e.revision}) does not match its hash`, e.position, e.streamId);
       heads.set(e.streamId, headOf(e));
+      changed.add(e.streamId);
       if (e.streamId !== DIGEST_STREAM) moved = true;
     }
     if (!moved) return undefined;
-    return signNextDigest({ previous: this.last, previousHeads: this.heads, heads, position: head, signedAt, identity: this.identity });
+    const digest = signNextDigest({ previous: this.last, previousHeads: this.heads, heads, position: at, signedAt, identity: this.identity });
+    return { digest, partial: at < head };
   }
 
   /** The revision `ledger-digests` must be at to append `d` (`no_stream` for the first). */

@@ -73,7 +73,7 @@ async function bundleOf(invoice: InvoiceBody, finalized: RecordedEvent): Promise
 
 /** What the ledger's notary does with the network key: sign the heads, record the digest. */
 async function signHeads(key: Identity): Promise<void> {
-  const d = (await new Notary(store, key, chainKey).next('2026-07-04T00:00:00.000Z'))!;
+  const d = (await new Notary(store, key, chainKey).next('2026-07-04T00:00:00.000Z'))!.digest;
   await store.appendToStream(DIGEST_STREAM, [ev('ChainHeadsSigned', d as unknown as Record<string, unknown>, { producer: 'ledger' })], { expectedRevision: Notary.expectedRevision(d) });
 }
 
