@@ -70,7 +70,9 @@ describe('the bus of a network started with gpunet up', () => {
         const own = p.role === 'agent' ? `node-${p.name}.nk` : `svc-${p.name}.nk`;
         expect(p.env?.GPUNET_NATS_NKEY_FILE).toBe(join(network().keysDir, own));
         const environ = readFileSync(`/proc/${p.pid}/environ`, 'utf8').split('\0').filter((v) => v.includes('.nk'));
-        expect(environ).toEqual([`GPUNET_NATS_NKEY_FILE=${join(network().keysDir, own)}`]);
+        // The ledger alone also holds the network signing key (decision 0011), which is not a bus identity.
+        const signing = p.name === 'ledger' ? [`GPUNET_SIGNING_KEY_FILE=${join(network().dataDir, 'signing', 'signing.nk')}`] : [];
+        expect(environ.sort()).toEqual([`GPUNET_NATS_NKEY_FILE=${join(network().keysDir, own)}`, ...signing].sort());
       }
       // Nothing forged reached the store: no event of those types exists at all.
       expect(await network().events({ types: [Events.JobFinished.name, Events.PriceListPublished.name, Events.JobCancelRequested.name, 'OutputsStored'] })).toEqual(
