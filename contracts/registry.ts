@@ -14,6 +14,8 @@ import { nodeEvents } from './events/nodes.js';
 import { formatIssues, type FieldIssue } from './issues.js';
 import type { CommandDefinition, EventDefinition, MessageDefinition, QueryDefinition } from './message.js';
 import { queries } from './queries.js';
+import { reportCommands, reportQueries } from './reports.js';
+import { reportEvents } from './events/reports.js';
 
 type ByName<D extends readonly { name: string }[]> = { readonly [E in D[number] as E['name']]: E };
 
@@ -27,11 +29,11 @@ function byName<const D extends readonly { name: string }[]>(defs: D): ByName<D>
 }
 
 /** Every event definition by type. */
-export const Events = byName([...jobEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents]);
+export const Events = byName([...jobEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents, ...reportEvents]);
 /** Every command definition by name. */
-export const Commands = byName([...commands, ...billingCommands]);
+export const Commands = byName([...commands, ...billingCommands, ...reportCommands]);
 /** Every query definition by name. */
-export const Queries = byName([...queries, ...auditQueries, ...billingQueries]);
+export const Queries = byName([...queries, ...auditQueries, ...billingQueries, ...reportQueries]);
 
 export type EventType = keyof typeof Events;
 export type CommandName = keyof typeof Commands;

@@ -5,6 +5,8 @@
  * its health query. Everything lives under the data directory (default `./.gpunet`).
  */
 import { parseDuration, SERVICE_NAMES, type ServiceName } from '#contracts';
+import { createIdentityFile, loadIdentityFile, type Identity } from '#identity';
+import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CommandContext } from '../context.js';
@@ -12,7 +14,7 @@ import { LocalNetworkError, UsageError } from '../errors.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
 import { displayPath } from '../format.js';
 import { writeApiKeysFile, LOCAL_TEAM, newApiKey } from '../local/api-keys.js';
-import { checkServicesBuilt, findNatsServer, freePort, repoRoot } from '../local/environment.js';
+import { checkServicesBuilt, findNatsServer, freePort, recorderEntry, repoRoot } from '../local/environment.js';
 import { HealthTimeoutError, waitForNats, waitHealthy } from '../local/health.js';
 import { isAlive, runsCommand, spawnDetached, stopProcesses, tailOf } from '../local/processes.js';
 import { removeState, writeState, type LocalProcess, type LocalState } from '../local/state.js';
@@ -31,6 +33,22 @@ export interface UpOptions {
 
 /** Services started once each; agents (execution) are started per node. */
 const SINGLE_SERVICES: readonly ServiceName[] = SERVICE_NAMES.filter((s) => s !== 'execution');
+
+/**
+ * What an execution node must never be given: the central store and its chain key (a node keeps
+ * its own journal and reports to the recorder, decision 0015).
+ */
+const CONTROL_PLANE_ONLY_ENV: readonly string[] = ['GPUNET_STORE_URL', 'GPUNET_CHAIN_KEY'];
+
+/** Instance name of the execution service's recorder (it answers the execution Health query as that instance). */
+export const RECORDER_INSTANCE = 'recorder';
+
+/** `<dataDir>/keys/node-<nodeId>.nk`: the node's key, made once and kept (its public key is what the recorder enrolls). */
+export async function nodeKey(dataDir: string, nodeId: string): Promise<{ file: string; identity: Identity }> {
+  const file = join(dataDir, 'keys', `node-${nodeId}.nk`);
+  const identity = existsSync(file) ? await loadIdentityFile(file) : await createIdentityFile(file);
+  return { file, identity };
+}
 
 /** Variables that name one process; `up` sets them per process and never passes its own along. */
 const PER_PROCESS_ENV: readonly string[] = ['GPUNET_INSTANCE', 'GPUNET_NODE_ID', 'GPUNET_WORK_DIR', 'GPUNET_HTTP_PORT', 'GPUNET_HTTP_HOST', 'GPUNET_API_KEYS_FILE'];
@@ -120,11 +138,31 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
       started.push({ name: service, role: 'service', pid, command, log, cwd: root, env, ...(service === 'intake' ? { port: httpPort } : {}) });
     }
     const nodeIds = Array.from({ length: agents }, (_, i) => `node-${i + 1}`);
+    const keys = new Map<string, { file: string; identity: Identity }>();
+    for (const nodeId of nodeIds) keys.set(nodeId, await nodeKey(dataDir, nodeId));
+    {
+      // The recorder enrolls this network's nodes with their public keys (NodeEnrolled, once).
+      const command = [process.execPath, recorderEntry(root)];
+      const log = join(logsDir, `${RECORDER_INSTANCE}.log`);
+      const env = { ...common, GPUNET_ENROLL_NODES: nodeIds.map((n) => `${n}=${keys.get(n)!.identity.publicKey}`).join(',') };
+      const pid = spawnDetached(command, { cwd: root, env: { ...inherited, ...env }, log });
+      started.push({ name: RECORDER_INSTANCE, role: 'service', pid, command, log, cwd: root, env });
+    }
+    const nodeInherited = Object.fromEntries(Object.entries(inherited).filter(([name]) => !CONTROL_PLANE_ONLY_ENV.includes(name)));
     for (const nodeId of nodeIds) {
       const command = [process.execPath, entries.execution];
       const log = join(logsDir, `${nodeId}.log`);
-      const env = { ...common, GPUNET_NODE_ID: nodeId, GPUNET_GPUS: String(gpus), GPUNET_GPU_MODEL: opts.gpuModel, GPUNET_WORK_DIR: join(dataDir, 'nodes', nodeId) };
-      started.push({ name: nodeId, role: 'agent', pid: spawnDetached(command, { cwd: root, env: { ...inherited, ...env }, log }), command, log, cwd: root, env, nodeId });
+      // No store URL and no chain key: a node holds its own key and journal, nothing of the control plane's.
+      const env = {
+        GPUNET_NATS_URL: natsUrl,
+        GPUNET_LOG_LEVEL: opts.logLevel,
+        GPUNET_NATS_NKEY_FILE: keys.get(nodeId)!.file,
+        GPUNET_NODE_ID: nodeId,
+        GPUNET_GPUS: String(gpus),
+        GPUNET_GPU_MODEL: opts.gpuModel,
+        GPUNET_WORK_DIR: join(dataDir, 'nodes', nodeId),
+      };
+      started.push({ name: nodeId, role: 'agent', pid: spawnDetached(command, { cwd: root, env: { ...nodeInherited, ...env }, log }), command, log, cwd: root, env, nodeId });
     }
 
     const state: LocalState = {
@@ -143,7 +181,8 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     // Written before waiting, so `gpunet down` can stop a network that never became healthy.
     await writeState(state);
 
-    const targets = { services: agents > 0 ? [...SINGLE_SERVICES, 'execution' as const] : SINGLE_SERVICES, agents: nodeIds };
+    // The recorder answers the execution Health query as its own instance, like each agent.
+    const targets = { services: [...SINGLE_SERVICES, 'execution' as const], agents: [RECORDER_INSTANCE, ...nodeIds] };
     await waitHealthy(natsUrl, targets, {
       timeoutMs,
       check: () => assertRunning(started),
@@ -171,7 +210,7 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
       await removeState(dataDir);
     }
     if (err instanceof HealthTimeoutError) {
-      const logs = err.missing.map((name) => started.find((p) => p.name === name || (name === 'execution' && p.role === 'agent'))?.log).filter((l): l is string => !!l);
+      const logs = err.missing.map((name) => started.find((p) => p.name === name)?.log).filter((l): l is string => !!l);
       throw new LocalNetworkError(`the network did not become healthy within ${err.timeoutMs} ms: ${err.missing.join(', ')} never answered its health query; everything started was stopped`, logs, { cause: err });
     }
     throw err;
