@@ -39,6 +39,7 @@ export class ReportRelay {
   private subscription: Subscription | undefined;
   private running: Promise<void> | undefined;
   private readonly stopper = new AbortController();
+  private delivered: bigint | undefined;
   /** Reports answered, by status. */
   readonly stats = { accepted: 0, duplicate: 0, refused: 0, retries: 0 };
 
@@ -60,11 +61,23 @@ export class ReportRelay {
     this.log.info({ from: String(from), journal: this.options.journal }, 'report relay started');
   }
 
-  /** Stops after the report in hand (a retry wait ends at once); undelivered reports stay in the journal. */
-  async stop(): Promise<void> {
+  /**
+   * Stops: first gives the relay up to `flushTimeoutMs` (default 5 s) to deliver what the journal
+   * holds (an agent that stops reports its last facts now, not at its next start), then stops
+   * after the report in hand; undelivered reports stay in the journal for the next start.
+   */
+  async stop(flushTimeoutMs = 5_000): Promise<void> {
+    const deadline = Date.now() + flushTimeoutMs;
+    while (Date.now() < deadline && !this.stopper.signal.aborted && (await this.backlog()) > 0) await new Promise((r) => setTimeout(r, 50));
     this.stopper.abort();
     await this.subscription?.close();
     await this.running;
+  }
+
+  /** Events of this node's streams in the journal after the last acknowledged one (0 or 1: it only looks). */
+  private async backlog(): Promise<number> {
+    const from = this.delivered ?? (await this.store.loadCheckpoint(REPORT_RELAY_CHECKPOINT)) ?? 0n;
+    return (await this.store.readAll({ fromPosition: from, maxCount: 1, filter: { streamPrefix: agentStreamPrefix(this.options.nodeId) } })).length;
   }
 
   private async run(subscription: Subscription): Promise<void> {
@@ -74,6 +87,7 @@ export class ReportRelay {
         const answered = await this.deliver(event);
         if (!answered) return;
         await this.store.saveCheckpoint(REPORT_RELAY_CHECKPOINT, event.position);
+        this.delivered = event.position;
       }
     } catch (err) {
       if (!this.stopper.signal.aborted) this.log.error({ err }, 'report relay stopped; the next start resumes from its checkpoint');
