@@ -22,6 +22,7 @@ const NODE = 'n-int';
 const TEAM = 'team-int';
 
 let nats: TestNatsServer;
+let natsDir: string;
 let dir: string;
 let build: AgentBuild;
 let store: EventStore;
@@ -120,7 +121,8 @@ const sleepScript = (seconds: number) => ({
 });
 
 beforeAll(async () => {
-  [nats, dir, build] = await Promise.all([startNatsServer(), mkdtemp(join(tmpdir(), 'gpunet-exec-int-')), buildAgent()]);
+  natsDir = await mkdtemp(join(tmpdir(), 'gpunet-exec-int-nats-'));
+  [nats, dir, build] = await Promise.all([startNatsServer({ storeDir: natsDir }), mkdtemp(join(tmpdir(), 'gpunet-exec-int-')), buildAgent()]);
   const storeUrl = `sqlite:${join(dir, 'events.db')}`;
   keyFile = join(dir, 'keys', `node-${NODE}.nk`);
   const key = await createIdentityFile(keyFile);
@@ -147,6 +149,7 @@ afterAll(async () => {
   await nc?.close();
   await store?.close();
   await nats?.stop();
+  await rm(natsDir, { recursive: true, force: true });
   await build?.remove();
   await rm(dir, { recursive: true, force: true });
 });
@@ -289,6 +292,30 @@ describe('execution agent', () => {
     expect(open.filter((f) => f.startsWith(join(dir, 'events.db')))).toEqual([]);
     expect(open.some((f) => f.startsWith(join(journal, 'journal.db')))).toBe(true);
   });
+
+  it('loses the bus while jobs finish: the reports wait in its journal and, once the bus is back, each arrives exactly once', async () => {
+    const jobs = [await submitAndPlace(sleepScript(2), [0]), await submitAndPlace(sleepScript(2), [1])];
+    for (const job of jobs) await waitFor(`JobStarted of ${job.attemptId}`, () => eventOf(job, 'JobStarted'));
+    const port = nats.port;
+    await nats.stop();
+    // Both end while nats-server is down: the agent says so in its log; the store has no end yet.
+    await waitFor('both jobs to finish on the node', async () => {
+      const text = (await agent!.logText()).split('\n').filter((l) => l.includes('"msg":"job finished"'));
+      return jobs.every((j) => text.some((l) => l.includes(j.attemptId)));
+    }, 20_000);
+    for (const job of jobs) expect(await eventOf(job, 'JobFinished')).toBeUndefined();
+    nats = await startNatsServer({ storeDir: natsDir, port });
+    for (const job of jobs) await released(job, 60_000);
+    for (const job of jobs) {
+      const events = await attemptEvents(job);
+      expect(events.map((e) => e.type)).toEqual(['ComputeHeld', 'JobStarted', 'JobFinished', 'ComputeReleased']);
+      expect(new Set(events.map((e) => e.eventId)).size).toBe(4);
+      expect((events[2]!.data as { outcome: string }).outcome).toBe('completed');
+      // Each carries the node's signature, as reported.
+      expect(events.every((e) => typeof (e.metadata as { report?: { signature?: string } }).report?.signature === 'string')).toBe(true);
+    }
+    expect((await store.readStream('execution-recorder-refused')).length).toBe(0);
+  }, 90_000);
 
   it('SIGTERM: running jobs end node_lost (agent stopped) and are released, and the agent exits 0 within seconds, even if a job ignores SIGTERM', async () => {
     await waitFor('NodeRegistered after restart', async () => (await store.readStream(`execution-${NODE}-node`)).length >= 2);
