@@ -20,7 +20,7 @@ import {
   type OutputsStored,
   type UsageRecorded,
 } from '#contracts';
-import { loadIdentityFile, signBytes } from '#identity';
+import { loadIdentityFile, newIdentity, signBytes } from '#identity';
 import { encodeEvent, requestQuery } from '#messaging';
 import { jetstream } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -28,6 +28,8 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
 import { readdir, readFile, readlink, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { runCli } from '../../libs/cli/src/program.js';
 import { scriptJob, settle } from '../support/jobs.js';
 import { TestNetwork, withLogsOnFailure } from '../support/network.js';
 import { until } from '../support/poll.js';
@@ -171,6 +173,42 @@ describe('a node holding its own key against another node\'s attempts', () => {
       expect(lines[0]!.billableMs).toBeGreaterThanOrEqual(3_000);
     }),
     60_000,
+  );
+});
+
+describe('enrollment', () => {
+  it(
+    'a node enrolled by nobody is refused; the operator enrolls it with `gpunet nodes enroll` and `gpunet nodes list` shows it',
+    e2e(async () => {
+      const stranger = newIdentity();
+      const body: Omit<NodeReport, 'signature'> = {
+        nodeId: 'node-stranger',
+        journal: 'j',
+        seq: '1',
+        event: { streamId: 'execution-node-stranger-node', eventId: randomUUID(), type: 'NodeRegistered', data: { nodeId: 'node-stranger', gpus: [{ index: 0, model: 'sim-gpu' }], simulated: true, networkIsolation: false, heartbeatIntervalMs: 1000, registeredAt: new Date().toISOString() }, metadata: { correlationId: 'x', causationId: 'x', producer: 'execution', occurredAt: new Date().toISOString() } },
+      };
+      const report = { ...body, signature: signBytes(stranger, reportSigningBytes(body)) };
+      expect(await requestQuery<NodeReportReply>(nc, reportSubject('node-stranger'), report, { response: NodeReportReply })).toMatchObject({ status: 'refused', reason: 'unknown_node' });
+      expect((await refusals()).some((r) => r.nodeId === 'node-stranger' && r.reason === 'unknown_node')).toBe(true);
+
+      const cli = async (args: string[]) => {
+        const out = new PassThrough();
+        let text = '';
+        out.on('data', (c: Buffer) => (text += c.toString()));
+        const code = await runCli([...args, '--data-dir', network().dataDir, '--json'], { stdout: out, stderr: new PassThrough(), env: process.env, cwd: network().dataDir });
+        return { code, json: JSON.parse(text) as unknown };
+      };
+      expect(await cli(['nodes', 'enroll', 'node-stranger', '--public-key', stranger.publicKey, '--by', 'attack test'])).toEqual({ code: 0, json: { nodeId: 'node-stranger', publicKey: stranger.publicKey, changed: true } });
+      const listed = await cli(['nodes', 'list']);
+      expect(listed.code).toBe(0);
+      expect((listed.json as { nodes: { nodeId: string; enrolledBy: string }[] }).nodes.map((n) => [n.nodeId, n.enrolledBy])).toEqual([
+        ['node-1', 'gpunet up'],
+        ['node-2', 'gpunet up'],
+        ['node-stranger', 'attack test'],
+      ]);
+      expect(await requestQuery<NodeReportReply>(nc, reportSubject('node-stranger'), { ...report }, { response: NodeReportReply })).toMatchObject({ status: 'accepted' });
+    }),
+    30_000,
   );
 });
 
