@@ -20,6 +20,9 @@ export interface JournalFiles {
 /** Makes (or finds) the journal under the work dir, with owner-only permissions. Synchronous: it runs before the store opens. */
 export function prepareJournal(workDir: string): JournalFiles {
   const dir = join(resolve(workDir), 'journal');
+  // The work dir itself keeps the ordinary mode (confinement makes it 0711 for job users to pass);
+  // only the journal is closed.
+  mkdirSync(resolve(workDir), { recursive: true });
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700);
   const database = join(dir, 'journal.db');
