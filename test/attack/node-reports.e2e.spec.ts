@@ -26,7 +26,7 @@ import { jetstream } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
-import { readdir, readFile, readlink, stat } from 'node:fs/promises';
+import { chmod, readdir, readFile, readlink, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { runCli } from '../../libs/cli/src/program.js';
@@ -213,6 +213,40 @@ describe('enrollment', () => {
 });
 
 describe('what an agent holds', () => {
+  it(
+    'a job on the node cannot read the node\'s journal or its key',
+    e2e(async () => {
+      // The data directory is a mkdtemp (0700): open it for passing and restart the agents, so
+      // jobs run as their own users (as isolation.e2e does).
+      await chmod(network().dataDir, 0o711);
+      for (const n of network().nodeIds) {
+        await network().kill(n, 'SIGTERM');
+        await network().restart(n);
+      }
+      // Either node may run it: both journals and both keys must stay shut.
+      const journals = network().nodeIds.map((n) => join(network().dataDir, 'nodes', n, 'journal', 'journal.db')).join(' ');
+      const keysFiles = network().nodeIds.map((n) => join(network().dataDir, 'keys', `node-${n}.nk`)).join(' ');
+      const script = [
+        'for j in $JOURNALS; do if cat "$j" > /dev/null 2>&1; then echo "READ-JOURNAL"; else echo "journal-denied"; fi; done',
+        'for j in $JOURNALS; do if ls "$(dirname "$j")" > /dev/null 2>&1; then echo "LISTED"; else echo "list-denied"; fi; done',
+        'for k in $KEYS; do if cat "$k" > /dev/null 2>&1; then echo "READ-KEY"; else echo "key-denied"; fi; done',
+        'id -u',
+      ].join('\n');
+      const submitted = await network().client().submit(scriptJob(script, { gpus: 1, env: { JOURNALS: journals, KEYS: keysFiles } }));
+      await settle(network(), [submitted.jobId]);
+      const view = await network().client().getJob(submitted.jobId);
+      expect(view.state).toBe('completed');
+      const logs: string[] = [];
+      for await (const line of network().client().logs(submitted.jobId)) logs.push(line.line);
+      expect(logs.filter((l) => l === 'journal-denied')).toHaveLength(2);
+      expect(logs.filter((l) => l === 'list-denied')).toHaveLength(2);
+      expect(logs.filter((l) => l === 'key-denied')).toHaveLength(2);
+      expect(logs.join('\n')).not.toMatch(/READ-JOURNAL|LISTED|READ-KEY/);
+      expect(logs).not.toContain('0'); // it ran as a job user, not as the agent's root
+    }),
+    120_000,
+  );
+
   it(
     'has no store URL or chain key in its environment and no control-plane store in its work dir; its journal is 0600 in 0700',
     e2e(async () => {
