@@ -16,6 +16,8 @@ import { formatIssues, type FieldIssue } from './issues.js';
 import { keyCommands, keyEvents, keyQueries } from './keys.js';
 import type { CommandDefinition, EventDefinition, MessageDefinition, QueryDefinition } from './message.js';
 import { queries } from './queries.js';
+import { reportCommands, reportQueries } from './reports.js';
+import { reportEvents } from './events/reports.js';
 
 type ByName<D extends readonly { name: string }[]> = { readonly [E in D[number] as E['name']]: E };
 
@@ -29,11 +31,11 @@ function byName<const D extends readonly { name: string }[]>(defs: D): ByName<D>
 }
 
 /** Every event definition by type. */
-export const Events = byName([...jobEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents, ...digestEvents, ...keyEvents]);
+export const Events = byName([...jobEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents, ...digestEvents, ...keyEvents, ...reportEvents]);
 /** Every command definition by name. */
-export const Commands = byName([...commands, ...billingCommands, ...digestCommands, ...keyCommands]);
+export const Commands = byName([...commands, ...billingCommands, ...digestCommands, ...keyCommands, ...reportCommands]);
 /** Every query definition by name. */
-export const Queries = byName([...queries, ...auditQueries, ...billingQueries, ...keyQueries]);
+export const Queries = byName([...queries, ...auditQueries, ...billingQueries, ...keyQueries, ...reportQueries]);
 
 export type EventType = keyof typeof Events;
 export type CommandName = keyof typeof Commands;

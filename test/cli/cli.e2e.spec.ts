@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * The `gpunet` command end to end, as a user runs it: `up` a real local network (nats-server,
- * the five services, an execution agent) in a temporary data directory, submit a job that reads
+ * the five services with the execution recorder, an execution agent) in a temporary data directory, submit a job that reads
  * an uploaded input and writes an output, wait, download and verify the output, read the bill,
  * check the exit codes of a failed job and an invalid spec, then `down`.
  * Needs `npm run build` (npm test does it first) and nats-server.
@@ -69,9 +69,9 @@ describe('gpunet CLI against a local network', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   }, 60_000);
 
-  it('up started nats-server, the four single services and one agent, and recorded them', async () => {
+  it('up started nats-server, the four single services, the recorder and one agent, and recorded them', async () => {
     expect(upState.team).toBe('local');
-    expect(upState.processes.map((p) => p.name).sort()).toEqual(['intake', 'ledger', 'nats', 'node-1', 'placement', 'storage']);
+    expect(upState.processes.map((p) => p.name).sort()).toEqual(['intake', 'ledger', 'nats', 'node-1', 'placement', 'recorder', 'storage']);
     const again = await gpunet(['up', '--data-dir', dataDir], dir);
     expect(again.code).toBe(2); // already up here
     expect(again.stderr).toMatch(/already up/);
@@ -155,7 +155,7 @@ describe('gpunet CLI against a local network', () => {
 
   it('down stops every process it started and forgets them', async () => {
     const result = await json<{ stopped: { name: string; result: string }[] }>(['down', '--data-dir', dataDir], dir);
-    expect(result.stopped.map((s) => s.name).sort()).toEqual(['intake', 'ledger', 'nats', 'node-1', 'placement', 'storage']);
+    expect(result.stopped.map((s) => s.name).sort()).toEqual(['intake', 'ledger', 'nats', 'node-1', 'placement', 'recorder', 'storage']);
     expect(result.stopped.every((s) => s.result === 'stopped')).toBe(true);
     expect(existsSync(join(dataDir, 'state.json'))).toBe(false);
     for (const p of upState.processes) expect({ name: p.name, alive: await isAlive(p.pid) }).toEqual({ name: p.name, alive: false });

@@ -217,7 +217,8 @@ export class TestNetwork {
     const next = { ...p, pid };
     this.state = { ...this.state, processes: this.state.processes.map((q) => (q.name === name ? next : q)) };
     await writeState(this.state);
-    const targets: HealthTargets = p.role === 'agent' ? { services: ['execution'], agents: [name] } : { services: [name as ServiceName], agents: [] };
+    // Agents and the recorder answer the execution Health query, each as its own instance.
+    const targets: HealthTargets = p.role === 'agent' || name === 'recorder' ? { services: ['execution'], agents: [name] } : { services: [name as ServiceName], agents: [] };
     await waitHealthy(this.natsUrl, targets, {
       keyFile: this.operatorKeyFile,
       timeoutMs: options.healthTimeoutMs ?? 30_000,
@@ -251,12 +252,13 @@ export class TestNetwork {
   }
 
   /**
-   * Messages of `GPUNET_EVENTS` the durable consumer `durable` has not yet acknowledged: not yet
+   * Messages of its stream (a node's `GPUNET_WORK`, else `GPUNET_EVENTS`) the durable consumer `durable` has not yet acknowledged: not yet
    * delivered (`pending`) plus delivered and in hand (`ackPending`). Both 0: it has handled everything.
    */
   async consumerBacklog(durable: string): Promise<{ pending: number; ackPending: number }> {
     const jsm = await jetstreamManager(await this.nats());
-    const info = await jsm.consumers.info('GPUNET_EVENTS', durable);
+    // A node's consumer reads its own work (GPUNET_WORK); the services' read the events.
+    const info = await jsm.consumers.info(durable.startsWith('execution-') ? 'GPUNET_WORK' : 'GPUNET_EVENTS', durable);
     return { pending: info.num_pending, ackPending: info.num_ack_pending };
   }
 

@@ -92,7 +92,8 @@ beforeAll(async () => {
   const jsm = await jetstreamManager(op);
   await jsm.streams.add({ name: 'GPUNET_EVENTS', subjects: ['gpunet.evt.>'] });
   await jsm.streams.add({ name: 'GPUNET_LOGS', subjects: ['gpunet.logs.>'] });
-  for (const n of ['n1', 'n2']) await jsm.consumers.add('GPUNET_EVENTS', { durable_name: `execution-${n}`, ack_policy: AckPolicy.Explicit });
+  await jsm.streams.add({ name: 'GPUNET_WORK', subjects: ['gpunet.work.>'] });
+  for (const n of ['n1', 'n2']) await jsm.consumers.add('GPUNET_WORK', { durable_name: `execution-${n}`, ack_policy: AckPolicy.Explicit, filter_subject: `gpunet.work.${n}.>` });
   const blobs = await BlobStore.open(op);
   for (const t of ['a', 'b']) await blobs.ensureBucket(t);
 }, 30_000);
@@ -226,19 +227,26 @@ describe('an execution node', () => {
     }
   });
 
-  it('consumes its own durable consumer, never another node\'s', async () => {
-    await jetstream(await as('operator')).publish(Events.JobPlaced.subject, '{}');
+  it('consumes its own work consumer, never another node\'s, and cannot publish any event', async () => {
+    await jetstream(await as('operator')).publish('gpunet.work.n1.JobPlaced', '{}');
     const js = jetstream(await as('n1'));
-    const own = await js.consumers.get('GPUNET_EVENTS', 'execution-n1');
+    const own = await js.consumers.get('GPUNET_WORK', 'execution-n1');
     const batch = await own.fetch({ max_messages: 1, expires: 2_000 });
+    let got = 0;
     for await (const m of batch) {
-      expect(m.subject).toBe(Events.JobPlaced.subject);
+      expect(m.subject).toBe('gpunet.work.n1.JobPlaced');
       m.ack();
+      got++;
     }
-    await expect(js.consumers.get('GPUNET_EVENTS', 'execution-n2')).rejects.toThrow(/Permissions Violation|timeout/i);
-    await logged(violation('Publish', 'n1', '$JS.API.CONSUMER.INFO.GPUNET_EVENTS.execution-n2'));
+    expect(got).toBe(1);
+    await expect(js.consumers.get('GPUNET_WORK', 'execution-n2')).rejects.toThrow(/Permissions Violation|timeout/i);
+    await logged(violation('Publish', 'n1', '$JS.API.CONSUMER.INFO.GPUNET_WORK.execution-n2'));
     const n1 = await as('n1');
-    await expect(n1.request('$JS.API.CONSUMER.MSG.NEXT.GPUNET_EVENTS.execution-n2', '{"batch":1}', { timeout: 3_000 })).rejects.toThrow(/Permissions Violation/i);
+    await expect(n1.request('$JS.API.CONSUMER.MSG.NEXT.GPUNET_WORK.execution-n2', '{"batch":1}', { timeout: 3_000 })).rejects.toThrow(/Permissions Violation/i);
     await expect((await jetstreamManager(n1)).streams.add({ name: 'CAPTURE', subjects: ['gpunet.hb.>'] })).rejects.toThrow(/Permissions Violation|timeout/i);
+    // A node reports to the recorder; it never publishes an event itself, not even its own kind.
+    await expect(jetstream(n1).publish(Events.JobFinished.subject, '{}', { timeout: 3_000 })).rejects.toThrow(/Permissions Violation|timeout|no responders/i);
+    await logged(violation('Publish', 'n1', Events.JobFinished.subject));
   });
+
 });

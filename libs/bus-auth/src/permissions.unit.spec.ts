@@ -53,7 +53,9 @@ describe('deploy/nats-permissions.yaml', () => {
     expect(node.publish).toContain('gpunet.hb.n1');
     expect(node.publish).not.toContain('gpunet.hb.*');
     expect(node.publish).not.toContain('gpunet.evt.PriceListPublished');
-    expect(node.publish).toContain('$JS.API.CONSUMER.MSG.NEXT.GPUNET_EVENTS.execution-n1');
+    expect(node.publish).toContain('$JS.API.CONSUMER.MSG.NEXT.GPUNET_WORK.execution-n1');
+    expect(node.publish).toContain('gpunet.report.n1.*');
+    expect(node.publish.filter((s) => s.startsWith('gpunet.evt.') || s.includes('GPUNET_EVENTS') || s.startsWith('gpunet.cmd.'))).toEqual([]);
     expect(node.publish.filter((s) => s.includes('STREAM.CREATE') || s.includes('STREAM.UPDATE'))).toEqual([]);
   });
 

@@ -19,6 +19,7 @@ import { verify } from './commands/verify.js';
 import { invoiceShow, invoicesList, isInvoiceId } from './commands/invoices.js';
 import { ledgerRebuild } from './commands/ledger.js';
 import { keysCreate, keysList, keysRevoke, teamsCreate, teamsDisable, teamsList, teamsShow, type KeysCreateFlags } from './commands/keys.js';
+import { nodesEnroll, nodesList } from './commands/nodes.js';
 import { pricesList, pricesPublish } from './commands/prices.js';
 import { up } from './commands/up.js';
 import { wait } from './commands/wait.js';
@@ -254,6 +255,19 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .argument('<key-id>', 'as shown by `gpunet keys list`')
     .option('--reason <text>', 'why, kept in the record')
     .action(run((ctx, keyId, opts) => keysRevoke(ctx, keyId as string, opts as { reason?: string })));
+
+  const nodes = command('nodes').description('execution nodes the recorder takes reports from, and their keys (operator)');
+  withBaseOptions(nodes.command('enroll').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('enroll a node: the recorder records its reports signed with this NKey public key (NodeEnrolled); a new key replaces the old')
+    .argument('<nodeId>', 'the node id the agent runs with (--node-id)')
+    .requiredOption('--public-key <key>', 'the node key\'s public key (U…, e.g. `nk -inkey node.nk -pubout`)')
+    .option('--by <who>', 'who enrolls it, for the record (default: operator <your user name>)')
+    .option('--nats <url>', 'NATS URL of the network; default env GPUNET_NATS_URL, else the one in <data-dir>/state.json')
+    .action(run((ctx, nodeId: string, opts) => nodesEnroll(ctx, nodeId, opts as Parameters<typeof nodesEnroll>[2])));
+  withBaseOptions(nodes.command('list').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('every enrolled node, its key and who enrolled it')
+    .option('--nats <url>', 'NATS URL of the network; default env GPUNET_NATS_URL, else the one in <data-dir>/state.json')
+    .action(run((ctx, opts) => nodesList(ctx, opts as Parameters<typeof nodesList>[1])));
 
   const audit = command('audit').description('audit jobs from the event store: what ran, how long, on what, what came back, what it cost (every query is recorded)');
   const auditSub = (name: string) => audit.command(name).exitOverride().showHelpAfterError('(add --help for usage)');

@@ -73,7 +73,7 @@ describe('service kit', () => {
   it('provisions its consumer and streams from deploy/topology.yaml', async () => {
     const jsm = await jetstreamManager(nc);
     const streams = (await jsm.streams.names().next()).sort();
-    expect(streams).toEqual(['GPUNET_DLQ', 'GPUNET_EVENTS', 'GPUNET_LOGS']);
+    expect(streams).toEqual(['GPUNET_DLQ', 'GPUNET_EVENTS', 'GPUNET_LOGS', 'GPUNET_WORK']);
     expect((await jsm.consumers.info('GPUNET_EVENTS', 'storage')).config.durable_name).toBe('storage');
   });
 

@@ -14,6 +14,7 @@ import {
   type QueryContract,
   type Topology,
 } from '#messaging';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { Module, type DynamicModule, type INestApplicationContext, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -64,6 +65,22 @@ export interface ServiceDefinition<S extends z.ZodObject = z.ZodObject> {
    * them (deploy/nats-permissions.yaml).
    */
   manageStreams?: boolean;
+  /**
+   * The store this process opens, instead of `GPUNET_STORE_URL`: a process outside the control
+   * plane (an execution node) keeps its own journal and never sees the central store.
+   */
+  storeUrl?: (config: BaseConfig & z.output<S>) => string;
+  /**
+   * What carries this process's events onward, instead of the outbox relay to JetStream (a node
+   * reports its journal to the recorder). Started after the app, stopped before NATS closes.
+   */
+  relay?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => ServiceRelay;
+  /**
+   * Whether this process provisions the topology (streams and its consumers). Default true.
+   * False: it only waits for its consumers to exist (made by the control plane), so it needs no
+   * right to create or change streams.
+   */
+  provision?: boolean;
   /** Also serve HTTP (intake). `bodyLimit` of JSON bodies, default `8mb`. */
   http?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => { port: number; host?: string; bodyLimit?: string };
   /** After store and NATS are open, before anything is consumed (e.g. fold state from the store). */
@@ -73,6 +90,12 @@ export interface ServiceDefinition<S extends z.ZodObject = z.ZodObject> {
   /** Overrides for tests: environment (default process.env) and clock. */
   env?: NodeJS.ProcessEnv;
   clock?: Clock;
+}
+
+/** Something that carries a process's recorded events onward (see `ServiceDefinition.relay`). */
+export interface ServiceRelay {
+  start(): Promise<void>;
+  stop(): Promise<void>;
 }
 
 /** Identity helper so that a definition's config type flows into its callbacks. */
@@ -119,9 +142,10 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
   const clock = def.clock ?? systemClock;
   const startedAt = clock.now();
 
-  const location = parseEventStoreUrl(config.GPUNET_STORE_URL);
+  const storeUrl = def.storeUrl?.(config) ?? config.GPUNET_STORE_URL;
+  const location = parseEventStoreUrl(storeUrl);
   if (location.kind === 'sqlite') mkdirSync(dirname(location.path), { recursive: true });
-  const store = await openEventStore(config.GPUNET_STORE_URL, { ...(config.GPUNET_CHAIN_KEY ? { chainKey: config.GPUNET_CHAIN_KEY } : {}) });
+  const store = await openEventStore(storeUrl, { ...(config.GPUNET_CHAIN_KEY && !def.storeUrl ? { chainKey: config.GPUNET_CHAIN_KEY } : {}) });
   let inboxPool: pg.Pool | undefined;
   let inbox: Inbox;
   if (location.kind === 'sqlite') inbox = new SqliteInbox({ path: location.path });
@@ -146,6 +170,7 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
   const durables = bindings.map((b) => b.durable);
   try {
     const topology = await topologyFor(config.GPUNET_TOPOLOGY_FILE ?? defaultTopologyFile(), instance, durables);
+    if (def.provision === false) await waitForConsumers(nc, topology, logger);
     await def.onStart?.(ctx);
     return await startApp(def, ctx, bindings, topology, location.kind, { inboxPool });
   } catch (err) {
@@ -191,10 +216,12 @@ async function startApp<C extends BaseConfig>(
 
   const strategy = new JetStreamServer({
     connection: nc,
-    topology,
+    ...(def.provision === false ? {} : { topology }),
     streams: def.manageStreams === false ? 'use' : 'manage',
-    // Every event is handled as the store holds it, never as a bus message claims it (issue: trust).
-    consumers: bindings.map((b) => ({ inbox, recorded: (e: BusEvent) => storedCopy(store, e), ...b })),
+    // Every event is handled as the store holds it, never as a bus message claims it (decision
+    // 0016) — in a process that holds the central store. A node's own journal holds no such copy:
+    // its work comes only from the recorder, which alone may publish on its work subjects.
+    consumers: bindings.map((b) => ({ inbox, ...(def.storeUrl ? {} : { recorded: (e: BusEvent) => storedCopy(store, e) }), ...b })),
     events: eventSchemas,
     queries: queryContracts(def.name),
     queue: def.name,
@@ -221,11 +248,13 @@ async function startApp<C extends BaseConfig>(
     app = micro;
   }
 
-  const relay = new OutboxRelay(store, nc, {
-    name: `relay-${instance}`,
-    filter: { streamPrefix: (def.streamPrefix as ((c: ServiceContext<C>) => string) | undefined)?.(ctx) ?? `${def.name}-` },
-    logger,
-  });
+  const relay: ServiceRelay =
+    (def.relay as ((c: ServiceContext<C>) => ServiceRelay) | undefined)?.(ctx) ??
+    new OutboxRelay(store, nc, {
+      name: `relay-${instance}`,
+      filter: { streamPrefix: (def.streamPrefix as ((c: ServiceContext<C>) => string) | undefined)?.(ctx) ?? `${def.name}-` },
+      logger,
+    });
   await relay.start();
 
   const health: Subscription = serveQuery(
@@ -272,6 +301,27 @@ async function startApp<C extends BaseConfig>(
       logger.info('stopped');
     })());
   return { ctx, app, ...(httpUrl ? { httpUrl } : {}), stop };
+}
+
+/**
+ * Waits until every consumer this process runs exists (the control plane makes them), logging
+ * once what it waits for. Rechecks every 500 ms; the process's start-up timeout bounds it.
+ */
+async function waitForConsumers(nc: NatsConnection, topology: Topology, logger: Logger): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  let told = false;
+  for (const c of topology.consumers) {
+    for (;;) {
+      try {
+        await jsm.consumers.info(c.stream, c.durable);
+        break;
+      } catch (err) {
+        if (!told) logger.info({ stream: c.stream, durable: c.durable, err: (err as Error).message }, 'waiting for the control plane to create this process\'s consumer');
+        told = true;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  }
 }
 
 /**

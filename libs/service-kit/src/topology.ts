@@ -25,7 +25,11 @@ export function defaultTopologyFile(): string {
 export async function topologyFor(file: string, instance: string, durables: readonly string[]): Promise<Topology> {
   const path = resolve(file);
   const raw = (YAML.parse(await readFile(path, 'utf8')) ?? {}) as TopologyDefinition & { templates?: ConsumerDefinition[] };
-  const templates = (raw.templates ?? []).map((t) => ({ ...t, durable: t.durable.replaceAll('{instance}', instance) }));
+  const templates = (raw.templates ?? []).map((t) => ({
+    ...t,
+    durable: t.durable.replaceAll('{instance}', instance),
+    ...(t.filterSubjects ? { filterSubjects: t.filterSubjects.map((f) => f.replaceAll('{instance}', instance)) } : {}),
+  }));
   const wanted = new Set(durables);
   const consumers = [...(raw.consumers ?? []), ...templates].filter((c) => wanted.has(c.durable));
   const missing = durables.filter((d) => !consumers.some((c) => c.durable === d));

@@ -1,24 +1,28 @@
-// The execution agent as a real process against a real nats-server and a temporary SQLite store:
-// placements in, real jobs run, their events, logs and outputs out; SIGKILL and SIGTERM.
+// The execution agent as a real process against a real nats-server, with the recorder (in this
+// process) beside a temporary SQLite store the agent never opens: placements in through the
+// node's work subjects, real jobs run, their reports recorded, logs and outputs out; SIGKILL and SIGTERM.
 import { BlobStore } from '#blobs';
+import { createIdentityFile } from '#identity';
 import { commandSubject, Commands, LOGS_STREAM, logSubject, parseJobSpec, type JobSpec, type LogLine, type NodeHeartbeat, type StoreOutputs } from '#contracts';
 import { openEventStore, type EventStore, type RecordedEvent } from '#event-store';
-import { encodeEvent, serveQuery } from '#messaging';
-import { EventWriter, systemClock } from '#service-kit';
+import { serveQuery } from '#messaging';
+import { EventWriter, startService, systemClock, type RunningService } from '#service-kit';
 import { DeliverPolicy, jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
 import { buildAgent, startAgent, type AgentBuild, type AgentProcess } from '../test-fixtures/agent-process.js';
+import { recorderService } from './recorder/recorder.service.js';
 import { liveGroupMembers } from './run/index.js';
 
 const NODE = 'n-int';
 const TEAM = 'team-int';
 
 let nats: TestNatsServer;
+let natsDir: string;
 let dir: string;
 let build: AgentBuild;
 let store: EventStore;
@@ -28,6 +32,8 @@ let blobs: BlobStore;
 let storeOutputs: Subscription;
 const storeOutputsRequests: StoreOutputs[] = [];
 let agent: AgentProcess | undefined;
+let recorder: RunningService;
+let keyFile: string;
 let seq = 0;
 
 const workDir = () => join(dir, 'node');
@@ -38,7 +44,7 @@ function launchAgent(): AgentProcess {
     ['--gpus', '2', '--gpu-model', 'A100', '--node-id', NODE, '--work-dir', workDir()],
     {
       GPUNET_NATS_URL: nats.url,
-      GPUNET_STORE_URL: `sqlite:${join(dir, 'events.db')}`,
+      GPUNET_NATS_NKEY_FILE: keyFile,
       GPUNET_NVIDIA_SMI: join(dir, 'no-nvidia-smi'),
       GPUNET_HEARTBEAT_MS: '200',
       GPUNET_KILL_GRACE_MS: '3000',
@@ -60,17 +66,12 @@ async function waitFor<T>(what: string, check: () => Promise<T | undefined | fal
   }
 }
 
-/** Appends as `producer` (intake or placement would) and publishes the recorded event like their relays. */
-async function record(producer: 'intake' | 'placement', streamId: string, type: 'JobSubmitted' | 'JobPlaced' | 'JobCancelRequested', data: unknown, publish = true): Promise<RecordedEvent> {
+/** Appends as `producer` (intake or placement would); the recorder sends the node its work from the store. */
+async function record(producer: 'intake' | 'placement', streamId: string, type: 'JobSubmitted' | 'JobPlaced' | 'JobCancelRequested', data: unknown): Promise<RecordedEvent> {
   const writer = new EventWriter(store, producer, systemClock);
   await writer.append(streamId, [{ type, data } as never]);
   const events = await store.readStream(streamId);
-  const event = events[events.length - 1]!;
-  if (publish) {
-    const enc = encodeEvent(event);
-    await js.publish(enc.subject, enc.payload, { headers: enc.headers, msgID: enc.msgID });
-  }
-  return event;
+  return events[events.length - 1]!;
 }
 
 interface Job {
@@ -80,7 +81,7 @@ interface Job {
 }
 
 /** Submits a job to the store (as intake) and places it on this node (as placement). */
-async function submitAndPlace(rawSpec: unknown, gpuIndices: number[], opts: { publish?: boolean } = {}): Promise<Job> {
+async function submitAndPlace(rawSpec: unknown, gpuIndices: number[]): Promise<Job> {
   const parsed = parseJobSpec(rawSpec);
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
   const jobId = `job-${++seq}-${Date.now()}`;
@@ -92,7 +93,6 @@ async function submitAndPlace(rawSpec: unknown, gpuIndices: number[], opts: { pu
     `placement-job-${jobId}`,
     'JobPlaced',
     { jobId, attemptId, attempt: 1, nodeId: NODE, gpuIndices, gpuModel: 'A100', placedAt: now },
-    opts.publish ?? true,
   );
   return { jobId, attemptId, spec: parsed.spec };
 }
@@ -121,8 +121,13 @@ const sleepScript = (seconds: number) => ({
 });
 
 beforeAll(async () => {
-  [nats, dir, build] = await Promise.all([startNatsServer(), mkdtemp(join(tmpdir(), 'gpunet-exec-int-')), buildAgent()]);
-  store = await openEventStore(`sqlite:${join(dir, 'events.db')}`);
+  natsDir = await mkdtemp(join(tmpdir(), 'gpunet-exec-int-nats-'));
+  [nats, dir, build] = await Promise.all([startNatsServer({ storeDir: natsDir }), mkdtemp(join(tmpdir(), 'gpunet-exec-int-')), buildAgent()]);
+  const storeUrl = `sqlite:${join(dir, 'events.db')}`;
+  keyFile = join(dir, 'keys', `node-${NODE}.nk`);
+  const key = await createIdentityFile(keyFile);
+  recorder = await startService({ ...recorderService, env: { GPUNET_NATS_URL: nats.url, GPUNET_STORE_URL: storeUrl, GPUNET_LOG_LEVEL: 'silent', GPUNET_ENROLL_NODES: `${NODE}=${key.publicKey}` } });
+  store = await openEventStore(storeUrl);
   nc = await connect({ servers: nats.url });
   js = jetstream(nc);
   blobs = await BlobStore.open(nc);
@@ -140,9 +145,11 @@ afterAll(async () => {
   agent?.kill('SIGKILL');
   await agent?.exited;
   storeOutputs?.unsubscribe();
+  await recorder?.stop();
   await nc?.close();
   await store?.close();
   await nats?.stop();
+  await rm(natsDir, { recursive: true, force: true });
   await build?.remove();
   await rm(dir, { recursive: true, force: true });
 });
@@ -249,7 +256,7 @@ describe('execution agent', () => {
     expect((await eventOf(job, 'JobFinished'))!.data).toMatchObject({ outcome: 'cancelled' });
   });
 
-  it('SIGKILLed mid-run and restarted: the job ends node_lost and released, its process group is gone, a placement it never saw is released too', async () => {
+  it('SIGKILLed mid-run and restarted: the job ends node_lost and released, its process group is gone, a placement made while it was down runs when it is back', async () => {
     const job = await submitAndPlace(sleepScript(120), [1]);
     await waitFor('JobStarted', () => eventOf(job, 'JobStarted'));
     const marker = JSON.parse(await readFile(join(runRoot(job), 'process.json'), 'utf8')) as { pgid: number };
@@ -259,7 +266,8 @@ describe('execution agent', () => {
     await agent!.exited;
     // The job's group outlives the agent (own session): the restarted agent must kill it.
     expect(await liveGroupMembers(marker.pgid)).not.toEqual([]);
-    const unseen = await submitAndPlace(sleepScript(1), [0], { publish: false });
+    // Placed while the agent is down: it waits in the node's work consumer.
+    const unseen = await submitAndPlace(sleepScript(1), [0]);
 
     launchAgent();
     await released(job);
@@ -269,9 +277,45 @@ describe('execution agent', () => {
     await runDirRemoved(job);
 
     await released(unseen);
-    expect((await attemptEvents(unseen)).map((e) => e.type)).toEqual(['JobFinished', 'ComputeReleased']);
-    expect((await eventOf(unseen, 'JobFinished'))!.data).toMatchObject({ outcome: 'node_lost' });
+    expect((await attemptEvents(unseen)).map((e) => e.type)).toEqual(['ComputeHeld', 'JobStarted', 'JobFinished', 'ComputeReleased']);
+    expect((await eventOf(unseen, 'JobFinished'))!.data).toMatchObject({ outcome: 'completed' });
   }, 45_000);
+
+  it('keeps no store of the control plane: its environment has no store URL, its journal is its own (0600 in 0700)', async () => {
+    const environ = await readFile(`/proc/${agent!.child.pid}/environ`, 'utf8');
+    expect(environ).not.toMatch(/GPUNET_STORE_URL|GPUNET_CHAIN_KEY/);
+    const journal = join(workDir(), 'journal');
+    expect((await stat(journal)).mode & 0o777).toBe(0o700);
+    expect((await stat(join(journal, 'journal.db'))).mode & 0o777).toBe(0o600);
+    expect(existsSync(join(dir, 'events.db'))).toBe(true); // the control plane's, which the agent never opened:
+    const open = await readdir(`/proc/${agent!.child.pid}/fd`).then((fds) => Promise.all(fds.map((fd) => readlink(`/proc/${agent!.child.pid}/fd/${fd}`).catch(() => ''))));
+    expect(open.filter((f) => f.startsWith(join(dir, 'events.db')))).toEqual([]);
+    expect(open.some((f) => f.startsWith(join(journal, 'journal.db')))).toBe(true);
+  });
+
+  it('loses the bus while jobs finish: the reports wait in its journal and, once the bus is back, each arrives exactly once', async () => {
+    const jobs = [await submitAndPlace(sleepScript(2), [0]), await submitAndPlace(sleepScript(2), [1])];
+    for (const job of jobs) await waitFor(`JobStarted of ${job.attemptId}`, () => eventOf(job, 'JobStarted'));
+    const port = nats.port;
+    await nats.stop();
+    // Both end while nats-server is down: the agent says so in its log; the store has no end yet.
+    await waitFor('both jobs to finish on the node', async () => {
+      const text = (await agent!.logText()).split('\n').filter((l) => l.includes('"msg":"job finished"'));
+      return jobs.every((j) => text.some((l) => l.includes(j.attemptId)));
+    }, 20_000);
+    for (const job of jobs) expect(await eventOf(job, 'JobFinished')).toBeUndefined();
+    nats = await startNatsServer({ storeDir: natsDir, port });
+    for (const job of jobs) await released(job, 60_000);
+    for (const job of jobs) {
+      const events = await attemptEvents(job);
+      expect(events.map((e) => e.type)).toEqual(['ComputeHeld', 'JobStarted', 'JobFinished', 'ComputeReleased']);
+      expect(new Set(events.map((e) => e.eventId)).size).toBe(4);
+      expect((events[2]!.data as { outcome: string }).outcome).toBe('completed');
+      // Each carries the node's signature, as reported.
+      expect(events.every((e) => typeof (e.metadata as { report?: { signature?: string } }).report?.signature === 'string')).toBe(true);
+    }
+    expect((await store.readStream('execution-recorder-refused')).length).toBe(0);
+  }, 90_000);
 
   it('SIGTERM: running jobs end node_lost (agent stopped) and are released, and the agent exits 0 within seconds, even if a job ignores SIGTERM', async () => {
     await waitFor('NodeRegistered after restart', async () => (await store.readStream(`execution-${NODE}-node`)).length >= 2);

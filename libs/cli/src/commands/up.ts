@@ -27,7 +27,7 @@ import { LocalNetworkError, UsageError } from '../errors.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
 import { displayPath } from '../format.js';
 import { writeApiKeysFile, LOCAL_TEAM, newAdminApiKey, newApiKey } from '../local/api-keys.js';
-import { checkServicesBuilt, findNatsServer, freePort, repoRoot } from '../local/environment.js';
+import { checkServicesBuilt, findNatsServer, freePort, recorderEntry, repoRoot } from '../local/environment.js';
 import { HealthTimeoutError, waitForNats, waitHealthy } from '../local/health.js';
 import { ensureKeyFiles, writeNatsConfig } from '../local/identities.js';
 import { isAlive, runsCommand, spawnDetached, stopProcesses, tailOf } from '../local/processes.js';
@@ -49,6 +49,15 @@ export interface UpOptions {
 
 /** Services started once each; agents (execution) are started per node. */
 const SINGLE_SERVICES: readonly ServiceName[] = SERVICE_NAMES.filter((s) => s !== 'execution');
+
+/**
+ * What an execution node must never be given: the central store and its chain key (a node keeps
+ * its own journal and reports to the recorder, decision 0015).
+ */
+const CONTROL_PLANE_ONLY_ENV: readonly string[] = ['GPUNET_STORE_URL', 'GPUNET_CHAIN_KEY'];
+
+/** Instance name of the execution service's recorder (it answers the execution Health query as that instance). */
+export const RECORDER_INSTANCE = 'recorder';
 
 /** Variables that name one process; `up` sets them per process and never passes its own along. */
 const PER_PROCESS_ENV: readonly string[] = ['GPUNET_INSTANCE', 'GPUNET_NODE_ID', 'GPUNET_WORK_DIR', 'GPUNET_HTTP_PORT', 'GPUNET_HTTP_HOST', 'GPUNET_API_KEYS_FILE', 'GPUNET_SIGNING_KEY_FILE', 'GPUNET_NATS_NKEY_FILE'];
@@ -150,6 +159,7 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
   const keysDir = opts.keys ? resolve(io.cwd, opts.keys) : join(dataDir, 'keys');
   const keyFiles = await ensureKeyFiles(keysDir, [
     ...SINGLE_SERVICES.map((s) => identityName('service', s)),
+    identityName('service', RECORDER_INSTANCE),
     ...nodeIds.map((n) => identityName('node', n)),
     ...teams.map((t) => identityName('team', t)),
     identityName('operator'),
@@ -221,11 +231,31 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
       const pid = spawnDetached(command, { cwd: root, env: { ...inherited, ...env }, log });
       started.push({ name: service, role: 'service', pid, command, log, cwd: root, env, ...(service === 'intake' ? { port: httpPort } : {}) });
     }
+    {
+      // The recorder enrolls this network's nodes with their public keys (NodeEnrolled, once).
+      const command = [process.execPath, recorderEntry(root)];
+      const log = join(logsDir, `${RECORDER_INSTANCE}.log`);
+      const enroll: string[] = [];
+      for (const n of nodeIds) enroll.push(`${n}=${(await loadIdentityFile(keyFiles[identityName('node', n)]!)).publicKey}`);
+      const env = { ...common, GPUNET_ENROLL_NODES: enroll.join(','), GPUNET_NATS_NKEY_FILE: keyFiles[identityName('service', RECORDER_INSTANCE)]! };
+      const pid = spawnDetached(command, { cwd: root, env: { ...inherited, ...env }, log });
+      started.push({ name: RECORDER_INSTANCE, role: 'service', pid, command, log, cwd: root, env });
+    }
+    const nodeInherited = Object.fromEntries(Object.entries(inherited).filter(([name]) => !CONTROL_PLANE_ONLY_ENV.includes(name)));
     for (const nodeId of nodeIds) {
       const command = [process.execPath, entries.execution];
       const log = join(logsDir, `${nodeId}.log`);
-      const env = { ...common, GPUNET_NODE_ID: nodeId, GPUNET_GPUS: String(gpus), GPUNET_GPU_MODEL: opts.gpuModel, GPUNET_WORK_DIR: join(dataDir, 'nodes', nodeId), GPUNET_NATS_NKEY_FILE: keyFiles[identityName('node', nodeId)]! };
-      started.push({ name: nodeId, role: 'agent', pid: spawnDetached(command, { cwd: root, env: { ...inherited, ...env }, log }), command, log, cwd: root, env, nodeId });
+      // No store URL and no chain key: a node holds its own key and journal, nothing of the control plane's.
+      const env = {
+        GPUNET_NATS_URL: natsUrl,
+        GPUNET_LOG_LEVEL: opts.logLevel,
+        GPUNET_NATS_NKEY_FILE: keyFiles[identityName('node', nodeId)]!,
+        GPUNET_NODE_ID: nodeId,
+        GPUNET_GPUS: String(gpus),
+        GPUNET_GPU_MODEL: opts.gpuModel,
+        GPUNET_WORK_DIR: join(dataDir, 'nodes', nodeId),
+      };
+      started.push({ name: nodeId, role: 'agent', pid: spawnDetached(command, { cwd: root, env: { ...nodeInherited, ...env }, log }), command, log, cwd: root, env, nodeId });
     }
 
     const state: LocalState = {
@@ -252,7 +282,8 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     // Written before waiting, so `gpunet down` can stop a network that never became healthy.
     await writeState(state);
 
-    const targets = { services: agents > 0 ? [...SINGLE_SERVICES, 'execution' as const] : SINGLE_SERVICES, agents: nodeIds };
+    // The recorder answers the execution Health query as its own instance, like each agent.
+    const targets = { services: [...SINGLE_SERVICES, 'execution' as const], agents: [RECORDER_INSTANCE, ...nodeIds] };
     await waitHealthy(natsUrl, targets, {
       keyFile: operatorKeyFile,
       timeoutMs,
@@ -282,7 +313,7 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
       await removeState(dataDir);
     }
     if (err instanceof HealthTimeoutError) {
-      const logs = err.missing.map((name) => started.find((p) => p.name === name || (name === 'execution' && p.role === 'agent'))?.log).filter((l): l is string => !!l);
+      const logs = err.missing.map((name) => started.find((p) => p.name === name)?.log).filter((l): l is string => !!l);
       throw new LocalNetworkError(`the network did not become healthy within ${err.timeoutMs} ms: ${err.missing.join(', ')} never answered its health query; everything started was stopped`, logs, { cause: err });
     }
     throw err;

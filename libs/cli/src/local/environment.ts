@@ -26,6 +26,11 @@ export function serviceEntry(root: string, service: ServiceName): string {
   return join(root, 'dist', 'services', service, 'src', 'main.js');
 }
 
+/** The built entry point of the execution service's recorder: `dist/services/execution/src/recorder/main.js`. */
+export function recorderEntry(root: string): string {
+  return join(root, 'dist', 'services', 'execution', 'src', 'recorder', 'main.js');
+}
+
 /** Every service entry point, or a UsageError naming the missing ones and `npm run build`. */
 export function checkServicesBuilt(root: string): Record<ServiceName, string> {
   const entries = Object.fromEntries(SERVICE_NAMES.map((s) => [s, serviceEntry(root, s)])) as Record<ServiceName, string>;

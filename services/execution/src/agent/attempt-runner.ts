@@ -2,6 +2,7 @@ import type { BlobStore } from '#blobs';
 import type { JobCancelRequested, JobSpec, JobStarted, JobSubmitted } from '#contracts';
 import { isRetryable, NotFoundError, ValidationError } from '#errors';
 import type { EventStore } from '#event-store';
+import type { Identity } from '#identity';
 import type { Clock } from '#service-kit';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -16,6 +17,7 @@ import { selectOutputs, storeOutputs } from '../outputs/output-handover.js';
 import { prepareRunDirs, removeRunDirs, runCgroupName, runProcess, runSpecIssues, sealInputs, signalGroup, type RunDirs, type RunResult, type RunSpec } from '../run/index.js';
 import type { InputCache } from '../staging/input-cache.js';
 import type { AttemptHandle } from './attempt-handle.js';
+import { workCopyStreamId } from '../journal/journal.js';
 import { writeProcessMarker } from './leftover-process.js';
 import { CheckpointKeeper, latestCheckpoint, restoreCheckpoint } from './checkpoints.js';
 import { containerLaunch, pullImage, removeContainer } from './container-work.js';
@@ -32,6 +34,8 @@ export interface AgentContext {
   readonly js: JetStreamClient;
   readonly blobs: BlobStore;
   readonly cache: InputCache;
+  /** The node key: signs the outputs report (the journal's reports are signed by the relay). */
+  readonly identity: Identity;
   /** How jobs are confined on this node (job users, network namespace, cgroups, container runtimes). */
   readonly confine: NodeConfinement;
 }
@@ -43,10 +47,10 @@ export interface JobFacts {
   readonly cancel?: JobCancelRequested;
 }
 
-/** `intake-job-<jobId>`: intake's stream of one job (read-only here). */
-export const intakeJobStreamId = (jobId: string) => `intake-job-${jobId}`;
+/** The journal's copy of intake's stream of one job (`intake-job-<jobId>`), as the recorder sent it with the placement. */
+export const intakeJobStreamId = (jobId: string) => workCopyStreamId(`intake-job-${jobId}`);
 
-/** Reads a job's submission and cancel request from intake's stream. */
+/** Reads a job's submission and cancel request from the journal's copy of intake's stream. */
 export async function readJobFacts(store: EventStore, jobId: string): Promise<JobFacts | undefined> {
   const events = await store.readStream(intakeJobStreamId(jobId));
   const submitted = events.find((e) => e.type === 'JobSubmitted')?.data as JobSubmitted | undefined;
@@ -105,7 +109,7 @@ export class AttemptRunner {
       h.execute((s) => (s.finished ? undefined : { type: 'Finish', outcome, exitCode: null, signal: null, message, at: this.now() }));
 
     if (!this.job) {
-      await refuse('failed', `job ${jobId} has no JobSubmitted in the event store`);
+      await refuse('failed', `job ${jobId} has no JobSubmitted in the node's journal (the recorder sends it before the placement)`);
       return false;
     }
     const { team, spec } = this.job;
@@ -285,13 +289,13 @@ export class AttemptRunner {
     let stored = false;
     try {
       this.job ??= await readJobFacts(this.ctx.store, jobId);
-      if (!this.job) throw new NotFoundError(`job ${jobId} has no JobSubmitted in the event store`);
+      if (!this.job) throw new NotFoundError(`job ${jobId} has no JobSubmitted in the node's journal (the recorder sends it before the placement)`);
       const selection = await selectOutputs(dirs.outputs, this.job.spec.outputs.globs, this.job.spec.outputs.maxBytes);
       for (const line of selection.notices) streamer?.notice(line);
       await streamer?.close(); // the log files are complete before they are uploaded
       streamer = undefined;
       const logFiles = this.logFiles ?? { stdout: join(dirs.logs, 'stdout.log'), stderr: join(dirs.logs, 'stderr.log') };
-      const reply = await storeOutputs(this.ctx.blobs, this.ctx.nc, { team: this.job.team, jobId, attemptId, nodeId, correlationId: h.correlationId }, selection, logFiles, h.log, {
+      const reply = await storeOutputs(this.ctx.blobs, this.ctx.nc, this.ctx.identity, { team: this.job.team, jobId, attemptId, nodeId, correlationId: h.correlationId }, selection, logFiles, h.log, {
         requestTimeoutMs: this.ctx.config.GPUNET_STORE_OUTPUTS_TIMEOUT_MS,
         giveUpAfterMs: this.ctx.config.GPUNET_STORE_OUTPUTS_GIVE_UP_MS,
       });

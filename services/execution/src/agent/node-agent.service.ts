@@ -2,6 +2,7 @@ import { BlobStore } from '#blobs';
 import { heartbeatSubject, stopsGang, type JobCancelRequested, type JobFinished, type JobPlaced, type NodeLost } from '#contracts';
 import { isRetryable } from '#errors';
 import type { EventStore } from '#event-store';
+import { loadIdentityFile } from '#identity';
 import type { BusEvent } from '#messaging';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, NATS_CONNECTION, SERVICE_CONFIG, type Clock, type EventWriter } from '#service-kit';
 import { jetstream } from '@nats-io/jetstream';
@@ -36,6 +37,7 @@ import { AttemptRunner, readJobFacts, type AgentContext } from './attempt-runner
 import { killLeftoverGroup } from './leftover-process.js';
 import { NodeConfinement } from './node-confinement.js';
 import { checkpointAfter, recoveryCheckpointId, scanForRecovery } from './recovery-scan.js';
+import { workCopyStreamId } from '../journal/journal.js';
 
 const AGENT_VERSION = '0.1.0';
 /** Cancelled jobs remembered for a JobPlaced that may still follow (the store is asked too). */
@@ -101,6 +103,7 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
       nc: this.nc,
       js: jetstream(this.nc),
       blobs,
+      identity: await loadIdentityFile(this.config.GPUNET_NATS_NKEY_FILE!),
       cache: new InputCache(blobs, join(this.workDir, 'cache'), {
         onRemoved: (r) => this.recordCacheRemoval(r),
         ...(this.config.GPUNET_CACHE_MAX_BYTES !== undefined && { maxBytes: this.config.GPUNET_CACHE_MAX_BYTES }),
@@ -126,6 +129,16 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
     this.beat();
     this.heartbeatTimer = setInterval(() => this.beat(), this.config.GPUNET_HEARTBEAT_MS);
     this.logger.info({ nodeId: this.nodeId, gpus: this.node.gpus.length, simulated: this.node.simulated, workDir: this.workDir }, 'node registered');
+  }
+
+  /**
+   * Keeps a copy of a control-plane event this node received as work in the journal, under
+   * `work-<its stream>` with its own id (a redelivered copy changes nothing): the placement for
+   * recovery, the job's spec and cancel, the job's last checkpoint. Never reported back.
+   */
+  async keepCopy(event: BusEvent): Promise<void> {
+    if (!event.streamId) throw new Error(`work message ${event.eventId} (${event.type}) has no streamId: not a copy of a recorded event`);
+    await this.store.appendToStream(workCopyStreamId(event.streamId), [{ eventId: event.eventId, type: event.type, data: event.data, metadata: event.metadata }]);
   }
 
   /** A node cache removal as `DataRemoved` (scope `node_cache`) on the node's stream. */

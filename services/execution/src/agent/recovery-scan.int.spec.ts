@@ -24,7 +24,7 @@ afterAll(async () => {
 });
 
 const place = (nodeId: string, n: number) =>
-  placement.append(`placement-job-job-${n}`, [
+  placement.append(`work-placement-job-job-${n}`, [
     { type: 'JobPlaced', data: { jobId: `job-${n}`, attemptId: `a${n}`, attempt: 1, nodeId, gpuIndices: [0], gpuModel: 'A100', placedAt: at } },
   ]);
 const ids = (n: number, nodeId = 'n1') => ({ jobId: `job-${n}`, attemptId: `a${n}`, nodeId });

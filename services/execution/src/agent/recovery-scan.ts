@@ -10,9 +10,10 @@ import {
   type Placement,
   type RecordedAttemptEvent,
 } from '../domain/index.js';
+import { workCopyStreamId } from '../journal/journal.js';
 
-/** Streams placement writes `JobPlaced` to (`placement-job-<jobId>`). */
-const PLACEMENT_STREAM_PREFIX = 'placement-';
+/** The journal's copies of placement's streams (`placement-job-<jobId>`), as the recorder sent them. */
+const PLACEMENT_STREAM_PREFIX = workCopyStreamId('placement-');
 
 /** What the store says this node left unfinished. */
 export interface RecoveryScan {

@@ -6,3 +6,4 @@ export * from './launch.js';
 export * from './node.js';
 export * from './recovery.js';
 export * from './streams.js';
+export * from './report.js';

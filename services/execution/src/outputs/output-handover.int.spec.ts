@@ -1,5 +1,6 @@
 import { BlobStore } from '#blobs';
-import { commandSubject, Commands, type StoreOutputs } from '#contracts';
+import { NodeOutputsReport, outputsReportSubject, outputsSigningBytes, type StoreOutputs } from '#contracts';
+import { newIdentity, verifySignature } from '#identity';
 import { ValidationError } from '#errors';
 import { QueryUnavailableError, serveQuery } from '#messaging';
 import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
@@ -13,6 +14,7 @@ import { selectOutputs, storeOutputs } from './output-handover.js';
 const TEAM = 'team-out';
 const target = { team: TEAM, jobId: 'job-out', attemptId: 'job-out-a1', nodeId: 'n1', correlationId: 'corr-1' };
 const log = pino({ level: 'silent' });
+const identity = newIdentity();
 
 let nats: TestNatsServer;
 let nc: NatsConnection;
@@ -47,9 +49,12 @@ afterAll(async () => {
 
 function respond(handler: (req: StoreOutputs) => unknown): StoreOutputs[] {
   const seen: StoreOutputs[] = [];
-  responder = serveQuery(nc, commandSubject('StoreOutputs'), { request: Commands.StoreOutputs.schema, response: Commands.StoreOutputs.replySchema }, async (req) => {
-    seen.push(req as StoreOutputs);
-    return handler(req as StoreOutputs);
+  // Stands in for the recorder: the node's outputs report, signed with its key.
+  responder = serveQuery(nc, outputsReportSubject(target.nodeId), { request: NodeOutputsReport }, async (req) => {
+    const report = req as NodeOutputsReport;
+    if (!verifySignature(identity.publicKey, outputsSigningBytes(report), report.signature)) throw new ValidationError('bad signature');
+    seen.push(report.outputs);
+    return handler(report.outputs);
   });
   return seen;
 }
@@ -68,7 +73,7 @@ describe('output handover', () => {
     const selection = await selectOutputs(outputs, ['**']);
     let seen: StoreOutputs[] = [];
     setTimeout(() => (seen = respond(ok)), 600);
-    const reply = await storeOutputs(blobs, nc, target, selection, logFiles, log, { retryDelayMs: 100, giveUpAfterMs: 10_000 });
+    const reply = await storeOutputs(blobs, nc, identity, target, selection, logFiles, log, { retryDelayMs: 100, giveUpAfterMs: 10_000 });
     expect(reply).toMatchObject({ files: 2, duplicate: false });
     expect(seen).toHaveLength(1);
     expect(seen[0]).toMatchObject({ team: TEAM, jobId: target.jobId, attemptId: target.attemptId, nodeId: target.nodeId, truncated: false });
@@ -83,7 +88,7 @@ describe('output handover', () => {
   it('gives up after its bound when no storage service answers', async () => {
     const selection = await selectOutputs(outputs, ['metrics.json']);
     const t0 = Date.now();
-    await expect(storeOutputs(blobs, nc, target, selection, logFiles, log, { retryDelayMs: 50, giveUpAfterMs: 400 })).rejects.toThrow(QueryUnavailableError);
+    await expect(storeOutputs(blobs, nc, identity, target, selection, logFiles, log, { retryDelayMs: 50, giveUpAfterMs: 400 })).rejects.toThrow(QueryUnavailableError);
     expect(Date.now() - t0).toBeLessThan(2_000);
   });
 
@@ -92,7 +97,7 @@ describe('output handover', () => {
       throw new ValidationError('blob missing', [{ path: 'files.0', message: 'not uploaded' }]);
     });
     const selection = await selectOutputs(outputs, ['metrics.json']);
-    await expect(storeOutputs(blobs, nc, target, selection, logFiles, log, { retryDelayMs: 50 })).rejects.toThrow(ValidationError);
+    await expect(storeOutputs(blobs, nc, identity, target, selection, logFiles, log, { retryDelayMs: 50 })).rejects.toThrow(ValidationError);
     expect(seen).toHaveLength(1);
   });
 

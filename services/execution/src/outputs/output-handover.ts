@@ -1,5 +1,6 @@
 import type { BlobStore } from '#blobs';
-import { Commands, commandSubject, type OutputFile, type StoreOutputs, type StoreOutputsReply } from '#contracts';
+import { Commands, outputsReportSubject, outputsSigningBytes, type NodeOutputsReport, type OutputFile, type StoreOutputs, type StoreOutputsReply } from '#contracts';
+import { signBytes, type Identity } from '#identity';
 import { isRetryable } from '#errors';
 import { requestQuery } from '#messaging';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -54,18 +55,19 @@ export interface StoreOutputsOptions {
   readonly signal?: AbortSignal;
 }
 
-const STORE_OUTPUTS = commandSubject('StoreOutputs');
-
 /**
  * Uploads the selected files and the non-empty stdout/stderr logs to the team's blobs (skipping
- * what the team already holds) and asks storage to record them (`gpunet.cmd.StoreOutputs`, idempotent
- * per attempt), retrying retryable failures for up to `giveUpAfterMs`.
+ * what the team already holds) and reports them, signed with the node key, to the recorder
+ * (`gpunet.report.<nodeId>.outputs`), which checks them against the attempt and has storage
+ * record them (idempotent per attempt); retryable failures (no recorder yet, the attempt's end
+ * not recorded yet, timeouts) are retried for up to `giveUpAfterMs`.
  *
  * @throws the last error when storage refused the outputs or did not answer in time.
  */
 export async function storeOutputs(
   blobs: BlobStore,
   nc: NatsConnection,
+  identity: Identity,
   target: HandoverTarget,
   selection: OutputSelection,
   logFiles: LogFiles,
@@ -91,12 +93,14 @@ export async function storeOutputs(
   // Refused files go into the job's record with their reason, not only into its log.
   const rejected = selection.collected.rejected.slice(0, 1000).map((r) => ({ path: r.path, reason: r.reason, message: r.message }));
   const body: StoreOutputs = { ...pick(target), files, truncated: selection.truncated, rejected, logs };
-  const contract = { request: Commands.StoreOutputs.schema, response: Commands.StoreOutputs.replySchema };
+  const unsigned: Omit<NodeOutputsReport, 'signature'> = { nodeId: target.nodeId, outputs: Commands.StoreOutputs.schema.parse(body) };
+  const report: NodeOutputsReport = { ...unsigned, signature: signBytes(identity, outputsSigningBytes(unsigned)) };
+  const contract = { response: Commands.StoreOutputs.replySchema };
   const giveUpAt = performance.now() + (options.giveUpAfterMs ?? 120_000);
   let delay = options.retryDelayMs ?? 250;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await requestQuery<StoreOutputsReply>(nc, STORE_OUTPUTS, body, contract, {
+      return await requestQuery<StoreOutputsReply>(nc, outputsReportSubject(target.nodeId), report, contract, {
         timeoutMs: options.requestTimeoutMs ?? 10_000,
         correlationId: target.correlationId,
         jobId: target.jobId,

@@ -26,7 +26,7 @@
  * bundle maker could leave a stream out). Without the public key anyone can recompute sha256
  * hashes, so the bundle then shows only consistency with the heads it states (decision 0011).
  */
-import { ChainHeadsSigned, StreamHead, type InvoiceBody, type InvoiceFinalized } from '#contracts';
+import { ChainHeadsSigned, recordedReportSigningBytes, StreamHead, type InvoiceBody, type InvoiceFinalized, type ReportProof } from '#contracts';
 import { computeEventHash, GENESIS_HASH, type RecordedEvent } from '#event-store';
 import { verifySignature } from '#identity';
 import { canonicalJson, type StoredEvent } from '../domain/index.js';
@@ -98,19 +98,18 @@ export const PROVES_SIGNED =
   `${PROVES} With the network public key: the streams reach the heads the network signed (ChainHeadsSigned digest, Merkle proof per stream), every contributing event ` +
   'lies at or before the signed position, and each node report signature carried holds; an edited bundle with recomputed chains fails.';
 
-/**
- * The bytes a node's report signature covers, as the recorder keeps it with the event: the canonical
- * JSON of the event's type and data. One place, so the bundle check follows the recorder if it changes.
- */
-export function reportSigningBytes(e: { type: string; data: unknown }): Uint8Array {
-  return new TextEncoder().encode(canonicalJson({ type: e.type, data: e.data }));
-}
-
-/** The node report of an event's metadata, when it carries one. */
+/** The node report of an event's metadata, when it carries one (the recorder's {@link ReportProof}). */
 export function reportOf(e: { eventId: string; metadata: unknown }): BundleReport | undefined {
   const r = isObj(e.metadata) ? e.metadata.report : undefined;
   if (!isObj(r) || typeof r.nodeId !== 'string' || typeof r.publicKey !== 'string' || typeof r.signature !== 'string') return undefined;
   return { eventId: e.eventId, nodeId: r.nodeId, publicKey: r.publicKey, signature: r.signature };
+}
+
+/** The recorder's whole proof of an event (what the node signed), when it carries one. */
+function proofOf(e: { metadata: unknown }): ReportProof | undefined {
+  const r = isObj(e.metadata) ? e.metadata.report : undefined;
+  if (!isObj(r) || typeof r.journal !== 'string' || typeof r.seq !== 'string' || !isObj(r.metadata)) return undefined;
+  return r as unknown as ReportProof;
 }
 
 export function toBundleEvent(e: RecordedEvent): BundleEvent {
@@ -352,7 +351,8 @@ function checkReports(events: readonly BundleEvent[], problems: BundleProblem[])
     const where = { streamId: e.streamId, eventId: e.eventId, position: e.position };
     const nodeId = isObj(e.data) ? e.data.nodeId : undefined;
     if (nodeId !== undefined && nodeId !== r.nodeId) problems.push({ check: 'report', ...where, message: `event ${e.eventId} is about node ${String(nodeId)} but carries the report signature of node ${r.nodeId}` });
-    else if (!verifySignature(r.publicKey, reportSigningBytes(e), r.signature)) problems.push({ check: 'report', ...where, message: `node ${r.nodeId}'s report signature on event ${e.eventId} (${e.type}) does not hold: the event was edited after the node signed it` });
+    else if (!proofOf(e)) problems.push({ check: 'report', ...where, message: `event ${e.eventId} carries node ${r.nodeId}'s signature without what the node signed (journal, seq, its metadata): it cannot be checked` });
+    else if (!verifySignature(r.publicKey, recordedReportSigningBytes(e, proofOf(e)!), r.signature)) problems.push({ check: 'report', ...where, message: `node ${r.nodeId}'s report signature on event ${e.eventId} (${e.type}) does not hold: the event was edited after the node signed it` });
   }
   return n;
 }

@@ -5,7 +5,7 @@
  * the invoice or a stream's end is tampered with; a bundle edited and re-chained whole (hashes,
  * heads and invoice recomputed) still checks without the public key, and fails with it.
  */
-import { DIGEST_STREAM, type InvoiceBody, type InvoiceFinalized } from '#contracts';
+import { DIGEST_STREAM, reportSigningBytes, type InvoiceBody, type InvoiceFinalized } from '#contracts';
 import { computeEventHash, GENESIS_HASH, openEventStore, type EventStore, type EventToAppend, type RecordedEvent } from '#event-store';
 import { newIdentity, signBytes, type Identity } from '#identity';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../../../../test/support/postgres.js';
 import { Notary, latestDigestHeads } from '../digests/store-digests.js';
 import { deriveInvoice } from '../domain/index.js';
-import { buildBundle, reportSigningBytes, verifyBundle, type BundleEvent, type DisputeBundle } from './bundle.js';
+import { buildBundle, verifyBundle, type BundleEvent, type DisputeBundle } from './bundle.js';
 import { replayInvoice, whatIfPrices } from './invoice-replay.js';
 import { replayJob } from './job-replay.js';
 
@@ -298,8 +298,12 @@ describe.each(ADAPTERS)('on %s', (adapter) => {
       const node = newIdentity();
       const data = { jobId: 'job-9', attemptId: 'job-9-a1', nodeId: 'node-1', outcome: 'completed', exitCode: 0, signal: null, finishedAt: '2026-06-12T10:00:00.000Z' };
       const e = ev('JobFinished', data, { team: TEAM, jobId: 'job-9', producer: 'execution' });
-      const report = { nodeId: 'node-1', publicKey: node.publicKey, signature: signBytes(node, reportSigningBytes({ type: 'JobFinished', data })) };
-      await store.appendToStream('execution-node-1-attempt-job-9-a1', [{ ...e, metadata: { ...e.metadata, report } as typeof e.metadata }]);
+      // Signed as a node signs its report; kept as the recorder keeps it (metadata.report).
+      const streamId = 'execution-node-1-attempt-job-9-a1';
+      const nodeMetadata = { correlationId: e.metadata.correlationId, causationId: e.metadata.causationId, jobId: 'job-9', producer: 'execution', occurredAt: e.metadata.occurredAt };
+      const body = { nodeId: 'node-1', journal: 'j1', seq: '7', event: { streamId, eventId: e.eventId, type: 'JobFinished', data, metadata: nodeMetadata } };
+      const report = { nodeId: 'node-1', publicKey: node.publicKey, signature: signBytes(node, reportSigningBytes(body)), journal: 'j1', seq: '7', metadata: nodeMetadata };
+      await store.appendToStream(streamId, [{ ...e, metadata: { ...e.metadata, report } as typeof e.metadata }]);
       const { invoice, event } = await finalize();
       const key = newIdentity();
       await signHeads(key);

@@ -12,7 +12,9 @@ import { PriceBookService } from '../prices/price-book.service.js';
 export type UsageOutcome =
   | { kind: 'recorded'; line: UsageRecorded }
   | { kind: 'already_recorded'; line: UsageRecorded }
-  | { kind: 'never_held' };
+  | { kind: 'never_held' }
+  /** The JobFinished on the bus is not the one the execution recorder recorded (or none is): nothing is billed from it. */
+  | { kind: 'not_recorded' };
 
 /**
  * Turns a JobFinished into the attempt's UsageRecorded line: reads the attempt's ComputeHeld from
@@ -32,8 +34,18 @@ export class UsageRecorderService {
     private readonly prices: PriceBookService,
   ) {}
 
-  async onJobFinished(finished: JobFinished, event: BusEvent, log: Logger): Promise<UsageOutcome> {
-    const attemptEvents = await this.store.readStream(attemptStreamId(finished.nodeId, finished.attemptId));
+  async onJobFinished(announced: JobFinished, busEvent: BusEvent, log: Logger): Promise<UsageOutcome> {
+    const attemptEvents = await this.store.readStream(attemptStreamId(announced.nodeId, announced.attemptId));
+    // Billing reads the attempt's own recorded facts (the recorder appended them from the node's
+    // signed reports); the bus message only says where to look. A JobFinished that is not the
+    // recorded one — forged, or from any other stream — bills nothing.
+    const recordedEnd = attemptEvents.find((e) => e.type === 'JobFinished');
+    if (!recordedEnd || recordedEnd.eventId.toLowerCase() !== busEvent.eventId.toLowerCase()) {
+      log.warn({ attemptId: announced.attemptId, nodeId: announced.nodeId, eventId: busEvent.eventId }, 'JobFinished on the bus is not the attempt\'s recorded end: nothing billed from it');
+      return { kind: 'not_recorded' };
+    }
+    const finished = recordedEnd.data as JobFinished;
+    const event: BusEvent = recordedEnd;
     const held = computeHeldOf(attemptEvents);
     if (!held) {
       log.info({ attemptId: finished.attemptId, outcome: finished.outcome }, 'attempt never held compute: no usage line, nothing billed');
@@ -99,14 +111,14 @@ export class UsageRecorderService {
   }
 
   /**
-   * The team that pays: carried in the metadata of the agent's events (copied along the causation
-   * chain from JobSubmitted), else read from intake's JobSubmitted, which is the authority.
+   * The team that pays: intake's JobSubmitted, which is the authority; else the team the
+   * recorder put in the metadata of the attempt's events (it takes it from the same JobSubmitted).
    */
   private async teamOf(jobId: string, held: RecordedEvent, finished: BusEvent): Promise<string> {
-    const carried = held.metadata.team ?? finished.metadata.team;
-    if (carried) return carried;
     const submitted = (await this.store.readStream(intakeJobStreamId(jobId))).find((e) => e.type === 'JobSubmitted');
     if (submitted) return (submitted.data as JobSubmitted).team;
+    const carried = held.metadata.team ?? finished.metadata.team;
+    if (carried) return carried;
     throw new IllegalStateError(`job ${jobId}: no team in the attempt's events and no JobSubmitted in ${intakeJobStreamId(jobId)}; cannot tell who pays`);
   }
 }

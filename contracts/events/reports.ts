@@ -1,0 +1,71 @@
+/**
+ * Events of the execution service's recorder, the central part beside the store that records
+ * what the nodes report: which node may report with which key, and every report it refused.
+ * A node never writes the store itself (decision 0015).
+ */
+import { z } from 'zod';
+import { defineEvent } from '../message.js';
+import { HumanText, JobId, NodeId, Timestamp } from '../primitives.js';
+
+/** A node's NKey public key: `U` and 55 more base32 characters. */
+export const NodePublicKey = z
+  .string()
+  .regex(/^U[A-Z2-7]{55}$/, { error: 'must be an NKey user public key (U followed by 55 base32 characters); see `gpunet nodes enroll --help`' })
+  .describe('NKey user public key of the node (`U…`); its reports are signed with the matching seed.');
+
+export const NodeEnrolled = z.object({
+  nodeId: NodeId,
+  publicKey: NodePublicKey,
+  enrolledBy: z.string().min(1).max(200).describe('Who enrolled the node: `gpunet up`, or the operator who ran `gpunet nodes enroll`.'),
+  enrolledAt: Timestamp.describe('Recorder clock: when the enrollment was recorded.'),
+});
+export type NodeEnrolled = z.output<typeof NodeEnrolled>;
+
+/** Why the recorder refused a node's report. */
+export const REPORT_REFUSAL_REASONS = [
+  'malformed',
+  'unknown_node',
+  'bad_signature',
+  'other_node',
+  'not_placed',
+  'other_team',
+  'replayed',
+  'state',
+] as const;
+export type ReportRefusalReason = (typeof REPORT_REFUSAL_REASONS)[number];
+
+export const NodeReportRefused = z.object({
+  nodeId: z.string().max(200).describe('The node the report came from (its subject), as sent.'),
+  reason: z
+    .enum(REPORT_REFUSAL_REASONS)
+    .describe(
+      '`malformed`: not a report; `unknown_node`: no enrolled key; `bad_signature`: not signed by the enrolled key; `other_node`: about another node (its stream, its attempt or its subject); `not_placed`: the attempt was never placed on the node; `other_team`: outputs for a team the job is not of; `replayed`: an old report sent again; `state`: does not fit what the attempt recorded so far.',
+    ),
+  detail: HumanText.describe('What did not hold, for the operator.'),
+  eventId: z.string().max(200).optional().describe('The reported event id, when there was one.'),
+  type: z.string().max(200).optional().describe('The reported event type, or `StoreOutputs` for an outputs report.'),
+  streamId: z.string().max(500).optional().describe('The stream the report was for.'),
+  jobId: JobId.optional(),
+  attemptId: z.string().max(200).optional().describe('The attempt the report was about, as sent.'),
+  publicKey: z.string().max(200).optional().describe('The key the report claims to be signed with (the enrolled one, when the node is known).'),
+  refusedAt: Timestamp.describe('Recorder clock.'),
+});
+export type NodeReportRefused = z.output<typeof NodeReportRefused>;
+
+export const reportEvents = [
+  defineEvent({
+    name: 'NodeEnrolled',
+    version: 1,
+    producers: ['execution'],
+    description: 'The recorder takes reports from this node signed with this key (a later enrollment of the node replaces the key).',
+    schema: NodeEnrolled,
+  }),
+  defineEvent({
+    name: 'NodeReportRefused',
+    version: 1,
+    producers: ['execution'],
+    description: 'The recorder refused a report of a node: nothing of it was recorded or billed.',
+    schema: NodeReportRefused,
+  }),
+] as const;
+

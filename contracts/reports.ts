@@ -1,0 +1,193 @@
+/**
+ * What nodes send to the execution service's recorder and what they receive from the control
+ * plane (decision 0015): a node never opens the event store. It keeps its observations in a
+ * journal on its own disk and reports each one, signed with its node key, on
+ * `gpunet.report.<nodeId>.event` (request/reply: the reply says whether it was recorded); its
+ * outputs on `gpunet.report.<nodeId>.outputs`. Its work (placements, cancels, the ends of its
+ * gang peers, and the job facts they need) comes on `gpunet.work.<nodeId>.<EventType>` in the
+ * JetStream stream `GPUNET_WORK`, as copies of events the control plane recorded.
+ */
+import { z } from 'zod';
+import { StoreOutputs } from './commands.js';
+import { NodePublicKey, NodeEnrolled, REPORT_REFUSAL_REASONS } from './events/reports.js';
+import { defineCommand, defineQuery } from './message.js';
+import { NodeId } from './primitives.js';
+import { SUBJECT_ROOT } from './subjects.js';
+
+/** Stream of every node's work, `gpunet.work.<nodeId>.<EventType>`; each node has one durable consumer on its own subjects. */
+export const WORK_STREAM = 'GPUNET_WORK';
+
+const TOKEN = /^[A-Za-z0-9_-]+$/;
+function token(name: string): string {
+  if (!TOKEN.test(name)) throw new RangeError(`not a valid NATS subject token: ${JSON.stringify(name)} (use letters, digits, _ and -)`);
+  return name;
+}
+
+/** `gpunet.report.<nodeId>.event`: one observation of a node, signed (request/reply, answered by the recorder). */
+export function reportSubject(nodeId: string): string {
+  return `${SUBJECT_ROOT}.report.${token(nodeId)}.event`;
+}
+
+/** `gpunet.report.<nodeId>.outputs`: a node's outputs of one attempt, signed; the recorder hands them to storage. */
+export function outputsReportSubject(nodeId: string): string {
+  return `${SUBJECT_ROOT}.report.${token(nodeId)}.outputs`;
+}
+
+/** Every report subject, for the recorder's subscription. */
+export const REPORT_SUBJECTS = `${SUBJECT_ROOT}.report.*.*`;
+
+/** `gpunet.work.<nodeId>.<type>`: a copy of a recorded event this node must act on. */
+export function workSubject(nodeId: string, type: string): string {
+  return `${SUBJECT_ROOT}.work.${token(nodeId)}.${token(type)}`;
+}
+
+/** `gpunet.work.<nodeId>.>`: the filter of a node's work consumer. */
+export function workFilter(nodeId: string): string {
+  return `${SUBJECT_ROOT}.work.${token(nodeId)}.>`;
+}
+
+/** The node id of a report subject, or undefined. */
+export function nodeOfReportSubject(subject: string): string | undefined {
+  const parts = subject.split('.');
+  return parts.length === 4 && parts[0] === SUBJECT_ROOT && parts[1] === 'report' ? parts[2] : undefined;
+}
+
+/** The event as the node recorded it in its journal (the fields the recorder appends). */
+export const ReportedEvent = z.object({
+  streamId: z.string().min(1).max(500),
+  eventId: z.uuid(),
+  type: z.string().min(1).max(100),
+  data: z.unknown(),
+  metadata: z.looseObject({
+    correlationId: z.string().min(1).max(128),
+    causationId: z.string().min(1).max(128),
+    jobId: z.string().max(64).optional(),
+    team: z.string().max(64).optional(),
+    producer: z.string().max(64),
+    occurredAt: z.string().max(64),
+  }),
+});
+export type ReportedEvent = z.output<typeof ReportedEvent>;
+
+export const NodeReport = z
+  .object({
+    nodeId: NodeId,
+    journal: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/).describe('Id of the node\'s journal (made once with it): `seq` counts within it.'),
+    seq: z.string().regex(/^\d{1,20}$/).describe('Position of the event in the node\'s journal: increases with every report, so an old one sent again is told apart.'),
+    event: ReportedEvent,
+    signature: z.string().min(1).max(200).describe('base64url ed25519 signature by the node key of `reportSigningBytes` of the other fields.'),
+  })
+  .describe('One observation of a node (held, started, checkpointed, finished, released, registered, data removed), signed by the node.');
+export type NodeReport = z.output<typeof NodeReport>;
+
+export const NodeReportReply = z.object({
+  status: z.enum(['accepted', 'duplicate', 'refused']).describe('`accepted`: recorded now; `duplicate`: recorded earlier; `refused`: never recorded (the refusal is).'),
+  reason: z.enum(REPORT_REFUSAL_REASONS).optional(),
+  detail: z.string().optional(),
+});
+export type NodeReportReply = z.output<typeof NodeReportReply>;
+
+export const NodeOutputsReport = z
+  .object({
+    nodeId: NodeId,
+    outputs: StoreOutputs,
+    signature: z.string().min(1).max(200).describe('base64url ed25519 signature by the node key of `outputsSigningBytes`.'),
+  })
+  .describe('The outputs of one attempt, uploaded to the team\'s blobs, signed by the node that ran it.');
+export type NodeOutputsReport = z.output<typeof NodeOutputsReport>;
+
+export const EnrollNode = z.object({
+  nodeId: NodeId,
+  publicKey: NodePublicKey,
+  enrolledBy: z.string().min(1).max(200).default('operator').describe('Who enrolls it, for the record.'),
+});
+export type EnrollNode = z.output<typeof EnrollNode>;
+
+export const EnrollNodeReply = z.object({
+  nodeId: NodeId,
+  publicKey: NodePublicKey,
+  changed: z.boolean().describe('False when the node was already enrolled with this key (nothing recorded).'),
+});
+export type EnrollNodeReply = z.output<typeof EnrollNodeReply>;
+
+export const ListNodes = z.object({}).describe('Every enrolled node.');
+export const ListNodesReply = z.object({ nodes: z.array(NodeEnrolled).describe('Each enrolled node with its current key, by node id.') });
+export type ListNodesReply = z.output<typeof ListNodesReply>;
+
+export const reportCommands = [
+  defineCommand({
+    name: 'EnrollNode',
+    version: 1,
+    handler: 'execution',
+    description: 'Operator: the recorder takes this node\'s reports signed with this key (NodeEnrolled).',
+    schema: EnrollNode,
+    replySchema: EnrollNodeReply,
+  }),
+] as const;
+
+export const reportQueries = [
+  defineQuery({
+    name: 'ListNodes',
+    version: 1,
+    service: 'execution',
+    description: 'Operator: every enrolled node and its key (answered by the recorder).',
+    schema: ListNodes,
+    replySchema: ListNodesReply,
+  }),
+] as const;
+
+/** JSON with object keys sorted at every level (arrays keep their order): one byte string per value. */
+function canonical(value: unknown): string {
+  const sort = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(sort);
+    if (v !== null && typeof v === 'object') {
+      return Object.fromEntries(
+        Object.keys(v as Record<string, unknown>)
+          .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+          .sort()
+          .map((k) => [k, sort((v as Record<string, unknown>)[k])]),
+      );
+    }
+    return v;
+  };
+  return JSON.stringify(sort(value));
+}
+
+/**
+ * The bytes a node signs for one report: `gpunet-node-report/1` and a newline, then the canonical
+ * JSON (keys sorted) of `{ nodeId, journal, seq, event }`. Any change to any field breaks the signature.
+ */
+export function reportSigningBytes(report: Omit<NodeReport, 'signature'>): Uint8Array {
+  const { nodeId, journal, seq, event } = report;
+  return new TextEncoder().encode(`gpunet-node-report/1\n${canonical({ nodeId, journal, seq, event })}`);
+}
+
+/** The bytes a node signs for an outputs report: `gpunet-node-outputs/1`, a newline, canonical JSON of `{ nodeId, outputs }`. */
+export function outputsSigningBytes(report: Omit<NodeOutputsReport, 'signature'>): Uint8Array {
+  return new TextEncoder().encode(`gpunet-node-outputs/1\n${canonical({ nodeId: report.nodeId, outputs: report.outputs })}`);
+}
+
+/**
+ * What the recorder keeps of a node's signature with each event it records from a report
+ * (`metadata.report`): enough for anyone holding the event to rebuild the bytes the node signed
+ * and check them offline (dispute bundles), since the recorded metadata is the control plane's.
+ */
+export interface ReportProof {
+  readonly nodeId: string;
+  readonly publicKey: string;
+  readonly signature: string;
+  readonly journal: string;
+  readonly seq: string;
+  /** The event's metadata as the node signed it (the recorded one says `producer: execution`, the job's team from intake). */
+  readonly metadata: ReportedEvent['metadata'];
+}
+
+/** The bytes a node signed for a recorded event, rebuilt from the event and its {@link ReportProof}. */
+export function recordedReportSigningBytes(event: { streamId: string; eventId: string; type: string; data: unknown }, proof: ReportProof): Uint8Array {
+  return reportSigningBytes({
+    nodeId: proof.nodeId,
+    journal: proof.journal,
+    seq: proof.seq,
+    event: { streamId: event.streamId, eventId: event.eventId, type: event.type, data: event.data, metadata: proof.metadata },
+  });
+}
