@@ -125,14 +125,27 @@ describe('a store rewritten with a recomputed chain, against signed chain heads'
       const data = e.data as { heldAt: string };
       data.heldAt = new Date(Date.parse(data.heldAt) + SHIFT_MS).toISOString();
       const s = bundle.streams.find((x) => x.streamId === e.streamId)!;
-      let prev = GENESIS_HASH;
-      for (const x of s.events) {
-        x.hash = computeEventHash(prev, { ...x, revision: BigInt(x.revision), position: BigInt(x.position) });
-        prev = x.hash;
-      }
-      s.head = { ...s.head, hash: prev };
-      const ordered = [...all].sort((a, b) => Number(BigInt(a.position) - BigInt(b.position))).map((x) => ({ ...x, position: BigInt(x.position) }));
-      bundle.invoice = deriveInvoice(ordered, { team: network().team, month: bundle.invoice.month, asOf: BigInt(bundle.invoice.derivedAtPosition) });
+      const rechain = () => {
+        let prev = GENESIS_HASH;
+        for (const x of s.events) {
+          x.hash = computeEventHash(prev, { ...x, revision: BigInt(x.revision), position: BigInt(x.position) });
+          prev = x.hash;
+        }
+        s.head = { ...s.head, hash: prev };
+        const ordered = [...all].sort((a, b) => Number(BigInt(a.position) - BigInt(b.position))).map((x) => ({ ...x, position: BigInt(x.position) }));
+        bundle.invoice = deriveInvoice(ordered, { team: network().team, month: bundle.invoice.month, asOf: BigInt(bundle.invoice.derivedAtPosition) });
+      };
+      rechain();
+      // The agent signed ComputeHeld when it reported it: the edit breaks the node's signature, key or no key.
+      await writeFile(path('forged-signed.json'), JSON.stringify(bundle));
+      const nodeSigned = await cli(['verify', '--bundle', 'forged-signed.json', '--json'], { keyless: true });
+      expect(nodeSigned.code).toBe(1);
+      expect(nodeSigned.out).toMatch(/report signature on event .* does not hold/);
+      // So the attacker drops the node's signature as well, and re-chains again.
+      const meta = e.metadata as { report?: unknown };
+      delete meta.report;
+      bundle.reports = (bundle.reports ?? []).filter((r) => r.eventId !== e.eventId);
+      rechain();
       await writeFile(path('forged.json'), JSON.stringify(bundle));
 
       const before = await cli(['verify', '--bundle', 'forged.json'], { keyless: true });
