@@ -100,9 +100,17 @@ describe('the bus of a network started with gpunet up', () => {
       const { jobId } = await client.submit({ ...scriptJob(probe, { name: 'bus-probe' }), request: { gpus: 1, timeLimit: '1m', network: true } } as never);
       const view: JobView = await client.waitFor(jobId, { timeoutMs: 60_000 });
       expect(view.state).toBe('completed');
-      const lines: string[] = [];
-      for await (const l of client.logs(jobId)) lines.push(l.line);
-      const out = lines.join('\n');
+      // The probe's last lines (the raw NATS exchange) may reach the log stream after the view says completed.
+      const out = await until(
+        'the probe\'s NATS exchange in its log',
+        async () => {
+          const lines: string[] = [];
+          for await (const l of client.logs(jobId)) lines.push(l.line);
+          const text = lines.join('\n');
+          return /NATS: -ERR/.test(text) && text;
+        },
+        { timeoutMs: 20_000, intervalMs: 500 },
+      );
       for (const f of files) expect(out).toContain(`DENIED ${join(keys, f)}`);
       expect(out).toContain(`DENIED ${network().dataDir}/nats/nats.conf`);
       expect(out).not.toMatch(/^READ /m);

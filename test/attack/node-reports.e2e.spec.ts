@@ -24,7 +24,7 @@ import { loadIdentityFile, newIdentity, signBytes } from '#identity';
 import { encodeEvent, requestQuery } from '#messaging';
 import { jetstream } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
 import { chmod, readdir, readFile, readlink, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -43,7 +43,10 @@ const captured: NodeReport[] = [];
 
 beforeAll(async () => {
   net = await TestNetwork.start({ agents: 2, gpus: 2 });
-  nc = await connect({ servers: net.natsUrl });
+  // Full bus rights (the operator's), so these attacks test the recorder's own checks: nats-server
+  // would already stop a node's identity from sending on another node's subject or sniffing
+  // reports (test/attack/bus.e2e.spec.ts, libs/bus-auth).
+  nc = await net.nats();
   const sub = nc.subscribe('gpunet.report.*.event');
   void (async () => {
     for await (const m of sub) captured.push(m.json<NodeReport>());
@@ -51,7 +54,6 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
-  await nc?.close();
   await net?.stop();
 }, 60_000);
 
