@@ -6,8 +6,9 @@
  * A file already in DIR is never overwritten: one that differs from the store's digest is evidence.
  */
 import { Commands, replyEnvelope, SignChainHeadsReply } from '#contracts';
-import { natsAuthOptions, NKEY_FILE_ENV } from '#identity';
+import { natsAuthOptions } from '#identity';
 import { GpunetUnreachableError } from '#sdk';
+import { operatorKeyFileOf } from '../local/identities.js';
 import { connect } from '@nats-io/transport-node';
 import { resolve } from 'node:path';
 import type { CommandContext } from '../context.js';
@@ -29,7 +30,7 @@ export async function digestsSign(ctx: CommandContext): Promise<ExitCode> {
   const url = await natsUrlOf(ctx);
   let nc;
   try {
-    nc = await connect({ servers: url.split(','), name: 'gpunet-cli-digests', noAsyncTraces: true, reconnect: false, ...(await natsAuthOptions(ctx.io.env[NKEY_FILE_ENV] ?? (await ctx.state())?.operatorKeyFile)) });
+    nc = await connect({ servers: url.split(','), name: 'gpunet-cli-digests', noAsyncTraces: true, reconnect: false, ...(await natsAuthOptions(operatorKeyFileOf(ctx.io.env, await ctx.state()))) });
   } catch (err) {
     throw new GpunetUnreachableError(url, `cannot reach NATS at ${url}: ${(err as Error).message}`, { cause: err });
   }

@@ -7,6 +7,7 @@
 import { Commands, ListNodesReply, querySubject, type EnrollNodeReply } from '#contracts';
 import { natsAuthOptions } from '#identity';
 import { requestQuery } from '#messaging';
+import { operatorKeyFileOf } from '../local/identities.js';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { userInfo } from 'node:os';
 import type { CommandContext } from '../context.js';
@@ -21,7 +22,7 @@ export interface NodesOptions {
 async function operatorConnection(ctx: CommandContext, opts: NodesOptions): Promise<NatsConnection> {
   const url = opts.nats ?? ctx.io.env.GPUNET_NATS_URL ?? (await ctx.state())?.natsUrl;
   if (!url) throw new UsageError('no NATS server to reach the recorder', [{ path: '--nats', message: 'not given, no GPUNET_NATS_URL, no local network', fix: 'pass `--nats nats://host:4222`, or start one with `gpunet up`' }]);
-  return connect({ ...(await natsAuthOptions(ctx.io.env.GPUNET_NATS_NKEY_FILE)), servers: url.split(','), name: 'gpunet-cli-nodes', noAsyncTraces: true, maxReconnectAttempts: 2 });
+  return connect({ ...(await natsAuthOptions(operatorKeyFileOf(ctx.io.env, await ctx.state()))), servers: url.split(','), name: 'gpunet-cli-nodes', noAsyncTraces: true, maxReconnectAttempts: 2 });
 }
 
 export async function nodesEnroll(ctx: CommandContext, nodeId: string, opts: NodesOptions & { publicKey: string; by?: string }): Promise<ExitCode> {

@@ -40,3 +40,11 @@ export async function writeNatsConfig(path: string, options: { keysDir: string; 
   const identities = await identitiesInDir(options.keysDir);
   await writeServerConfig(path, renderServerConfig(templates, { listen: options.listen, storeDir: options.storeDir, identities }));
 }
+
+/**
+ * The key file of an operator command (`nodes`, `digests sign`): `GPUNET_OPERATOR_NKEY_FILE`,
+ * else the local network's operator key (state.json), else `GPUNET_NATS_NKEY_FILE`.
+ */
+export function operatorKeyFileOf(env: NodeJS.ProcessEnv, state: { operatorKeyFile?: string | undefined } | undefined): string | undefined {
+  return env.GPUNET_OPERATOR_NKEY_FILE ?? state?.operatorKeyFile ?? env.GPUNET_NATS_NKEY_FILE;
+}
