@@ -8,8 +8,7 @@
  */
 import type { JobFinished, JobView } from '#contracts';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
-import { existsSync, openSync, closeSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, readdir, rmdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { jobEvents, scriptJob, settle } from '../support/jobs.js';
@@ -167,17 +166,8 @@ describe('attack: a job against the node', () => {
   it(
     'the start-up of agent node-1 leaves the running job of agent node-1-b alive (its cgroups are not node-1’s)',
     e2e(async () => {
-      const agent = network().processes.find((p) => p.name === 'node-1')!;
-      const data = network().dataDir;
-      const log = join(data, 'logs', 'node-1-b.log');
-      const fd = openSync(log, 'a', 0o600);
-      const other = spawn(agent.command[0]!, agent.command.slice(1), {
-        cwd: agent.cwd,
-        env: { ...process.env, ...agent.env, GPUNET_NODE_ID: 'node-1-b', GPUNET_GPU_MODEL: 'other-gpu', GPUNET_GPUS: '1', GPUNET_WORK_DIR: join(data, 'nodes', 'node-1-b') },
-        stdio: ['ignore', fd, fd],
-        detached: true,
-      });
-      closeSync(fd);
+      // A second agent whose id starts with node-1's id plus `-`: an operator joins it to the network.
+      await network().addAgent('node-1-b', { GPUNET_GPU_MODEL: 'other-gpu', GPUNET_GPUS: '1' });
       try {
         await until('node-1-b to register', async () => (await network().events({ types: ['NodeRegistered'] })).some((e) => (e.data as { nodeId: string }).nodeId === 'node-1-b'), {
           timeoutMs: 30_000,
@@ -202,8 +192,7 @@ describe('attack: a job against the node', () => {
         expect(views.get(jobId)!.state).toBe('completed');
         expect(await stdout(jobId)).toContain('survived');
       } finally {
-        other.kill('SIGTERM');
-        await until('node-1-b to stop', async () => other.exitCode !== null || other.signalCode !== null, { timeoutMs: 20_000, intervalMs: 100 });
+        await network().kill('node-1-b', 'SIGTERM', 20_000);
       }
     }),
     150_000,

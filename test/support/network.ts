@@ -11,7 +11,7 @@ import type { EventStore, ReadAllFilter, RecordedEvent } from '#event-store';
 import { openEventStore } from '#event-store';
 import { GpunetClient } from '#sdk';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { natsAuthOptions } from '#identity';
+import { createIdentityFile, identityName, natsAuthOptions } from '#identity';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,6 +21,7 @@ import type { ServiceName } from '#contracts';
 import { waitHealthy, type HealthTargets } from '../../libs/cli/src/local/health.js';
 import { isAlive, spawnDetached, tailOf } from '../../libs/cli/src/local/processes.js';
 import { readState, writeState, type LocalProcess, type LocalState } from '../../libs/cli/src/local/state.js';
+import { writeNatsConfig } from '../../libs/cli/src/local/identities.js';
 import { runCli } from '../../libs/cli/src/program.js';
 import { until } from './poll.js';
 
@@ -226,6 +227,49 @@ export class TestNetwork {
         if (!isAlive(pid)) throw new TestNetworkError(`${name} exited while restarting:\n${tailOf(p.log, 30)}`);
       },
     });
+  }
+
+  /**
+   * Joins one more execution agent, as an operator adds a node to a running network: a key of its
+   * own in the keys directory, nats-server's config rendered again and reloaded (SIGHUP) so the
+   * node's identity may connect, the node enrolled with the recorder (`gpunet nodes enroll`),
+   * then the agent started like `up` starts one (node-1's variables, with `env` on top), recorded
+   * in state.json so `gpunet down` stops it, and waited for until it answers its health query.
+   */
+  async addAgent(nodeId: string, env: Record<string, string> = {}): Promise<LocalProcess> {
+    const template = this.process(this.nodeIds[0]!);
+    const nats = this.process('nats');
+    const keyFile = join(this.keysDir, `${identityName('node', nodeId)}.nk`);
+    const identity = await createIdentityFile(keyFile);
+    await writeNatsConfig(this.state.natsConfig!, { keysDir: this.keysDir, listen: `127.0.0.1:${nats.port}`, storeDir: join(this.dataDir, 'nats') });
+    process.kill(nats.pid, 'SIGHUP');
+    await until(`nats-server to admit ${nodeId}'s key after the reload`, async () => {
+      try {
+        const nc = await connect({ ...(await natsAuthOptions(keyFile)), servers: this.natsUrl, reconnect: false, timeout: 1_000 });
+        await nc.close();
+        return true;
+      } catch {
+        return false;
+      }
+    }, { timeoutMs: 15_000, intervalMs: 100 });
+    const out = sink();
+    const err = sink();
+    const code = await runCli(['nodes', 'enroll', nodeId, '--public-key', identity.publicKey, '--data-dir', this.dataDir, '--json'], { stdout: out.stream, stderr: err.stream, env: this.env, cwd: this.dataDir });
+    if (code !== 0) throw new TestNetworkError(`gpunet nodes enroll ${nodeId} exited ${code}:\n${err.text()}${out.text()}`);
+    const log = join(this.dataDir, 'logs', `${nodeId}.log`);
+    const agentEnv = { ...template.env, GPUNET_NODE_ID: nodeId, GPUNET_WORK_DIR: join(this.dataDir, 'nodes', nodeId), GPUNET_NATS_NKEY_FILE: keyFile, ...env };
+    const pid = spawnDetached(template.command, { cwd: template.cwd!, env: { ...this.env, ...agentEnv }, log });
+    const added: LocalProcess = { ...template, name: nodeId, nodeId, pid, log, env: agentEnv };
+    this.state = { ...this.state, processes: [...this.state.processes, added] };
+    await writeState(this.state);
+    await waitHealthy(this.natsUrl, { services: ['execution'], agents: [nodeId] }, {
+      keyFile: this.operatorKeyFile,
+      timeoutMs: 30_000,
+      check: () => {
+        if (!isAlive(pid)) throw new TestNetworkError(`${nodeId} exited while starting:\n${tailOf(log, 30)}`);
+      },
+    });
+    return added;
   }
 
   /** The event store, opened once (read by tests; the services write it). */
