@@ -172,7 +172,8 @@ describe('data to the compute across real processes', () => {
       await writeFile(join(dir, 'once.bin'), Buffer.from(`used by one job only ${Date.now()}\n`));
       await writeFile(
         join(dir, 'once.yaml'),
-        ['work: { kind: script, script: { inline: "cat \\"$GPUNET_INPUT_DIR/once.bin\\"" } }', 'data: { inputs: [{ name: once, path: once.bin, from: ./once.bin }] }', 'request: { gpus: 1, timeLimit: 1m }'].join('\n'),
+        // `wc -c`, not `cat`: a log with the input's very bytes would be the same blob, which stays (next test).
+        ['work: { kind: script, script: { inline: "wc -c \\"$GPUNET_INPUT_DIR/once.bin\\"" } }', 'data: { inputs: [{ name: once, path: once.bin, from: ./once.bin }] }', 'request: { gpus: 1, timeLimit: 1m }'].join('\n'),
       );
       const run = await gpunet(['submit', 'once.yaml']);
       expect(run.code).toBe(0);
@@ -188,5 +189,37 @@ describe('data to the compute across real processes', () => {
     }),
     180_000,
   );
-});
 
+  it(
+    'keeps an input whose bytes the job also wrote as an output: the output still downloads, verified, after the release',
+    e2e(async () => {
+      await writeFile(join(dir, 'same.bin'), Buffer.from(`the same bytes in and out ${Date.now()}\n`));
+      await writeFile(
+        join(dir, 'same.yaml'),
+        ['work: { kind: script, script: { inline: "cp \\"$GPUNET_INPUT_DIR/same.bin\\" \\"$GPUNET_OUTPUT_DIR/copy.bin\\"" } }', 'data: { inputs: [{ name: same, path: same.bin, from: ./same.bin }] }', 'request: { gpus: 1, timeLimit: 1m }'].join('\n'),
+      );
+      const run = await gpunet(['submit', 'same.yaml']);
+      expect(run.code).toBe(0);
+      const { jobId, inputs } = JSON.parse(run.stdout) as { jobId: string; inputs: { sha256: string }[] };
+      const client = network().client();
+      expect((await client.waitFor(jobId, { timeoutMs: 120_000 })).state).toBe('completed');
+      const [copy] = (await client.outputs(jobId)).files;
+      expect(copy).toMatchObject({ path: 'copy.bin', sha256: inputs[0]!.sha256 });
+      // The node's cache copy goes at release; the object store's blob stays, since the output is that blob.
+      const removals = await until('the node cache removal', async () => {
+        const found = (await network().events({ types: ['DataRemoved'] })).map((e) => e.data as { jobId?: string; scope: string; blobs: { sha256: string }[] }).filter((d) => d.jobId === jobId);
+        return found.some((d) => d.scope === 'node_cache') && found;
+      }, { timeoutMs: 60_000 });
+      expect(removals.filter((r) => r.scope === 'inputs')).toEqual([]);
+      // Storage has handled the release (its own consumer is caught up) and kept the blob.
+      await until('storage to take every event so far', async () => {
+        const b = await network().consumerBacklog('storage');
+        return b.pending === 0 && b.ackPending === 0;
+      }, { timeoutMs: 30_000, intervalMs: 200 });
+      expect((await network().events({ types: ['DataRemoved'], jobId })).filter((e) => (e.data as { scope: string }).scope === 'inputs')).toEqual([]);
+      const got = await client.downloadOutput(jobId, 'copy.bin', join(dir, 'copy-back.bin'));
+      expect(got.sha256).toBe(inputs[0]!.sha256);
+    }),
+    180_000,
+  );
+});
