@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { appendFileSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -330,22 +330,29 @@ describe('BlobStore against a real nats-server', () => {
   });
 
   it('refuses to keep a file that changed between hashing and sending', async () => {
-    const path = await file('growing.bin', randomBytes(100_000));
-    let appended = false;
+    // Twelve chunks with at most eight in flight: once the first is acknowledged the last is not
+    // read yet, so changing it then is a change between hashing and sending, on any machine.
+    const size = 12 * 1024 * 1024;
+    const path = await file('changing.bin', randomBytes(size));
+    let changed = false;
     const error = await blobs
       .uploadFile('team-a', path, {
         onProgress: (p) => {
-          if (p.phase === 'hashing' && p.bytesDone === p.bytesTotal && !appended) {
-            appended = true;
-            appendFileSync(path, 'more');
+          if (p.phase === 'uploading' && !changed) {
+            changed = true;
+            const fd = openSync(path, 'r+');
+            writeSync(fd, Buffer.from('edit'), 0, 4, size - 4);
+            closeSync(fd);
           }
         },
       })
       .catch((e: unknown) => e);
+    expect(changed).toBe(true);
     expect(error).toBeInstanceOf(BlobIntegrityError);
     const hashedAs = (error as BlobIntegrityError).expected.sha256;
     expect(await blobs.stat('team-a', hashedAs)).toBeUndefined();
   });
+
 
   it('removes a blob; removing it again says there was none', async () => {
     const up = await blobs.uploadFile('team-a', await file('gone.bin', randomBytes(10_000)));
