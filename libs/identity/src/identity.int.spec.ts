@@ -1,6 +1,7 @@
 import { chmod, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fromPublic, fromSeed } from '@nats-io/nkeys';
 import { IdentityError, createIdentityFile, identityName, loadIdentityFile, signBytes, verifySignature } from './identity.js';
 
 describe('identity files', () => {
@@ -59,5 +60,18 @@ describe('identity files', () => {
     expect(identityName('team', 'ml')).toBe('team-ml');
     expect(identityName('operator')).toBe('operator');
     expect(() => identityName('team', 'a.b')).toThrow(IdentityError);
+  });
+
+  it('signs and verifies exactly as the NKey library does (the same deterministic ed25519 bytes)', async () => {
+    const a = await createIdentityFile(join(dir, 'a.nk'));
+    const kp = fromSeed(a.seed);
+    const data = new TextEncoder().encode('gpunet-node-report/1\n{"seq":"1"}');
+    const ours = signBytes(a, data);
+    expect(ours).toBe(Buffer.from(kp.sign(data)).toString('base64url'));
+    expect(fromPublic(a.publicKey).verify(data, Buffer.from(ours, 'base64url'))).toBe(true);
+    expect(verifySignature(a.publicKey, data, Buffer.from(kp.sign(data)).toString('base64url'))).toBe(true);
+    // A public key with a broken checksum is no key.
+    const broken = `${a.publicKey.slice(0, -1)}${a.publicKey.endsWith('A') ? 'B' : 'A'}`;
+    expect(verifySignature(broken, data, ours)).toBe(false);
   });
 });
