@@ -115,9 +115,13 @@ export class ReportsService implements OnApplicationBootstrap, OnApplicationShut
     const placed = ownStream && jobId && JOB_ID.test(jobId) && attemptId ? await this.placementOf(jobId, attemptId) : undefined;
     const hwKey = highWaterId(report.nodeId, report.journal);
     const highWater = await this.highWaterOf(hwKey);
-    const verdict = judgeReport({ fromNode, report: judged, publicKey, verify: verifySignature, highWater, stream: recorded.map(streamEvent), placed });
+    // One ed25519 check per report: the judge's answer and the high-water rule below share it.
+    let signatureHolds: boolean | undefined;
+    const verifyOnce = (key: string, bytes: Uint8Array, signature: string) => (signatureHolds ??= verifySignature(key, bytes, signature));
+    const verdict = judgeReport({ fromNode, report: judged, publicKey, verify: verifyOnce, highWater, stream: recorded.map(streamEvent), placed });
     const about = { eventId, type, streamId, ...(jobId && JOB_ID.test(jobId) ? { jobId } : {}), ...(attemptId && attemptId.length <= 200 ? { attemptId } : {}), ...(publicKey ? { publicKey } : {}) };
-    const signed = publicKey !== undefined && report.nodeId === fromNode && verifySignature(publicKey, signedBytes, report.signature);
+
+    const signed = publicKey !== undefined && report.nodeId === fromNode && verifyOnce(publicKey, signedBytes, report.signature);
     const log = this.logger.child({ nodeId: fromNode, eventId, type, ...(jobId ? { jobId } : {}), correlationId: report.event.metadata.correlationId });
 
     if (verdict.verdict === 'duplicate') {
