@@ -14,6 +14,7 @@ import {
   type PriceListPublished,
   type RebuildLedgerReply,
 } from '#contracts';
+import { openEventStore, type EventStore } from '#event-store';
 import { requestQuery } from '#messaging';
 import { EventWriter, startService, systemClock, type RunningService } from '#service-kit';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -54,8 +55,11 @@ describe.each(['sqlite', 'postgres'] as const)('ledger invoices, price lists and
   const command = <T>(name: 'RecordPriceList' | 'RebuildLedger', body: unknown) =>
     requestQuery<T>(nc, Commands[name].subject, body, { request: Commands[name].schema, response: Commands[name].replySchema }, { timeoutMs: 30_000 });
 
-  async function attempt(a: { jobId: string; run?: number; nodeId?: string; gpus?: number; team?: string; heldAt: string; finishedAt?: string; outcome?: EventData<'JobFinished'>['outcome'] }) {
-    const agent = new EventWriter(running.ctx.store, 'execution', systemClock);
+  async function attempt(
+    a: { jobId: string; run?: number; nodeId?: string; gpus?: number; team?: string; heldAt: string; finishedAt?: string; outcome?: EventData<'JobFinished'>['outcome'] },
+    store: EventStore = running.ctx.store,
+  ) {
+    const agent = new EventWriter(store, 'execution', systemClock);
     const nodeId = a.nodeId ?? 'node-1';
     const attemptId = `${a.jobId}-a${a.run ?? 1}`;
     const stream = `execution-${nodeId}-attempt-${attemptId}`;
@@ -116,13 +120,23 @@ describe.each(['sqlite', 'postgres'] as const)('ledger invoices, price lists and
   }, 30_000);
 
   it('finalizes a past month after its cutoff, keeps the current month a draft, with double-entry postings', async () => {
-    // June 2025 ended long ago: finalized at the next pass. 2 GPUs × 1,234,567 ms at 3.60/h.
-    await attempt({ jobId: 'job-june', gpus: 2, heldAt: '2025-06-10T10:00:00.000Z', finishedAt: '2025-06-10T10:20:34.567Z' });
-    await attempt({ jobId: 'job-june-lost', heldAt: '2025-06-11T10:00:00.000Z', finishedAt: '2025-06-11T11:00:00.000Z' });
-    await attempt({ jobId: 'job-june-b', team: 'team-b', heldAt: '2025-06-12T10:00:00.000Z', finishedAt: '2025-06-12T10:00:01.000Z' });
-    // This month: a draft. A two-node attempt is two lines.
-    await attempt({ jobId: 'job-now', nodeId: 'node-1', gpus: 4, heldAt: recent(0), finishedAt: recent(60_000) });
-    await attempt({ jobId: 'job-now', nodeId: 'node-2', gpus: 4, heldAt: recent(0), finishedAt: recent(60_001) });
+    // June 2025 ended long ago: finalized at the first pass that sees it. The attempts are
+    // recorded while the ledger is stopped, so that pass sees all of them: a running ledger may
+    // finalize June between two appends (rightly: a later one is then late, see the next test).
+    await running.stop();
+    const store = await openEventStore(env.GPUNET_STORE_URL!);
+    try {
+      // 2 GPUs × 1,234,567 ms at 3.60/h.
+      await attempt({ jobId: 'job-june', gpus: 2, heldAt: '2025-06-10T10:00:00.000Z', finishedAt: '2025-06-10T10:20:34.567Z' }, store);
+      await attempt({ jobId: 'job-june-lost', heldAt: '2025-06-11T10:00:00.000Z', finishedAt: '2025-06-11T11:00:00.000Z' }, store);
+      await attempt({ jobId: 'job-june-b', team: 'team-b', heldAt: '2025-06-12T10:00:00.000Z', finishedAt: '2025-06-12T10:00:01.000Z' }, store);
+      // This month: a draft. A two-node attempt is two lines.
+      await attempt({ jobId: 'job-now', nodeId: 'node-1', gpus: 4, heldAt: recent(0), finishedAt: recent(60_000) }, store);
+      await attempt({ jobId: 'job-now', nodeId: 'node-2', gpus: 4, heldAt: recent(0), finishedAt: recent(60_001) }, store);
+    } finally {
+      await store.close();
+    }
+    await start();
 
     const june = await waitFor('the June invoice to be finalized', async () => {
       const v = await ask<InvoiceView>('GetInvoice', { invoiceId: 'inv-team-a-2025-06', principal: asTeam('team-a') });
