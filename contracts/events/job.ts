@@ -7,11 +7,14 @@
  */
 import { z } from 'zod';
 import { FieldIssue, withFix } from '../issues.js';
+import { OutputFile } from './data.js';
 import { JobSpec } from '../job-spec.js';
 import { defineEvent } from '../message.js';
 import {
   AttemptId,
   ByteCount,
+  Currency,
+  DurationMs,
   GpuCount,
   GpuIndices,
   GpuModel,
@@ -19,6 +22,7 @@ import {
   JobId,
   JobLimit,
   JobOutcome,
+  Micros,
   NodeId,
   Sha256,
   TeamId,
@@ -198,6 +202,38 @@ export const JobWithdrawn = z.object({
 });
 export type JobWithdrawn = z.output<typeof JobWithdrawn>;
 
+/** How a job ended for good: an attempt's outcome, or one of the ways a job ends without running. */
+export const JOB_END_OUTCOMES = ['completed', 'failed', 'timeout', 'cancelled', 'node_lost', 'deadline', 'rejected'] as const;
+export const JobEnded = z.object({
+  jobId: JobId,
+  team: TeamId,
+  outcome: z
+    .enum(JOB_END_OUTCOMES)
+    .describe(
+      'The job\'s final outcome: its last attempt\'s (`completed`, `failed`, `timeout`, `cancelled`, `node_lost`), `cancelled` or `deadline` when it ' +
+        'left the queue without running (JobWithdrawn), `failed` when its inputs could not be staged, `rejected` when it was never accepted for running.',
+    ),
+  reason: HumanText.optional().describe('Why, for people, when the outcome is not `completed` (the agent\'s, staging\'s or the rejection\'s message).'),
+  attempts: z.int().min(0).describe('Run attempts made (0 when it never held compute).'),
+  exitCode: z.int().nullable().optional().describe('Exit code of the last attempt; null when killed by a signal; absent when it never ran.'),
+  billed: z
+    .object({
+      billableMs: DurationMs.describe('Billable time over every attempt and node, ms (GPU count not multiplied in).'),
+      totals: z.array(z.object({ currency: Currency, amountMicros: Micros })).describe('Charge per currency over every usage line of the job; empty when nothing was billed.'),
+    })
+    .describe('What the ledger billed for the job, all attempts together: the sum of its `UsageRecorded` lines.'),
+  outputs: z
+    .object({
+      files: z.array(OutputFile).describe('Stored output files, by content address.'),
+      totalBytes: ByteCount.describe('Sum of their sizes.'),
+      rejected: z.int().min(0).describe('How many files matching the globs were refused (listed in `OutputsStored`).'),
+    })
+    .nullable()
+    .describe('The outputs stored for the job, or null when none were (it never ran, or its attempt stored none).'),
+  endedAt: Timestamp.describe('When the job was found over: nothing more happens to it after this event.'),
+});
+export type JobEnded = z.output<typeof JobEnded>;
+
 export const jobEvents = [
   defineEvent({
     name: 'JobSubmitted',
@@ -275,5 +311,14 @@ export const jobEvents = [
     producers: ['execution'],
     description: 'The agent freed the attempt\'s GPUs; they may be placed again.',
     schema: ComputeReleased,
+  }),
+  defineEvent({
+    name: 'JobEnded',
+    version: 1,
+    producers: ['ledger'],
+    description:
+      'The job is over: nothing more will happen to it. Recorded exactly once per job on every path (run and released, withdrawn from the queue, ' +
+      'staging failed, rejected), after its usage lines and outputs, with its final outcome, attempts, billed total and outputs.',
+    schema: JobEnded,
   }),
 ] as const;
