@@ -38,7 +38,7 @@ const common = {
 export default {
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/**/*.unit.spec.ts'] },
-    { ...common, displayName: 'int', testMatch: ['<rootDir>/**/*.int.spec.ts'], slowTestThreshold: 30, testTimeout: 30_000 },
+    { ...common, displayName: 'int', testMatch: ['<rootDir>/**/*.int.spec.ts'], slowTestThreshold: 30 },
     { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/**/*.e2e.spec.ts'], slowTestThreshold: 120 },
   ],
 };

@@ -53,7 +53,7 @@ describe('the bus of a network started with gpunet up', () => {
     'refuses a process without credentials: no forged JobFinished, PriceListPublished, JobCancelRequested or StoreOutputs can even be sent',
     e2e(async () => {
       // What the attacker did: connect with no credentials (the port is in /proc/*/cmdline), then publish.
-      const attempt = connect({ servers: network().natsUrl, reconnect: false, timeout: 3_000 });
+      const attempt = connect({ servers: network().natsUrl, reconnect: false, timeout: 15_000 });
       await expect(attempt).rejects.toThrow(/Authorization Violation/i);
       await logged(/authentication error - Nkey ""/);
       // The network's command line names no key, no seed and no config secret.
@@ -160,10 +160,10 @@ describe('the bus of a network started with gpunet up', () => {
       })()).rejects.toThrow(/Permissions Violation for Subscription/);
       // The ledger's subjects answer intake only: a self-declared team or role gets nothing.
       for (const subject of [querySubject('ledger', 'GetCharges'), querySubject('ledger', 'ListInvoices'), querySubject('ledger', 'AuditJobs'), 'gpunet.cmd.RecordPriceList', 'gpunet.cmd.RebuildLedger']) {
-        await expect(nc.request(subject, JSON.stringify({ team: RIVAL, role: 'compliance', jobId }), { timeout: 3_000 })).rejects.toThrow(/Permissions Violation/);
+        await expect(nc.request(subject, JSON.stringify({ team: RIVAL, role: 'compliance', jobId }), { timeout: 15_000 })).rejects.toThrow(/Permissions Violation/);
       }
       // Nor can it forge StoreOutputs to replace the rival's outputs.
-      await expect(nc.request('gpunet.cmd.StoreOutputs', JSON.stringify({ team: RIVAL, jobId }), { timeout: 3_000 })).rejects.toThrow(/Permissions Violation/);
+      await expect(nc.request('gpunet.cmd.StoreOutputs', JSON.stringify({ team: RIVAL, jobId }), { timeout: 15_000 })).rejects.toThrow(/Permissions Violation/);
       const localPub = (await loadIdentityFile(network().teamCredentials(network().team).natsKeyFile)).publicKey;
       await logged(new RegExp(`Publish Violation - Nkey "${localPub}", Subject "\\$JS\\.API\\.STREAM\\.INFO\\.OBJ_${blobBucket(RIVAL)}"`));
       await logged(new RegExp(`Publish Violation - Nkey "${localPub}", Subject "gpunet\\.qry\\.ledger\\.GetCharges"`));

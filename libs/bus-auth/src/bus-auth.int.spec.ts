@@ -42,7 +42,7 @@ const identityOf = new Map<NatsConnection, Who>();
 let dir: string;
 
 async function as(name: Who): Promise<NatsConnection> {
-  const nc = await connect({ servers: server.url, authenticator: nkeyAuthenticator(keys[name].seed), inboxPrefix: `_INBOX_${identityNameOf(who[name])}`, noAsyncTraces: true, timeout: 3_000 });
+  const nc = await connect({ servers: server.url, authenticator: nkeyAuthenticator(keys[name].seed), inboxPrefix: `_INBOX_${identityNameOf(who[name])}`, noAsyncTraces: true, timeout: 15_000 });
   open.push(nc);
   identityOf.set(nc, name);
   return nc;
@@ -132,9 +132,9 @@ describe('before: nats-server as `gpunet up` started it without authorization', 
 
 describe('who may connect', () => {
   it('refuses a connection without credentials, and one with a key it does not know', async () => {
-    await expect(connect({ servers: server.url, reconnect: false, timeout: 3_000 })).rejects.toThrow(/Authorization Violation/i);
+    await expect(connect({ servers: server.url, reconnect: false, timeout: 15_000 })).rejects.toThrow(/Authorization Violation/i);
     const stranger = newIdentity();
-    await expect(connect({ servers: server.url, reconnect: false, timeout: 3_000, authenticator: nkeyAuthenticator(stranger.seed) })).rejects.toThrow(/Authorization Violation/i);
+    await expect(connect({ servers: server.url, reconnect: false, timeout: 15_000, authenticator: nkeyAuthenticator(stranger.seed) })).rejects.toThrow(/Authorization Violation/i);
     await logged(/authentication error/i);
     // The identities it knows get in.
     expect((await as('a')).info?.server_id).toBeDefined();
@@ -147,7 +147,7 @@ describe('a producer team', () => {
     for (const type of ['JobFinished', 'PriceListPublished', 'JobCancelRequested', 'JobPlaced', 'ComputeReleased'] as const) {
       await refusedPublish(nc, Events[type].subject);
     }
-    await expect(nc.request('gpunet.cmd.StoreOutputs', '{}', { timeout: 3_000 })).rejects.toThrow(/Permissions Violation/i);
+    await expect(nc.request('gpunet.cmd.StoreOutputs', '{}', { timeout: 15_000 })).rejects.toThrow(/Permissions Violation/i);
     const events = await (await jetstreamManager(await as('operator'))).streams.info('GPUNET_EVENTS');
     expect(events.state.messages).toBe(0);
   });
@@ -160,14 +160,14 @@ describe('a producer team', () => {
     await ledger.flush();
     const team = await as('a');
     for (const subject of [querySubject('ledger', 'GetCharges'), querySubject('ledger', 'AuditJobs'), querySubject('ledger', 'GetInvoice'), 'gpunet.cmd.RecordPriceList', 'gpunet.cmd.RebuildLedger', querySubject('placement', 'Estimate')]) {
-      await expect(team.request(subject, '{"team":"b","role":"compliance"}', { timeout: 3_000 })).rejects.toThrow(/Permissions Violation/i);
+      await expect(team.request(subject, '{"team":"b","role":"compliance"}', { timeout: 15_000 })).rejects.toThrow(/Permissions Violation/i);
       await logged(violation('Publish', 'a', subject));
     }
     expect(answered).toEqual([]);
     // Intake may, and the ledger may answer it (allow_responses), though it may not publish on intake's inbox otherwise.
     const intake = await as('intake');
-    expect((await intake.request(querySubject('ledger', 'GetCharges'), '{}', { timeout: 3_000 })).string()).toContain('"ok":true');
-    expect((await intake.request('gpunet.cmd.RecordPriceList', '{}', { timeout: 3_000 })).string()).toContain('"ok":true');
+    expect((await intake.request(querySubject('ledger', 'GetCharges'), '{}', { timeout: 15_000 })).string()).toContain('"ok":true');
+    expect((await intake.request('gpunet.cmd.RecordPriceList', '{}', { timeout: 15_000 })).string()).toContain('"ok":true');
     await refusedPublish(ledger, '_INBOX_svc-intake.forged');
   });
 
@@ -242,10 +242,10 @@ describe('an execution node', () => {
     await expect(js.consumers.get('GPUNET_WORK', 'execution-n2')).rejects.toThrow(/Permissions Violation|timeout/i);
     await logged(violation('Publish', 'n1', '$JS.API.CONSUMER.INFO.GPUNET_WORK.execution-n2'));
     const n1 = await as('n1');
-    await expect(n1.request('$JS.API.CONSUMER.MSG.NEXT.GPUNET_WORK.execution-n2', '{"batch":1}', { timeout: 3_000 })).rejects.toThrow(/Permissions Violation/i);
+    await expect(n1.request('$JS.API.CONSUMER.MSG.NEXT.GPUNET_WORK.execution-n2', '{"batch":1}', { timeout: 15_000 })).rejects.toThrow(/Permissions Violation/i);
     await expect((await jetstreamManager(n1)).streams.add({ name: 'CAPTURE', subjects: ['gpunet.hb.>'] })).rejects.toThrow(/Permissions Violation|timeout/i);
     // A node reports to the recorder; it never publishes an event itself, not even its own kind.
-    await expect(jetstream(n1).publish(Events.JobFinished.subject, '{}', { timeout: 3_000 })).rejects.toThrow(/Permissions Violation|timeout|no responders/i);
+    await expect(jetstream(n1).publish(Events.JobFinished.subject, '{}', { timeout: 15_000 })).rejects.toThrow(/Permissions Violation|timeout|no responders/i);
     await logged(violation('Publish', 'n1', Events.JobFinished.subject));
   });
 

@@ -65,7 +65,12 @@ export interface WaitHealthyOptions {
 
 /** Resolves once everything answered healthy; otherwise rejects with the names still missing. */
 export async function waitHealthy(natsUrl: string, targets: HealthTargets, options: WaitHealthyOptions): Promise<void> {
-  const nc = await connect({ ...(await natsAuthOptions(options.keyFile)), servers: natsUrl.split(','), name: 'gpunet-cli-health', noAsyncTraces: true, maxReconnectAttempts: 5 });
+  // The caller's whole budget, not the client's default: on a busy machine the handshake alone can be slow.
+  const nc = await connect({ ...(await natsAuthOptions(options.keyFile)), servers: natsUrl.split(','), name: 'gpunet-cli-health', noAsyncTraces: true, maxReconnectAttempts: 5, timeout: options.timeoutMs }).catch(
+    (err: unknown) => {
+      throw new Error(`cannot connect to NATS at ${natsUrl} to ask for health within ${options.timeoutMs} ms: ${(err as Error).message}`, { cause: err });
+    },
+  );
   const all = [...targets.services.filter((s) => s !== 'execution'), ...targets.agents];
   const done = new Set<string>();
   const deadline = Date.now() + options.timeoutMs;

@@ -39,11 +39,11 @@ async function readBack(jobId: string): Promise<LogLine[]> {
 describe('log streamer', () => {
   it('streams every line in order without making the job wait, and writes stdout and stderr files', async () => {
     const s = new LogStreamer(js, 'team-log', 'job-chatty', 'job-chatty-a1', await mkdtemp(join(dir, 'run-')), { now });
-    const t0 = performance.now();
     for (let i = 0; i < 20_000; i++) s.push(`line ${i}`, i % 1000 === 999 ? 'stderr' : 'stdout');
     s.push('[gpunet] time limit reached', 'system');
-    // Taking a line is a queue push: 20k lines take milliseconds, whatever the bus does.
-    expect(performance.now() - t0).toBeLessThan(1_000);
+    // Taking a line is a queue push that returns at once: the loop above never yielded to the
+    // event loop, so no acknowledgement can have come back yet, whatever the machine's load.
+    expect(s.stats.published).toBe(0);
     const stats = await s.close();
     expect(stats).toEqual({ published: 20_001, dropped: 0, failed: 0 });
 
@@ -56,7 +56,7 @@ describe('log streamer', () => {
     expect(stdout).toHaveLength(19_980 + 1);
     expect(await readFile(s.files.stderr, 'utf8')).toMatch(/^line 999\n[\s\S]*\[gpunet\] time limit reached\n$/);
     // The bus may take several seconds for 20k acknowledged publishes on a busy 2-core machine;
-    // what is asserted is that the job never waited for them (the 1 s bound above).
+    // what is asserted is that the job never waited for them (nothing published while it pushed).
   }, 30_000);
 
   it('beyond its queue it drops lines from the live stream only, and says how many', async () => {
