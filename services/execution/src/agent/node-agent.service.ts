@@ -30,7 +30,7 @@ import {
   type RecordedAttemptEvent,
 } from '../domain/index.js';
 import { workDirOf, type ExecutionConfig } from '../execution.config.js';
-import { detectGpus, removeRunDirs } from '../run/index.js';
+import { detectGpus, removeRunDirs, removeStaleCgroups } from '../run/index.js';
 import { InputCache, type CacheRemoval } from '../staging/input-cache.js';
 import { AttemptHandle } from './attempt-handle.js';
 import { AttemptRunner, readJobFacts, type AgentContext } from './attempt-runner.js';
@@ -176,6 +176,9 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
       if (step === 'abandon') {
         const runRoot = join(this.workDir, 'runs', jobId, attemptId);
         const leftover = await killLeftoverGroup(runRoot, attemptId);
+        // What escaped the process group dies with the run's cgroups. Only this run's: an agent
+        // removes no group its own journal does not name (another agent may share the node id).
+        if ((await removeStaleCgroups(this.ctx!.confine.cgroupBases, this.nodeId, new Set([attemptId]))) > 0) alog.warn('removed the cgroups the previous agent left for this run');
         alog.warn({ phase: state.phase, leftover }, 'attempt lost with the previous agent: finishing it node_lost');
         await handle.execute({ type: 'Abandon', reason: `agent restarted: the attempt was ${state.phase} when the previous agent stopped (${leftover.kind === 'killed' ? `its process group ${leftover.pgid} was killed` : leftover.detail})`, at: this.now() });
       } else {

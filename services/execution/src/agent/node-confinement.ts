@@ -14,7 +14,6 @@ import {
   JobUserPool,
   parseUidRange,
   processesOfUid,
-  removeStaleCgroups,
   type CgroupBases,
   type Confinement,
   type JobUser,
@@ -103,11 +102,9 @@ export class NodeConfinement {
     else if (unshare === null || mountBin === null) noMountIsolation = 'unshare or mount (util-linux) is not installed';
     else if (!(await canIsolateMounts(unshare, mountBin))) noMountIsolation = 'unshare --mount could not give a private tmpfs on /tmp here';
     const mountIsolation = noMountIsolation === undefined;
+    // Groups of runs a killed predecessor of this agent left are removed by its recovery, which
+    // knows from the journal exactly which runs those were.
     const cgroupBases = await detectCgroups();
-    // Groups of runs a killed predecessor of this agent left: their processes die with them (recovery
-    // reports those attempts node_lost anyway).
-    const stale = await removeStaleCgroups(cgroupBases, config.GPUNET_NODE_ID);
-    if (stale > 0) log.warn({ groups: stale }, 'removed the cgroups of runs the previous agent left');
     const containerRuntimes = await detectContainerRuntimes(config.GPUNET_CONTAINER_RUNTIME, pathVar);
 
     let users: JobUserPool | undefined;

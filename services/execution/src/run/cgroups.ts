@@ -97,13 +97,18 @@ export function parseRunCgroupName(name: string): { nodeId: string; attemptId: s
 /**
  * Removes the run groups of node `nodeId` (killing what is left in them): the groups of runs an
  * agent of this node did not finish because it was killed. Only names that parse to exactly this
- * node id are touched, never another agent's. Returns how many.
+ * node id are touched, never another agent's; given `attemptIds` (the runs the agent's own journal
+ * says it started), only those, so an agent never touches a run it did not start, even one of an
+ * agent with the same node id elsewhere on the machine. Returns how many.
  */
-export async function removeStaleCgroups(bases: CgroupBases, nodeId: string): Promise<number> {
+export async function removeStaleCgroups(bases: CgroupBases, nodeId: string, attemptIds?: ReadonlySet<string>): Promise<number> {
   const names = new Set<string>();
   for (const base of [bases.memory, bases.pids]) {
     if (base === undefined) continue;
-    for (const name of await readdir(base).catch(() => [] as string[])) if (parseRunCgroupName(name)?.nodeId === nodeId) names.add(name);
+    for (const name of await readdir(base).catch(() => [] as string[])) {
+      const run = parseRunCgroupName(name);
+      if (run?.nodeId === nodeId && (attemptIds === undefined || attemptIds.has(run.attemptId))) names.add(name);
+    }
   }
   for (const name of names) await (await RunCgroups.create(bases, name, {})).remove();
   return names.size;

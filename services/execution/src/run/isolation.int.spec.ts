@@ -281,6 +281,33 @@ describe('isolation: cgroups left by a killed agent', () => {
   });
 });
 
+describe('isolation: cgroups of another agent with the same node id', () => {
+  it('attack: the restart of one agent leaves alive the run of another agent that claims the same node id on this machine', async () => {
+    // Before, the restarting agent removed every `gpunet.<its node id>.*` group it found, so a second
+    // network on the machine (or a second test run) with a `node-1` lost its running jobs.
+    const { RunCgroups, removeStaleCgroups, runCgroupName } = await import('./cgroups.js');
+    const { spawn } = await import('node:child_process');
+    const left = await RunCgroups.create(bases, runCgroupName('node-z', 'job-left-a1'), {});
+    const others = await RunCgroups.create(bases, runCgroupName('node-z', 'job-other-a1'), { maxProcesses: 10 });
+    const start = (group: Awaited<ReturnType<typeof RunCgroups.create>>) => {
+      const child = spawn('sh', ['-c', `for f in ${group.procsFiles.join(' ')}; do echo $$ > $f; done; exec sleep 300`], { stdio: 'ignore' });
+      return { child, exited: new Promise((res) => child.once('exit', res)) };
+    };
+    const mine = start(left);
+    const theirs = start(others);
+    await until(async () => (await left.members()).length === 1 && (await others.members()).length === 1);
+    // The restarted agent's journal names only `job-left-a1` as a run it started.
+    expect(await removeStaleCgroups(bases, 'node-z', new Set(['job-left-a1']))).toBe(1);
+    await mine.exited;
+    expect(mine.child.signalCode).toBe('SIGKILL');
+    expect(theirs.child.exitCode).toBeNull();
+    expect(theirs.child.signalCode).toBeNull();
+    expect(await others.members()).toEqual([theirs.child.pid]);
+    await others.remove();
+    await theirs.exited;
+  });
+});
+
 async function until(check: () => Promise<boolean>): Promise<void> {
   for (let i = 0; i < 200 && !(await check()); i++) await sleep(10);
 }
