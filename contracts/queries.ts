@@ -219,7 +219,7 @@ export type GetCharges = z.output<typeof GetCharges>;
 export const GetChargesReply = z
   .object({
     team: TeamId,
-    lines: z.array(UsageRecorded).describe('One line per attempt, in the order the ledger recorded them.'),
+    lines: z.array(UsageRecorded).describe('One line per attempt and node, in order of `finishedAt`, then attempt id, then node id: the same order on every replay.'),
     totals: z
       .array(z.object({ currency: Currency, amountMicros: Micros.describe('Sum of the lines\' amountMicros.') }))
       .describe('Sum per currency.'),

@@ -88,6 +88,10 @@ export class ChargesOverflowError extends RangeError {
   }
 }
 
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 function toSafe(n: bigint, what: string): number {
   if (n > BigInt(Number.MAX_SAFE_INTEGER)) throw new ChargesOverflowError(what);
   return Number(n);
@@ -102,14 +106,19 @@ export function chargesFor(state: ChargesState, query: ChargesQuery): Charges {
   const from = query.from === undefined ? -Infinity : Date.parse(query.from);
   const to = query.to === undefined ? Infinity : Date.parse(query.to);
   const lines: UsageRecorded[] = [];
-  const sums = new Map<string, bigint>();
-  let ms = 0n;
   for (const id of ids ?? []) {
     const line = state.lines.get(id)!;
     if (line.team !== query.team) continue;
     const finished = Date.parse(line.finishedAt);
     if (finished < from || finished >= to) continue;
     lines.push(line);
+  }
+  // In order of finishedAt, then attempt, then node: what happened when, whatever the order the
+  // ledger happened to record the lines in (a line held back by a retry comes later).
+  lines.sort((a, b) => Date.parse(a.finishedAt) - Date.parse(b.finishedAt) || compare(a.attemptId, b.attemptId) || compare(a.nodeId, b.nodeId));
+  const sums = new Map<string, bigint>();
+  let ms = 0n;
+  for (const line of lines) {
     sums.set(line.currency, (sums.get(line.currency) ?? 0n) + BigInt(line.amountMicros));
     ms += BigInt(line.billableMs);
   }

@@ -36,7 +36,7 @@ const b1 = line('job-2-a1', { jobId: 'job-2', amountMicros: 2_500_000, billableM
 const other = line('job-3-a1', { jobId: 'job-3', team: 'team-b', amountMicros: 7 });
 
 describe('charges read model', () => {
-  it('given lines of two teams, when team-a asks, then it gets its lines in recorded order with exact totals', () => {
+  it('given lines of two teams, when team-a asks, then it gets its lines in order of finishedAt with exact totals', () => {
     const state = given(a1, a2, other, b1);
     expect(chargesFor(state, { team: 'team-a' })).toEqual({
       team: 'team-a',
@@ -50,6 +50,13 @@ describe('charges read model', () => {
     const charges = chargesFor(given(a1, a2, b1), { team: 'team-a', jobId: 'job-1' });
     expect(charges.lines.map((l) => l.attemptId)).toEqual(['job-1-a1', 'job-1-a2']);
     expect(charges.totals).toEqual([{ currency: 'EUR', amountMicros: 1_000 }]);
+  });
+
+  it('given a later attempt recorded first (its line held back by a retry), then the lines still come in order of finishedAt, then attempt, then node', () => {
+    const a2OnNode2 = { ...a2, nodeId: 'node-0' };
+    const charges = chargesFor(given(b1, a2, a2OnNode2, a1), { team: 'team-a' });
+    expect(charges.lines.map((l) => `${l.attemptId}@${l.nodeId}`)).toEqual(['job-1-a1@node-1', 'job-1-a2@node-0', 'job-1-a2@node-1', 'job-2-a1@node-1']);
+    expect(charges.totals).toEqual([{ currency: 'EUR', amountMicros: 2_502_000 }]);
   });
 
   it("given another team's job, when asked with its id, then there is nothing (a team sees only its own)", () => {
@@ -72,7 +79,7 @@ describe('charges read model', () => {
   });
 
   it('given lines in two currencies, then there is one total per currency', () => {
-    const usd = line('job-4-a1', { jobId: 'job-4', currency: 'USD', amountMicros: 5 });
+    const usd = line('job-4-a1', { jobId: 'job-4', currency: 'USD', amountMicros: 5, finishedAt: '2025-06-03T00:00:00.000Z' });
     expect(chargesFor(given(a2, usd, b1), { team: 'team-a' }).totals).toEqual([
       { currency: 'EUR', amountMicros: 2_501_000 },
       { currency: 'USD', amountMicros: 5 },
@@ -105,7 +112,8 @@ describe('charges read model', () => {
         const dedup = withDuplicates.filter((l) => !seen.has(l.attemptId) && seen.add(l.attemptId));
         for (const team of ['team-a', 'team-b']) {
           const got = chargesFor(given(...withDuplicates), { team });
-          const lines = dedup.filter((l) => l.team === team);
+          // Every line here finished at the same instant: the order is the attempt id's.
+          const lines = dedup.filter((l) => l.team === team).sort((x, y) => (x.attemptId < y.attemptId ? -1 : x.attemptId > y.attemptId ? 1 : 0));
           const total = lines.reduce((s, l) => s + l.amountMicros, 0);
           expect(got.lines).toEqual(lines);
           expect(got.totals).toEqual(lines.length ? [{ currency: 'EUR', amountMicros: total }] : []);
