@@ -64,6 +64,10 @@ export function renderServerConfig(templates: PermissionTemplates, options: Serv
     ...(options.monitorPort ? [`http: ${JSON.stringify(`${options.listen.split(':')[0]}:${options.monitorPort}`)}`] : []),
     `jetstream { store_dir: ${JSON.stringify(options.storeDir)} }`,
     'authorization {',
+    // Seconds a client has from accept to its CONNECT. nats-server's 2 s default is short for
+    // an NKey client on a busy machine: past it the server drops the connection silently (at
+    // its default log level) and the client waits out its own connect timeout.
+    '  timeout: 10',
     '  users = [',
     ...users.map((u) =>
       [
