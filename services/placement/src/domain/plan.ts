@@ -186,6 +186,9 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
     maxFreeNow = Math.max(maxFreeNow, l.freeNow);
   }
   const free = new FreeIndex(lines, t);
+  /** Nodes holding some reservation, in timeline order: the only ones a job ending before a reservation may prefer. */
+  const reserved: NodeLine[] = [];
+  const order = new Map(lines.map((l, i) => [l, i]));
 
   const jobs: PlannedJob[] = [];
   const starts: Plan['starts'] = [];
@@ -217,7 +220,7 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
         // Among nodes that fit, those already holding the job's inputs first (locality.ts).
         const found = multi
           ? startWhole(eligible, gpus, gpuModel, t, end, tight)
-          : startNow(job.inputs ? preferLocal(eligible, job.team, job.inputs, (id) => state.nodes.get(id)?.cachedData) : eligible, gpus, gpuModel, t, end, tight);
+          : startNow(job.inputs ? preferLocal(eligible, job.team, job.inputs, (id) => state.nodes.get(id)?.cachedData) : eligible, gpus, gpuModel, t, end, tight ? reserved.filter((l) => eligible === lines || eligible.includes(l)) : undefined);
         fitsIgnoringReservations = found.fitsIgnoringReservations;
         if (found.gangs) {
           entry.start = found.gangs;
@@ -235,6 +238,11 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
       if (r) {
         reservations++;
         free.invalidate();
+        for (const part of r.parts) {
+          const line = lines.find((l) => l.nodeId === part.nodeId);
+          if (line && !reserved.includes(line)) reserved.push(line);
+        }
+        reserved.sort((a, b) => order.get(a)! - order.get(b)!);
         entry.reservation = r;
         entry.expectedStart = r.start;
       }
@@ -331,43 +339,59 @@ const tighter = (a: GpuLine, b: GpuLine): number => a.reservedFrom - b.reservedF
  * ending before the reservation takes the reserved GPUs first, so free GPUs no reservation needs
  * stay for longer work), ties to the first node and lowest indices. Marks them busy until `end`.
  */
-function startNow(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, end: number, tight: boolean): { gangs?: Gang[]; fitsIgnoringReservations: boolean } {
+function startNow(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, end: number, reservedLines?: readonly NodeLine[]): { gangs?: Gang[]; fitsIgnoringReservations: boolean } {
   let fitsIgnoringReservations = false;
-  let best: { line: NodeLine; model: string; chosen: GpuLine[]; score: number } | undefined;
-  for (const line of lines) {
-    if (line.freeNow < gpus) continue;
-    // Per model: free-now GPUs, and those of them no reservation needs before `end`.
-    let models: { model: string; free: number; usable: GpuLine[] }[] | undefined;
-    let only: { model: string; free: number; usable: GpuLine[] } | undefined;
-    for (const g of line.gpus) {
-      if (g.freeAt > now || (gpuModel !== undefined && g.model !== gpuModel)) continue;
-      let m = only?.model === g.model ? only : models?.find((x) => x.model === g.model);
-      if (!m) {
-        m = { model: g.model, free: 0, usable: [] };
-        if (!only) only = m;
-        else (models ??= [only]).push(m);
-      }
-      m.free++;
-      if (g.reservedFrom >= end) m.usable.push(g);
-    }
-    for (const m of models ?? (only ? [only] : [])) {
-      if (m.free >= gpus) fitsIgnoringReservations = true;
-      if (m.usable.length < gpus) continue;
-      if (!tight) {
-        best = { line, model: m.model, chosen: m.usable.slice(0, gpus), score: Infinity };
-        break;
-      }
-      const chosen = m.usable.sort(tighter).slice(0, gpus);
+  // With reservations about, the soonest-reserved GPUs that fit win; only nodes holding a
+  // reservation can offer a finite score, so they are looked at first and the rest only in order.
+  if (reservedLines && reservedLines.length > 0) {
+    let best: { line: NodeLine; model: string; chosen: GpuLine[]; score: number } | undefined;
+    for (const line of reservedLines) {
+      const found = usableOn(line, gpus, gpuModel, now, end);
+      if (found.fits) fitsIgnoringReservations = true;
+      if (!found.usable) continue;
+      const chosen = found.usable.sort(tighter).slice(0, gpus);
       const score = chosen[gpus - 1]!.reservedFrom;
-      if (!best || score < best.score) best = { line, model: m.model, chosen, score };
+      if (score < (best?.score ?? Infinity)) best = { line, model: found.model!, chosen, score };
     }
-    if (best && (!tight || best.score === end)) break;
+    if (best) return take(best.line, best.model, best.chosen, end, gpus);
   }
-  if (!best) return { fitsIgnoringReservations };
-  for (const g of best.chosen) g.freeAt = end;
-  best.line.freeNow -= gpus;
-  const indices = best.chosen.map((g) => g.index).sort((a, b) => a - b);
-  return { gangs: [{ nodeId: best.line.nodeId, gpuModel: best.model, gpuIndices: indices }], fitsIgnoringReservations: true };
+  for (const line of lines) {
+    const found = usableOn(line, gpus, gpuModel, now, end);
+    if (found.fits) fitsIgnoringReservations = true;
+    if (found.usable) return take(line, found.model!, found.usable.slice(0, gpus), end, gpus);
+  }
+  return { fitsIgnoringReservations };
+}
+
+/** On one node, the first model (the requested one) with `gpus` GPUs free now, and those of them no reservation needs before `end`. */
+function usableOn(line: NodeLine, gpus: number, gpuModel: string | undefined, now: number, end: number): { fits: boolean; model?: string; usable?: GpuLine[] } {
+  if (line.freeNow < gpus) return { fits: false };
+  let models: { model: string; free: number; usable: GpuLine[] }[] | undefined;
+  let only: { model: string; free: number; usable: GpuLine[] } | undefined;
+  for (const g of line.gpus) {
+    if (g.freeAt > now || (gpuModel !== undefined && g.model !== gpuModel)) continue;
+    let m = only?.model === g.model ? only : models?.find((x) => x.model === g.model);
+    if (!m) {
+      m = { model: g.model, free: 0, usable: [] };
+      if (!only) only = m;
+      else (models ??= [only]).push(m);
+    }
+    m.free++;
+    if (g.reservedFrom >= end) m.usable.push(g);
+  }
+  let fits = false;
+  for (const m of models ?? (only ? [only] : [])) {
+    if (m.free >= gpus) fits = true;
+    if (m.usable.length >= gpus) return { fits: true, model: m.model, usable: m.usable };
+  }
+  return { fits };
+}
+
+/** Marks `chosen` busy until `end` and makes the gang. */
+function take(line: NodeLine, model: string, chosen: GpuLine[], end: number, gpus: number): { gangs: Gang[]; fitsIgnoringReservations: true } {
+  for (const g of chosen) g.freeAt = end;
+  line.freeNow -= gpus;
+  return { gangs: [{ nodeId: line.nodeId, gpuModel: model, gpuIndices: chosen.map((g) => g.index).sort((a, b) => a - b) }], fitsIgnoringReservations: true };
 }
 
 /**
