@@ -367,6 +367,17 @@ export const CapacityReply = z
       )
       .describe('One entry per hour, from now.'),
     at: Timestamp.describe('The plan time this answer is for.'),
+    quotes: z
+      .object({
+        since: Timestamp.describe('Start of the window: jobs started (or withdrawn at their deadline) since then count.'),
+        started: z.int().min(0).describe('Jobs that started in the window with a start quoted before.'),
+        medianStartErrorMs: z.int().describe('Median of (actual start − quoted start), ms: positive when jobs started later than quoted.').optional(),
+        p90StartErrorMs: z.int().describe('90th percentile of the absolute start error, ms.').optional(),
+        deadlinesAccepted: z.int().min(0).describe('Jobs with a deadline (accepted at submit) that ended in the window.'),
+        deadlinesMet: z.int().min(0).describe('Of those, the ones that finished by their deadline.'),
+      })
+      .optional()
+      .describe('How honest recent quotes were: start times quoted by status and estimates against the actual starts, and deadlines kept.'),
   })
   .describe('The capacity forecast.');
 export type CapacityReply = z.output<typeof CapacityReply>;

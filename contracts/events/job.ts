@@ -99,6 +99,23 @@ export const JobPlaced = z
           'which collects the outputs). Absent when the attempt runs on one node. Each node\'s agent records its own ComputeHeld … ' +
           'ComputeReleased in its own attempt stream; all are placed at once, never some of them.',
       ),
+    predictedRunMs: z
+      .int()
+      .min(1)
+      .optional()
+      .describe('Placement\'s run-time prediction for this attempt (the mean of the team\'s last similar runs, at most the time limit): when it expects the job to end. The time limit still stops it.'),
+    quote: z
+      .object({
+        expectedStart: Timestamp.describe('The start placement quoted.'),
+        quotedAt: Timestamp.describe('When it first quoted it (to `gpunet status` or an estimate of this job).'),
+      })
+      .optional()
+      .describe('The first start time placement quoted for this job, if it quoted one: with `placedAt`, the quote\'s error.'),
+    deadlineNote: z
+      .string()
+      .max(1000)
+      .optional()
+      .describe('Set when the job has a deadline that running to its time limit from now would miss: the facts of why (when it starts, against what was quoted).'),
   })
   .refine((e) => e.nodes === undefined || (e.nodes[0]!.nodeId === e.nodeId && sameIndices(e.nodes[0]!.gpuIndices, e.gpuIndices)), {
     error: withFix('nodes[0] must be the node and GPUs named by nodeId and gpuIndices', 'list the rank-0 node first'),

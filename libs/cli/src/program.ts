@@ -346,10 +346,13 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .description('replay an SWF trace (Parallel Workloads Archive) through the placement core in virtual time; print wait, slowdown and utilization')
     .requiredOption('--trace <file.swf>', 'the trace, in the Standard Workload Format')
     .option('--procs-per-gpu <n>', 'processors of the trace per GPU (GPUs = ceil(procs / n), at least 1); default 1')
-    .option('--nodes <n>', "nodes of the simulated cluster; default: the trace header's MaxProcs as GPUs / --gpus-per-node")
-    .option('--gpus-per-node <n>', 'GPUs per node; default 8')
-    .addOption(new Option('--policy <policy>', 'placement policy: strict first come first served, shortest requested time first, or the core default').choices(['default', 'fcfs', 'sjf']))
-    .addOption(new Option('--backfill <on|off>', 'backfill switch of the core default policy (default on); ignored, with a note, for fcfs and sjf').choices(['on', 'off']))
+    .option('--nodes <n>', "nodes of the simulated cluster; default: the trace header's MaxProcs (else MaxNodes) as GPUs / --gpus-per-node")
+    .option('--gpus-per-node <n>', 'GPUs per node; default: the machine / --nodes, else 1 (one GPU per processor)')
+    .addOption(new Option('--policy <policy>', 'placement policy: the core default, first come first served, or shortest requested time first').choices(['default', 'fcfs', 'sjf']))
+    .addOption(new Option('--backfill <on|off>', 'EASY backfilling for any policy (default on); off: strict order').choices(['on', 'off']))
+    .option('--reservation-depth <n>', 'waiting jobs that hold reservations (default: 1)')
+    .addOption(new Option('--predictions <on|off>', 'run-time predictions from history (default on); off: the requested times').choices(['on', 'off']))
+    .option('--weights <k=v,...>', 'priority weights over the default, e.g. `age=1000,runTime=1000,size=0,fairShare=10000,ageCapMs=2592000000` (default policy only)')
     .action(run((ctx, opts) => simulate(ctx, opts as SimulateFlags)));
 
   return program;

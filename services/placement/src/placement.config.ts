@@ -1,6 +1,6 @@
 import type { BaseConfig } from '#service-kit';
 import { z } from 'zod';
-import { DEFAULT_PRIORITY_WEIGHTS, DEFAULT_RESERVATION_DEPTH, DEFAULT_USAGE_HALF_LIFE_MS, type PlanOptions, type StateOptions } from './domain/index.js';
+import { DEFAULT_PRIORITY_WEIGHTS, DEFAULT_RESERVATION_AFTER_MS, DEFAULT_RESERVATION_DEPTH, DEFAULT_RUN_TIME_SCALE_MS, DEFAULT_USAGE_HALF_LIFE_MS, RUN_TIME_FLOOR_MS, type PlanOptions, type StateOptions } from './domain/index.js';
 
 const weight = (name: string, dflt: number) =>
   z.coerce.number().int().min(0).max(1_000_000).default(dflt).describe(`${name} (integer 0–1000000; 0 turns the factor off)`);
@@ -20,6 +20,15 @@ export const PlacementConfig = z.object({
   GPUNET_PRIORITY_AGE_CAP_MS: z.coerce.number().int().min(1).default(DEFAULT_PRIORITY_WEIGHTS.ageCapMs).describe('ms of waiting at which the age factor reaches 1'),
   GPUNET_PRIORITY_SIZE_FULL_GPUS: z.coerce.number().int().min(1).default(DEFAULT_PRIORITY_WEIGHTS.sizeFullGpus).describe('GPUs at which the size factor reaches 1'),
   GPUNET_FAIRSHARE_HALF_LIFE_MS: z.coerce.number().int().min(1).default(DEFAULT_USAGE_HALF_LIFE_MS).describe('half-life of past usage in fair share, ms'),
+  GPUNET_PRIORITY_WEIGHT_RUNTIME: weight('weight of the run-time factor (shorter predicted runs first)', DEFAULT_PRIORITY_WEIGHTS.runTime ?? 0),
+  GPUNET_PRIORITY_RUNTIME_SCALE_MS: z.coerce
+    .number()
+    .int()
+    .min(RUN_TIME_FLOOR_MS + 1)
+    .default(DEFAULT_PRIORITY_WEIGHTS.runTimeScaleMs ?? DEFAULT_RUN_TIME_SCALE_MS)
+    .describe('predicted run time (ms) at which the run-time factor reaches 0'),
+  GPUNET_RESERVATION_AFTER_MS: z.coerce.number().int().min(0).default(DEFAULT_RESERVATION_AFTER_MS).describe('ms a waiting job waits before it holds a reservation (0: at once)'),
+  GPUNET_PREDICTIONS: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on').describe('on: run-time predictions from history date the plan; off: every job runs to its time limit'),
   GPUNET_RESERVATION_DEPTH: z.coerce.number().int().min(0).max(10_000).default(DEFAULT_RESERVATION_DEPTH).describe('how many waiting jobs, highest priority first, hold reservations'),
   GPUNET_BACKFILL: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on').describe('on: lower jobs start where they delay no reservation; off: strict priority order'),
 });
@@ -35,9 +44,14 @@ export function planOptionsOf(config: Partial<PlacementConfig>): PlanOptions {
       fairShare: c.GPUNET_PRIORITY_WEIGHT_FAIRSHARE,
       size: c.GPUNET_PRIORITY_WEIGHT_SIZE,
       sizeFullGpus: c.GPUNET_PRIORITY_SIZE_FULL_GPUS,
+      runTime: c.GPUNET_PRIORITY_WEIGHT_RUNTIME,
+      runTimeScaleMs: c.GPUNET_PRIORITY_RUNTIME_SCALE_MS,
     },
+    order: 'priority',
     reservationDepth: c.GPUNET_RESERVATION_DEPTH,
+    reservationAfterMs: c.GPUNET_RESERVATION_AFTER_MS,
     backfill: c.GPUNET_BACKFILL === 'on',
+    predictions: c.GPUNET_PREDICTIONS === 'on',
   };
 }
 

@@ -13,6 +13,16 @@ export function renderCapacity(c: CapacityReply): string {
   return table(['hour (UTC)', ...models], rows, ['l', ...models.map(() => 'r' as const)]);
 }
 
+/** Recent quote accuracy, one line; undefined when placement gave none. Pure. */
+export function renderQuotes(c: CapacityReply): string | undefined {
+  const q = c.quotes;
+  if (!q) return undefined;
+  const s = (ms: number | undefined) => (ms === undefined ? 'n/a' : `${ms >= 0 ? '+' : ''}${(ms / 1000).toFixed(0)} s`);
+  const starts = q.started === 0 ? 'no quoted job started' : `${q.started} quoted job(s) started: median start error ${s(q.medianStartErrorMs)}, p90 |error| ${s(q.p90StartErrorMs).replace('+', '')}`;
+  const deadlines = q.deadlinesAccepted === 0 ? 'no job with a deadline ended' : `deadlines met ${q.deadlinesMet}/${q.deadlinesAccepted} (${((100 * q.deadlinesMet) / q.deadlinesAccepted).toFixed(0)} %)`;
+  return `quotes since ${q.since.slice(0, 16).replace('T', ' ')} UTC: ${starts}; ${deadlines}`;
+}
+
 export async function capacity(ctx: CommandContext, opts: { hours?: string }): Promise<ExitCode> {
   const hours = opts.hours === undefined ? undefined : Number(opts.hours);
   if (hours !== undefined && (!Number.isInteger(hours) || hours < 1 || hours > 168)) {
@@ -22,5 +32,7 @@ export async function capacity(ctx: CommandContext, opts: { hours?: string }): P
   const reply = await client.capacity(hours !== undefined ? { hours } : {});
   ctx.out.doc(reply);
   ctx.out.line(renderCapacity(reply));
+  const quotes = renderQuotes(reply);
+  if (quotes !== undefined) ctx.out.line(quotes);
   return EXIT.ok;
 }

@@ -21,12 +21,22 @@ export interface SimulateFlags {
   gpusPerNode?: string;
   policy?: 'default' | 'fcfs' | 'sjf';
   backfill?: 'on' | 'off';
+  reservationDepth?: string;
+  predictions?: 'on' | 'off';
+  weights?: string;
 }
+
+/** Priority weights `--weights` may set. */
+const WEIGHT_NAMES = ['age', 'ageCapMs', 'fairShare', 'size', 'sizeFullGpus', 'runTime', 'runTimeScaleMs'] as const;
 
 /** The simulator's report as `main.js` prints it; checked, so a drift between the two fails loudly. */
 const Report = z.object({
   policy: z.string(),
-  backfill: z.enum(['on', 'off', 'default', 'n/a']),
+  backfill: z.enum(['on', 'off']),
+  reservationDepth: z.number().int(),
+  predictions: z.enum(['on', 'off']),
+  passes: z.number().int(),
+  elapsedMs: z.number(),
   cluster: z.object({ nodes: z.number(), gpusPerNode: z.number(), totalGpus: z.number() }),
   procsPerGpu: z.number(),
   skipped: z.number(),
@@ -36,6 +46,7 @@ const Report = z.object({
     averageWaitMs: z.number().int(),
     averageBoundedSlowdown: z.number(),
     utilization: z.number(),
+    utilizationToLastStart: z.number(),
     p95WaitSmallHalfMs: z.number().int(),
     maxWaitLargest10PctMs: z.number().int(),
     spanMs: z.number().int(),
@@ -67,8 +78,24 @@ export function simulateOptions(flags: Omit<SimulateFlags, 'trace'>): Record<str
     gpusPerNode: int('--gpus-per-node', flags.gpusPerNode),
     policy: flags.policy,
     backfill: flags.backfill === undefined ? undefined : flags.backfill === 'on',
+    reservationDepth: flags.reservationDepth === undefined ? undefined : flags.reservationDepth === '0' ? 0 : int('--reservation-depth', flags.reservationDepth),
+    predictions: flags.predictions === undefined ? undefined : flags.predictions === 'on',
+    weights: flags.weights === undefined ? undefined : weightsOf(flags.weights),
   };
   return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
+}
+
+/** `k=v,...` to priority weights; a UsageError naming the bad pair. */
+function weightsOf(text: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const pair of text.split(',').filter((p) => p.trim() !== '')) {
+    const [k, v] = pair.split('=').map((x) => x.trim());
+    const fix = `write e.g. \`--weights runTime=1000,age=0\` with names among ${WEIGHT_NAMES.join(', ')}`;
+    if (!k || !(WEIGHT_NAMES as readonly string[]).includes(k)) throw new UsageError(`--weights: unknown weight \`${k ?? ''}\``, [{ path: '--weights', message: `unknown weight ${k ?? ''}`, fix }]);
+    if (v === undefined || !/^\d+(\.\d+)?$/.test(v)) throw new UsageError(`--weights: ${k} must be a number ≥ 0, got \`${v ?? ''}\``, [{ path: `--weights.${k}`, message: 'must be a number ≥ 0', fix }]);
+    out[k] = Number(v);
+  }
+  return out;
 }
 
 export async function simulate(ctx: CommandContext, flags: SimulateFlags): Promise<ExitCode> {
@@ -101,19 +128,21 @@ export function renderReport(trace: string, r: SimulationReportDoc): string {
   const head = [
     `trace    ${trace}`,
     `cluster  ${r.cluster.nodes} nodes × ${r.cluster.gpusPerNode} GPUs = ${r.cluster.totalGpus} GPUs (${r.procsPerGpu} processor${r.procsPerGpu === 1 ? '' : 's'} per GPU)`,
-    `policy   ${r.policy}, backfill ${r.backfill}`,
+    `policy   ${r.policy}, backfill ${r.backfill}, reservations ${r.reservationDepth}, predictions ${r.predictions}`,
     '',
   ];
   const rows: [string, string][] = [
     ['jobs run', String(m.jobs)],
     ...(m.rejected > 0 ? [['jobs rejected (larger than any node)', String(m.rejected)] as [string, string]] : []),
-    ...(r.skipped > 0 ? [['trace lines skipped (run time or size unknown)', String(r.skipped)] as [string, string]] : []),
+    ...(r.skipped > 0 ? [['trace lines skipped (size unknown)', String(r.skipped)] as [string, string]] : []),
     ['average wait', formatMs(m.averageWaitMs)],
     ['average bounded slowdown (τ = 10 s)', m.averageBoundedSlowdown.toFixed(4)],
-    ['utilization', `${(m.utilization * 100).toFixed(2)} %`],
+    ['utilization to the last start', `${(m.utilizationToLastStart * 100).toFixed(2)} %`],
+    ['utilization to the last end', `${(m.utilization * 100).toFixed(2)} %`],
     ['p95 wait, smaller half of jobs', formatMs(m.p95WaitSmallHalfMs)],
     ['max wait, largest 10 % of jobs', formatMs(m.maxWaitLargest10PctMs)],
     ['span (first submit to last end)', formatMs(m.spanMs)],
+    ['core passes (wall time)', `${r.passes} (${(r.elapsedMs / 1000).toFixed(2)} s)`],
   ];
   return `${head.join('\n')}\n${table(['METRIC', 'VALUE'], rows, ['l', 'r'])}`;
 }

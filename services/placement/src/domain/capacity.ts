@@ -24,7 +24,10 @@ interface NodeFree {
 
 /** Free capacity for one pass, over registered nodes in first-fit order. */
 export class PassCapacity {
-  private readonly nodes: NodeFree[];
+  /** Built on first use: a pass that places nothing never looks at each node's GPUs. */
+  private built: NodeFree[] | undefined;
+  private byId: Map<string, NodeFree> | undefined;
+  private index: Map<string, number> | undefined;
   private free = 0;
   /** Upper bound of the free GPUs of one model on one node (exact at start, never too low after takes): skips hopeless scans. */
   private maxGang = 0;
@@ -33,27 +36,52 @@ export class PassCapacity {
   private largestAny = 0;
 
   /** `nodes`: registered nodes in first-fit order. */
-  constructor(nodes: readonly NodeRecord[]) {
-    this.nodes = nodes.map((node) => {
-      const models = new Map(node.gpus.map((g) => [g.index, g.model]));
-      const byModel = new Map<string, number[]>();
-      const indices = freeGpuIndices(node);
-      for (const i of indices) {
-        const model = models.get(i)!;
-        const list = byModel.get(model);
-        if (list) list.push(i);
-        else byModel.set(model, [i]);
-      }
-      this.free += indices.length;
-      for (const list of byModel.values()) this.maxGang = Math.max(this.maxGang, list.length);
-      const sizes = new Map<string, number>();
-      for (const g of node.gpus) sizes.set(g.model, (sizes.get(g.model) ?? 0) + 1);
-      for (const [model, n] of sizes) {
-        this.largestByModel.set(model, Math.max(this.largestByModel.get(model) ?? 0, n));
-        this.largestAny = Math.max(this.largestAny, n);
-      }
-      return { nodeId: node.nodeId, size: node.gpus.length, byModel, count: indices.length };
-    });
+  constructor(private readonly source: readonly NodeRecord[]) {
+    for (const node of source) this.free += node.gpus.length - node.busy.size;
+  }
+
+  /** Every node's free GPUs (each built on first use). */
+  private get nodes(): NodeFree[] {
+    if (this.built) return this.built;
+    this.built = this.source.map((node, i) => this.byId?.get(node.nodeId) ?? this.build(i));
+    this.byId = new Map(this.built.map((n) => [n.nodeId, n]));
+    this.free = this.built.reduce((n, node) => n + node.count, 0);
+    return this.built;
+  }
+
+  private build(i: number): NodeFree {
+    const node = this.source[i]!;
+    const models = new Map(node.gpus.map((g) => [g.index, g.model]));
+    const byModel = new Map<string, number[]>();
+    const indices = freeGpuIndices(node);
+    for (const idx of indices) {
+      const model = models.get(idx)!;
+      const list = byModel.get(model);
+      if (list) list.push(idx);
+      else byModel.set(model, [idx]);
+    }
+    for (const list of byModel.values()) this.maxGang = Math.max(this.maxGang, list.length);
+    const sizes = new Map<string, number>();
+    for (const g of node.gpus) sizes.set(g.model, (sizes.get(g.model) ?? 0) + 1);
+    for (const [model, n] of sizes) {
+      this.largestByModel.set(model, Math.max(this.largestByModel.get(model) ?? 0, n));
+      this.largestAny = Math.max(this.largestAny, n);
+    }
+    return { nodeId: node.nodeId, size: node.gpus.length, byModel, count: indices.length };
+  }
+
+  /** One node's free GPUs; only that node is built when a policy takes gangs it found itself. */
+  private node(nodeId: string): NodeFree | undefined {
+    if (this.built) return this.byId!.get(nodeId);
+    this.byId ??= new Map();
+    let n = this.byId.get(nodeId);
+    if (n) return n;
+    this.index ??= new Map(this.source.map((node, i) => [node.nodeId, i]));
+    const i = this.index.get(nodeId);
+    if (i === undefined) return undefined;
+    n = this.build(i);
+    this.byId.set(nodeId, n);
+    return n;
   }
 
   /** Free GPUs left in this pass, over all nodes and models. */
@@ -68,8 +96,9 @@ export class PassCapacity {
 
   /** The first node (in order) with enough free GPUs of the requested model (of any one model when none is asked), lowest indices first. */
   fit(request: Pick<GpuRequest, 'gpus' | 'gpuModel'>): Gang | undefined {
+    const nodes = this.nodes;
     if (request.gpus > this.free || request.gpus > this.maxGang) return undefined;
-    for (const node of this.nodes) {
+    for (const node of nodes) {
       if (node.count < request.gpus) continue;
       if (request.gpuModel !== undefined) {
         const free = node.byModel.get(request.gpuModel);
@@ -119,6 +148,7 @@ export class PassCapacity {
    * {@link fitWhole} for one larger than every node (of its model). Undefined when it does not fit now.
    */
   fitGangs(request: Pick<GpuRequest, 'gpus' | 'gpuModel'>): Gang[] | undefined {
+    void this.nodes;
     const largest = request.gpuModel === undefined ? this.largestAny : (this.largestByModel.get(request.gpuModel) ?? 0);
     if (request.gpus <= largest) {
       const gang = this.fit(request);
@@ -134,7 +164,7 @@ export class PassCapacity {
   takeAll(gangs: readonly Gang[]): void {
     const seen = new Set<string>();
     for (const gang of gangs) {
-      const free = this.nodes.find((n) => n.nodeId === gang.nodeId)?.byModel.get(gang.gpuModel);
+      const free = this.node(gang.nodeId)?.byModel.get(gang.gpuModel);
       for (const i of gang.gpuIndices) {
         const key = `${gang.nodeId}/${i}`;
         if (!free?.includes(i) || seen.has(key)) throw new GangNotFreeError(gang);
@@ -146,7 +176,7 @@ export class PassCapacity {
 
   /** Takes a gang out of the pass's free GPUs. Throws when one of its GPUs is not free: a bug in a policy, never to be written down. */
   take(gang: Gang): void {
-    const node = this.nodes.find((n) => n.nodeId === gang.nodeId);
+    const node = this.node(gang.nodeId);
     const free = node?.byModel.get(gang.gpuModel);
     if (!node || !free || !gang.gpuIndices.every((i) => free.includes(i))) {
       throw new GangNotFreeError(gang);

@@ -17,7 +17,7 @@ import { deadlinePassed, deadlineWithdrawn } from './deadlines.js';
 import { NodeSizes, PassCapacity, type Gang } from './capacity.js';
 import { backfill, defaultPolicy, type PlacementPolicy } from './policy.js';
 import type { PlanOptions } from './plan.js';
-import { registeredNodes, type JobRecord, type PlacementState } from './state.js';
+import { registeredView, type JobRecord, type NodeRecord, type PlacementState } from './state.js';
 import { missingRuntime } from './work-kinds.js';
 import { localityReason } from './locality.js';
 
@@ -35,13 +35,17 @@ export interface DecideOptions {
   plan?: PlanOptions;
 }
 
+/** Node sizes per registered set (it changes only with registrations and losses). */
+const nodeSizes = new WeakMap<readonly NodeRecord[], NodeSizes>();
+
 /** The decisions of one pass over `state` at `now`. */
 export function decide(state: PlacementState, now: Date, options: DecideOptions = {}): PlacementDecision[] {
   const at = now.toISOString();
-  const nodes = registeredNodes(state);
+  const nodes = registeredView(state);
   const out: PlacementDecision[] = [];
   const candidates: JobRecord[] = [];
-  const sizes = new NodeSizes(nodes);
+  let sizes = nodeSizes.get(nodes);
+  if (!sizes) nodeSizes.set(nodes, (sizes = new NodeSizes(nodes)));
 
   for (const job of state.queue) {
     if (job.cancelRequested) {
@@ -86,6 +90,10 @@ export function decide(state: PlacementState, now: Date, options: DecideOptions 
         placedAt: at,
         ...withReason(job.inputs ? localityReason(rank0.nodeId, job.team, job.inputs, state.nodes.get(rank0.nodeId)?.cachedData) : undefined),
         ...(gangs.length > 1 ? { nodes: gangs.map((g) => ({ nodeId: g.nodeId, gpuIndices: g.gpuIndices })) } : {}),
+        // Only a prediction from history says more than the time limit.
+        ...(job.predictedRunMs !== undefined && job.predictedRunMs < job.request.timeLimitMs ? { predictedRunMs: job.predictedRunMs } : {}),
+        ...(job.quote && attempt === 1 ? { quote: { expectedStart: new Date(job.quote.expectedStart).toISOString(), quotedAt: new Date(job.quote.quotedAt).toISOString() } } : {}),
+        ...withDeadlineNote(job, now.getTime()),
       },
     });
   }
@@ -93,6 +101,15 @@ export function decide(state: PlacementState, now: Date, options: DecideOptions 
 }
 
 const withReason = (reason: string | undefined) => (reason === undefined ? {} : { reason });
+
+/** The facts of a deadline the job may miss from here: it starts now, and its time limit reaches past the deadline. */
+function withDeadlineNote(job: JobRecord, now: number): { deadlineNote?: string } {
+  if (job.deadlineAt === undefined || now + job.request.timeLimitMs <= job.deadlineAt) return {};
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const quoted = job.quote ? `; quoted to start at ${iso(job.quote.expectedStart)} (${iso(job.quote.quotedAt)}), it starts ${Math.round((now - job.quote.expectedStart) / 1000)} s later` : '';
+  const predicted = job.predictedRunMs !== undefined && now + job.predictedRunMs <= job.deadlineAt ? `; predicted to end at ${iso(now + job.predictedRunMs)}, in time` : '';
+  return { deadlineNote: `starts at ${iso(now)}: running to its time limit it would end at ${iso(now + job.request.timeLimitMs)}, after its deadline ${iso(job.deadlineAt)}${quoted}${predicted}` };
+}
 
 function withdrawn(job: JobRecord, at: string): PlacementDecision {
   return { type: 'JobWithdrawn', data: { jobId: job.jobId, team: job.team, outcome: 'cancelled', message: 'Cancelled while queued; it never held compute.', withdrawnAt: at } };

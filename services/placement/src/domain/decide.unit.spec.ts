@@ -168,8 +168,8 @@ describe('decide: a pass is complete', () => {
     for (let i = 0; i < 6; i++) h.apply(ev.submitted(`j${i}`, 1 + (i % 2)), ev.staged(`j${i}`));
     h.apply(ev.cancelRequested('j5'), ev.submitted('huge', 4));
     const first = decide(h.state, now);
-    // By priority: the 2-GPU jobs rank above the 1-GPU ones (size factor), oldest first among equals.
-    expect(first.map((d) => `${d.type}:${d.data.jobId}`)).toEqual(['JobWithdrawn:j5', 'JobRejected:huge', 'JobPlaced:j1', 'JobPlaced:j0']);
+    // Equal predicted runs and ages: submit order, each where it fits (j0 on n1, j1 needs n1's two GPUs, j2 takes n2).
+    expect(first.map((d) => `${d.type}:${d.data.jobId}`)).toEqual(['JobWithdrawn:j5', 'JobRejected:huge', 'JobPlaced:j0', 'JobPlaced:j2', 'JobPlaced:j4']);
     h.apply(...first);
     expect(decide(h.state, now)).toEqual([]);
   });

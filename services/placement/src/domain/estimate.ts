@@ -89,7 +89,8 @@ export function estimate(state: PlacementState, request: EstimateRequest, now: n
   // Its rank decides the depth that reaches it; the plan ranks the same candidates the same way.
   const rank = byPriority(candidates, state, t, options.weights ?? DEFAULT_PRIORITY_WEIGHTS).findIndex((r) => r.job === hypothetical) + 1;
   const depth = Math.max(options.reservationDepth ?? DEFAULT_RESERVATION_DEPTH, rank);
-  const entry = plan(state, t, { ...options, reservationDepth: depth }, candidates).jobs.find((j) => j.job === hypothetical)!;
+  // Every blocked job ahead holds its reservation at once (no waiting period): the conservative date.
+  const entry = plan(state, t, { ...options, reservationDepth: depth, reservationAfterMs: 0 }, candidates).jobs.find((j) => j.job === hypothetical)!;
   if (entry.expectedStart === undefined) return { runnable: false, reason: 'Unpredictable' };
   return {
     runnable: true,

@@ -9,6 +9,7 @@
 import { gangGpus, gangOutcome, gangParts, retriesAfter, type EventData, type NodeHeartbeat } from '#contracts';
 import { currentAttempt, decayed, type AttemptRecord, type JobRecord, type NodeRecord, type PlacementState } from './state.js';
 import { cacheKey } from './locality.js';
+import { isTellingOutcome, predictRun, recordRun, workKeyOf } from './predict.js';
 
 /** The event types placement folds (and consumes from the bus). */
 export const PLACEMENT_EVENT_TYPES = [
@@ -45,16 +46,22 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
     case 'JobSubmitted': {
       const d = event.data;
       if (state.jobs.has(d.jobId)) return state;
+      const request = {
+        gpus: d.spec.request.gpus,
+        timeLimitMs: d.spec.request.timeLimitMs,
+        ...(d.spec.request.gpuModel !== undefined ? { gpuModel: d.spec.request.gpuModel } : {}),
+      };
+      const workKey = workKeyOf(d.spec);
       const job: JobRecord = {
         jobId: d.jobId,
         team: d.team,
         submitPosition: event.position,
         submittedAt: d.submittedAt,
-        request: {
-          gpus: d.spec.request.gpus,
-          timeLimitMs: d.spec.request.timeLimitMs,
-          ...(d.spec.request.gpuModel !== undefined ? { gpuModel: d.spec.request.gpuModel } : {}),
-        },
+        submittedMs: Date.parse(d.submittedAt),
+        submittedMsOf: d.submittedAt,
+        request,
+        workKey,
+        predictedRunMs: predictRun(state, d.team, workKey, request).runMs,
         phase: 'waiting_inputs',
         staged: false,
         cancelRequested: false,
@@ -101,13 +108,15 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
           gpus: gangGpus(d),
           placedAt: Date.parse(d.placedAt),
           finished: false,
-          ...(job ? { team: job.team, timeLimitMs: job.request.timeLimitMs } : {}),
+          ...(job ? { team: job.team, timeLimitMs: job.request.timeLimitMs, predictedRunMs: d.predictedRunMs ?? job.predictedRunMs } : {}),
         });
       }
       const parts = gangParts(d).map((p) => ({ nodeId: p.nodeId, gpuIndices: [...p.gpuIndices] }));
       for (const p of parts) hold(state, p.nodeId, d.attemptId, p.gpuIndices);
       if (job) {
-        job.attempts.push({ attemptId: d.attemptId, attempt: d.attempt, nodeId: d.nodeId, gpuIndices: [...d.gpuIndices], parts, ends: [], gpuModel: d.gpuModel, placedAt: d.placedAt });
+        const quote = d.quote ? { expectedStart: Date.parse(d.quote.expectedStart), quotedAt: Date.parse(d.quote.quotedAt) } : undefined;
+        job.attempts.push({ attemptId: d.attemptId, attempt: d.attempt, nodeId: d.nodeId, gpuIndices: [...d.gpuIndices], parts, ends: [], gpuModel: d.gpuModel, placedAt: d.placedAt, ...(quote ? { quote } : {}) });
+        if (quote && !job.quote) job.quote = quote;
         if (job.phase !== 'ended') {
           job.phase = 'placed';
           dequeue(state, job);
@@ -129,6 +138,7 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
       node.heartbeatIntervalMs = d.heartbeatIntervalMs;
       node.registeredAt = d.registeredAt;
       node.containerRuntimes = d.containerRuntimes ?? [];
+      state.registeredCache = undefined;
       return state;
     }
     case 'ComputeHeld': {
@@ -145,7 +155,7 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
       if (!job || !attempt || attempt.outcome !== undefined || attempt.ends.some((e) => e.nodeId === d.nodeId)) return state;
       attempt.ends.push({ nodeId: d.nodeId, outcome: d.outcome, ...(d.peerEnded !== undefined ? { peerEnded: d.peerEnded } : {}) });
       // A gang's attempt ends when its last part does; its outcome is the parts' verdict.
-      const verdict = gangOutcome(
+      const verdict = attempt.ends.length < attempt.parts.length ? undefined : gangOutcome(
         attempt.parts.map((p, rank) => ({ ...p, rank })),
         attempt.ends,
       );
@@ -168,6 +178,7 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
       for (const attemptId of [...node.holds.keys()]) release(state, attemptId, d.nodeId);
       node.registered = false;
       node.lostAt = d.detectedAt;
+      state.registeredCache = undefined;
       return state;
     }
     case 'ComputeReleased': {
@@ -257,6 +268,8 @@ function finishAttempt(state: PlacementState, job: JobRecord, attempt: AttemptRe
   attempt.outcome = outcome;
   attempt.finishedAt = finishedAt;
   foldUsage(state, job.team, attempt);
+  // A run that ended on its own says how long this work takes: the next similar job's prediction.
+  if (attempt.heldAt !== undefined && job.workKey !== undefined && isTellingOutcome(outcome)) recordRun(state, job.team, job.workKey, job.request, Date.parse(finishedAt) - Date.parse(attempt.heldAt));
   const live = state.live.get(attempt.attemptId);
   if (live) live.finished = true;
   if (job.phase !== 'placed' || currentAttempt(job) !== attempt) return;

@@ -3,11 +3,11 @@
  * plan. Pure: the state is only read, `now` is an argument.
  *
  * A GPU counts as free for an hour when nothing is planned on it at any moment of that hour:
- * no running attempt (busy until its time limit, as the plan assumes), no job the plan starts now,
+ * no running attempt (busy until its expected end, as the plan assumes: its predicted end, its time limit once outlived), no job the plan starts now,
  * no reservation. So the figure is what a new job could count on for the whole hour, with the
  * queue as it stands; work that ends early only frees more.
  */
-import { plan, type PlanOptions } from './plan.js';
+import { expectedEndOf, plan, type PlanOptions } from './plan.js';
 import { registeredNodes, type PlacementState } from './state.js';
 
 /** Options of {@link forecast}. */
@@ -30,7 +30,8 @@ const HOUR_MS = 3_600_000;
 export function forecast(state: PlacementState, now: number | Date, options: ForecastOptions = {}): { totals: Record<string, number>; hours: ForecastHour[] } {
   const t = typeof now === 'number' ? now : now.getTime();
   const hours = options.hours ?? 24;
-  const p = plan(state, t, options);
+  // Reservations as they will stand (every blocked job's at once): what a new job cannot count on.
+  const p = plan(state, t, { ...options, reservationAfterMs: 0 });
   /** `${nodeId}/${index}` → busy intervals [from, to). */
   const busy = new Map<string, [number, number][]>();
   const mark = (nodeId: string, index: number, from: number, to: number) => {
@@ -44,8 +45,7 @@ export function forecast(state: PlacementState, now: number | Date, options: For
     for (const [attemptId, indices] of node.holds) {
       const live = state.live.get(attemptId);
       // As in the plan: an attempt of an unknown job never ends; a finished one only waits for its release.
-      let end = Infinity;
-      if (live?.timeLimitMs !== undefined) end = live.finished ? t + 1 : Math.max(t + 1, (live.heldAt ?? live.placedAt) + live.timeLimitMs);
+      const end = live ? expectedEndOf(live, t, options.predictions ?? true) : Infinity;
       for (const i of indices) mark(node.nodeId, i, t, end);
     }
   }

@@ -22,23 +22,62 @@ import type { Gang } from './capacity.js';
 import { preferLocal } from './locality.js';
 import type { PendingReason } from './queue-view.js';
 import { byPriority, DEFAULT_PRIORITY_WEIGHTS, type PriorityWeights } from './priority.js';
-import { registeredNodes, type JobRecord, type PlacementState } from './state.js';
+import { predictedRunOf, registeredView, submittedMsOf, type JobRecord, type LiveAttempt, type PlacementState } from './state.js';
 
 /** Options of {@link plan} and of the {@link backfill} policy. */
 export interface PlanOptions {
   /** Priority weights. Default {@link DEFAULT_PRIORITY_WEIGHTS}. */
   weights?: PriorityWeights;
-  /** How many of the highest-priority jobs that cannot start now get a reservation. Default 8. */
+  /**
+   * The order jobs are considered in: `priority` (default: the multifactor priority), `fcfs`
+   * (submit order) or `sjf` (shortest predicted run first, submit order among equals). The last
+   * two are the literature's baselines, kept for the simulator.
+   */
+  order?: PlanOrder;
+  /** How many of the highest-ranked jobs that cannot start now get a reservation. Default {@link DEFAULT_RESERVATION_DEPTH}. */
   reservationDepth?: number;
   /**
    * Backfill: lower jobs may start where they delay no reservation. Default true. Off: strict
    * priority order, nothing starts once a higher job has to wait.
    */
   backfill?: boolean;
+  /**
+   * Run-time predictions (`predict.ts`) date running work's expected ends, and so reservations
+   * and expected starts. Default true. Off: every job is expected to run to its time limit.
+   */
+  predictions?: boolean;
+  /**
+   * A waiting job holds a reservation only once it has waited this long (ms). Default
+   * {@link DEFAULT_RESERVATION_AFTER_MS} (10 min); 0: at once, as EASY does.
+   * Until then, the jobs ranked below it may start wherever they fit now: a burst of short work
+   * is not held back to drain GPUs for a job that may well find room by itself a moment later.
+   */
+  reservationAfterMs?: number;
+  /**
+   * Only the jobs that start now are wanted (a pass of `decide`): the plan stops once no GPU is
+   * left free, and skips the reasons of jobs that wait. The starts are the same either way.
+   */
+  startsOnly?: boolean;
 }
 
+/** See {@link PlanOptions.order}. */
+export type PlanOrder = 'priority' | 'fcfs' | 'sjf';
+
+/** Default of {@link PlanOptions.reservationAfterMs}: 10 minutes (decision 0020). */
+export const DEFAULT_RESERVATION_AFTER_MS = 600_000;
+
 /** Default of {@link PlanOptions.reservationDepth}. */
-export const DEFAULT_RESERVATION_DEPTH = 8;
+export const DEFAULT_RESERVATION_DEPTH = 1;
+
+/** Every option of the core's default plan, spelled out (what `decide` uses with no options). */
+export const DEFAULT_PLAN_OPTIONS: Readonly<PlanOptions> = Object.freeze({
+  order: 'priority',
+  weights: DEFAULT_PRIORITY_WEIGHTS,
+  reservationDepth: DEFAULT_RESERVATION_DEPTH,
+  reservationAfterMs: DEFAULT_RESERVATION_AFTER_MS,
+  backfill: true,
+  predictions: true,
+});
 
 /** GPUs held for a waiting job from `start` to `end` (epoch ms): one part per node, rank order. */
 export interface Reservation {
@@ -67,7 +106,7 @@ export interface PlannedJob {
 /** The plan of one pass. */
 export interface Plan {
   now: number;
-  /** Placeable jobs in priority order. */
+  /** Placeable jobs in priority order (with `startsOnly`, those considered before the GPUs ran out). */
   jobs: PlannedJob[];
   /** The jobs that start now, in priority order (a subset of `jobs`), each with its gangs (rank order). */
   starts: { job: JobRecord; gangs: Gang[] }[];
@@ -98,6 +137,33 @@ export function placeableJobs(state: PlacementState): JobRecord[] {
 }
 
 /**
+ * When a running attempt is expected to end, as the plan sees it at `now`: at its predicted end
+ * while that is ahead (with `predictions`), else at its time limit; a finished attempt waits only
+ * for its release (now + 1); an attempt of an unknown job never ends, as far as the plan can tell.
+ * So a job that outlives its prediction moves the plan to its limit at the next pass.
+ */
+export function expectedEndOf(live: LiveAttempt, now: number, predictions = true): number {
+  if (live.timeLimitMs === undefined) return Infinity;
+  if (live.finished) return now + 1;
+  const start = live.heldAt ?? live.placedAt;
+  if (predictions && live.predictedRunMs !== undefined && start + live.predictedRunMs > now) return start + live.predictedRunMs;
+  return Math.max(now + 1, start + live.timeLimitMs);
+}
+
+/**
+ * Has a running attempt outlived its prediction after `since` and by `now` (epoch ms)? Then the
+ * plan's picture changed without an event (its end moved to its time limit): time for a pass.
+ */
+export function predictionsOutlived(state: PlacementState, since: number, now: number): boolean {
+  for (const live of state.live.values()) {
+    if (live.finished || live.predictedRunMs === undefined || live.timeLimitMs === undefined || live.predictedRunMs >= live.timeLimitMs) continue;
+    const at = (live.heldAt ?? live.placedAt) + live.predictedRunMs;
+    if (at > since && at <= now) return true;
+  }
+  return false;
+}
+
+/**
  * The plan for `candidates` (default: every placeable job of `state`) at `now` (epoch ms or Date):
  * who starts now and on which GPUs, who holds which reservation, and why the others wait.
  */
@@ -105,8 +171,11 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
   const t = typeof now === 'number' ? now : now.getTime();
   const depth = options.reservationDepth ?? DEFAULT_RESERVATION_DEPTH;
   const doBackfill = options.backfill ?? true;
-  const lines = timeline(state, t);
-  const largest = largestPerModel(lines);
+  const startsOnly = options.startsOnly ?? false;
+  const lines = timeline(state, t, options.predictions ?? true);
+  const view = registeredView(state);
+  let largest = sizesOf.get(view);
+  if (!largest) sizesOf.set(view, (largest = largestPerModel(lines)));
   // The nodes container work may use, and their sizes: the same for every container job of the pass.
   let containerLines: NodeLine[] | undefined;
   let containerSizes: ReturnType<typeof largestPerModel> | undefined;
@@ -116,17 +185,27 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
     totalFreeNow += l.freeNow;
     maxFreeNow = Math.max(maxFreeNow, l.freeNow);
   }
+  const free = new FreeIndex(lines, t);
+  /** Nodes holding some reservation, in timeline order: the only ones a job ending before a reservation may prefer. */
+  const reserved: NodeLine[] = [];
+  const order = new Map(lines.map((l, i) => [l, i]));
 
-  const ranked = byPriority(candidates, state, t, options.weights ?? DEFAULT_PRIORITY_WEIGHTS);
   const jobs: PlannedJob[] = [];
   const starts: Plan['starts'] = [];
+  if (startsOnly && totalFreeNow === 0) return { now: t, jobs, starts };
+  const ranked = rankJobs(candidates, state, t, options);
+  const reserveAfter = options.reservationAfterMs ?? DEFAULT_RESERVATION_AFTER_MS;
   let reservations = 0;
   let blocked = false;
 
-  ranked.forEach(({ job, priority }, i) => {
+  for (let i = 0; i < ranked.length; i++) {
+    // Nothing more can start: the rest would only get reservations and reasons nobody asked for.
+    if (startsOnly && (totalFreeNow === 0 || (!doBackfill && blocked))) break;
+    const { job, priority } = ranked[i]!;
     const entry: PlannedJob = { job, priority, rank: i + 1 };
     jobs.push(entry);
     const { gpus, gpuModel, timeLimitMs } = job.request;
+    // Safety: a job started now must end before the reservations it passes even if it runs to its limit.
     const end = t + timeLimitMs;
     // Container work goes only where a container runtime is (a node without one would refuse it).
     const eligible = job.needsContainer ? (containerLines ??= lines.filter((l) => (state.nodes.get(l.nodeId)?.containerRuntimes?.length ?? 0) > 0)) : lines;
@@ -134,49 +213,115 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
     const multi = gpus > (gpuModel === undefined ? sizes.any : (sizes.byModel.get(gpuModel) ?? 0));
     let fitsIgnoringReservations = false;
     if ((doBackfill || !blocked) && (multi || gpus <= maxFreeNow) && gpus <= totalFreeNow) {
-      // Among nodes that fit, those already holding the job's inputs first (locality.ts).
-      const found = multi
-        ? startWhole(eligible, gpus, gpuModel, t, end)
-        : startNow(job.inputs ? preferLocal(eligible, job.team, job.inputs, (id) => state.nodes.get(id)?.cachedData) : eligible, gpus, gpuModel, t, end);
-      fitsIgnoringReservations = found.fitsIgnoringReservations;
-      if (found.gangs) {
-        entry.start = found.gangs;
-        entry.expectedStart = t;
-        starts.push({ job, gangs: found.gangs });
-        totalFreeNow -= gpus;
-        // Stays an upper bound: the node that gave GPUs may have been the fullest.
-        return;
+      // Fewer free GPUs than it needs are clear of reservations until its end: it cannot start (the scan below would only find the reason).
+      const hopeless = reservations > 0 && free.usableAtMost(end) < gpus;
+      if (!hopeless || !startsOnly) {
+        const tight = reservations > 0;
+        // Among nodes that fit, those already holding the job's inputs first (locality.ts).
+        const found = multi
+          ? startWhole(eligible, gpus, gpuModel, t, end, tight)
+          : startNow(job.inputs ? preferLocal(eligible, job.team, job.inputs, (id) => state.nodes.get(id)?.cachedData) : eligible, gpus, gpuModel, t, end, tight ? reserved.filter((l) => eligible === lines || eligible.includes(l)) : undefined);
+        fitsIgnoringReservations = found.fitsIgnoringReservations;
+        if (found.gangs) {
+          entry.start = found.gangs;
+          entry.expectedStart = t;
+          starts.push({ job, gangs: found.gangs });
+          totalFreeNow -= gpus;
+          // Stays an upper bound: the node that gave GPUs may have been the fullest.
+          continue;
+        }
       }
     }
     blocked = true;
-    if (reservations < depth) {
+    if (reservations < depth && t - submittedMsOf(job) >= reserveAfter) {
       const r = multi ? reserveWhole(eligible, gpus, gpuModel, t, timeLimitMs) : reserve(eligible, gpus, gpuModel, t, timeLimitMs);
       if (r) {
         reservations++;
+        free.invalidate();
+        for (const part of r.parts) {
+          const line = lines.find((l) => l.nodeId === part.nodeId);
+          if (line && !reserved.includes(line)) reserved.push(line);
+        }
+        reserved.sort((a, b) => order.get(a)! - order.get(b)!);
         entry.reservation = r;
         entry.expectedStart = r.start;
       }
     }
+    if (startsOnly) continue;
     entry.reason = fitsIgnoringReservations ? 'Reservation' : entry.reservation || reservations < depth ? 'Resources' : 'Priority';
     // Waiting is pointless when the plan's own start already lands past the deadline.
     if (job.deadlineAt !== undefined && entry.expectedStart !== undefined && entry.expectedStart + timeLimitMs > job.deadlineAt) entry.reason = 'DeadlineUnreachable';
-  });
+  }
   return { now: t, jobs, starts };
 }
 
+/** Node sizes per registered set (they change only with registrations and losses). */
+const sizesOf = new WeakMap<readonly unknown[], ReturnType<typeof largestPerModel>>();
+
+/** The candidates in the order the plan considers them, each with its priority (0 for the baselines' orders). */
+function rankJobs(candidates: readonly JobRecord[], state: PlacementState, now: number, options: PlanOptions): { job: JobRecord; priority: number }[] {
+  const order = options.order ?? 'priority';
+  if (order === 'priority') return byPriority(candidates, state, now, options.weights ?? DEFAULT_PRIORITY_WEIGHTS);
+  const ranked = candidates.map((job) => ({ job, priority: 0 }));
+  const bySubmit = (a: JobRecord, b: JobRecord) => (a.submitPosition < b.submitPosition ? -1 : a.submitPosition > b.submitPosition ? 1 : 0);
+  if (order === 'fcfs') ranked.sort((a, b) => bySubmit(a.job, b.job));
+  else {
+    const pred = (j: JobRecord) => ((options.predictions ?? true) ? predictedRunOf(j) : j.request.timeLimitMs);
+    ranked.sort((a, b) => pred(a.job) - pred(b.job) || bySubmit(a.job, b.job));
+  }
+  return ranked;
+}
+
+/**
+ * How many free-now GPUs could still be clear of reservations until a given end: counted from
+ * the reservations as they stood when last rebuilt. Starts only take GPUs away, so the count is
+ * an upper bound, which is all a quick "cannot start" needs.
+ */
+class FreeIndex {
+  private sorted: number[] | undefined;
+  constructor(
+    private readonly lines: readonly NodeLine[],
+    private readonly now: number,
+  ) {}
+
+  invalidate(): void {
+    this.sorted = undefined;
+  }
+
+  /** Free GPUs (at most) whose earliest reservation begins at or after `end`. */
+  usableAtMost(end: number): number {
+    if (!this.sorted) {
+      const from: number[] = [];
+      for (const l of this.lines) if (l.freeNow > 0) for (const g of l.gpus) if (g.freeAt <= this.now) from.push(g.reservedFrom);
+      this.sorted = from.sort((a, b) => a - b);
+    }
+    const a = this.sorted;
+    let lo = 0;
+    let hi = a.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (a[mid]! < end) lo = mid + 1;
+      else hi = mid;
+    }
+    return a.length - lo;
+  }
+}
+
 /** Every registered node's GPU timeline at `now`. */
-function timeline(state: PlacementState, now: number): NodeLine[] {
-  return registeredNodes(state).map((node) => {
-    const busyUntil = new Map<number, number>();
-    for (const [attemptId, indices] of node.holds) {
-      const live = state.live.get(attemptId);
-      let end = Infinity;
-      if (live?.timeLimitMs !== undefined) end = live.finished ? now + 1 : Math.max(now + 1, (live.heldAt ?? live.placedAt) + live.timeLimitMs);
-      for (const i of indices) busyUntil.set(i, Math.max(busyUntil.get(i) ?? now + 1, end));
+function timeline(state: PlacementState, now: number, predictions: boolean): NodeLine[] {
+  return registeredView(state).map((node) => {
+    let busyUntil: Map<number, number> | undefined;
+    if (node.holds.size > 0) {
+      busyUntil = new Map();
+      for (const [attemptId, indices] of node.holds) {
+        const live = state.live.get(attemptId);
+        const end = live ? expectedEndOf(live, now, predictions) : Infinity;
+        for (const i of indices) busyUntil.set(i, Math.max(busyUntil.get(i) ?? now + 1, end));
+      }
     }
     let freeNow = 0;
     const gpus = node.gpus.map((g): GpuLine => {
-      const freeAt = node.busy.has(g.index) ? (busyUntil.get(g.index) ?? Infinity) : now;
+      const freeAt = node.busy.has(g.index) ? (busyUntil?.get(g.index) ?? Infinity) : now;
       if (freeAt <= now) freeNow++;
       return { index: g.index, model: g.model, freeAt, reservedFrom: Infinity, reservedUntil: -Infinity };
     });
@@ -184,40 +329,78 @@ function timeline(state: PlacementState, now: number): NodeLine[] {
   });
 }
 
+/** Reserved-soonest first (then lowest index): what a job that ends before those reservations should take, leaving unreserved GPUs to longer work. */
+const tighter = (a: GpuLine, b: GpuLine): number => a.reservedFrom - b.reservedFrom || a.index - b.index;
+
 /**
- * The first node (in order) with `gpus` GPUs of one model (the requested one) free now whose
- * reservations begin no earlier than `end`; lowest indices first. Marks them busy until `end`.
+ * `gpus` GPUs of one model (the requested one) on one node, free now, whose reservations begin no
+ * earlier than `end`. Without reservations (`tight` false): the first node in order, lowest
+ * indices. With them: the node and GPUs whose reservations are soonest (EASY's rule that work
+ * ending before the reservation takes the reserved GPUs first, so free GPUs no reservation needs
+ * stay for longer work), ties to the first node and lowest indices. Marks them busy until `end`.
  */
-function startNow(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, end: number): { gangs?: Gang[]; fitsIgnoringReservations: boolean } {
+function startNow(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, end: number, reservedLines?: readonly NodeLine[]): { gangs?: Gang[]; fitsIgnoringReservations: boolean } {
   let fitsIgnoringReservations = false;
+  // With reservations about, the soonest-reserved GPUs that fit win; only nodes holding a
+  // reservation can offer a finite score, so they are looked at first and the rest only in order.
+  if (reservedLines && reservedLines.length > 0) {
+    let best: { line: NodeLine; model: string; chosen: GpuLine[]; score: number } | undefined;
+    for (const line of reservedLines) {
+      const found = usableOn(line, gpus, gpuModel, now, end);
+      if (found.fits) fitsIgnoringReservations = true;
+      if (!found.usable) continue;
+      const chosen = found.usable.sort(tighter).slice(0, gpus);
+      const score = chosen[gpus - 1]!.reservedFrom;
+      if (score < (best?.score ?? Infinity)) best = { line, model: found.model!, chosen, score };
+    }
+    if (best) return take(best.line, best.model, best.chosen, end, gpus);
+  }
   for (const line of lines) {
-    if (line.freeNow < gpus) continue;
-    // Per model: free-now GPUs, and those of them no reservation needs before `end`.
-    const free = new Map<string, number>();
-    const usable = new Map<string, GpuLine[]>();
-    for (const g of line.gpus) {
-      if (g.freeAt > now || (gpuModel !== undefined && g.model !== gpuModel)) continue;
-      free.set(g.model, (free.get(g.model) ?? 0) + 1);
-      if (g.reservedFrom < end) continue;
-      const list = usable.get(g.model);
-      if (list) list.push(g);
-      else usable.set(g.model, [g]);
-    }
-    for (const n of free.values()) if (n >= gpus) fitsIgnoringReservations = true;
-    for (const [model, list] of usable) {
-      if (list.length < gpus) continue;
-      const chosen = list.slice(0, gpus);
-      for (const g of chosen) g.freeAt = end;
-      line.freeNow -= gpus;
-      return { gangs: [{ nodeId: line.nodeId, gpuModel: model, gpuIndices: chosen.map((g) => g.index) }], fitsIgnoringReservations: true };
-    }
+    const found = usableOn(line, gpus, gpuModel, now, end);
+    if (found.fits) fitsIgnoringReservations = true;
+    if (found.usable) return take(line, found.model!, found.usable.slice(0, gpus), end, gpus);
   }
   return { fitsIgnoringReservations };
 }
 
-/** The earliest reservation of `gpus` GPUs of one model on one node; undefined when none can be predicted (only never-ending work). */
+/** On one node, the first model (the requested one) with `gpus` GPUs free now, and those of them no reservation needs before `end`. */
+function usableOn(line: NodeLine, gpus: number, gpuModel: string | undefined, now: number, end: number): { fits: boolean; model?: string; usable?: GpuLine[] } {
+  if (line.freeNow < gpus) return { fits: false };
+  let models: { model: string; free: number; usable: GpuLine[] }[] | undefined;
+  let only: { model: string; free: number; usable: GpuLine[] } | undefined;
+  for (const g of line.gpus) {
+    if (g.freeAt > now || (gpuModel !== undefined && g.model !== gpuModel)) continue;
+    let m = only?.model === g.model ? only : models?.find((x) => x.model === g.model);
+    if (!m) {
+      m = { model: g.model, free: 0, usable: [] };
+      if (!only) only = m;
+      else (models ??= [only]).push(m);
+    }
+    m.free++;
+    if (g.reservedFrom >= end) m.usable.push(g);
+  }
+  let fits = false;
+  for (const m of models ?? (only ? [only] : [])) {
+    if (m.free >= gpus) fits = true;
+    if (m.usable.length >= gpus) return { fits: true, model: m.model, usable: m.usable };
+  }
+  return { fits };
+}
+
+/** Marks `chosen` busy until `end` and makes the gang. */
+function take(line: NodeLine, model: string, chosen: GpuLine[], end: number, gpus: number): { gangs: Gang[]; fitsIgnoringReservations: true } {
+  for (const g of chosen) g.freeAt = end;
+  line.freeNow -= gpus;
+  return { gangs: [{ nodeId: line.nodeId, gpuModel: model, gpuIndices: chosen.map((g) => g.index).sort((a, b) => a - b) }], fitsIgnoringReservations: true };
+}
+
+/**
+ * The earliest reservation of `gpus` GPUs of one model on one node; undefined when none can be
+ * predicted (only never-ending work). On that node it holds the GPUs that become available
+ * latest by its start (busy ones before free ones), so GPUs free now stay free for work beside it.
+ */
 function reserve(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, timeLimitMs: number): Reservation | undefined {
-  let best: { line: NodeLine; model: string; chosen: GpuLine[]; start: number } | undefined;
+  let best: { line: NodeLine; model: string; list: GpuLine[]; start: number } | undefined;
   for (const line of lines) {
     if (line.gpus.length < gpus) continue;
     const byModel = new Map<string, GpuLine[]>();
@@ -229,19 +412,23 @@ function reserve(lines: NodeLine[], gpus: number, gpuModel: string | undefined, 
     }
     for (const [model, list] of byModel) {
       if (list.length < gpus) continue;
-      const sorted = [...list].sort((a, b) => availableAt(a, now) - availableAt(b, now) || a.index - b.index);
-      const chosen = sorted.slice(0, gpus);
-      const start = availableAt(chosen[gpus - 1]!, now);
-      if (start < (best?.start ?? Infinity)) best = { line, model, chosen, start };
+      const times = list.map((g) => availableAt(g, now)).sort((a, b) => a - b);
+      const start = times[gpus - 1]!;
+      if (start < (best?.start ?? Infinity)) best = { line, model, list, start };
     }
   }
   if (!best) return undefined;
-  const end = best.start + timeLimitMs;
-  for (const g of best.chosen) {
-    g.reservedFrom = Math.min(g.reservedFrom, best.start);
+  const start = best.start;
+  const chosen = best.list
+    .filter((g) => availableAt(g, now) <= start)
+    .sort((a, b) => availableAt(b, now) - availableAt(a, now) || a.index - b.index)
+    .slice(0, gpus);
+  const end = start + timeLimitMs;
+  for (const g of chosen) {
+    g.reservedFrom = Math.min(g.reservedFrom, start);
     g.reservedUntil = Math.max(g.reservedUntil, end);
   }
-  return { gpuModel: best.model, parts: [{ nodeId: best.line.nodeId, gpuIndices: best.chosen.map((g) => g.index).sort((a, b) => a - b) }], start: best.start, end };
+  return { gpuModel: best.model, parts: [{ nodeId: best.line.nodeId, gpuIndices: chosen.map((g) => g.index).sort((a, b) => a - b) }], start, end };
 }
 
 /** When a GPU is free of running work and of every reservation made so far. */
@@ -272,36 +459,83 @@ function modelsOf(lines: readonly NodeLine[], gpuModel: string | undefined): str
   return [...seen];
 }
 
+type Picks = { line: NodeLine; chosen: GpuLine[] }[];
+
 /**
  * `gpus` GPUs of `model` over several nodes, from the GPUs `usable` accepts: whole nodes (every GPU
- * of the model on the node usable) in first-fit order while the rest needs at least a whole node,
- * then the remainder on the first other node that has it. Undefined unless all of it is there.
+ * of the model on the node usable) while the rest needs at least a whole node, then the remainder
+ * on the first other node that has it. Whole nodes go in first-fit order, or by `score` ascending
+ * when given (ties: first-fit order). Undefined unless all of it is there.
  */
-function pickWhole(lines: readonly NodeLine[], gpus: number, model: string, usable: (g: GpuLine) => boolean): { line: NodeLine; chosen: GpuLine[] }[] | undefined {
-  const picks: { line: NodeLine; chosen: GpuLine[] }[] = [];
+function pickWhole(lines: readonly NodeLine[], gpus: number, model: string, usable: (g: GpuLine) => boolean, score?: (chosen: GpuLine[]) => number): Picks | undefined {
+  const whole: { line: NodeLine; chosen: GpuLine[]; score: number; order: number }[] = [];
   const others: { line: NodeLine; ok: GpuLine[] }[] = [];
-  let left = gpus;
-  for (const line of lines) {
-    const ofModel = line.gpus.filter((g) => g.model === model);
-    if (ofModel.length === 0) continue;
-    const ok = ofModel.filter(usable);
-    if (ok.length === ofModel.length && left >= ofModel.length) {
-      picks.push({ line, chosen: ok });
-      left -= ok.length;
-      if (left === 0) return picks;
+  let wholeGpus = 0;
+  lines.forEach((line, order) => {
+    let ofModel = 0;
+    const ok: GpuLine[] = [];
+    for (const g of line.gpus) {
+      if (g.model !== model) continue;
+      ofModel++;
+      if (usable(g)) ok.push(g);
+    }
+    if (ofModel === 0) return;
+    if (ok.length === ofModel) {
+      whole.push({ line, chosen: ok, score: score ? score(ok) : 0, order });
+      wholeGpus += ok.length;
     } else others.push({ line, ok });
+  });
+  if (wholeGpus + others.reduce((n, o) => Math.max(n, o.ok.length), 0) < gpus && wholeGpus < gpus) return undefined;
+  if (score) whole.sort((a, b) => a.score - b.score || a.order - b.order);
+  const taken: typeof whole = [];
+  let left = gpus;
+  for (const w of whole) {
+    if (left === 0) break;
+    if (left >= w.chosen.length) {
+      taken.push(w);
+      left -= w.chosen.length;
+    } else others.push({ line: w.line, ok: w.chosen });
   }
+  // Rank order: the whole nodes in first-fit order, the remainder's node last.
+  if (score) taken.sort((a, b) => a.order - b.order);
+  const picks: Picks = taken.map((w) => ({ line: w.line, chosen: w.chosen }));
+  if (left === 0) return picks;
   const last = others.find((o) => o.ok.length >= left);
   if (!last) return undefined;
   picks.push({ line: last.line, chosen: last.ok.slice(0, left) });
   return picks;
 }
 
-/** A job larger than any node: whole nodes free now whose reservations begin no earlier than `end`. Marks them busy until `end`. */
-function startWhole(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, end: number): { gangs?: Gang[]; fitsIgnoringReservations: boolean } {
+/** Would {@link pickWhole} (first-fit order) find the GPUs? The same walk, without building the picks. */
+function canPickWhole(lines: readonly NodeLine[], gpus: number, model: string, usable: (g: GpuLine) => boolean): boolean {
+  let left = gpus;
+  let mostOk = 0;
+  for (const line of lines) {
+    let ofModel = 0;
+    let ok = 0;
+    for (const g of line.gpus) {
+      if (g.model !== model) continue;
+      ofModel++;
+      if (usable(g)) ok++;
+    }
+    if (ofModel === 0) continue;
+    if (ok === ofModel && left >= ok) {
+      left -= ok;
+      if (left === 0) return true;
+    } else if (ok > mostOk) mostOk = ok;
+  }
+  return mostOk >= left;
+}
+
+/**
+ * A job larger than any node: whole nodes free now whose reservations begin no earlier than `end`
+ * (with reservations about, the soonest-reserved first, as in {@link startNow}). Marks them busy until `end`.
+ */
+function startWhole(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, end: number, tight: boolean): { gangs?: Gang[]; fitsIgnoringReservations: boolean } {
   let fitsIgnoringReservations = false;
+  const soonest = (chosen: GpuLine[]) => chosen.reduce((m, g) => Math.min(m, g.reservedFrom), Infinity);
   for (const model of modelsOf(lines, gpuModel)) {
-    const picks = pickWhole(lines, gpus, model, (g) => g.freeAt <= now && g.reservedFrom >= end);
+    const picks = pickWhole(lines, gpus, model, (g) => g.freeAt <= now && g.reservedFrom >= end, tight ? soonest : undefined);
     if (!picks) {
       if (pickWhole(lines, gpus, model, (g) => g.freeAt <= now)) fitsIgnoringReservations = true;
       continue;
@@ -310,7 +544,7 @@ function startWhole(lines: NodeLine[], gpus: number, gpuModel: string | undefine
       for (const g of chosen) g.freeAt = end;
       line.freeNow -= chosen.length;
     }
-    return { gangs: picks.map(({ line, chosen }) => ({ nodeId: line.nodeId, gpuModel: model, gpuIndices: chosen.map((g) => g.index) })), fitsIgnoringReservations: true };
+    return { gangs: picks.map(({ line, chosen }) => ({ nodeId: line.nodeId, gpuModel: model, gpuIndices: chosen.map((g) => g.index).sort((a, b) => a - b) })), fitsIgnoringReservations: true };
   }
   return { fitsIgnoringReservations };
 }
@@ -319,24 +553,32 @@ function startWhole(lines: NodeLine[], gpus: number, gpuModel: string | undefine
  * The earliest reservation of whole nodes for a job larger than any node: the first instant at
  * which {@link pickWhole} finds the job's GPUs free of running work and earlier reservations
  * (binary search over the instants GPUs become available; more time never makes fewer free).
+ * At that instant it holds the nodes that become available latest, as {@link reserve} does.
  */
 function reserveWhole(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, timeLimitMs: number): Reservation | undefined {
-  let best: { model: string; start: number; picks: { line: NodeLine; chosen: GpuLine[] }[] } | undefined;
+  let best: { model: string; start: number; picks: Picks } | undefined;
   for (const model of modelsOf(lines, gpuModel)) {
-    const times = [...new Set(lines.flatMap((l) => l.gpus.filter((g) => g.model === model).map((g) => availableAt(g, now))))].filter(Number.isFinite).sort((a, b) => a - b);
+    const all: number[] = [];
+    for (const l of lines) for (const g of l.gpus) if (g.model === model) all.push(availableAt(g, now));
+    const times = Float64Array.from(all).sort();
     let lo = 0;
     let hi = times.length - 1;
-    let found: { start: number; picks: { line: NodeLine; chosen: GpuLine[] }[] } | undefined;
+    while (hi >= 0 && !Number.isFinite(times[hi]!)) hi--;
+    let found: { start: number } | undefined;
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
       const at = times[mid]!;
-      const picks = pickWhole(lines, gpus, model, (g) => availableAt(g, now) <= at);
-      if (picks) {
-        found = { start: at, picks };
+      if (canPickWhole(lines, gpus, model, (g) => availableAt(g, now) <= at)) {
+        found = { start: at };
         hi = mid - 1;
       } else lo = mid + 1;
     }
-    if (found && found.start < (best?.start ?? Infinity)) best = { model, ...found };
+    if (found && found.start < (best?.start ?? Infinity)) {
+      const at = found.start;
+      const usable = (g: GpuLine) => availableAt(g, now) <= at;
+      const picks = pickWhole(lines, gpus, model, usable, (chosen) => -chosen.reduce((m, g) => Math.max(m, availableAt(g, now)), -Infinity)) ?? pickWhole(lines, gpus, model, usable);
+      if (picks) best = { model, start: at, picks };
+    }
   }
   if (!best) return undefined;
   const end = best.start + timeLimitMs;

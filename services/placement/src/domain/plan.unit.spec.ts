@@ -1,3 +1,4 @@
+import type { PlanOptions } from './plan.js';
 import type { EventData } from '#contracts';
 import { decide } from './decide.js';
 import { evolve, type PlacementEvent } from './evolve.js';
@@ -6,6 +7,13 @@ import { plan } from './plan.js';
 import { firstFit, type PlacementPolicy } from './policy.js';
 import { queueView } from './queue-view.js';
 import { initialState, type PlacementState } from './state.js';
+
+/**
+ * The mechanism under test (reservations, backfill, gangs) with the ranking these cases were
+ * written for: multifactor priority with a size factor and eight reservations. The default ranks
+ * by predicted run time with one reservation (decision 0020); the mechanism is the same.
+ */
+const SIZED: PlanOptions = { weights: { age: 1000, ageCapMs: 7 * 24 * 3_600_000, fairShare: 10_000, size: 500, sizeFullGpus: 8 }, reservationDepth: 8, reservationAfterMs: 0 };
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -29,7 +37,7 @@ describe('plan: backfill with reservations', () => {
       .apply(submitted('short', 1, 30 * MIN), ev.staged('short'));
 
   it('given a blocked top job, when a lower job would run into its reservation, then only the one that ends before it starts', () => {
-    const p = plan(history().state, T0 + 10 * MIN);
+    const p = plan(history().state, T0 + 10 * MIN, SIZED);
     const byId = new Map(p.jobs.map((j) => [j.job.jobId, j]));
     expect(byId.get('big')).toMatchObject({ rank: 1, reason: 'Resources', expectedStart: T0 + HOUR, reservation: { parts: [{ nodeId: 'n1', gpuIndices: [0, 1, 2, 3] }], start: T0 + HOUR, end: T0 + 3 * HOUR } });
     expect(byId.get('long')).toMatchObject({ reason: 'Reservation' });
@@ -40,7 +48,7 @@ describe('plan: backfill with reservations', () => {
 
   it('lets a lower job use GPUs the reservation does not need, whatever its length', () => {
     const h = history().apply(ev.node('n2', 2));
-    const p = plan(h.state, T0 + 10 * MIN);
+    const p = plan(h.state, T0 + 10 * MIN, SIZED);
     // long (older) on n2, which the reservation does not need; short still fits before it on n1.
     expect(p.starts.map((s) => [s.job.jobId, s.gangs[0]!.nodeId, s.gangs[0]!.gpuIndices])).toEqual([
       ['long', 'n2', [0]],
@@ -49,7 +57,7 @@ describe('plan: backfill with reservations', () => {
   });
 
   it('with backfill off, nothing starts once a higher job waits', () => {
-    const p = plan(history().state, T0 + 10 * MIN, { backfill: false });
+    const p = plan(history().state, T0 + 10 * MIN, { ...SIZED, backfill: false });
     expect(p.starts).toEqual([]);
     expect(p.jobs.map((j) => [j.job.jobId, j.reason])).toEqual([
       ['big', 'Resources'],
@@ -61,7 +69,7 @@ describe('plan: backfill with reservations', () => {
   it('gives reservations to the first reservationDepth blocked jobs only; the others wait for Priority', () => {
     const h = history();
     for (let i = 0; i < 3; i++) h.apply(submitted(`b${i}`, 4, HOUR), ev.staged(`b${i}`));
-    const p = plan(h.state, T0 + 10 * MIN, { reservationDepth: 2 });
+    const p = plan(h.state, T0 + 10 * MIN, { ...SIZED, reservationDepth: 2 });
     expect(p.jobs.filter((j) => j.reservation).map((j) => [j.job.jobId, j.expectedStart])).toEqual([
       ['big', T0 + HOUR],
       ['b0', T0 + 3 * HOUR],
@@ -71,13 +79,13 @@ describe('plan: backfill with reservations', () => {
 
   it('predicts no start behind work that never ends (an attempt of an unknown job)', () => {
     const h = given(ev.node('n1', 2), ev.placed('ghost', 1, 'n1', [0]), submitted('j', 2, HOUR), ev.staged('j'));
-    expect(plan(h.state, T0).jobs[0]).toMatchObject({ reason: 'Resources' });
-    expect(plan(h.state, T0).jobs[0]!.expectedStart).toBeUndefined();
+    expect(plan(h.state, T0, SIZED).jobs[0]).toMatchObject({ reason: 'Resources' });
+    expect(plan(h.state, T0, SIZED).jobs[0]!.expectedStart).toBeUndefined();
   });
 
   it('decide places exactly the plan\'s starts (the service uses decide)', () => {
     const h = history();
-    const placed = decide(h.state, new Date(T0 + 10 * MIN)).filter((d) => d.type === 'JobPlaced');
+    const placed = decide(h.state, new Date(T0 + 10 * MIN), { plan: SIZED }).filter((d) => d.type === 'JobPlaced');
     expect(placed.map((d) => [d.data.jobId, d.data.gpuIndices])).toEqual([['short', [3]]]);
   });
 });
@@ -141,10 +149,10 @@ function simulate(policy: PlacementPolicy | undefined): Outcome {
       apply({ type: 'JobFinished', data: { jobId: r.id, attemptId: `${r.id}-a1`, nodeId: r.nodeId, outcome: 'completed', exitCode: 0, signal: null, finishedAt: new Date(now).toISOString() } });
       apply({ type: 'ComputeReleased', data: { jobId: r.id, attemptId: `${r.id}-a1`, nodeId: r.nodeId, gpuIndices: r.gpuIndices, releasedAt: new Date(now).toISOString() } });
     }
-    const p = plan(state, now);
+    const p = plan(state, now, SIZED);
     for (const j of p.jobs) if (j.reservation && j.job.request.gpus === 8 && !out.firstReservation.has(j.job.jobId)) out.firstReservation.set(j.job.jobId, j.reservation.start);
     const bigWaiting = p.jobs.some((j) => j.job.request.gpus === 8 && j.reservation);
-    for (const d of decide(state, new Date(now), policy ? { policy } : {})) {
+    for (const d of decide(state, new Date(now), policy ? { policy } : { plan: SIZED })) {
       apply(d);
       if (d.type !== 'JobPlaced') continue;
       const j = byId.get(d.data.jobId)!;
@@ -182,7 +190,7 @@ describe('queueView with a plan', () => {
   it('shows the plan\'s reason, rank and expected start for placeable jobs, and keeps the other codes', () => {
     const h = given(ev.node('n1', 4), submitted('run', 4, HOUR), ev.placed('run', 1, 'n1', [0, 1, 2, 3]), heldAt('run', 'n1', [0, 1, 2, 3], T0))
       .apply(submitted('big', 4, HOUR), ev.staged('big'), submitted('wait', 1, HOUR), submitted('gone', 1, HOUR), ev.staged('gone'), ev.cancelRequested('gone'));
-    const p = plan(h.state, T0 + MIN, { reservationDepth: 1 });
+    const p = plan(h.state, T0 + MIN, { ...SIZED, reservationDepth: 1 });
     const view = queueView(h.state, p).pending.map((v) => [v.job.jobId, v.reason, v.rank, v.expectedStart]);
     expect(view).toEqual([
       ['big', 'Resources', 1, T0 + HOUR],
@@ -196,7 +204,7 @@ describe('queueView with a plan', () => {
 describe('plan: jobs larger than a node (multi-node gangs)', () => {
   it('given enough whole free nodes, when a job is larger than any node, then it starts over whole nodes with the remainder on one more', () => {
     const h = given(ev.node('a', 4), ev.node('b', 4), ev.node('c', 4), submitted('wide', 10, HOUR), ev.staged('wide'));
-    const p = plan(h.state, T0);
+    const p = plan(h.state, T0, SIZED);
     expect(p.starts.map((s) => s.gangs.map((g) => [g.nodeId, g.gpuIndices]))).toEqual([
       [
         ['a', [0, 1, 2, 3]],
@@ -211,7 +219,7 @@ describe('plan: jobs larger than a node (multi-node gangs)', () => {
       .apply(submitted('wide', 8, HOUR), ev.staged('wide'))
       .apply(submitted('small', 1, 30 * MIN), ev.staged('small'))
       .apply(submitted('long', 2, 3 * HOUR), ev.staged('long'));
-    const p = plan(h.state, T0 + 10 * MIN);
+    const p = plan(h.state, T0 + 10 * MIN, SIZED);
     const byId = new Map(p.jobs.map((j) => [j.job.jobId, j]));
     expect(byId.get('wide')).toMatchObject({
       rank: 1,
@@ -227,7 +235,7 @@ describe('plan: jobs larger than a node (multi-node gangs)', () => {
 
   it('decide names every node of the gang in JobPlaced, rank 0 first, and evolve holds them all until each is released', () => {
     const h = given(ev.node('a', 2), ev.node('b', 2), submitted('wide', 4, HOUR), ev.staged('wide'));
-    const [placed] = decide(h.state, new Date(T0));
+    const [placed] = decide(h.state, new Date(T0), { plan: SIZED });
     expect(placed).toMatchObject({ type: 'JobPlaced', data: { nodeId: 'a', gpuIndices: [0, 1], nodes: [{ nodeId: 'a', gpuIndices: [0, 1] }, { nodeId: 'b', gpuIndices: [0, 1] }] } });
     h.apply(placed!);
     expect([...h.state.nodes.values()].map((n) => n.busy.size)).toEqual([2, 2]);
@@ -247,12 +255,12 @@ describe('plan: jobs larger than a node (multi-node gangs)', () => {
 
   it('a lost node ends the whole gang node_lost and the job is requeued', () => {
     const h = given(ev.node('a', 2), ev.node('b', 2), submitted('wide', 4, HOUR), ev.staged('wide'));
-    const [placed] = decide(h.state, new Date(T0));
+    const [placed] = decide(h.state, new Date(T0), { plan: SIZED });
     h.apply(placed!);
     const attemptId = (placed!.data as { attemptId: string }).attemptId;
     h.apply({ type: 'NodeLost', data: { nodeId: 'b', reason: 'heartbeat_timeout', lastSeenAt: new Date(T0).toISOString(), detectedAt: new Date(T0 + 60_000).toISOString(), affectedAttempts: [{ jobId: 'wide', attemptId }] } });
     expect(h.state.jobs.get('wide')!.phase).toBe('lost');
-    expect(decide(h.state, new Date(T0 + 61_000)).map((d) => d.type)).toEqual(['JobRequeued']);
+    expect(decide(h.state, new Date(T0 + 61_000), { plan: SIZED }).map((d) => d.type)).toEqual(['JobRequeued']);
   });
 });
 
@@ -262,7 +270,7 @@ describe('plan: deadlines', () => {
     const h = given(ev.node('n1', 1), submitted('run', 1, 2 * HOUR), ev.placed('run', 1, 'n1', [0]), heldAt('run', 'n1', [0], T0))
       .apply(withDeadline(submitted('late', 1, HOUR), T0 + 2 * HOUR), ev.staged('late'))
       .apply(withDeadline(submitted('fine', 1, HOUR), T0 + 5 * HOUR), ev.staged('fine'));
-    const p = plan(h.state, T0 + MIN, { reservationDepth: 8 });
+    const p = plan(h.state, T0 + MIN, { ...SIZED, reservationDepth: 8 });
     const byId = new Map(p.jobs.map((j) => [j.job.jobId, j]));
     // `late` could start at T0+2h at the earliest, after `run`, and needs 1h: past its deadline.
     expect(byId.get('late')).toMatchObject({ reason: 'DeadlineUnreachable', expectedStart: T0 + 2 * HOUR });

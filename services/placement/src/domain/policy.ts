@@ -26,11 +26,14 @@ export type PlacementPolicy = (candidates: readonly JobRecord[], capacity: PassC
  * delay none.
  */
 export function backfill(options: PlanOptions = {}): PlacementPolicy {
-  return (candidates, capacity, now, state) =>
-    plan(state, now, options, candidates).starts.map(({ job, gangs }) => {
+  const passOptions: PlanOptions = { ...options, startsOnly: true };
+  return (candidates, capacity, now, state) => {
+    if (capacity.totalFree === 0) return [];
+    return plan(state, now, passOptions, candidates).starts.map(({ job, gangs }) => {
       capacity.takeAll(gangs);
       return { job, gangs };
     });
+  };
 }
 
 /** The default policy: {@link backfill} with default options. */

@@ -11,7 +11,7 @@
  * - **size**: GPUs over `sizeFullGpus`, capped at 1 (large jobs gain a little, as in Slurm, to
  *   offset backfill which favours small ones).
  */
-import { teamUsageAt, type JobRecord, type PlacementState } from './state.js';
+import { predictedRunOf, submittedMsOf, teamUsageAt, type JobRecord, type PlacementState } from './state.js';
 
 /** Weights and scales of the priority factors. */
 export interface PriorityWeights {
@@ -25,15 +25,24 @@ export interface PriorityWeights {
   size: number;
   /** GPUs at which the size factor reaches 1. Default 8 (a whole common node). */
   sizeFullGpus: number;
+  /** Weight of the run-time factor (shorter predicted runs first). Absent: 0. */
+  runTime?: number;
+  /** Predicted run time at which the run-time factor reaches 0 (log scale from 10 s). Default 7 days. */
+  runTimeScaleMs?: number;
 }
+
+/** Default of {@link PriorityWeights.runTimeScaleMs}: 7 days. */
+export const DEFAULT_RUN_TIME_SCALE_MS = 7 * 24 * 3_600_000;
 
 /** The documented defaults of {@link PriorityWeights}. */
 export const DEFAULT_PRIORITY_WEIGHTS: Readonly<PriorityWeights> = Object.freeze({
   age: 1000,
-  ageCapMs: 7 * 24 * 3_600_000,
+  ageCapMs: 30 * 24 * 3_600_000,
   fairShare: 10_000,
-  size: 500,
+  size: 0,
   sizeFullGpus: 8,
+  runTime: 1000,
+  runTimeScaleMs: 7 * 24 * 3_600_000,
 });
 
 /** The factors of one job's priority, each in [0, 1], and the weighted sum. */
@@ -41,7 +50,22 @@ export interface PriorityBreakdown {
   age: number;
   fairShare: number;
   size: number;
+  runTime: number;
   priority: number;
+}
+
+/** Predicted run time at which the run-time factor is 1: the bounded slowdown's τ (10 s). */
+export const RUN_TIME_FLOOR_MS = 10_000;
+
+/**
+ * The run-time factor of a job predicted to run `runMs`: 1 up to 10 s, falling with the log of the
+ * run time to 0 at `scaleMs`. Log scale: halving a run gains the same at every length, as
+ * slowdown does (a job twice as short suffers a wait twice as much).
+ */
+export function runTimeFactor(runMs: number, scaleMs: number): number {
+  if (runMs <= RUN_TIME_FLOOR_MS) return 1;
+  if (runMs >= scaleMs) return 0;
+  return 1 - Math.log(runMs / RUN_TIME_FLOOR_MS) / Math.log(scaleMs / RUN_TIME_FLOOR_MS);
 }
 
 /**
@@ -82,10 +106,11 @@ export class PriorityContext {
   /** The factors and priority of `job`. */
   breakdown(job: JobRecord): PriorityBreakdown {
     const w = this.weights;
-    const age = Math.min(1, Math.max(0, this.now - Date.parse(job.submittedAt)) / w.ageCapMs);
+    const age = Math.min(1, Math.max(0, this.now - submittedMsOf(job)) / w.ageCapMs);
     const fairShare = this.fairShare(job.team);
     const size = Math.min(1, job.request.gpus / w.sizeFullGpus);
-    return { age, fairShare, size, priority: w.age * age + w.fairShare * fairShare + w.size * size };
+    const runTime = w.runTime ? runTimeFactor(predictedRunOf(job), w.runTimeScaleMs ?? DEFAULT_RUN_TIME_SCALE_MS) : 0;
+    return { age, fairShare, size, runTime, priority: w.age * age + w.fairShare * fairShare + w.size * size + (w.runTime ?? 0) * runTime };
   }
 
   /** The priority of `job`: higher runs first. */

@@ -4,7 +4,7 @@ import { initialState, teamUsageAt } from './state.js';
 import { evolve } from './evolve.js';
 
 const HOUR = 3_600_000;
-const onlyAge = { ...DEFAULT_PRIORITY_WEIGHTS, fairShare: 0, size: 0 };
+const onlyAge = { ...DEFAULT_PRIORITY_WEIGHTS, fairShare: 0, size: 0, runTime: 0 };
 
 describe('priorityOf', () => {
   it('given two equal jobs, when one is older, then it ranks higher, and age stops counting at the cap', () => {
@@ -55,7 +55,8 @@ describe('priorityOf', () => {
 
   it('given equal age and share, when one job is larger, then it ranks higher (size factor, capped)', () => {
     const h = given(ev.submitted('small', 1), ev.submitted('big', 8), ev.submitted('huge', 16));
-    const [small, big, huge] = ['small', 'big', 'huge'].map((id) => priorityOf(h.state.jobs.get(id)!, h.state, T0, DEFAULT_PRIORITY_WEIGHTS));
+    // The default gives size no weight (decision 0020); the factor still works when weighted.
+    const [small, big, huge] = ['small', 'big', 'huge'].map((id) => priorityOf(h.state.jobs.get(id)!, h.state, T0, { ...DEFAULT_PRIORITY_WEIGHTS, size: 500 }));
     expect(big! - small!).toBeCloseTo(500 * (7 / 8));
     expect(huge).toBe(big);
   });

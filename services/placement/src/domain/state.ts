@@ -97,6 +97,8 @@ export interface AttemptRecord {
   finishedAt?: string;
   /** From ComputeReleased: the GPUs are free again. */
   released?: boolean;
+  /** From JobPlaced: the start quoted before it (epoch ms) and when. */
+  quote?: { expectedStart: number; quotedAt: number };
 }
 
 /** Why a job left placement's hands. */
@@ -109,7 +111,14 @@ export interface JobRecord {
   /** Store position of JobSubmitted: the queue order. */
   submitPosition: bigint;
   submittedAt: string;
+  /** Cache of `submittedAt` as epoch ms and the text it was parsed from (see {@link submittedMsOf}). */
+  submittedMs?: number;
+  submittedMsOf?: string;
   request: GpuRequest;
+  /** What identifies its work for run-time predictions (`predict.ts`); absent: no history is kept. */
+  workKey?: string;
+  /** Its predicted run time in ms (`predict.ts`), made when it was submitted; ≤ its time limit. Absent: the time limit. */
+  predictedRunMs?: number;
   phase: JobPhase;
   staged: boolean;
   cancelRequested: boolean;
@@ -127,6 +136,8 @@ export interface JobRecord {
   needsContainer?: boolean;
   /** Why a job in phase `lost` goes back to the queue. */
   requeueReason?: 'node_lost' | 'retry';
+  /** The first start placement quoted for it (epoch ms) and when; written into its JobPlaced (`quotes.ts`). */
+  quote?: { expectedStart: number; quotedAt: number };
 }
 
 /** Fair-share usage of one team: GPU-ms of its ended attempts, decayed to `asOf` (epoch ms). */
@@ -149,6 +160,8 @@ export interface LiveAttempt {
   heldAt?: number;
   /** The job's time limit; undefined when the job is unknown: its end cannot be predicted. */
   timeLimitMs?: number;
+  /** The job's predicted run time (≤ its time limit); the plan expects it to end then, and at its limit once it outlives it. */
+  predictedRunMs?: number;
   /** JobFinished applied: its usage is folded, its GPUs wait only for the release. */
   finished: boolean;
 }
@@ -172,6 +185,10 @@ export interface PlacementState {
   live: Map<string, LiveAttempt>;
   /** Half-life of fair-share usage, ms. */
   usageHalfLifeMs: number;
+  /** History key → the last run times (ms) of similar jobs, for predictions (`predict.ts`). */
+  runHistory: Map<string, number[]>;
+  /** Registered nodes in first-fit order, cached until a registration or a loss changes them. */
+  registeredCache?: NodeRecord[];
 }
 
 export interface StateOptions {
@@ -190,6 +207,7 @@ export function initialState(options: StateOptions = {}): PlacementState {
     usage: new Map(),
     live: new Map(),
     usageHalfLifeMs: options.usageHalfLifeMs ?? DEFAULT_USAGE_HALF_LIFE_MS,
+    runHistory: new Map(),
   };
 }
 
@@ -216,6 +234,18 @@ export function isBusy(state: PlacementState, nodeId: string, index: number): bo
   return state.nodes.get(nodeId)?.busy.has(index) ?? false;
 }
 
+/** `job.submittedAt` as epoch ms, parsed once (priority reads it for every job in every pass). */
+export function submittedMsOf(job: JobRecord): number {
+  if (job.submittedMsOf !== job.submittedAt || job.submittedMs === undefined) {
+    job.submittedMs = Date.parse(job.submittedAt);
+    job.submittedMsOf = job.submittedAt;
+  }
+  return job.submittedMs;
+}
+
+/** The job's predicted run time: its prediction, else its time limit. */
+export const predictedRunOf = (job: JobRecord): number => job.predictedRunMs ?? job.request.timeLimitMs;
+
 /** The attempt that currently represents the job (the latest one), if any. */
 export function currentAttempt(job: JobRecord): AttemptRecord | undefined {
   return job.attempts[job.attempts.length - 1];
@@ -223,5 +253,13 @@ export function currentAttempt(job: JobRecord): AttemptRecord | undefined {
 
 /** Registered nodes in first-fit order. */
 export function registeredNodes(state: PlacementState): NodeRecord[] {
-  return [...state.nodes.values()].filter((n) => n.registered).sort((a, b) => a.order - b.order);
+  return registeredView(state).slice();
+}
+
+/**
+ * Registered nodes in first-fit order, shared: the same array until a registration or a loss
+ * changes the set (evolve drops it then), so per-pass work can be cached against it. Never modify it.
+ */
+export function registeredView(state: PlacementState): readonly NodeRecord[] {
+  return (state.registeredCache ??= [...state.nodes.values()].filter((n) => n.registered).sort((a, b) => a.order - b.order));
 }

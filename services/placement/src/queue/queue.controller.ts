@@ -2,8 +2,11 @@ import { querySubject, type Capacity, type CapacityReply, type Estimate, type Es
 import { CLOCK, type Clock } from '#service-kit';
 import { Controller, Inject } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { estimate, forecast, plan, queueView } from '../domain/index.js';
+import { estimate, forecast, noteQuotes, plan, quoteAccuracy, queueView } from '../domain/index.js';
 import { SchedulerService } from '../scheduler/scheduler.service.js';
+
+/** Reservations computed for `gpunet status` at most (the first waiting jobs get a date). */
+const STATUS_DEPTH = 100;
 
 /** Answers `gpunet.qry.placement.GetQueue` (for `gpunet status`) and `Estimate` (for `gpunet estimate`) from the live state. */
 @Controller()
@@ -16,8 +19,14 @@ export class QueueController {
   @MessagePattern(querySubject('placement', 'GetQueue'))
   getQueue(@Payload() query: GetQueue): GetQueueReply {
     const now = this.clock.now();
-    // The live plan gives placeable jobs their reason, rank and expected start.
-    const view = queueView(this.scheduler.state, plan(this.scheduler.state, now, this.scheduler.planOptions));
+    // The live plan gives placeable jobs their reason, rank and expected start. Deeper than the
+    // scheduler's own reservations so that more than the first waiting jobs get a date, as an
+    // estimate does: conservative (each holds a reservation), never optimistic.
+    const shown = this.scheduler.state.queue.length;
+    const p = plan(this.scheduler.state, now, { ...this.scheduler.planOptions, reservationDepth: Math.max(this.scheduler.planOptions.reservationDepth ?? 1, Math.min(shown, STATUS_DEPTH)), reservationAfterMs: 0 });
+    // A start shown is a quote: the first one of each job is kept and written into its JobPlaced.
+    noteQuotes(this.scheduler.state, p);
+    const view = queueView(this.scheduler.state, p);
     const pending = view.pending
       .filter((p) => (query.team === undefined || p.job.team === query.team) && (query.jobId === undefined || p.job.jobId === query.jobId))
       .slice(0, query.limit)
@@ -71,6 +80,12 @@ export class QueueController {
     const now = this.clock.now();
     const f = forecast(this.scheduler.state, now, { ...this.scheduler.planOptions, hours: query.hours });
     const list = (r: Record<string, number>) => Object.entries(r).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([gpuModel, gpus]) => ({ gpuModel, gpus }));
-    return { totals: list(f.totals), hours: f.hours.map((h) => ({ start: new Date(h.start).toISOString(), free: list(h.free) })), at: now.toISOString() };
+    const q = quoteAccuracy(this.scheduler.state, now.getTime());
+    return {
+      totals: list(f.totals),
+      hours: f.hours.map((h) => ({ start: new Date(h.start).toISOString(), free: list(h.free) })),
+      at: now.toISOString(),
+      quotes: { ...q, since: new Date(q.since).toISOString() },
+    };
   }
 }

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import {
   deadlinePassed,
   decide,
+  predictionsOutlived,
   evolve,
   initialState,
   isPlacementEventType,
@@ -56,6 +57,8 @@ export class SchedulerService implements OnModuleInit {
   /** Correlation id of each job's JobSubmitted, so placement's events join the job's trail. */
   private readonly correlations = new Map<string, string>();
   private tail: Promise<unknown> = Promise.resolve();
+  /** Clock (epoch ms) of the last pass: a prediction outlived since then calls for another. */
+  private lastPassAt = 0;
   private readonly log: Logger;
 
   constructor(
@@ -119,7 +122,9 @@ export class SchedulerService implements OnModuleInit {
       const lost = detectLostNodes(this.state, now, { leaseMs: this.config.GPUNET_NODE_LEASE_MS });
       for (const d of lost) await this.recordNodeLost(d);
       // A deadline passes without any event: the same tick runs the pass that withdraws the job.
-      if (lost.length > 0 || this.state.queue.some((j) => deadlinePassed(j, now.getTime()))) await this.pass(undefined);
+      // So does a running job outliving its prediction: the plan now expects it to run to its limit.
+      const outlived = predictionsOutlived(this.state, this.lastPassAt, now.getTime());
+      if (lost.length > 0 || outlived || this.state.queue.some((j) => deadlinePassed(j, now.getTime()))) await this.pass(undefined);
       return lost.map((d) => d.data.nodeId);
     });
   }
@@ -183,7 +188,9 @@ export class SchedulerService implements OnModuleInit {
   /** Decides and records until nothing is left to decide (normally one pass). */
   private async pass(cause: BusEvent | undefined, log: Logger = this.log): Promise<void> {
     for (let n = 0; n < MAX_PASSES; n++) {
-      const decisions = decide(this.state, this.clock.now(), { plan: this.planOptions });
+      const now = this.clock.now();
+      this.lastPassAt = now.getTime();
+      const decisions = decide(this.state, now, { plan: this.planOptions });
       if (decisions.length === 0) return;
       for (const d of decisions) {
         if (!(await this.record(d, cause, log))) break; // caught up after a conflict: decide again

@@ -16,7 +16,7 @@ export interface TraceOptions {
 }
 
 /** Mulberry32: small, fast, and the same on every platform (no Math.random). */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

@@ -12,7 +12,7 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { POLICY_NAMES } from './policies.js';
-import { ClusterSizeUnknownError, simulate } from './simulate.js';
+import { ClusterSizeUnknownError, simulate, type SimulateOptions } from './simulate.js';
 import { SwfParseError } from './swf.js';
 
 const PositiveInt = z.number().int().min(1);
@@ -25,6 +25,20 @@ const Request = z.object({
       gpusPerNode: PositiveInt.optional(),
       policy: z.enum(POLICY_NAMES).optional(),
       backfill: z.boolean().optional(),
+      reservationDepth: z.number().int().min(0).max(10_000).optional(),
+      predictions: z.boolean().optional(),
+      weights: z
+        .object({
+          age: z.number().min(0).optional(),
+          ageCapMs: PositiveInt.optional(),
+          fairShare: z.number().min(0).optional(),
+          size: z.number().min(0).optional(),
+          sizeFullGpus: PositiveInt.optional(),
+          runTime: z.number().min(0).optional(),
+          runTimeScaleMs: PositiveInt.optional(),
+        })
+        .strict()
+        .optional(),
     })
     .strict()
     .default({}),
@@ -55,7 +69,7 @@ async function run(argv: readonly string[]): Promise<{ doc: unknown; exit: numbe
     return usage({ code: 'trace_unreadable', message: `cannot read the trace ${parsed.data.trace}`, issues: [{ path: '--trace', message: (err as Error).message, fix: 'give the path of an SWF file' }] });
   }
   try {
-    return { doc: { report: simulate(text, parsed.data.options) }, exit: 0 };
+    return { doc: { report: simulate(text, parsed.data.options as SimulateOptions, () => performance.now()) }, exit: 0 };
   } catch (err) {
     if (err instanceof SwfParseError) return usage({ code: err.code, message: err.message, issues: err.issues.map((i) => ({ ...i })) });
     if (err instanceof ClusterSizeUnknownError) return usage({ code: 'cluster_size_unknown', message: err.message, issues: [{ path: '--nodes', message: 'required for this trace', fix: 'add --nodes N (and --gpus-per-node G)' }] });

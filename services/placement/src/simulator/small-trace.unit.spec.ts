@@ -13,7 +13,7 @@ describe('examples/traces/small.swf', () => {
   });
 
   it.each(POLICY_NAMES)('replays under %s with sane metrics, the same twice', (policy) => {
-    const report = simulate(text, { policy });
+    const report = simulate(text, { policy, gpusPerNode: 8 });
     const m = report.metrics;
     expect(report.cluster).toEqual({ nodes: 8, gpusPerNode: 8, totalGpus: 64 });
     expect(m.jobs).toBe(300);
@@ -27,12 +27,12 @@ describe('examples/traces/small.swf', () => {
     expect(m.maxWaitLargest10PctMs).toBeGreaterThan(0);
     // The span covers at least the submissions (last at 28 180 s) and never less than the busy time.
     expect(m.spanMs).toBeGreaterThanOrEqual(28_180_000 - 232_000);
-    expect(simulate(text, { policy })).toEqual(report);
+    expect(simulate(text, { policy, gpusPerNode: 8 })).toEqual(report);
   });
 
   it('strict fcfs makes small jobs wait longer than the default, which lets them pass', () => {
-    const fcfs = simulate(text, { policy: 'fcfs' }).metrics;
-    const dflt = simulate(text, { policy: 'default' }).metrics;
+    const fcfs = simulate(text, { policy: 'fcfs', backfill: false, gpusPerNode: 8 }).metrics;
+    const dflt = simulate(text, { policy: 'default', gpusPerNode: 8 }).metrics;
     expect(fcfs.p95WaitSmallHalfMs).toBeGreaterThan(dflt.p95WaitSmallHalfMs);
     expect(fcfs.averageWaitMs).toBeGreaterThan(dflt.averageWaitMs);
   });

@@ -29,17 +29,17 @@ describe('parseSwf', () => {
 describe('toWorkload', () => {
   const jobsOf = (lines: string[], procsPerGpu?: number) => toWorkload(parseSwf(lines.join('\n')).jobs, procsPerGpu === undefined ? {} : { procsPerGpu });
 
-  it('maps processors to GPUs rounding up, at least 1; requested processors before allocated', () => {
+  it('maps processors to GPUs rounding up, at least 1; the larger of requested and allocated', () => {
     const { jobs } = jobsOf([swfLine({ job: 1, submit: 0, run: 1, procs: 9 }), swfLine({ job: 2, submit: 0, run: 1, procs: 1 }), swfLine({ job: 3, submit: 0, run: 1, procs: -1, alloc: 4 }), swfLine({ job: 4, submit: 0, run: 1, procs: 8, alloc: 16 })], 4);
-    expect(jobs.map((j) => j.gpus)).toEqual([3, 1, 1, 2]);
+    expect(jobs.map((j) => j.gpus)).toEqual([3, 1, 1, 4]);
   });
 
-  it('takes the time limit from the requested time, else the run time; a longer run is cut at the limit (timeout)', () => {
+  it('takes the time limit from the requested time, else the run time; a longer run raises it (the machine let it run)', () => {
     const { jobs } = jobsOf([swfLine({ job: 1, submit: 0, run: 100, procs: 1, req: 300 }), swfLine({ job: 2, submit: 0, run: 100, procs: 1 }), swfLine({ job: 3, submit: 0, run: 200, procs: 1, req: 150 })]);
     expect(jobs.map((j) => [j.timeLimitMs, j.runMs, j.timedOut])).toEqual([
       [300_000, 100_000, false],
       [100_000, 100_000, false],
-      [150_000, 150_000, true],
+      [200_000, 200_000, false],
     ]);
   });
 
@@ -52,13 +52,14 @@ describe('toWorkload', () => {
     ]);
   });
 
-  it('skips jobs with an unknown run time or processor count and says which line', () => {
+  it('replays an unknown run time as 10 s, skips an unknown processor count and says which line', () => {
     const w = jobsOf([swfLine({ job: 1, submit: 0, run: -1, procs: 1 }), swfLine({ job: 2, submit: 0, run: 5, procs: -1, alloc: -1 }), swfLine({ job: 3, submit: 0, run: 5, procs: 1 })]);
-    expect(w.jobs.map((j) => j.jobId)).toEqual(['swf-3']);
-    expect(w.skipped).toEqual([
-      { line: 1, reason: 'run time unknown' },
-      { line: 2, reason: 'processors unknown' },
+    expect(w.jobs.map((j) => [j.jobId, j.runMs])).toEqual([
+      ['swf-1', 10_000],
+      ['swf-3', 5_000],
     ]);
+    expect(w.unknownRunTime).toBe(1);
+    expect(w.skipped).toEqual([{ line: 2, reason: 'processors unknown' }]);
   });
 
   it('refuses a job number used twice, naming both the line and the field', () => {

@@ -1,0 +1,65 @@
+/**
+ * Quotes kept honest: the start times placement quotes (the expected start `gpunet status`
+ * shows, an estimate of a submitted job), recorded with the job, and how far off they were.
+ * Pure: `now` is an argument.
+ *
+ * A job's first quote is kept ({@link noteQuote}) and written into its first JobPlaced
+ * (`quote`), so its error, actual start − quoted start, is in the job's record from the moment
+ * it starts, and is folded again after a restart. {@link quoteAccuracy} sums up a recent window
+ * for `gpunet capacity`: median and p90 of the start errors, and how many jobs with an accepted
+ * deadline (intake refuses a deadline the plan cannot meet) finished by it.
+ */
+import { currentAttempt, type PlacementState } from './state.js';
+import type { Plan } from './plan.js';
+
+/** Default window of {@link quoteAccuracy}: the last 7 days. */
+export const QUOTE_WINDOW_MS = 7 * 24 * 3_600_000;
+
+/** Keeps the first expected start `plan` gives each waiting job as its quote (at `plan.now`). */
+export function noteQuotes(state: PlacementState, plan: Plan): void {
+  for (const p of plan.jobs) if (p.expectedStart !== undefined) noteQuote(state, p.job.jobId, p.expectedStart, plan.now);
+}
+
+/** Keeps `expectedStart` as the job's quote unless it has one. */
+export function noteQuote(state: PlacementState, jobId: string, expectedStart: number, at: number): void {
+  const job = state.jobs.get(jobId);
+  if (job && !job.quote && job.attempts.length === 0) job.quote = { expectedStart, quotedAt: at };
+}
+
+/** Recent quote accuracy; see the module comment. Errors in integer ms. */
+export interface QuoteAccuracy {
+  since: number;
+  started: number;
+  medianStartErrorMs?: number;
+  p90StartErrorMs?: number;
+  deadlinesAccepted: number;
+  deadlinesMet: number;
+}
+
+/** How honest the quotes of jobs that started (or ended, for deadlines) since `now − windowMs` were. */
+export function quoteAccuracy(state: PlacementState, now: number, windowMs = QUOTE_WINDOW_MS): QuoteAccuracy {
+  const since = now - windowMs;
+  const errors: number[] = [];
+  let deadlinesAccepted = 0;
+  let deadlinesMet = 0;
+  for (const job of state.jobs.values()) {
+    const first = job.attempts[0];
+    if (first?.quote && Date.parse(first.placedAt) >= since) errors.push(Date.parse(first.placedAt) - first.quote.expectedStart);
+    if (job.deadlineAt === undefined || job.phase !== 'ended' || job.end === 'rejected' || job.cancelRequested) continue;
+    const last = currentAttempt(job);
+    const endedAt = last?.finishedAt !== undefined ? Date.parse(last.finishedAt) : job.end === 'withdrawn' ? job.deadlineAt : undefined;
+    if (endedAt === undefined || endedAt < since) continue;
+    deadlinesAccepted++;
+    if (last?.outcome === 'completed' && endedAt <= job.deadlineAt) deadlinesMet++;
+  }
+  const sorted = [...errors].sort((a, b) => a - b);
+  const abs = errors.map(Math.abs).sort((a, b) => a - b);
+  const rank = (xs: number[], p: number) => xs[Math.max(0, Math.ceil((p / 100) * xs.length) - 1)]!;
+  return {
+    since,
+    started: errors.length,
+    ...(errors.length > 0 ? { medianStartErrorMs: Math.round(rank(sorted, 50)), p90StartErrorMs: Math.round(rank(abs, 90)) } : {}),
+    deadlinesAccepted,
+    deadlinesMet,
+  };
+}
