@@ -14,6 +14,7 @@ export * from './events/job.js';
 export * from './events/ledger.js';
 export * from './events/nodes.js';
 export * from './events/reports.js';
+export * from './feed.js';
 export * from './folder-manifest.js';
 export * from './gang.js';
 export * from './retry.js';

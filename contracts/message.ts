@@ -7,7 +7,7 @@
  * bumps it, and consumers handle both versions until every producer has moved.
  */
 import type { z } from 'zod';
-import { SUBJECT_PREFIX, commandSubject, eventSubject, querySubject, type ServiceName } from './subjects.js';
+import { SUBJECT_PREFIX, commandSubject, eventTypeSubjects, querySubject, type ServiceName } from './subjects.js';
 
 export type MessageKind = 'command' | 'event' | 'query';
 
@@ -29,7 +29,8 @@ interface DefinitionBase<N extends string, S extends z.ZodType> {
 
 export interface EventDefinition<N extends string = string, S extends z.ZodType = z.ZodType> extends DefinitionBase<N, S> {
   readonly kind: 'event';
-  readonly subject: `gpunet.evt.${N}`;
+  /** Every subject it is published on: `gpunet.evt.<name>.<team>.<jobId>` (`eventSubject` builds one). */
+  readonly subject: `gpunet.evt.${N}.*.*`;
   /** Services that append this event to their own streams. */
   readonly producers: readonly ServiceName[];
 }
@@ -55,7 +56,7 @@ export interface QueryDefinition<N extends string = string, S extends z.ZodType 
 
 export type MessageDefinition = EventDefinition | CommandDefinition | QueryDefinition;
 
-/** Defines an event; its subject is `gpunet.evt.<name>`. */
+/** Defines an event; its subjects are `gpunet.evt.<name>.<team>.<jobId>`. */
 export function defineEvent<const N extends string, S extends z.ZodType>(def: {
   name: N;
   version: number;
@@ -63,7 +64,7 @@ export function defineEvent<const N extends string, S extends z.ZodType>(def: {
   producers: readonly ServiceName[];
   schema: S;
 }): EventDefinition<N, S> {
-  return Object.freeze({ ...checked(def), kind: 'event', subject: eventSubject(def.name) });
+  return Object.freeze({ ...checked(def), kind: 'event', subject: eventTypeSubjects(def.name) });
 }
 
 /** Defines a command; its subject is `gpunet.cmd.<name>`. */

@@ -12,6 +12,7 @@ import { dataEvents } from './events/data.js';
 import { jobEvents } from './events/job.js';
 import { ledgerEvents } from './events/ledger.js';
 import { nodeEvents } from './events/nodes.js';
+import { feedQueries } from './feed.js';
 import { formatIssues, type FieldIssue } from './issues.js';
 import { keyCommands, keyEvents, keyQueries } from './keys.js';
 import type { CommandDefinition, EventDefinition, MessageDefinition, QueryDefinition } from './message.js';
@@ -35,7 +36,7 @@ export const Events = byName([...jobEvents, ...dataEvents, ...nodeEvents, ...led
 /** Every command definition by name. */
 export const Commands = byName([...commands, ...billingCommands, ...digestCommands, ...keyCommands, ...reportCommands]);
 /** Every query definition by name. */
-export const Queries = byName([...queries, ...auditQueries, ...billingQueries, ...keyQueries, ...reportQueries]);
+export const Queries = byName([...queries, ...feedQueries, ...auditQueries, ...billingQueries, ...keyQueries, ...reportQueries]);
 
 export type EventType = keyof typeof Events;
 export type CommandName = keyof typeof Commands;

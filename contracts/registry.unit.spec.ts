@@ -16,6 +16,11 @@ import {
   UnknownMessageError,
   deadLetterSubject,
   eventSubject,
+  eventTypeSubjects,
+  feedSubject,
+  jobEventSubjects,
+  parseEventSubject,
+  teamEventSubjects,
   findMessage,
   getMessage,
   querySubject,
@@ -84,14 +89,22 @@ describe('registry', () => {
 
   it('derives every subject from the name by the convention', () => {
     for (const def of MESSAGES) {
-      if (def.kind === 'event') expect(def.subject).toBe(`gpunet.evt.${def.name}`);
+      if (def.kind === 'event') expect(def.subject).toBe(`gpunet.evt.${def.name}.*.*`);
       if (def.kind === 'command') expect(def.subject).toBe(`gpunet.cmd.${def.name}`);
       if (def.kind === 'query') expect(def.subject).toBe(`gpunet.qry.${def.service}.${def.name}`);
     }
     expect(Commands.SubmitJob.subject).toBe('gpunet.cmd.SubmitJob');
     expect(Queries.GetJob.subject).toBe('gpunet.qry.intake.GetJob');
     expect(Queries.Health.subject).toBe('gpunet.qry.*.Health');
-    expect(eventSubject('JobFinished')).toBe('gpunet.evt.JobFinished');
+    expect(eventSubject('JobFinished', { team: 'team-ml', jobId: 'job_1' })).toBe('gpunet.evt.JobFinished.team-ml.job_1');
+    expect(eventSubject('PriceListPublished')).toBe('gpunet.evt.PriceListPublished._._');
+    expect(eventSubject('NodeLost', { team: undefined, jobId: 'job_1' })).toBe('gpunet.evt.NodeLost._.job_1');
+    expect(teamEventSubjects('team-ml')).toBe('gpunet.evt.*.team-ml.*');
+    expect(jobEventSubjects('team-ml', 'job_1')).toBe('gpunet.evt.*.team-ml.job_1');
+    expect(parseEventSubject('gpunet.evt.JobFinished.team-ml.job_1')).toEqual({ type: 'JobFinished', team: 'team-ml', jobId: 'job_1' });
+    expect(parseEventSubject('gpunet.evt.PriceListPublished._._')).toEqual({ type: 'PriceListPublished' });
+    expect(parseEventSubject('gpunet.evt.JobFinished')).toBeUndefined();
+    expect(feedSubject('team-ml', 'job_1')).toBe('gpunet.feed.team-ml.job_1');
     expect(querySubject('ledger', 'Health')).toBe('gpunet.qry.ledger.Health');
     expect(deadLetterSubject('placement-jobs')).toBe('gpunet.dlq.placement-jobs');
   });
@@ -100,7 +113,11 @@ describe('registry', () => {
     for (const bad of ['a.b', 'a*', '>', 'a b', '']) {
       expect(() => deadLetterSubject(bad)).toThrow(InvalidSubjectTokenError);
       expect(() => eventSubject(bad)).toThrow(InvalidSubjectTokenError);
+      if (bad !== '') expect(() => eventSubject('JobFinished', { team: bad })).toThrow(InvalidSubjectTokenError);
+      if (bad !== '') expect(() => eventSubject('JobFinished', { jobId: bad })).toThrow(InvalidSubjectTokenError);
     }
+    // `_` stands for "none": a team or job named so would be read as having none.
+    expect(() => eventSubject('JobFinished', { team: '_' })).toThrow(InvalidSubjectTokenError);
   });
 
   it('keeps every event on the event stream and dead letters on their own', () => {
@@ -109,7 +126,7 @@ describe('registry', () => {
     expect(EVENTS_STREAM).toBe('GPUNET_EVENTS');
     expect(DLQ_STREAM).toBe('GPUNET_DLQ');
     for (const def of Object.values(Events)) {
-      expect(def.subject.startsWith('gpunet.evt.')).toBe(true);
+      expect(def.subject).toBe(eventTypeSubjects(def.name));
       expect(def.producers.length).toBeGreaterThan(0);
       for (const producer of def.producers) expect(SERVICE_NAMES).toContain(producer);
     }

@@ -2,12 +2,14 @@
  * NATS names: streams, subjects, services and headers. Every subject is built here; nothing
  * else spells one out.
  *
- * - events:    `gpunet.evt.<EventType>`           JetStream stream `GPUNET_EVENTS` (`gpunet.evt.>`)
+ * - events:    `gpunet.evt.<EventType>.<team>.<jobId>`  JetStream stream `GPUNET_EVENTS` (`gpunet.evt.>`);
+ *   `_` stands for the team or job of an event that has none (ids never start with `_`)
  * - commands:  `gpunet.cmd.<CommandName>`         NATS request/reply, answered by intake
  * - queries:   `gpunet.qry.<service>.<QueryName>` NATS request/reply, answered by that service
  * - dead letters: `gpunet.dlq.<consumer>`         JetStream stream `GPUNET_DLQ` (`gpunet.dlq.>`)
  * - heartbeats: `gpunet.hb.<nodeId>`               core NATS
  * - job logs:  `gpunet.logs.<team>.<jobId>`       JetStream stream `GPUNET_LOGS`
+ * - team feed: `gpunet.feed.<team>.<jobId>`       core NATS, from intake: "the team's feed moved" (read it with `ReadFeed`)
  *
  * Who may publish or subscribe each is in `deploy/nats-permissions.yaml` (nats-server enforces it).
  */
@@ -23,6 +25,7 @@ export const SUBJECT_PREFIX = {
   deadLetter: `${SUBJECT_ROOT}.dlq`,
   heartbeat: `${SUBJECT_ROOT}.hb`,
   logs: `${SUBJECT_ROOT}.logs`,
+  feed: `${SUBJECT_ROOT}.feed`,
 } as const;
 
 /** The JetStream streams, with the subjects each one captures. Retention and limits live in `deploy/`. */
@@ -86,9 +89,57 @@ function token(name: string): string {
   return name;
 }
 
-/** `gpunet.evt.<type>`, e.g. `gpunet.evt.JobFinished`. */
-export function eventSubject<const T extends string>(type: T): `gpunet.evt.${T}` {
-  return `${SUBJECT_PREFIX.event}.${token(type) as T}`;
+/**
+ * The token that stands for the team or the job of an event that has none (a price list, a node
+ * lost). Ids start with a letter or digit, so it is never a real team or job.
+ */
+export const NO_SCOPE = '_';
+
+/** The team and job an event concerns (its metadata's `team` and `jobId`), when it has them. */
+export interface EventScope {
+  team?: string | undefined;
+  jobId?: string | undefined;
+}
+
+/**
+ * `gpunet.evt.<type>.<team>.<jobId>`, e.g. `gpunet.evt.JobFinished.team-ml.job_01jz8k4m2n`; `_` for
+ * a team or job the event does not have (`gpunet.evt.PriceListPublished._._`). The type comes
+ * first so that one writer's publish rights and one type's filter are one pattern each
+ * ({@link eventTypeSubjects}); team and job follow so that a team's or a job's events are one
+ * filter too ({@link teamEventSubjects}, {@link jobEventSubjects}), and so NATS subject mappings
+ * can partition consumers by team or job.
+ */
+export function eventSubject<const T extends string>(type: T, scope: EventScope = {}): `gpunet.evt.${T}.${string}.${string}` {
+  return `${SUBJECT_PREFIX.event}.${token(type) as T}.${scopeToken(scope.team)}.${scopeToken(scope.jobId)}`;
+}
+
+/** `gpunet.evt.<type>.*.*`: every event of one type (a filter or a permission). */
+export function eventTypeSubjects<const T extends string>(type: T): `gpunet.evt.${T}.*.*` {
+  return `${SUBJECT_PREFIX.event}.${token(type) as T}.*.*`;
+}
+
+/** `gpunet.evt.*.<team>.*`: every event of one team. */
+export function teamEventSubjects<const T extends string>(team: T): `gpunet.evt.*.${T}.*` {
+  return `${SUBJECT_PREFIX.event}.*.${token(team) as T}.*`;
+}
+
+/** `gpunet.evt.*.<team>.<jobId>`: every event of one job. */
+export function jobEventSubjects<const T extends string, const J extends string>(team: T, jobId: J): `gpunet.evt.*.${T}.${J}` {
+  return `${SUBJECT_PREFIX.event}.*.${token(team) as T}.${token(jobId) as J}`;
+}
+
+/** The parts of an event subject, or undefined when `subject` is not one. */
+export function parseEventSubject(subject: string): { type: string; team?: string; jobId?: string } | undefined {
+  const parts = subject.split('.');
+  if (parts.length !== 5 || `${parts[0]}.${parts[1]}` !== SUBJECT_PREFIX.event || !parts.slice(2).every((p) => TOKEN.test(p))) return undefined;
+  const [, , type, team, jobId] = parts as [string, string, string, string, string];
+  return { type, ...(team !== NO_SCOPE ? { team } : {}), ...(jobId !== NO_SCOPE ? { jobId } : {}) };
+}
+
+function scopeToken(id: string | undefined): string {
+  if (id === undefined || id === '') return NO_SCOPE;
+  if (id === NO_SCOPE) throw new InvalidSubjectTokenError(id);
+  return token(id);
 }
 
 /** `gpunet.cmd.<name>`, e.g. `gpunet.cmd.SubmitJob`. */
@@ -109,6 +160,20 @@ export function deadLetterSubject<const C extends string>(consumer: C): `gpunet.
 /** `gpunet.hb.<nodeId>`: an agent's heartbeats, core NATS only (not stored: liveness, not history). */
 export function heartbeatSubject<const N extends string>(nodeId: N): `gpunet.hb.${N}` {
   return `${SUBJECT_PREFIX.heartbeat}.${token(nodeId) as N}`;
+}
+
+/**
+ * `gpunet.feed.<team>.<jobId>`: intake's word that the team's feed holds a new entry of that job
+ * (core NATS, not stored: the entries themselves are read with `gpunet.qry.intake.ReadFeed` from
+ * the store's positions). A team may subscribe to `gpunet.feed.<team>.>` only.
+ */
+export function feedSubject<const T extends string, const J extends string>(team: T, jobId: J): `gpunet.feed.${T}.${J}` {
+  return `${SUBJECT_PREFIX.feed}.${token(team) as T}.${token(jobId) as J}`;
+}
+
+/** `gpunet.feed.<team>.>`: every notification of one team's feed. */
+export function teamFeedSubjects<const T extends string>(team: T): `gpunet.feed.${T}.>` {
+  return `${SUBJECT_PREFIX.feed}.${token(team) as T}.>`;
 }
 
 /**

@@ -15,6 +15,7 @@ if [ -t 1 ]; then export FORCE_COLOR=1; fi
 ensure_node_modules
 ensure_nats_server
 ensure_postgres
+ensure_python
 
 # name|status|seconds|detail, one per check, for the closing summary.
 results=()
@@ -33,8 +34,12 @@ run_check() {
   "$@" 2>&1 | tee "$log"
   status=${PIPESTATUS[0]}
   set -e
-  # Jest's own summary line ("Tests: 3 failed, 40 passed, 43 total") says the most.
+  # Jest's own summary line ("Tests: 3 failed, 40 passed, 43 total") says the most; pytest's
+  # closing line ("2 failed, 9 passed in 40.1s") for the Python client.
   detail="$(sed -E 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^Tests:' | tail -n1 | sed -E 's/^Tests: +//' || true)"
+  if [ -z "$detail" ]; then
+    detail="$(sed -E 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^(=+ )?[0-9]+ (passed|failed).* in [0-9.]+s' | tail -n1 | sed -E 's/^=+ //; s/ in [0-9.]+s.*$//' || true)"
+  fi
   rm -f "$log"
   if [ "$status" -eq 0 ]; then
     results+=("$name|PASS|$((SECONDS - t0))|$detail")
@@ -53,11 +58,12 @@ run_check lint npm run -s lint
 run_check "unit tests" npm run -s test:unit
 run_check "int tests" npm run -s test:int
 run_check "e2e tests" npm run -s test:e2e
+run_check "python tests" npm run -s test:python
 
 step "summary"
 for r in "${results[@]}"; do
   IFS='|' read -r name status secs detail <<<"$r"
-  printf '    %-11s %-14s %4ss  %s\n' "$name" "$status" "$secs" "$detail"
+  printf '    %-12s %-14s %4ss  %s\n' "$name" "$status" "$secs" "$detail"
 done
 printf '    total %ss\n' "$((SECONDS - started))"
 # One plain closing line over every tier, for readers and tools that look only at the end.

@@ -15,11 +15,13 @@
 import { z } from 'zod';
 import {
   DeadLetter,
+  FeedEntry,
   EVERY_SERVICE,
   FolderManifest,
   HEADERS,
   JobSpecInput,
   MESSAGES,
+  NO_SCOPE,
   RecordedEventEnvelope,
   SERVICE_NAMES,
   STREAMS,
@@ -72,6 +74,7 @@ function messageSchemas(): Map<string, JsonObject> {
   out.set('RecordedEvent', jsonSchema(RecordedEventEnvelope, 'RecordedEvent', `Any event on \`${SUBJECT_PREFIX.event}.*\`; check \`data\` with the file named by \`type\`.`));
   out.set('FolderManifest', jsonSchema(FolderManifest, 'FolderManifest', 'The manifest blob that addresses a folder input.'));
   out.set('DeadLetter', jsonSchema(DeadLetter, 'DeadLetter', `A message a consumer gave up on, on \`${SUBJECT_PREFIX.deadLetter}.<consumer>\`.`));
+  out.set('FeedEntry', jsonSchema(FeedEntry, 'FeedEntry', `One entry of a team's feed: an SSE \`data\` of \`GET /v1/feed\`, a \`ReadFeed\` reply entry, a notification on \`${SUBJECT_PREFIX.feed}.<team>.<jobId>\`.`));
   return out;
 }
 
@@ -120,10 +123,20 @@ function asComponent(schema: JsonObject): JsonObject {
   return rest;
 }
 
-/** AsyncAPI parameters replace `*` tokens: `gpunet.qry.*.Health` → `gpunet.qry.{service}.Health`. */
+/**
+ * AsyncAPI parameters replace `*` tokens: `gpunet.qry.*.Health` → `gpunet.qry.{service}.Health`,
+ * `gpunet.evt.JobFinished.*.*` → `gpunet.evt.JobFinished.{team}.{jobId}`.
+ */
 function channelAddress(def: MessageDefinition): string {
+  if (def.kind === 'event') return def.subject.replace(/\.\*\.\*$/, '.{team}.{jobId}');
   return def.kind === 'query' && def.service === EVERY_SERVICE ? def.subject.replace(`.${EVERY_SERVICE}.`, '.{service}.') : def.subject;
 }
+
+/** The parameters of an event channel's address. */
+const EVENT_CHANNEL_PARAMETERS = {
+  team: { description: `The team the event concerns (its \`metadata.team\`), or \`${NO_SCOPE}\` when it concerns none.` },
+  jobId: { description: `The job the event concerns (its \`metadata.jobId\`), or \`${NO_SCOPE}\` when it concerns none.` },
+};
 
 const ref = (path: string) => ({ $ref: `#/${path}` });
 
@@ -154,6 +167,7 @@ function asyncApiDocument(schemas: Map<string, JsonObject>): JsonObject {
       description: def.description,
       messages: { [def.name]: ref(`components/messages/${def.name}`) },
     };
+    if (isEvent) channel.parameters = EVENT_CHANNEL_PARAMETERS;
     if (def.kind === 'query' && def.service === EVERY_SERVICE) {
       channel.parameters = { service: { enum: [...SERVICE_NAMES], description: 'The service asked.' } };
     }

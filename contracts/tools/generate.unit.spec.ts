@@ -30,11 +30,13 @@ describe('AsyncAPI document', () => {
 
   it('has a channel at each message subject, with send for events and receive + reply for requests', () => {
     const doc = JSON.parse(asyncApiText) as {
-      channels: Record<string, { address: string | null }>;
+      channels: Record<string, { address: string | null; parameters?: Record<string, unknown> }>;
       operations: Record<string, { action: string; reply?: unknown }>;
     };
     for (const def of MESSAGES) {
-      expect(doc.channels[def.name]?.address).toBe(def.subject.replace('.*.', '.{service}.'));
+      const address = def.kind === 'event' ? def.subject.replace(/\.\*\.\*$/, '.{team}.{jobId}') : def.subject.replace('.*.', '.{service}.');
+      expect(doc.channels[def.name]?.address).toBe(address);
+      if (def.kind === 'event') expect(Object.keys(doc.channels[def.name]?.parameters ?? {})).toEqual(['team', 'jobId']);
       if (def.kind === 'event') expect(doc.operations[`send${def.name}`]).toMatchObject({ action: 'send' });
       else expect(doc.operations[`receive${def.name}`]).toMatchObject({ action: 'receive', reply: expect.anything() });
     }

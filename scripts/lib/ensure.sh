@@ -138,6 +138,27 @@ ensure_nats_server() {
   note "$("$bin" --version 2>&1 | head -n1) at $bin"
 }
 
+# --- Python (the Python client's tests) ---------------------------------------------------------
+
+# Debian's python3 with python3-pytest and python3-venv (the client is standard library only,
+# and CI cannot reach PyPI). `npm run test:python` runs clients/python/tests with it.
+GPUNET_PYTHON="${GPUNET_PYTHON:-/usr/bin/python3}"
+ensure_python() {
+  step "python3 + pytest"
+  local missing=()
+  [ -x "$GPUNET_PYTHON" ] || missing+=(python3)
+  "$GPUNET_PYTHON" -c 'import pytest' >/dev/null 2>&1 || missing+=(python3-pytest)
+  "$GPUNET_PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
+  if [ "${#missing[@]}" -gt 0 ]; then
+    is_root || die "the Python client's tests need Debian's ${missing[*]}." "Install them: sudo apt-get install -y python3 python3-pytest python3-venv"
+    note "not installed: ${missing[*]}"
+    apt_install python3 python3-pytest python3-venv
+    "$GPUNET_PYTHON" -c 'import pytest' >/dev/null 2>&1 || die "python3-pytest was installed but $GPUNET_PYTHON cannot import pytest."
+  fi
+  export GPUNET_PYTHON
+  note "$("$GPUNET_PYTHON" --version 2>&1), pytest $("$GPUNET_PYTHON" -m pytest --version 2>&1 | grep -oE '[0-9]+(\.[0-9]+)+' | head -n1)"
+}
+
 # --- PostgreSQL --------------------------------------------------------------------------------
 
 # Connects to $1 and checks the role may create databases (each test file makes its own).

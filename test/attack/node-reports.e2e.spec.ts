@@ -7,7 +7,6 @@
  * store of the control plane: not in their environment, not in their work directory.
  */
 import {
-  Events,
   NodeReportReply,
   outputsReportSubject,
   outputsSigningBytes,
@@ -165,7 +164,7 @@ describe('a node holding its own key against another node\'s attempts', () => {
       await until('ComputeHeld recorded', async () => (await (await network().store()).readStream(stream)).some((e) => e.type === 'ComputeHeld'));
       const data: JobFinished = { jobId: submitted.jobId, attemptId: p.attemptId, nodeId: p.nodeId, outcome: 'completed', exitCode: 0, signal: null, finishedAt: new Date().toISOString() } as JobFinished;
       const forged = encodeEvent({ eventId: randomUUID(), type: 'JobFinished', data, metadata: { correlationId: 'x', causationId: 'x', producer: 'execution', occurredAt: data.finishedAt, jobId: submitted.jobId }, streamId: stream });
-      await jetstream(nc).publish(Events.JobFinished.subject, forged.payload, { headers: forged.headers, msgID: forged.msgID });
+      await jetstream(nc).publish(forged.subject, forged.payload, { headers: forged.headers, msgID: forged.msgID });
       const settled = await settle(network(), [submitted.jobId]);
       const end = settled.events.find((e) => e.type === 'JobFinished')!;
       expect(end.eventId).not.toBe(forged.msgID);

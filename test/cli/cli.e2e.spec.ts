@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -130,6 +130,43 @@ describe('gpunet CLI against a local network', () => {
 
     // The same input again: kept after the job (keep: 1h), so already stored and not uploaded.
     const again = await json<{ inputs: { skipped: boolean }[] }>(['submit', 'job.yaml', '--data-dir', dataDir], dir);
+    expect(again.inputs).toEqual([expect.objectContaining({ skipped: true })]);
+  }, 120_000);
+
+  it('uploads inputs over HTTP (tus) with --upload http, waits on the team feed, and follows the logs to the job\'s end', async () => {
+    const data = `${randomUUID()}\n`.repeat(50_000); // ~1.9 MB: two chunks
+    await writeFile(join(dir, 'http-in.txt'), data);
+    await writeFile(
+      join(dir, 'http-job.yaml'),
+      [
+        'name: e2e-http-upload',
+        'work:',
+        '  kind: script',
+        '  interpreter: bash',
+        '  script:',
+        '    inline: |',
+        '      echo "read $(wc -c < "$GPUNET_INPUT_DIR/data.txt") bytes"',
+        '      sha256sum < "$GPUNET_INPUT_DIR/data.txt" | cut -c1-64 > "$GPUNET_OUTPUT_DIR/sha.txt"',
+        'data:',
+        '  inputs:',
+        '    - { name: data, path: data.txt, from: ./http-in.txt, keep: 1h }',
+        'request: { gpus: 1, timeLimit: 1m }',
+        '',
+      ].join('\n'),
+    );
+    const submitted = await json<{ jobId: string; inputs: { name: string; skipped: boolean; sha256: string; bytesUploaded: number }[] }>(['submit', 'http-job.yaml', '--upload', 'http', '--data-dir', dataDir], dir);
+    expect(submitted.inputs).toEqual([expect.objectContaining({ name: 'data', skipped: false, sha256: sha256(data), bytesUploaded: Buffer.byteLength(data) })]);
+    const view = await json<{ state: string }>(['wait', submitted.jobId, '--timeout', '60s', '--data-dir', dataDir], dir);
+    expect(view.state).toBe('completed');
+    const out = await json<{ files: { path: string }[] }>(['output', submitted.jobId, '--dest', join(dir, 'http-out'), '--data-dir', dataDir], dir);
+    expect(out.files.map((f) => f.path)).toEqual(['sha.txt']);
+    expect((await readFile(join(dir, 'http-out', 'sha.txt'), 'utf8')).trim()).toBe(sha256(data));
+    // `logs -f` ends by itself once the job is over.
+    const logs = await gpunet(['logs', submitted.jobId, '-f', '--data-dir', dataDir], dir);
+    expect(logs.code).toBe(0);
+    expect(logs.stdout).toContain(`read ${Buffer.byteLength(data)} bytes`);
+    // Kept after the job (keep: 1h): over NATS the same bytes are found stored, one content-addressed store.
+    const again = await json<{ inputs: { skipped: boolean }[] }>(['submit', 'http-job.yaml', '--upload', 'nats', '--data-dir', dataDir], dir);
     expect(again.inputs).toEqual([expect.objectContaining({ skipped: true })]);
   }, 120_000);
 

@@ -6,10 +6,11 @@ import { GpunetError } from '#errors';
 import { Objm, setSha256Backend, StorageType, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ChunkedWriter, readChunks } from './chunked-put.js';
+import { ResumableUpload, type RunningHash } from './resumable-upload.js';
 import { BlobIntegrityError, BlobNotFoundError, BlobStoreUnavailableError, FolderInputError, ManifestInvalidError } from './errors.js';
 import { listFolder } from './folder.js';
 import { hashBytes, hashFile, type BlobDigest } from './hash.js';
-import { BLOB_BUCKET, blobBucket, blobName, digestToHex } from './names.js';
+import { BLOB_BUCKET, blobBucket, blobName, digestToHex, isSha256 } from './names.js';
 import { mapLimit } from './pool.js';
 import { PhaseCounter, type ProgressListener } from './progress.js';
 
@@ -121,6 +122,8 @@ export interface UploadOptions extends ProgressOption {
 export class BlobStore {
   /** Each team's bucket, opened on first use. */
   private readonly buckets = new Map<string, Promise<TeamBucket>>();
+  /** Running hashes of resumable uploads between their pieces (a restart only costs a read-back). */
+  private readonly runningHashes = new Map<string, RunningHash>();
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -175,6 +178,18 @@ export class BlobStore {
       this.buckets.set(bucket, opened);
     }
     return opened;
+  }
+
+  /**
+   * The resumable upload of `team`'s blob `sha256` of `size` bytes, whose bytes come in pieces
+   * (an HTTP upload): see {@link ResumableUpload}. Same object name, chunk subject and record as
+   * {@link uploadFile}, so either finishes what the other began.
+   */
+  async resumableUpload(team: string, sha256: string, size: number): Promise<ResumableUpload> {
+    if (!isSha256(sha256)) throw new RangeError(`not a sha256: ${sha256}`);
+    if (!Number.isSafeInteger(size) || size < 0) throw new RangeError(`not a size: ${size}`);
+    const { bucket, os, writer } = await this.team(team);
+    return new ResumableUpload(this.nc, bucket, os, writer, blobName(team, sha256), { sha256, size }, this.runningHashes);
   }
 
   /** Streamed sha256 and size of a local file (the address it would be stored under). */

@@ -122,6 +122,37 @@ export class ChunkedWriter {
     await this.jsm.streams.purge(this.stream, { filter: this.chunkSubject(nuid) });
   }
 
+  /** Publishes chunk `index` of an object on its chunk subject, with its index and sha256 in headers. */
+  publishChunk(subject: string, index: number, payload: Uint8Array): Promise<PubAck> {
+    const h = headers();
+    h.set(CHUNK_INDEX_HEADER, String(index));
+    h.set(CHUNK_SHA256_HEADER, createHash('sha256').update(payload).digest('hex'));
+    return this.js.publish(subject, payload, { headers: h, timeout: this.timeoutMs });
+  }
+
+  /**
+   * Writes object `name`'s record (the Object Store's rolled-up meta message): from then on the
+   * object is visible to every reader. Only once its `chunks` chunks under `nuid` hold bytes
+   * that hash to `digest`.
+   */
+  async writeRecord(name: string, nuid: string, digest: BlobDigest, chunks: number): Promise<void> {
+    const record = {
+      name,
+      description: '',
+      options: { max_chunk_size: this.chunkBytes },
+      bucket: this.bucket,
+      nuid,
+      size: digest.size,
+      chunks,
+      mtime: new Date().toISOString(),
+      digest: `SHA-256=${base64UrlPadded(Buffer.from(digest.sha256, 'hex'))}`,
+      deleted: false,
+    };
+    const rollup = headers();
+    rollup.set('Nats-Rollup', 'sub');
+    await this.js.publish(this.metaSubject(name), JSON.stringify(record), { headers: rollup, timeout: this.timeoutMs });
+  }
+
   /**
    * Stores the file at `path` as object `name` whose address is `digest`: keeps the chunks an
    * earlier run stored (after checking the last one against the file), sends the rest with
@@ -180,10 +211,7 @@ export class ChunkedWriter {
         if (bytesRead === 0) break;
         const payload = chunk.subarray(0, bytesRead);
         hash.update(payload);
-        const h = headers();
-        h.set(CHUNK_INDEX_HEADER, String(index));
-        h.set(CHUNK_SHA256_HEADER, createHash('sha256').update(payload).digest('hex'));
-        track(this.js.publish(subject, payload, { headers: h, timeout: this.timeoutMs }));
+        track(this.publishChunk(subject, index, payload));
         index += 1;
         offset += bytesRead;
         if (inFlight.size >= this.pipeline) await Promise.race(inFlight).catch(() => undefined);
@@ -199,21 +227,7 @@ export class ChunkedWriter {
         await this.purge(nuid);
         return { ...outcome, stored: false };
       }
-      const record = {
-        name,
-        description: '',
-        options: { max_chunk_size: chunkBytes },
-        bucket: this.bucket,
-        nuid,
-        size: offset,
-        chunks: index,
-        mtime: new Date().toISOString(),
-        digest: `SHA-256=${base64UrlPadded(Buffer.from(digest.sha256, 'hex'))}`,
-        deleted: false,
-      };
-      const rollup = headers();
-      rollup.set('Nats-Rollup', 'sub');
-      await this.js.publish(this.metaSubject(name), JSON.stringify(record), { headers: rollup, timeout: this.timeoutMs });
+      await this.writeRecord(name, nuid, { sha256: digest.sha256, size: offset }, index);
       // A record written before by another client pointed at other chunks: they are garbage now.
       if (options.previousNuid && options.previousNuid !== nuid) await this.purge(options.previousNuid).catch(() => undefined);
       return { ...outcome, stored: true };

@@ -10,3 +10,4 @@ export { hashBytes, hashFile, type BlobDigest } from './hash.js';
 export { BLOB_BUCKET, blobBucket, blobName, digestToHex, isSha256 } from './names.js';
 export type { ProgressListener, TransferPhase, TransferProgress } from './progress.js';
 export { mapLimit } from './pool.js';
+export { ResumableUpload, UploadTooLargeError, type UploadState } from './resumable-upload.js';

@@ -7,7 +7,7 @@
  */
 import { BlobStore, blobBucket } from '#blobs';
 import { jest } from '@jest/globals';
-import { Events, querySubject } from '#contracts';
+import { eventSubject, feedSubject, querySubject } from '#contracts';
 import { newIdentity, type Identity } from '#identity';
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, nkeyAuthenticator, type NatsConnection } from '@nats-io/transport-node';
@@ -111,7 +111,7 @@ describe('before: nats-server as `gpunet up` started it without authorization', 
       const anyone = await connect({ servers: open.url });
       const jsm = await jetstreamManager(anyone);
       await jsm.streams.add({ name: 'GPUNET_EVENTS', subjects: ['gpunet.evt.>'] });
-      await jetstream(anyone).publish(Events.JobFinished.subject, '{"forged":true}');
+      await jetstream(anyone).publish(eventSubject('JobFinished', { team: 'b', jobId: 'job_1' }), '{"forged":true}');
       expect((await jsm.streams.info('GPUNET_EVENTS')).state.messages).toBe(1);
       const spy = anyone.subscribe('_INBOX.>', { max: 1 });
       const victim = await connect({ servers: open.url });
@@ -126,6 +126,36 @@ describe('before: nats-server as `gpunet up` started it without authorization', 
       await anyone.close();
     } finally {
       await open.stop();
+    }
+  });
+});
+
+describe('why a team gets no consumer rights (nats-server 2.9)', () => {
+  it('a user allowed to create filtered consumers of a stream can still make the server deliver onto any subject it may not publish on', async () => {
+    const t = newIdentity();
+    const op = newIdentity();
+    const own = await startNatsServer({
+      config: (storeDir) =>
+        [
+          `jetstream { store_dir: "${storeDir}" }`,
+          'authorization { users = [',
+          `  { nkey: ${op.publicKey}, permissions: { publish: [">"], subscribe: [">"] } }`,
+          // Only its own filter on the create subject, nothing on the event subjects.
+          `  { nkey: ${t.publicKey}, permissions: { publish: ["$JS.API.INFO", "$JS.API.CONSUMER.CREATE.FEED.*.feed.t.>"], subscribe: ["_INBOX.>"] } }`,
+          '] }',
+        ].join('\n'),
+    });
+    try {
+      const admin = await connect({ servers: own.url, authenticator: nkeyAuthenticator(op.seed) });
+      await (await jetstreamManager(admin)).streams.add({ name: 'FEED', subjects: ['feed.>'] });
+      const team = await connect({ servers: own.url, authenticator: nkeyAuthenticator(t.seed) });
+      // The server takes the push consumer: its deliver subject is never checked against the creator's rights.
+      const made = await (await jetstreamManager(team)).consumers.add('FEED', { name: 'p', filter_subject: 'feed.t.>', deliver_subject: eventSubject('JobFinished', { team: 't', jobId: 'job_1' }), ack_policy: AckPolicy.None });
+      expect(made.config.deliver_subject).toBe('gpunet.evt.JobFinished.t.job_1');
+      await team.close();
+      await admin.close();
+    } finally {
+      await own.stop();
     }
   });
 });
@@ -145,7 +175,7 @@ describe('a producer team', () => {
   it('cannot publish events, or forge a price list, a cancel, a placement, a release or StoreOutputs', async () => {
     const nc = await as('a');
     for (const type of ['JobFinished', 'PriceListPublished', 'JobCancelRequested', 'JobPlaced', 'ComputeReleased'] as const) {
-      await refusedPublish(nc, Events[type].subject);
+      await refusedPublish(nc, eventSubject(type, { team: 'a', jobId: 'job_1' }));
     }
     await expect(nc.request('gpunet.cmd.StoreOutputs', '{}', { timeout: 15_000 })).rejects.toThrow(/Permissions Violation/i);
     const events = await (await jetstreamManager(await as('operator'))).streams.info('GPUNET_EVENTS');
@@ -181,6 +211,37 @@ describe('a producer team', () => {
     for await (const m of own) expect(m.string()).toBe('line');
   });
 
+  it('follows its own feed\'s notifications only: never another team\'s, never the raw events (its own neither), and cannot forge one', async () => {
+    const a = await as('a');
+    const own = a.subscribe('gpunet.feed.a.>', { max: 1 });
+    await a.flush();
+    // Intake announces entries; a team may not.
+    const intake = await as('intake');
+    intake.publish(feedSubject('b', 'job_b1'), '{"team":"b"}');
+    intake.publish(feedSubject('a', 'job_a1'), '{"team":"a"}');
+    for await (const m of own) expect([m.subject, m.string()]).toEqual(['gpunet.feed.a.job_a1', '{"team":"a"}']);
+    for (const subject of ['gpunet.feed.b.>', 'gpunet.feed.>', 'gpunet.feed.*.*', 'gpunet.feed.*.job_b1', 'gpunet.evt.*.a.*', 'gpunet.evt.*.b.*', 'gpunet.evt.JobFinished.a.job_a1']) await refusedSubscribe(a, subject);
+    for (const subject of [feedSubject('b', 'job_b1'), feedSubject('a', 'job_a1')]) await refusedPublish(a, subject);
+  });
+
+  it('cannot make any consumer of the event or log streams: no push consumer onto an event subject, no filter (own team\'s or wider), no ordered consumer', async () => {
+    const a = await as('a');
+    const jsm = await jetstreamManager(a);
+    await jetstream(await as('operator')).publish(eventSubject('JobFinished', { team: 'b', jobId: 'job_b1' }), '{"secret":"b"}');
+    // nats-server 2.9 does not check a push consumer's deliver subject against its creator's rights:
+    // a team allowed to create one could have the server republish events anywhere. So none at all.
+    const attempts: Array<[string, () => Promise<unknown>]> = [
+      ['push onto an event subject', () => jsm.consumers.add('GPUNET_EVENTS', { name: 'push', deliver_subject: eventSubject('JobFinished', { team: 'b', jobId: 'job_x' }), ack_policy: AckPolicy.None, filter_subject: 'gpunet.evt.*.a.*' })],
+      ['pull on its own team\'s events', () => jsm.consumers.add('GPUNET_EVENTS', { name: 'own', ack_policy: AckPolicy.None, filter_subject: 'gpunet.evt.*.a.*' })],
+      ['pull on every event', () => jsm.consumers.add('GPUNET_EVENTS', { name: 'wide', ack_policy: AckPolicy.None, filter_subject: 'gpunet.evt.>' })],
+      ['push on another team\'s logs', () => jsm.consumers.add('GPUNET_LOGS', { name: 'logs', ack_policy: AckPolicy.None, filter_subject: 'gpunet.logs.b.>', deliver_subject: 'gpunet.logs.a.copy' })],
+      ['ordered consumer of events', async () => (await jetstream(a).consumers.get('GPUNET_EVENTS')).next({ expires: 1_000 })],
+    ];
+    for (const [what, attempt] of attempts) expect([what, await attempt().then(() => 'allowed', (e: unknown) => String(e))]).toEqual([what, expect.stringMatching(/Permissions Violation|timeout/i)]);
+    await logged(violation('Publish', 'a', '$JS.API.CONSUMER.CREATE.GPUNET_EVENTS.push.gpunet.evt.*.a.*'));
+    expect((await (await jetstreamManager(await as('operator'))).consumers.list('GPUNET_EVENTS').next()).length).toBe(0);
+  });
+
   it('cannot list, read or write another team\'s bucket, nor create a stream that would capture others\' subjects; its own bucket works', async () => {
     const bytes = new TextEncoder().encode('team b secret outputs');
     const path = join(dir, 'b.bin');
@@ -205,7 +266,7 @@ describe('a producer team', () => {
     await refusedPublish(ncA, `$O.${blobBucket('b')}.C.forged`);
     // A stream of its own naming another identity's inbox would copy every reply the ledger sends intake.
     await expect(jsm.streams.add({ name: `OBJ_${blobBucket('a')}x`, subjects: ['_INBOX_svc-intake.>'] })).rejects.toThrow(/Permissions Violation|timeout/i);
-    await expect(jsm.consumers.add(`OBJ_${blobBucket('a')}`, { durable_name: 'push', deliver_subject: 'gpunet.evt.JobFinished', ack_policy: AckPolicy.None })).rejects.toThrow(/Permissions Violation|timeout/i);
+    await expect(jsm.consumers.add(`OBJ_${blobBucket('a')}`, { durable_name: 'push', deliver_subject: eventSubject('JobFinished', { team: 'b', jobId: 'job_1' }), ack_policy: AckPolicy.None })).rejects.toThrow(/Permissions Violation|timeout/i);
     // Team b's object is untouched.
     const check = await BlobStore.open(await as('operator'));
     expect(await check.readBytes('b', stored.sha256)).toEqual(Buffer.from(bytes));
@@ -220,7 +281,7 @@ describe('an execution node', () => {
     const n1 = await as('n1');
     n1.publish('gpunet.hb.n1', '{"nodeId":"n1"}');
     await refusedPublish(n1, 'gpunet.hb.n2');
-    for (const type of ['PriceListPublished', 'UsageRecorded', 'JobPlaced', 'JobSubmitted'] as const) await refusedPublish(n1, Events[type].subject);
+    for (const type of ['PriceListPublished', 'UsageRecorded', 'JobPlaced', 'JobSubmitted'] as const) await refusedPublish(n1, eventSubject(type, { team: 'a', jobId: 'job_1' }));
     for await (const m of seen) {
       expect(m.subject).toBe('gpunet.hb.n1');
       break;
@@ -245,8 +306,9 @@ describe('an execution node', () => {
     await expect(n1.request('$JS.API.CONSUMER.MSG.NEXT.GPUNET_WORK.execution-n2', '{"batch":1}', { timeout: 15_000 })).rejects.toThrow(/Permissions Violation/i);
     await expect((await jetstreamManager(n1)).streams.add({ name: 'CAPTURE', subjects: ['gpunet.hb.>'] })).rejects.toThrow(/Permissions Violation|timeout/i);
     // A node reports to the recorder; it never publishes an event itself, not even its own kind.
-    await expect(jetstream(n1).publish(Events.JobFinished.subject, '{}', { timeout: 15_000 })).rejects.toThrow(/Permissions Violation|timeout|no responders/i);
-    await logged(violation('Publish', 'n1', Events.JobFinished.subject));
+    const finished = eventSubject('JobFinished', { team: 'a', jobId: 'job_1' });
+    await expect(jetstream(n1).publish(finished, '{}', { timeout: 15_000 })).rejects.toThrow(/Permissions Violation|timeout|no responders/i);
+    await logged(violation('Publish', 'n1', finished));
   });
 
 });

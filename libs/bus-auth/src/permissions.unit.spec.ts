@@ -32,19 +32,20 @@ describe('deploy/nats-permissions.yaml', () => {
 
   it('lets a service publish only the events contracts/ says it writes', () => {
     const ledger = renderPermissions(templates, { kind: 'service', id: 'ledger' }, []);
-    expect(ledger.publish).toContain('gpunet.evt.PriceListPublished');
-    expect(ledger.publish).not.toContain('gpunet.evt.JobFinished');
-    expect(ledger.publish.some((s) => s.startsWith('gpunet.evt.') && /[*>]/.test(s))).toBe(false);
+    expect(ledger.publish).toContain('gpunet.evt.PriceListPublished.*.*');
+    expect(ledger.publish).not.toContain('gpunet.evt.JobFinished.*.*');
+    // Each event right is one type's subjects exactly: never a wildcard in the type's place.
+    for (const s of ledger.publish.filter((x) => x.startsWith('gpunet.evt.'))) expect(s).toMatch(/^gpunet\.evt\.[A-Za-z]+\.\*\.\*$/);
     const intake = renderPermissions(templates, { kind: 'service', id: 'intake' }, []);
-    expect(intake.publish).toEqual(expect.arrayContaining(['gpunet.evt.JobSubmitted', 'gpunet.qry.ledger.GetCharges', 'gpunet.qry.ledger.AuditJobs', 'gpunet.cmd.RecordPriceList', 'gpunet.qry.placement.Estimate']));
-    expect(intake.publish).not.toContain('gpunet.evt.PriceListPublished');
+    expect(intake.publish).toEqual(expect.arrayContaining(['gpunet.evt.JobSubmitted.*.*', 'gpunet.qry.ledger.GetCharges', 'gpunet.qry.ledger.AuditJobs', 'gpunet.cmd.RecordPriceList', 'gpunet.qry.placement.Estimate']));
+    expect(intake.publish).not.toContain('gpunet.evt.PriceListPublished.*.*');
   });
 
   it('gives a team its own API subjects, bucket and logs, and nothing of the event stream or the ledger', () => {
     const team = renderPermissions(templates, { kind: 'team', id: 'ml' }, ['ml', 'bio']);
     expect(team.publish).toEqual(expect.arrayContaining(['gpunet.cmd.SubmitJob', 'gpunet.qry.intake.GetJob', '$O.gpunet-blobs-ml.>']));
     expect(team.publish.filter((s) => s.startsWith('gpunet.evt') || s.startsWith('gpunet.qry.ledger') || s.includes('bio') || s.includes('STREAM.CREATE') || s.includes('CONSUMER'))).toEqual([]);
-    expect(team.subscribe).toEqual(['_INBOX_team-ml.>', 'gpunet.logs.ml.>']);
+    expect(team.subscribe).toEqual(['_INBOX_team-ml.>', 'gpunet.logs.ml.>', 'gpunet.feed.ml.>']);
     expect(team.allowResponses).toBe(false);
   });
 
@@ -52,7 +53,7 @@ describe('deploy/nats-permissions.yaml', () => {
     const node = renderPermissions(templates, { kind: 'node', id: 'n1' }, ['ml']);
     expect(node.publish).toContain('gpunet.hb.n1');
     expect(node.publish).not.toContain('gpunet.hb.*');
-    expect(node.publish).not.toContain('gpunet.evt.PriceListPublished');
+    expect(node.publish).not.toContain('gpunet.evt.PriceListPublished.*.*');
     expect(node.publish).toContain('$JS.API.CONSUMER.MSG.NEXT.GPUNET_WORK.execution-n1');
     expect(node.publish).toContain('gpunet.report.n1.*');
     expect(node.publish.filter((s) => s.startsWith('gpunet.evt.') || s.includes('GPUNET_EVENTS') || s.startsWith('gpunet.cmd.'))).toEqual([]);

@@ -114,6 +114,9 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .option('--team <team>', `the API key's team, for storing inputs; default env ${ENV.team}, else state.json`)
     .option('--idempotency-key <key>', 'submit at most once per key (retries return the first job)')
     .addOption(new Option('--deadline-policy <policy>', 'a deadline the current plan cannot meet: reject (default) or warn (submit anyway)').choices(['reject', 'warn']))
+    .addOption(
+      new Option('--upload <via>', 'how local inputs travel: nats (straight into the team\'s bucket), http (intake\'s tus endpoint, only the API key needed), auto (default: nats when the NATS URL and team are known, else http)').choices(['auto', 'http', 'nats']),
+    )
     .option('--wait', 'then wait for the job like `gpunet wait` (exit status by its outcome)')
     .option('--timeout <duration>', 'with --wait: give up waiting after this long')
     .action(run((ctx, operands, opts) => submit(ctx, operands as string[], opts as Parameters<typeof submit>[2]), { flagHints: true }));

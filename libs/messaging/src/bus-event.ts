@@ -1,7 +1,8 @@
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import type { EventMetadata, RecordedEvent } from '#event-store';
 import { z } from 'zod';
-import { EVENT_SUBJECT_PREFIX, Headers } from './conventions.js';
+import { eventSubject } from '#contracts';
+import { Headers } from './conventions.js';
 import { MalformedMessageError } from './errors.js';
 import { toFieldIssues } from './zod-issues.js';
 
@@ -53,11 +54,18 @@ export interface EncodedEvent {
   msgID: string;
 }
 
+/** Where an event goes on the bus. */
+export type EventSubjectOf = (event: RecordedEvent | BusEvent) => string;
+
+/** `gpunet.evt.<type>.<team>.<jobId>` from the event's type and metadata (contracts' `eventSubject`). */
+export const defaultEventSubject: EventSubjectOf = (event) => eventSubject(event.type, event.metadata);
+
 /**
- * Encodes an event for the bus: subject `gpunet.evt.<type>`, JSON body (bigints as decimal text),
- * headers `Nats-Msg-Id` (= event id), `Gpunet-Type`, `Gpunet-Job-Id`, `Gpunet-Correlation-Id`.
+ * Encodes an event for the bus: subject `gpunet.evt.<type>.<team>.<jobId>` (or what `subjectOf`
+ * gives), JSON body (bigints as decimal text), headers `Nats-Msg-Id` (= event id), `Gpunet-Type`,
+ * `Gpunet-Job-Id`, `Gpunet-Correlation-Id`.
  */
-export function encodeEvent(event: RecordedEvent | BusEvent, subjectPrefix = EVENT_SUBJECT_PREFIX): EncodedEvent {
+export function encodeEvent(event: RecordedEvent | BusEvent, subjectOf: EventSubjectOf = defaultEventSubject): EncodedEvent {
   const h = natsHeaders();
   h.set(Headers.MsgId, event.eventId);
   h.set(Headers.Type, event.type);
@@ -68,7 +76,7 @@ export function encodeEvent(event: RecordedEvent | BusEvent, subjectPrefix = EVE
     event.revision === undefined && event.position === undefined
       ? event
       : { ...event, revision: event.revision?.toString(), position: event.position?.toString() };
-  return { subject: subjectPrefix + event.type, payload: JSON.stringify(wire), headers: h, msgID: event.eventId };
+  return { subject: subjectOf(event), payload: JSON.stringify(wire), headers: h, msgID: event.eventId };
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });

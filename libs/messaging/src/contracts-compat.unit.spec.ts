@@ -4,7 +4,7 @@
  * event envelope, the reply envelope and the dead letter.
  */
 import { IllegalStateError, ValidationError } from '#errors';
-import { DeadLetter, RecordedEventEnvelope, replyEnvelope } from '#contracts';
+import { DeadLetter, RecordedEventEnvelope, eventSubject, replyEnvelope } from '#contracts';
 import type { JsMsg } from '@nats-io/jetstream';
 import { headers } from '@nats-io/transport-node';
 import { z } from 'zod';
@@ -31,7 +31,7 @@ function fakeMsg(data: string): JsMsg {
   h.set('Gpunet-Job-Id', 'job_01jz8k4m2n');
   return {
     data: new TextEncoder().encode(data),
-    subject: 'gpunet.evt.JobStarted',
+    subject: 'gpunet.evt.JobStarted.team-a.job_01jz8k4m2n',
     seq: 42,
     headers: h,
     info: { stream: 'GPUNET_EVENTS', deliveryCount: 5 },
@@ -44,6 +44,8 @@ describe('bus shapes match contracts/', () => {
     const parsed = RecordedEventEnvelope.parse(JSON.parse(m.payload));
     expect(parsed.position).toBe('9007199254740993');
     expect(m.headers.get('Nats-Msg-Id')).toBe(recorded.eventId);
+    expect(m.subject).toBe(eventSubject(recorded.type, recorded.metadata));
+    expect(m.subject.split('.').slice(0, 3).join('.')).toBe(`gpunet.evt.${recorded.type}`);
     expect(decodeEvent(new TextEncoder().encode(m.payload))).toEqual(recorded);
   });
 

@@ -1,13 +1,11 @@
 /**
- * Bus naming conventions. `contracts/` will export the same constants; until then every option
- * that uses one of these takes it as a default, so the messaging library never imports
- * `#contracts` and works with any zod schemas handed to it.
+ * Bus naming conventions the messaging library defaults to. Event subjects are built by
+ * contracts' `eventSubject` (see `defaultEventSubject` in bus-event.ts); the library works with
+ * any zod schemas handed to it.
  */
 
 /** Stream holding every domain event (`gpunet.evt.>`). */
 export const EVENTS_STREAM = 'GPUNET_EVENTS';
-/** Subject prefix of events: `gpunet.evt.<EventType>`. */
-export const EVENT_SUBJECT_PREFIX = 'gpunet.evt.';
 /** Subject prefix of commands: `gpunet.cmd.<Name>`. */
 export const COMMAND_SUBJECT_PREFIX = 'gpunet.cmd.';
 /** Subject prefix of queries: `gpunet.qry.<service>.<Query>`. */
@@ -27,11 +25,6 @@ export const Headers = {
   /** On dead letters: the machine-readable reason code. */
   DeadLetterReason: 'Gpunet-Dead-Letter-Reason',
 } as const;
-
-/** `gpunet.evt.<type>` */
-export function eventSubject(type: string, prefix = EVENT_SUBJECT_PREFIX): string {
-  return `${prefix}${type}`;
-}
 
 /** `gpunet.dlq.<consumer>` */
 export function deadLetterSubject(consumer: string, prefix = DEAD_LETTER_SUBJECT_PREFIX): string {

@@ -12,7 +12,7 @@ export * from './errors.js';
 export { defaultMessagingLogger, messageLogger, type Logger, type MessageLogFields } from './logging.js';
 export { parseDurationMs } from './duration.js';
 export { toFieldIssues, describeIssues } from './zod-issues.js';
-export { decodeEvent, encodeEvent, type BusEvent, type EncodedEvent } from './bus-event.js';
+export { decodeEvent, defaultEventSubject, encodeEvent, type BusEvent, type EncodedEvent, type EventSubjectOf } from './bus-event.js';
 
 export * from './topology/topology.js';
 export { loadTopologyFile } from './topology/topology-file.js';

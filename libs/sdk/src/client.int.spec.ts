@@ -119,23 +119,62 @@ describe('GpunetClient over HTTP', () => {
     expect(seen[0]!.url).toBe('/v1/jobs?state=running&state=placed&limit=20');
   });
 
-  it('waits through the states until a final one, reporting each change once', async () => {
-    const states = ['submitted', 'staged', 'staged', 'running', 'completed'];
-    let i = 0;
-    handler = (_req, res) => {
-      const state = states[Math.min(i, states.length - 1)]!;
+  function entry(position: number, type: string) {
+    return { position: String(position), eventId: `e${position}`, type, jobId: 'job_1', team: 'local', data: { jobId: 'job_1' }, occurredAt: NOW, recordedAt: NOW, producer: 'intake', correlationId: 'c' };
+  }
+  const sse = (e: ReturnType<typeof entry>) => `id: ${e.position}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
+
+  it('follows the feed across a dropped connection from the last entry (Last-Event-ID), never yielding one twice', async () => {
+    const all = [entry(3, 'JobSubmitted'), entry(7, 'InputsStaged'), entry(9, 'JobPlaced'), entry(12, 'JobEnded')];
+    let connections = 0;
+    handler = (req, res) => {
+      connections += 1;
+      const after = Number(req.headers['last-event-id'] ?? '0');
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (connections === 1) {
+        // Two entries, the second cut in the middle: the connection drops.
+        res.write(sse(all[0]!) + sse(all[1]!) + sse(all[2]!).slice(0, 20));
+        setTimeout(() => res.destroy(), 20);
+        return;
+      }
+      // The server sends from the position asked for; one already held is sent again to prove it is skipped.
+      res.end(sse(all[1]!) + all.filter((e) => Number(e.position) > after).map(sse).join(''));
+    };
+    const seenEntries: string[] = [];
+    const reconnects: string[] = [];
+    for await (const e of client().feed({ jobId: 'job_1', reconnectDelayMs: 10, onReconnect: (after) => reconnects.push(after) })) seenEntries.push(`${e.position}:${e.type}`);
+    expect(seenEntries).toEqual(['3:JobSubmitted', '7:InputsStaged', '9:JobPlaced', '12:JobEnded']);
+    expect(reconnects).toEqual(['7']);
+    expect(seen.map((r) => r.url)).toEqual(['/v1/feed?jobId=job_1', '/v1/feed?jobId=job_1']);
+  });
+
+  it('waits on the feed until JobEnded, reading the view once per event and reporting each change once', async () => {
+    const states = ['submitted', 'staged', 'running', 'completed', 'completed'];
+    let views = 0;
+    handler = (req, res) => {
+      if (req.url!.startsWith('/v1/feed')) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end([entry(1, 'InputsStaged'), entry(2, 'JobStarted'), entry(3, 'ComputeReleased'), entry(4, 'JobEnded')].map(sse).join(''));
+        return;
+      }
+      const state = states[Math.min(views, states.length - 1)]!;
+      views += 1;
       json(res, 200, jobView(state, `2025-06-01T12:00:0${states.indexOf(state)}.000Z`));
-      i += 1;
     };
     const updates: string[] = [];
-    const final = await client().waitFor('job_1', { onUpdate: (v) => updates.push(v.state), backoff: { initialMs: 5, maxMs: 20 } });
+    const final = await client().waitFor('job_1', { onUpdate: (v) => updates.push(v.state) });
     expect(final.state).toBe('completed');
     expect(updates).toEqual(['submitted', 'staged', 'running', 'completed']);
+    expect(seen.filter((r) => r.url === '/v1/jobs/job_1')).toHaveLength(5); // one before the feed, one per entry: no polling
   });
 
   it('gives up waiting after timeoutMs with the last state seen', async () => {
-    handler = (_req, res) => json(res, 200, jobView('running'));
-    const err = await client().waitFor('job_1', { timeoutMs: 150, backoff: { initialMs: 20, maxMs: 20 } }).catch((e: unknown) => e);
+    handler = (req, res) => {
+      if (!req.url!.startsWith('/v1/feed')) return json(res, 200, jobView('running'));
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': keepalive\n\n'); // open, nothing new
+    };
+    const err = await client().waitFor('job_1', { timeoutMs: 150 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(WaitTimeoutError);
     expect(err).toMatchObject({ jobId: 'job_1', lastState: 'running' });
   });
@@ -149,7 +188,8 @@ describe('GpunetClient over HTTP', () => {
     const lines = [];
     for await (const l of client().logs('job_1', { follow: true })) lines.push(`${l.stream}:${l.line}`);
     expect(lines).toEqual(['stdout:epoch 1', 'stderr:warn']);
-    expect(seen[0]!.url).toBe('/v1/jobs/job_1/logs?follow=1');
+    // A feed connection the previous test abandoned may still reach the server: look for this test's request.
+    expect(seen.filter((r) => r.url.startsWith('/v1/jobs/job_1/logs')).map((r) => r.url)).toEqual(['/v1/jobs/job_1/logs?follow=1']);
   });
 
   it('downloads an output verified against its recorded sha256, and never leaves a wrong file', async () => {

@@ -7,6 +7,7 @@ import {
   CapacityReply,
   EstimateJobReply,
   FINAL_JOB_STATES,
+  type FeedEntry,
   GetChargesReply,
   GetQueueReply,
   InvoiceView,
@@ -34,8 +35,9 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { pollDelayMs, type PollBackoff } from './backoff.js';
 import { writeVerified, type DownloadProgress } from './download.js';
+import { followFeed, type FeedOptions } from './feed.js';
+import { HttpUploader } from './http-upload.js';
 import { ClientConfigError, GpunetApiError, GpunetProtocolError, JobFileError, WaitTimeoutError } from './errors.js';
 import { HttpTransport, type HttpTransportOptions } from './http.js';
 import { uploadJobInputs, type UploadedInputs, type UploadInputsOptions } from './inputs.js';
@@ -62,9 +64,19 @@ export interface GpunetClientOptions {
    * `<data dir>/keys/` and the CLI passes it. Needed only to upload inputs.
    */
   natsKeyFile?: string;
+  /**
+   * How {@link GpunetClient.uploadInputs} sends inputs: `http` (intake's tus endpoint; needs only
+   * the API key), `nats` (straight into the team's bucket; needs `natsUrl`, `team` and, on a
+   * secured network, `natsKeyFile`), or `auto` (the default): NATS when `natsUrl` and `team` are
+   * given, else HTTP. Both store the same content-addressed blobs and resume an interrupted upload.
+   */
+  upload?: UploadVia;
   /** HTTP details: timeout (30 s), retries of safe requests (2), fetch. */
   http?: Omit<HttpTransportOptions, 'baseUrl' | 'apiKey'>;
 }
+
+/** How inputs are uploaded; see {@link GpunetClientOptions.upload}. */
+export type UploadVia = 'auto' | 'http' | 'nats';
 
 /** Options of {@link GpunetClient.waitFor}. */
 export interface WaitOptions {
@@ -72,8 +84,6 @@ export interface WaitOptions {
   onUpdate?: (view: JobView, previous: JobView | undefined) => void;
   /** Give up after this long with a {@link WaitTimeoutError}. Default: wait as long as it takes. */
   timeoutMs?: number;
-  /** Poll spacing: 200 ms growing ×1.5 up to 2 s while nothing changes. */
-  backoff?: PollBackoff;
   signal?: AbortSignal;
 }
 
@@ -349,24 +359,50 @@ export class GpunetClient {
   }
 
   /**
-   * Polls the job until it reaches a final state and returns that view. Polls quickly after a
-   * change and slows down (to 2 s) while nothing happens.
+   * The team's feed (`GET /v1/feed`, Server-Sent Events): its own jobs' events in store order,
+   * from `after` (a `FeedEntry.position`) or the start, then live; resumed after a dropped
+   * connection from the last entry yielded. With `jobId`, one job's entries, ending after its
+   * `JobEnded`. Break out of the loop or abort `signal` to stop.
+   */
+  feed(options: FeedOptions = {}): AsyncGenerator<FeedEntry> {
+    return followFeed(this.http, options);
+  }
+
+  /**
+   * Follows the job on the team feed until it is over — its `JobEnded` event — and returns its
+   * final view. `onUpdate` gets the job's view after each of its events. No polling: the view is
+   * read once per event. Against a network whose ledger does not record `JobEnded` yet, a view
+   * that stays final for {@link END_WITHOUT_JOB_ENDED_MS} ends the wait too.
    */
   async waitFor(jobId: string, options: WaitOptions = {}): Promise<JobView> {
-    const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
+    const stop = new AbortController();
+    const unlink = linkAbort(options.signal, stop);
+    let timedOut = false;
+    const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => ((timedOut = true), stop.abort()), options.timeoutMs);
     let last: JobView | undefined;
-    let unchanged = 0;
-    for (;;) {
-      const view = await this.getJob(jobId, options.signal ? { signal: options.signal } : {});
-      if (!last || view.state !== last.state || view.updatedAt !== last.updatedAt || view.timeline.length !== last.timeline.length) {
-        options.onUpdate?.(view, last);
-        unchanged = 0;
-      } else unchanged += 1;
+    let grace: NodeJS.Timeout | undefined;
+    const see = (view: JobView) => {
+      if (!last || view.state !== last.state || view.updatedAt !== last.updatedAt || view.timeline.length !== last.timeline.length) options.onUpdate?.(view, last);
       last = view;
-      if (isFinalState(view.state)) return view;
-      const left = deadline - Date.now();
-      if (left <= 0) throw new WaitTimeoutError(jobId, options.timeoutMs!, view.state);
-      await sleep(Math.min(pollDelayMs(unchanged, options.backoff), left), options.signal);
+      if (isFinalState(view.state)) grace ??= setTimeout(() => stop.abort(), END_WITHOUT_JOB_ENDED_MS);
+    };
+    try {
+      see(await this.getJob(jobId, { signal: stop.signal }));
+      for await (const entry of this.feed({ jobId, signal: stop.signal })) {
+        see(await this.getJob(jobId, { signal: stop.signal }));
+        if (entry.type === 'JobEnded') return last!;
+      }
+      if (timedOut) throw new WaitTimeoutError(jobId, options.timeoutMs!, last?.state);
+      if (last && isFinalState(last.state)) return last;
+      throw (options.signal?.reason as Error | undefined) ?? new Error('waiting was aborted');
+    } catch (err) {
+      if (timedOut) throw new WaitTimeoutError(jobId, options.timeoutMs!, last?.state);
+      if (stop.signal.aborted && last && isFinalState(last.state) && !options.signal?.aborted) return last;
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      clearTimeout(grace);
+      unlink();
     }
   }
 
@@ -376,13 +412,25 @@ export class GpunetClient {
    * for {@link submit}. Blobs the team already holds are not sent again. Needs `natsUrl` and
    * `team` when there is something to upload. Throws {@link JobFileError} for a spec the server would refuse.
    */
-  async uploadInputs(spec: JobFileSpec | string, baseDir: string, options: UploadInputsOptions = {}): Promise<UploadedInputs> {
+  async uploadInputs(spec: JobFileSpec | string, baseDir: string, options: UploadInputsOptions & { via?: UploadVia } = {}): Promise<UploadedInputs> {
     const body = typeof spec === 'string' ? parseJobFileText(spec) : spec;
-    // A spec without local inputs needs no NATS connection (and no team).
+    // A spec without local inputs needs no connection (and no team).
     if (checkJobFile(body).length === 0) return { spec: body, inputs: [] };
+    const via = this.uploadVia(options.via);
+    if (via === 'http') {
+      const uploader = new HttpUploader({ baseUrl: this.options.baseUrl, apiKey: this.options.apiKey, ...(this.options.http?.fetch ? { fetch: this.options.http.fetch } : {}) });
+      return uploadJobInputs(uploader, this.options.team ?? '', body, baseDir, options);
+    }
     const team = this.options.team;
-    if (!team) throw new ClientConfigError('team', 'uploading inputs needs the API key\'s team (option `team`): blobs are stored per team');
+    if (!team) throw new ClientConfigError('team', 'uploading inputs over NATS needs the API key\'s team (option `team`): blobs are stored per team; or upload over HTTP (`upload: \'http\'`)');
     return uploadJobInputs(await this.blobStore(), team, body, baseDir, options);
+  }
+
+  /** The way inputs go: the one asked for, else the client's option, else NATS when it is configured, else HTTP. */
+  uploadVia(asked?: UploadVia): 'http' | 'nats' {
+    const via = asked ?? this.options.upload ?? 'auto';
+    if (via !== 'auto') return via;
+    return this.options.natsUrl && this.options.team ? 'nats' : 'http';
   }
 
   /** Closes the NATS connection opened for uploads, if any. */
@@ -408,19 +456,19 @@ export class GpunetClient {
   }
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason as Error);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason as Error);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+/**
+ * How long {@link GpunetClient.waitFor} accepts a final view without the job's `JobEnded`: a
+ * network whose ledger predates `JobEnded` never records one.
+ */
+export const END_WITHOUT_JOB_ENDED_MS = 5_000;
+
+/** Aborts `target` when `source` aborts; returns the unlink. */
+function linkAbort(source: AbortSignal | undefined, target: AbortController): () => void {
+  if (!source) return () => {};
+  if (source.aborted) target.abort(source.reason);
+  const onAbort = () => target.abort(source.reason);
+  source.addEventListener('abort', onAbort, { once: true });
+  return () => source.removeEventListener('abort', onAbort);
 }
 
 /** `spec` without its local inputs (`from:`), for an estimate; the spec itself is not modified. */

@@ -2,8 +2,9 @@
  * gpunet SDK: a typed client for producers. `GpunetClient` submits jobs (uploading the local
  * inputs a job.yaml names), follows them, and reads their logs, timeline, outputs and charges.
  */
-export { AuditJobAnswer, GpunetClient, isFinalState, type DownloadedOutput, type GpunetClientOptions, type WaitOptions } from './client.js';
-export { DEFAULT_POLL_BACKOFF, pollDelayMs, type PollBackoff } from './backoff.js';
+export { AuditJobAnswer, END_WITHOUT_JOB_ENDED_MS, GpunetClient, isFinalState, type DownloadedOutput, type GpunetClientOptions, type UploadVia, type WaitOptions } from './client.js';
+export { followFeed, type FeedOptions } from './feed.js';
+export { HttpUploader, type HttpFolderUploadResult, type HttpUploaderOptions, type HttpUploadResult } from './http-upload.js';
 export type { DownloadProgress } from './download.js';
 export {
   ClientConfigError,
@@ -15,7 +16,7 @@ export {
   WaitTimeoutError,
 } from './errors.js';
 export { HttpTransport, type HttpTransportOptions, type RequestSpec } from './http.js';
-export type { InputProgress, InputUpload, UploadedInputs, UploadInputsOptions } from './inputs.js';
+export type { InputProgress, InputUpload, InputUploader, UploadedInputs, UploadInputsOptions } from './inputs.js';
 export { checkJobFile, parseJobFileText, resolveInputs, unresolvedInputs, type JobFileSpec, type PendingInput, type ResolvedInput } from './job-file.js';
 export { NdjsonSyntaxError, parseNdjson, splitLines } from './ndjson.js';
 export { JobEventRecord, JobEvents, JobOutputs } from '#contracts';

@@ -3,11 +3,20 @@
  * store, skipping blobs the team already holds, and filling in their addresses.
  */
 import type { FieldIssue } from '#contracts';
-import type { BlobStore, TransferProgress } from '#blobs';
+import type { ProgressListener, TransferProgress } from '#blobs';
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { JobFileError } from './errors.js';
 import { checkJobFile, resolveInputs, type JobFileSpec, type PendingInput, type ResolvedInput } from './job-file.js';
+
+/**
+ * Where inputs are uploaded to: the team's blob store over NATS (`BlobStore`) or intake's tus
+ * endpoint over HTTP (`HttpUploader`); both store the same content-addressed objects.
+ */
+export interface InputUploader {
+  uploadFile(team: string, path: string, options: { onProgress?: ProgressListener }): Promise<{ sha256: string; size: number; skipped: boolean; bytesSent: number; resumedFromBytes: number }>;
+  uploadFolder(team: string, dir: string, options: { onProgress?: ProgressListener }): Promise<{ sha256: string; size: number; files: number; totalBytes: number; bytesUploaded: number }>;
+}
 
 /** Progress of one input's upload: hashing, then sending the bytes not already stored. */
 export interface InputProgress extends TransferProgress {
@@ -83,7 +92,7 @@ async function locate(pending: readonly PendingInput[], baseDir: string): Promis
  * `from:` path, then uploads the inputs one after another (a folder's files in parallel, as
  * the blob store does) and returns the spec with their addresses.
  */
-export async function uploadJobInputs(blobs: BlobStore, team: string, spec: JobFileSpec, baseDir: string, options: UploadInputsOptions = {}): Promise<UploadedInputs> {
+export async function uploadJobInputs(blobs: InputUploader, team: string, spec: JobFileSpec, baseDir: string, options: UploadInputsOptions = {}): Promise<UploadedInputs> {
   const pending = checkJobFile(spec);
   const located = await locate(pending, baseDir);
   const uploads: InputUpload[] = [];

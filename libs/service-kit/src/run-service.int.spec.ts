@@ -1,4 +1,4 @@
-import { parseJobSpec, querySubject, type EventData } from '#contracts';
+import { eventSubject, parseJobSpec, querySubject, type EventData } from '#contracts';
 import { encodeEvent, requestQuery } from '#messaging';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -92,8 +92,9 @@ describe('service kit', () => {
     const js = (await import('@nats-io/jetstream')).jetstream(nc);
     const [recorded] = await store.readStream('intake-job-job-kit-1');
     const body = encodeEvent(recorded!).payload;
-    await js.publish('gpunet.evt.JobSubmitted', body, { msgID: submitted.eventId });
-    await js.publish('gpunet.evt.JobSubmitted', body, { msgID: `${submitted.eventId}-again` }); // same event id: a duplicate
+    const subject = eventSubject('JobSubmitted', recorded!.metadata);
+    await js.publish(subject, body, { msgID: submitted.eventId });
+    await js.publish(subject, body, { msgID: `${submitted.eventId}-again` }); // same event id: a duplicate
     await waitFor('InputsStaged in the store', async () => (await store.readStream('storage-job-job-kit-1')).length > 0);
     const staged = await store.readStream('storage-job-job-kit-1');
     expect(staged).toHaveLength(1);
@@ -101,7 +102,7 @@ describe('service kit', () => {
     expect(staged[0]?.metadata).toMatchObject({ correlationId: 'corr-1', causationId: submitted.eventId, producer: 'storage', jobId: 'job-kit-1' });
     const jsm = await jetstreamManager(nc);
     await waitFor('InputsStaged on the bus', async () => (await jsm.streams.info('GPUNET_EVENTS')).state.messages >= 3);
-    const onBus = await jsm.streams.getMessage('GPUNET_EVENTS', { last_by_subj: 'gpunet.evt.InputsStaged' });
+    const onBus = await jsm.streams.getMessage('GPUNET_EVENTS', { last_by_subj: eventSubject('InputsStaged', staged[0]!.metadata) });
     expect(onBus?.header.get('Nats-Msg-Id')).toBe(staged[0]?.eventId);
     await new Promise((r) => setTimeout(r, 300));
     expect((await jsm.streams.info('GPUNET_EVENTS')).state.messages).toBe(3); // 2 published by the test + 1 relayed

@@ -92,10 +92,10 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
   }
 
   /** Appends an event as another service would: to its own stream, under its producer name. */
-  async function record<T extends EventType>(producer: string, streamId: string, type: T, data: EventData<T>): Promise<bigint> {
+  async function record<T extends EventType>(producer: string, streamId: string, type: T, data: EventData<T>, team = (data as { team?: string }).team ?? 'team-a'): Promise<bigint> {
     const jobId = (data as { jobId?: string }).jobId;
     const result = await store.appendToStream(streamId, [
-      { eventId: randomUUID(), type, data, metadata: { correlationId: randomUUID(), causationId: randomUUID(), producer, occurredAt: new Date().toISOString(), ...(jobId ? { jobId } : {}) } },
+      { eventId: randomUUID(), type, data, metadata: { correlationId: randomUUID(), causationId: randomUUID(), producer, occurredAt: new Date().toISOString(), team, ...(jobId ? { jobId } : {}) } },
     ]);
     return result.position;
   }
@@ -113,6 +113,32 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
   const now = (offsetMs = 0) => new Date(Date.now() + offsetMs).toISOString();
   const staged = (jobId: string) => record('storage', `storage-job-${jobId}`, 'InputsStaged', { jobId, inputs: [], totalBytes: 0, stagedAt: now() });
   const withdrawn = (jobId: string, team = 'team-a') => record('placement', `placement-job-${jobId}`, 'JobWithdrawn', { jobId, team, outcome: 'cancelled', withdrawnAt: now() });
+
+  const ended = (jobId: string, outcome: EventData<'JobEnded'>['outcome'] = 'completed', team = 'team-a') =>
+    record('ledger', `ledger-job-${jobId}`, 'JobEnded', { jobId, team, outcome, attempts: 0, billed: { billableMs: 0, totals: [] }, outputs: null, endedAt: now() });
+
+  /** Reads an SSE response's events until `stop` says so (or the stream ends). */
+  async function sseEvents(res: Response, stop: (events: { id: string; event: string; data: JsonBody }[]) => boolean) {
+    const events: { id: string; event: string; data: JsonBody }[] = [];
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let cut: number;
+      while ((cut = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        const field = (name: string) => block.split('\n').find((l) => l.startsWith(`${name}: `))?.slice(name.length + 2);
+        if (field('data') !== undefined) events.push({ id: field('id')!, event: field('event')!, data: JSON.parse(field('data')!) as JsonBody });
+      }
+      if (stop(events)) break;
+    }
+    await reader.cancel().catch(() => undefined);
+    return events;
+  }
 
   async function jobSubmittedCount(): Promise<number> {
     return (await store.readAll({ maxCount: 100_000, filter: { types: ['JobSubmitted'] } })).length;
@@ -135,7 +161,9 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
   it('serves every route the OpenAPI document lists', async () => {
     for (const route of ROUTES) {
       const [method, path] = route.split(' ') as [string, string];
-      const res = await http(path.replace('{jobId}', 'job_unknown').replace('{path}', 'a/b.bin'), { method, ...(method === 'POST' ? { body: {} } : {}) });
+      // A stream (the feed) would stay open: ask it for what it refuses at once.
+      const streams: Record<string, string> = { '/v1/feed': '/v1/feed?after=not-a-position' };
+      const res = await http(streams[path] ?? path.replace('{jobId}', 'job_unknown').replace('{path}', 'a/b.bin'), { method, ...(method === 'POST' ? { body: {} } : {}) });
       // Nest answers an unknown route "Cannot <METHOD> <path>"; a served route answers for itself (here mostly: no such job).
       expect([route, res.json.error?.message ?? '']).toEqual([route, expect.not.stringMatching(/^Cannot /)]);
     }
@@ -301,6 +329,7 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     await js.publish(logSubject('team-a', jobId), JSON.stringify(line(4)));
     await new Promise((r) => setTimeout(r, 100));
     await withdrawn(jobId);
+    await ended(jobId, 'cancelled'); // following ends on the job's JobEnded
     const lines = (await body).trimEnd().split('\n').map((l) => (JSON.parse(l) as LogLine).line);
     expect(lines).toEqual(['line 1', 'line 2', 'line 3', 'line 4']);
     expect((await http(`/v1/jobs/${jobId}/logs`, { key: KEY_B })).status).toBe(403);
@@ -389,6 +418,89 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     expect(await overNats(Commands.CancelJob.subject, { jobId, reason: 'over NATS' }, KEY_A_AUDIT)).toMatchObject({ ok: false, error: { code: 'forbidden' } });
     expect(await overNats(Commands.CancelJob.subject, { jobId, reason: 'over NATS' })).toEqual({ ok: true, data: { jobId, state: 'submitted', cancelRequested: true } });
     expect((await http(`/v1/jobs/${jobId}`)).json.cancelRequested).toBe(true);
+  });
+
+  // ── the team feed ──────────────────────────────────────────────────────────────────────
+
+  it('streams the team\'s own jobs\' events as SSE, from a position, resumable with Last-Event-ID, live, never another team\'s', async () => {
+    const mine = await submitted();
+    const theirs = await submitted(spec(), KEY_B);
+    await staged(mine);
+    await record('storage', `storage-job-${theirs}`, 'InputsStaged', { jobId: theirs, inputs: [], totalBytes: 0, stagedAt: now() }, 'team-b');
+    // Not for a team to see: the recorder's refusal of a node report about its job.
+    await record('execution', 'execution-refusals', 'NodeReportRefused', { nodeId: 'n1', reason: 'not_placed', detail: 'never placed there', jobId: mine, refusedAt: now() });
+    await view(mine, (v) => v.state === 'staged');
+
+    const open = (headers: Record<string, string> = {}, query = '') => fetch(`${url}/v1/feed${query}`, { headers: { authorization: `Bearer ${KEY_A}`, ...headers } });
+    const first = await open();
+    expect(first.headers.get('content-type')).toContain('text/event-stream');
+    const caughtUp = await sseEvents(first, (ev) => ev.some((e) => e.data.jobId === mine && e.event === 'InputsStaged'));
+    expect(caughtUp.every((e) => e.data.team === 'team-a')).toBe(true);
+    expect(caughtUp.map((e) => e.data.jobId)).not.toContain(theirs);
+    expect(caughtUp.map((e) => e.event)).not.toContain('NodeReportRefused');
+    const positions = caughtUp.map((e) => BigInt(e.id));
+    expect(positions).toEqual([...positions].sort((a, b) => (a < b ? -1 : 1)));
+    const mineEvents = caughtUp.filter((e) => e.data.jobId === mine);
+    expect(mineEvents.map((e) => e.event)).toEqual(['JobSubmitted', 'InputsStaged']);
+    expect(mineEvents[0]!.data).toMatchObject({ type: 'JobSubmitted', position: mineEvents[0]!.id, data: { jobId: mine, spec: { name: 'train' } }, producer: 'intake' });
+    expect(Object.keys(mineEvents[0]!.data).sort()).toEqual(['correlationId', 'data', 'eventId', 'jobId', 'occurredAt', 'position', 'producer', 'recordedAt', 'team', 'type']);
+
+    // Resumed after the last one held: only what came later, live as it is recorded.
+    const resumed = await open({ 'last-event-id': mineEvents[1]!.id });
+    const later = sseEvents(resumed, (ev) => ev.some((e) => e.event === 'JobEnded'));
+    await record('placement', `placement-job-${mine}`, 'JobPlaced', { jobId: mine, attemptId: `${mine}-a1`, attempt: 1, nodeId: 'n1', gpuIndices: [0], gpuModel: 'sim-gpu', placedAt: now() });
+    await record('placement', `placement-job-${theirs}`, 'JobPlaced', { jobId: theirs, attemptId: `${theirs}-a1`, attempt: 1, nodeId: 'n1', gpuIndices: [1], gpuModel: 'sim-gpu', placedAt: now() }, 'team-b');
+    await ended(mine);
+    expect((await later).map((e) => [e.data.jobId, e.event])).toEqual([
+      [mine, 'JobPlaced'],
+      [mine, 'JobEnded'],
+    ]);
+
+    // One job's stream ends by itself after its JobEnded; `after` works like Last-Event-ID.
+    const job = await open({}, `?jobId=${mine}&after=${mineEvents[0]!.id}`);
+    expect((await sseEvents(job, () => false)).map((e) => e.event)).toEqual(['InputsStaged', 'JobPlaced', 'JobEnded']);
+
+    // Another team's job is refused like every other read of it; a bad position names the field.
+    expect((await open({}, `?jobId=${theirs}`)).status).toBe(403);
+    const bad = await open({ 'last-event-id': 'x' });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as JsonBody).error.issues[0].path).toBe('Last-Event-ID');
+  });
+
+  it('pages the feed over NATS (ReadFeed) from a position and announces each entry on gpunet.feed.<team>.<jobId>', async () => {
+    const notified: JsonBody[] = [];
+    const sub = nc.subscribe('gpunet.feed.team-a.>', { callback: (_e, m) => void notified.push({ subject: m.subject, ...(m.json() as JsonBody) }) });
+    const jobId = await submitted();
+    await staged(jobId);
+    await ended(jobId);
+    await view(jobId, (v) => v.timeline.length >= 2);
+
+    const page = await overNats(Queries.ReadFeed.subject, { jobId, limit: 2 });
+    expect(page).toMatchObject({ ok: true, data: { caughtUp: false } });
+    expect(page.data!.entries.map((e: JsonBody) => e.type)).toEqual(['JobSubmitted', 'InputsStaged']);
+    const rest = await overNats(Queries.ReadFeed.subject, { jobId, after: page.data!.next });
+    expect(rest.data!.entries.map((e: JsonBody) => e.type)).toEqual(['JobEnded']);
+    expect(rest.data!.caughtUp).toBe(true);
+    const none = await overNats(Queries.ReadFeed.subject, { jobId, after: rest.data!.next });
+    expect(none.data).toMatchObject({ entries: [], caughtUp: true, next: rest.data!.next });
+    // The whole team feed holds only team-a's jobs.
+    const all = await overNats(Queries.ReadFeed.subject, { limit: 1000 });
+    expect(all.data!.entries.every((e: JsonBody) => e.team === 'team-a')).toBe(true);
+
+    expect(await overNats(Queries.ReadFeed.subject, { jobId }, KEY_B)).toMatchObject({ ok: false, error: { code: 'forbidden' } });
+    expect(await overNats(Queries.ReadFeed.subject, { after: 'x' })).toMatchObject({ ok: false, error: { code: 'validation_failed', issues: [{ path: 'after' }] } });
+    expect(await overNats(Queries.ReadFeed.subject, {}, null)).toMatchObject({ ok: false, error: { code: 'unauthorized' } });
+
+    const deadline = Date.now() + 5_000;
+    while (notified.filter((n) => n.jobId === jobId).length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    sub.unsubscribe();
+    const mine = notified.filter((n) => n.jobId === jobId);
+    expect(mine.map((n) => [n.subject, n.type])).toEqual([
+      [`gpunet.feed.team-a.${jobId}`, 'JobSubmitted'],
+      [`gpunet.feed.team-a.${jobId}`, 'InputsStaged'],
+      [`gpunet.feed.team-a.${jobId}`, 'JobEnded'],
+    ]);
+    expect(mine.map((n) => n.position)).toEqual([...page.data!.entries, ...rest.data!.entries].map((e: JsonBody) => e.position));
   });
 
   // ── restart ────────────────────────────────────────────────────────────────────────────

@@ -9,6 +9,10 @@ import { EstimateNatsController } from './estimate/estimate.nats.controller.js';
 import { CapacityHttpController } from './estimate/capacity.http.controller.js';
 import { EstimateService } from './estimate/estimate.service.js';
 import { QueueHttpController } from './estimate/queue.http.controller.js';
+import { FeedHub } from './feed/feed-hub.js';
+import { FeedHttpController } from './feed/feed.http.controller.js';
+import { FeedNatsController } from './feed/feed.nats.controller.js';
+import { FeedService } from './feed/feed.service.js';
 import { ErrorFilter } from './http/error.filter.js';
 import { HealthHttpController } from './http/health.http.controller.js';
 import { BillingNatsController } from './invoices/billing.nats.controller.js';
@@ -25,6 +29,8 @@ import { JobLogs } from './logs/job-logs.js';
 import { LogsHttpController } from './logs/logs.http.controller.js';
 import { OutputFiles } from './outputs/output-files.js';
 import { OutputsHttpController } from './outputs/outputs.http.controller.js';
+import { Uploads } from './uploads/uploads.js';
+import { UploadsHttpController } from './uploads/uploads.http.controller.js';
 
 /** What intake builds before Nest starts: both must be ready before the first request on either transport. */
 export interface IntakeStartState {
@@ -33,6 +39,8 @@ export interface IntakeStartState {
   keyRing: KeyRingFeed;
   /** Already folded from the store. */
   feed: JobViewsFeed;
+  /** The team feed over the views' follow of the store. */
+  hub: FeedHub;
 }
 
 /**
@@ -41,11 +49,14 @@ export interface IntakeStartState {
  */
 export function intakeModule(started: () => IntakeStartState): Type<unknown> {
   @Module({
-    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController, QueueHttpController, CapacityHttpController, AuditHttpController, InvoicesHttpController, PricesHttpController, LedgerHttpController, BillingNatsController, TeamsHttpController, KeysHttpController, KeysNatsController],
+    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController, QueueHttpController, CapacityHttpController, AuditHttpController, InvoicesHttpController, PricesHttpController, LedgerHttpController, BillingNatsController, TeamsHttpController, KeysHttpController, KeysNatsController, FeedHttpController, FeedNatsController, UploadsHttpController],
     providers: [
       { provide: Authenticator, useFactory: () => started().authenticator },
       { provide: JobViewsFeed, useFactory: () => started().feed },
       { provide: KeyRingFeed, useFactory: () => started().keyRing },
+      { provide: FeedHub, useFactory: () => started().hub },
+      FeedService,
+      Uploads,
       KeysService,
       JobsService,
       EstimateService,

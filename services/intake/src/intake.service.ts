@@ -4,6 +4,7 @@ import { Authenticator } from './auth/authenticator.js';
 import { KeyRingFeed } from './auth/key-ring.feed.js';
 import { IntakeConfig } from './config.js';
 import { intakeModule, type IntakeStartState } from './intake.module.js';
+import { FeedHub } from './feed/feed-hub.js';
 import { JobViewsFeed } from './jobs/job-views.feed.js';
 
 /**
@@ -31,9 +32,12 @@ export function intakeService(overrides: { env?: NodeJS.ProcessEnv } = {}) {
       const authenticator = new Authenticator(ring, ctx.logger);
       const feed = new JobViewsFeed(ctx.store, ctx.logger);
       await feed.start();
-      state = { authenticator, keyRing, feed };
+      const hub = new FeedHub(ctx.store, feed, ctx.nc, ctx.logger);
+      hub.start();
+      state = { authenticator, keyRing, feed, hub };
     },
     onStop: async () => {
+      state?.hub.close();
       await state?.keyRing.close();
       await state?.feed.close();
     },

@@ -3,7 +3,7 @@
  * nats-server and a temporary SQLite store. The test plays intake, storage and two execution
  * agents: it appends their events to its own streams and its own outbox relays publish them.
  */
-import { heartbeatSubject, type DeadLetter, querySubject, type EventData, type GetQueueReply, type JobSpec } from '#contracts';
+import { eventTypeSubjects, heartbeatSubject, type DeadLetter, querySubject, type EventData, type GetQueueReply, type JobSpec } from '#contracts';
 import { openEventStore, type EventStore, type RecordedEvent } from '#event-store';
 import { OutboxRelay, requestQuery } from '#messaging';
 import { EventWriter, startService, type RunningService } from '#service-kit';
@@ -91,7 +91,7 @@ describe('placement service', () => {
     for (const r of relays) await r.start();
 
     // The fake agents: check each placement against the GPUs they hold, then hold them.
-    nc.subscribe('gpunet.evt.JobPlaced', {
+    nc.subscribe(eventTypeSubjects('JobPlaced'), {
       callback: (_err, msg) => {
         const p = (msg.json() as { data: EventData<'JobPlaced'> }).data;
         if (placements.has(p.attemptId)) return;

@@ -20,6 +20,8 @@ export interface SubmitOptions extends SubmitFlags {
   idempotencyKey?: string;
   /** `warn`: accept a deadline the current plan cannot meet, with a warning (default `reject`). */
   deadlinePolicy?: 'reject' | 'warn';
+  /** How local inputs travel (default `auto`: NATS when the NATS URL and team are known, else HTTP). */
+  upload?: 'auto' | 'http' | 'nats';
   wait?: boolean;
   timeout?: string;
 }
@@ -61,6 +63,7 @@ export async function submit(ctx: CommandContext, operands: string[], opts: Subm
   let phase = '';
   const started = new Map<string, number>();
   const { spec: ready, inputs } = await client.uploadInputs(spec, baseDir, {
+    ...(opts.upload ? { via: opts.upload } : {}),
     onProgress: (p: InputProgress) => {
       const label = `${p.input} ${p.phase}`;
       if (label !== phase) {

@@ -55,7 +55,7 @@ describe('JetStreamConsumerRunner (nats-server)', () => {
     );
     return {
       publish: async (e, msgID) => {
-        const m = encodeEvent(e, `${name}.evt.`);
+        const m = encodeEvent(e, (x) => `${name}.evt.${x.type}`);
         await js.publish(m.subject, m.payload, { headers: m.headers, msgID: msgID ?? m.msgID });
       },
     };

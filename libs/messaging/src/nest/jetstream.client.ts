@@ -5,8 +5,7 @@ import { ValidationError } from '#errors';
 import { EventEmitter } from 'node:events';
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
-import { encodeEvent, type BusEvent } from '../bus-event.js';
-import { EVENT_SUBJECT_PREFIX } from '../conventions.js';
+import { defaultEventSubject, encodeEvent, type BusEvent, type EventSubjectOf } from '../bus-event.js';
 import type { QueryContract } from '../query/envelope.js';
 import { requestQuery } from '../query/query-client.js';
 import { toFieldIssues } from '../zod-issues.js';
@@ -26,8 +25,8 @@ export interface JetStreamClientOptions {
   producer?: string;
   /** Reply timeout of `send`. Default 5000 ms. */
   timeoutMs?: number;
-  /** Default `gpunet.evt.`. */
-  subjectPrefix?: string;
+  /** Where each event goes. Default `gpunet.evt.<type>.<team>.<jobId>`. */
+  subjectOf?: EventSubjectOf;
 }
 
 /** Metadata for an emitted event; wrap the payload in a BusRecord to set it. */
@@ -143,7 +142,7 @@ export class JetStreamClient extends ClientProxy<StatusEvents, ClientStatus> {
         occurredAt: o.occurredAt ?? new Date().toISOString(),
       },
     };
-    const m = encodeEvent(event, this.options.subjectPrefix ?? EVENT_SUBJECT_PREFIX);
+    const m = encodeEvent(event, this.options.subjectOf ?? defaultEventSubject);
     return (await this.js!.publish(m.subject, m.payload, { msgID: m.msgID, headers: m.headers })) as T;
   }
 

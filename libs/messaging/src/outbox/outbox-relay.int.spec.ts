@@ -85,7 +85,7 @@ describe('OutboxRelay (SQLite store → nats-server)', () => {
     await freshStream('EVT_A', 'a.evt.');
     const store = new SqliteEventStore({ path: join(dir, 'a.db') });
     for (let j = 0; j < 10; j++) await store.appendToStream(`job-${j}`, events(`job-${j}`, 30));
-    const relay = new OutboxRelay(store, nc, { name: 'relay-a', subjectPrefix: 'a.evt.', logger, maxInFlight: 64, checkpointEvery: 50 });
+    const relay = new OutboxRelay(store, nc, { name: 'relay-a', subjectOf: (e) => `a.evt.${e.type}`, logger, maxInFlight: 64, checkpointEvery: 50 });
     await relay.start();
     await waitFor(async () => (await messageCount('EVT_A')) === 300, '300 events on the bus');
     await relay.stop();
@@ -99,7 +99,7 @@ describe('OutboxRelay (SQLite store → nats-server)', () => {
 
     // A restarted relay starts at its checkpoint: only the new events are published.
     await store.appendToStream('job-x', events('job-x', 5));
-    const again = new OutboxRelay(store, nc, { name: 'relay-a', subjectPrefix: 'a.evt.', logger });
+    const again = new OutboxRelay(store, nc, { name: 'relay-a', subjectOf: (e) => `a.evt.${e.type}`, logger });
     await again.start();
     await waitFor(async () => (await messageCount('EVT_A')) === 305, '305 events on the bus');
     await again.stop();
@@ -110,7 +110,7 @@ describe('OutboxRelay (SQLite store → nats-server)', () => {
   it('keeps retrying while no stream captures its subjects, then publishes everything once one does', async () => {
     const store = new SqliteEventStore({ path: join(dir, 'nostream.db') });
     await store.appendToStream('job-n', events('job-n', 20));
-    const relay = new OutboxRelay(store, nc, { name: 'relay-n', subjectPrefix: 'n.evt.', logger, retryBaseMs: 20, retryMaxMs: 50, publishTimeoutMs: 300 });
+    const relay = new OutboxRelay(store, nc, { name: 'relay-n', subjectOf: (e) => `n.evt.${e.type}`, logger, retryBaseMs: 20, retryMaxMs: 50, publishTimeoutMs: 300 });
     try {
       await relay.start();
       await waitFor(() => relay.stats.restarts >= 2, 'two failed rounds');

@@ -1,7 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { EventStore, ReadAllFilter, RecordedEvent, Subscription } from '#event-store';
-import { encodeEvent } from '../bus-event.js';
-import { EVENT_SUBJECT_PREFIX } from '../conventions.js';
+import { defaultEventSubject, encodeEvent, type EventSubjectOf } from '../bus-event.js';
 import { defaultMessagingLogger, type Logger } from '../logging.js';
 import { PipelinedPublisher } from './pipelined-publisher.js';
 
@@ -10,8 +9,8 @@ export interface OutboxRelayOptions {
   name?: string;
   /** Only these events (e.g. `{ streamPrefix: 'job-' }`). Default: all. */
   filter?: ReadAllFilter;
-  /** Default `gpunet.evt.`. */
-  subjectPrefix?: string;
+  /** Where each event goes. Default `gpunet.evt.<type>.<team>.<jobId>` (contracts' `eventSubject`). */
+  subjectOf?: EventSubjectOf;
   /** Publishes awaiting their PubAck at most. Default 512. */
   maxInFlight?: number;
   /** Save the checkpoint once this many more events are acked... Default 1000. */
@@ -52,7 +51,7 @@ interface InFlight {
 
 /**
  * Publishes every event appended to the event store to JetStream, in position order, on
- * `gpunet.evt.<type>` with `Nats-Msg-Id` = event id.
+ * `gpunet.evt.<type>.<team>.<jobId>` with `Nats-Msg-Id` = event id.
  *
  * Delivery is at least once on the relay's side and exactly once on the bus: after a crash the
  * relay resumes from its saved checkpoint (saved only after PubAcks, so never ahead of the bus)
@@ -68,7 +67,7 @@ export class OutboxRelay {
   private readonly maxInFlight: number;
   private readonly checkpointEvery: number;
   private readonly checkpointIntervalMs: number;
-  private readonly subjectPrefix: string;
+  private readonly subjectOf: EventSubjectOf;
   private readonly publishTimeoutMs: number;
   private readonly inFlight: InFlight[] = [];
   private inFlightHead = 0;
@@ -102,7 +101,7 @@ export class OutboxRelay {
     this.maxInFlight = options.maxInFlight ?? 512;
     this.checkpointEvery = options.checkpointEvery ?? 1000;
     this.checkpointIntervalMs = options.checkpointIntervalMs ?? 250;
-    this.subjectPrefix = options.subjectPrefix ?? EVENT_SUBJECT_PREFIX;
+    this.subjectOf = options.subjectOf ?? defaultEventSubject;
     this.publishTimeoutMs = options.publishTimeoutMs ?? 5_000;
     this.publishBatch = options.publishBatch ?? 64;
     this.logger = (options.logger ?? defaultMessagingLogger()).child({ component: 'outbox-relay', relay: this.name });
@@ -190,7 +189,7 @@ export class OutboxRelay {
   private publish(event: RecordedEvent): void {
     const entry: InFlight = { position: event.position, done: false };
     this.inFlight.push(entry);
-    const m = encodeEvent(event, this.subjectPrefix);
+    const m = encodeEvent(event, this.subjectOf);
     this.publisher!.publish(
       m.subject,
       m.payload,

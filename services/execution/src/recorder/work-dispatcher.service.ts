@@ -121,7 +121,7 @@ export class WorkDispatcher {
 
   /** Publishes a copy of `event` to the node's work subjects; `after` makes a companion's id per placement. */
   private async send(nodeId: string, event: RecordedEvent, after?: string): Promise<void> {
-    const enc = encodeEvent(event, `gpunet.work.${nodeId}.`);
+    const enc = encodeEvent(event, (e) => `gpunet.work.${nodeId}.${e.type}`);
     const msgID = `${event.eventId}.${nodeId}${after ? `.${after}` : ''}`;
     enc.headers.set(Headers.MsgId, msgID);
     await this.js!.publish(enc.subject, enc.payload, { headers: enc.headers, msgID, timeout: 5_000 });

@@ -11,6 +11,7 @@ import {
   CancelJobReply,
   CapacityReply,
   EstimateJobReply,
+  FeedEntry,
   GetQueueReply,
   HEADERS,
   GetChargesReply,
@@ -34,7 +35,7 @@ import { ErrorBody, RETRY_AFTER_SECONDS } from './http-errors.js';
 type Json = { [key: string]: unknown };
 
 /** Version of the HTTP API document; bump the minor on additions. */
-export const API_VERSION = '1.1.0';
+export const API_VERSION = '1.2.0';
 
 /** Schemas by component name, and whether they describe what clients send (input) or receive (output). */
 const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> = {
@@ -48,6 +49,7 @@ const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> 
   JobEvents: { schema: JobEvents, io: 'output' },
   JobOutputs: { schema: JobOutputs, io: 'output' },
   LogLine: { schema: LogLine, io: 'output' },
+  FeedEntry: { schema: FeedEntry, io: 'output' },
   GetChargesReply: { schema: GetChargesReply, io: 'output' },
   EstimateJobReply: { schema: EstimateJobReply, io: 'output' },
   GetQueueReply: { schema: GetQueueReply, io: 'output' },
@@ -120,6 +122,9 @@ const deadlinePolicyParam = {
   schema: { type: 'string', enum: ['reject', 'warn'] },
 };
 
+const uploadParam = { name: 'upload', in: 'path', required: true, description: 'The upload: `<sha256>.<size>` of the blob, as `Location` named it.', schema: { type: 'string', pattern: '^[0-9a-f]{64}\\.(0|[1-9][0-9]{0,15})$' } };
+const tusResumable = { name: 'Tus-Resumable', in: 'header', required: true, description: '`1.0.0`.', schema: { type: 'string', const: '1.0.0' } };
+
 /** Errors every authenticated route can answer. */
 const AUTH_ERRORS = { '401': errorResponse('Unauthorized'), '403': errorResponse('Forbidden'), '503': errorResponse('Unavailable') };
 const JOB_ERRORS = { '400': errorResponse('BadRequest'), ...AUTH_ERRORS, '404': errorResponse('NotFound') };
@@ -135,6 +140,12 @@ export const ROUTES = [
   'GET /v1/jobs/{jobId}/outputs',
   'GET /v1/jobs/{jobId}/outputs/{path}',
   'GET /v1/jobs/{jobId}/queue',
+  'GET /v1/feed',
+  'OPTIONS /v1/uploads',
+  'POST /v1/uploads',
+  'HEAD /v1/uploads/{upload}',
+  'PATCH /v1/uploads/{upload}',
+  'DELETE /v1/uploads/{upload}',
   'POST /v1/estimate',
   'GET /v1/capacity',
   'GET /v1/charges',
@@ -232,7 +243,7 @@ function paths(): Json {
         summary: 'The job\'s log lines',
         description:
           'NDJSON, one `LogLine` per line, in the order the agent published them. With `Accept: text/plain`: `<time> <stream> <line>` per line, times in the API key\'s time zone (UTC by default). ' +
-          '`follow=1` keeps the response open and streams new lines until the job reaches a final state.',
+          '`follow=1` keeps the response open and streams new lines until the job is over (its `JobEnded`).',
         parameters: [
           jobIdParam,
           { name: 'follow', in: 'query', required: false, description: 'Stream new lines until the job ends (`1`/`true`).', schema: { type: 'boolean', default: false } },
@@ -247,6 +258,113 @@ function paths(): Json {
           },
           ...JOB_ERRORS,
         },
+      },
+    },
+    '/v1/feed': {
+      get: {
+        operationId: 'teamFeed',
+        summary: 'The team feed: its own jobs\' events as Server-Sent Events, from a position, resumable',
+        description:
+          '`text/event-stream`; each event is `id: <store position>`, `event: <type>`, `data: <FeedEntry JSON>`, in store order. ' +
+          'Starts after `Last-Event-ID` (a reconnecting EventSource sends it), else after `after`, else from the start; catches up from the store, then stays open with live entries ' +
+          '(a `: keepalive` comment every 15 s). The team is the API key\'s: another team\'s events never appear. ' +
+          'With `jobId` (one of the team\'s jobs) only that job\'s entries come, and the stream ends after its `JobEnded`. ' +
+          'Over NATS: `gpunet.qry.intake.ReadFeed` pages, `gpunet.feed.<team>.<jobId>` notifications.',
+        parameters: [
+          { name: 'jobId', in: 'query', required: false, description: 'Only this job (the team\'s own).', schema: jsonSchema(JobId, 'input') },
+          { name: 'after', in: 'query', required: false, description: 'Start after this store position (the `id` of the last event you hold). Default 0.', schema: { type: 'string', pattern: '^(?:0|[1-9][0-9]{0,19})$' } },
+          { name: 'Last-Event-ID', in: 'header', required: false, description: 'Resume after this position; wins over `after`.', schema: { type: 'string', pattern: '^(?:0|[1-9][0-9]{0,19})$' } },
+        ],
+        responses: {
+          '200': { description: 'The stream of entries.', content: { 'text/event-stream': { schema: ref('FeedEntry') } } },
+          ...JOB_ERRORS,
+        },
+      },
+    },
+    '/v1/uploads': {
+      options: {
+        operationId: 'uploadCapabilities',
+        summary: 'What the tus server supports (open, no key)',
+        security: [],
+        responses: {
+          '204': {
+            description: 'tus 1.0.0 with extensions creation, creation-with-upload, termination.',
+            headers: {
+              'Tus-Version': { description: '`1.0.0`.', schema: { type: 'string' } },
+              'Tus-Extension': { description: 'The extensions supported.', schema: { type: 'string' } },
+              'Tus-Max-Size': { description: 'Largest upload, bytes (`GPUNET_UPLOAD_MAX_BYTES`).', schema: { type: 'integer' } },
+            },
+          },
+        },
+      },
+      post: {
+        operationId: 'createUpload',
+        summary: 'Create an HTTP upload of one input blob (tus 1.0, resumable)',
+        description:
+          'Uploads by the tus 1.0 protocol (https://tus.io/protocols/resumable-upload; any tus client works). Hash the file first: the upload names the blob it will be, ' +
+          '`Upload-Metadata: sha256 <base64 of the lowercase hex sha256>` and `Upload-Length: <bytes>`. The answer\'s `Location` is `/v1/uploads/<sha256>.<size>` of the caller\'s team ' +
+          '(the team is always the API key\'s). Bytes may come with this request (`Content-Type: application/offset+octet-stream`, creation-with-upload) or by `PATCH`. ' +
+          'They land in the team\'s content-addressed blob store (the same bucket and object as a NATS upload, `gpunet-blobs-<team>`, `<team>/<sha256>`): ' +
+          'the blob becomes visible, and usable as `{ sha256, size }` in a job\'s inputs, only once every byte is stored and they hash to the address. ' +
+          'A blob the team already holds answers with `Upload-Offset` = its size: nothing to send.',
+        parameters: [
+          { name: 'Tus-Resumable', in: 'header', required: true, description: '`1.0.0`.', schema: { type: 'string', const: '1.0.0' } },
+          { name: 'Upload-Length', in: 'header', required: true, description: 'Size of the file, bytes.', schema: { type: 'integer', minimum: 0 } },
+          { name: 'Upload-Metadata', in: 'header', required: true, description: '`sha256 <base64 of the hex sha256>` (other keys are ignored).', schema: { type: 'string' } },
+        ],
+        requestBody: { required: false, content: { 'application/offset+octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } },
+        responses: {
+          '201': {
+            description: 'The upload exists; `Upload-Offset` says how many bytes are stored.',
+            headers: {
+              Location: { description: '`/v1/uploads/<sha256>.<size>`.', schema: { type: 'string' } },
+              'Upload-Offset': { description: 'Bytes stored.', schema: { type: 'integer' } },
+            },
+          },
+          '400': errorResponse('BadRequest'),
+          ...AUTH_ERRORS,
+          '413': errorResponse('TooLarge'),
+        },
+      },
+    },
+    '/v1/uploads/{upload}': {
+      head: {
+        operationId: 'uploadOffset',
+        summary: 'How many bytes of the upload are stored: where to resume',
+        description: 'After a dropped connection, ask here and `PATCH` from `Upload-Offset`. It is a whole number of stored chunks (bytes of a chunk cut off are sent again), or `Upload-Length` once the blob is stored. Another team\'s upload of the same blob is never seen: 404.',
+        parameters: [uploadParam, tusResumable],
+        responses: {
+          '200': {
+            description: 'Where the upload stands.',
+            headers: { 'Upload-Offset': { description: 'Bytes stored.', schema: { type: 'integer' } }, 'Upload-Length': { description: 'The file\'s size.', schema: { type: 'integer' } } },
+          },
+          ...AUTH_ERRORS,
+          '404': errorResponse('NotFound'),
+        },
+      },
+      patch: {
+        operationId: 'uploadBytes',
+        summary: 'Send bytes of the upload from `Upload-Offset`',
+        description:
+          'The body is the file\'s bytes from `Upload-Offset` (which must equal the stored offset: 409 otherwise); the answer\'s `Upload-Offset` is what is stored now. ' +
+          'When the last byte arrives, the stored bytes are checked against the sha256 and size: 460 (nothing kept) when they differ; otherwise the blob is stored (`Gpunet-Sha256` in the answer).',
+        parameters: [uploadParam, tusResumable, { name: 'Upload-Offset', in: 'header', required: true, description: 'Where these bytes start.', schema: { type: 'integer', minimum: 0 } }],
+        requestBody: { required: true, content: { 'application/offset+octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } },
+        responses: {
+          '400': errorResponse('BadRequest'),
+          '204': { description: 'Stored.', headers: { 'Upload-Offset': { description: 'Bytes stored now.', schema: { type: 'integer' } }, 'Gpunet-Sha256': { description: 'Set once the blob is stored: its address.', schema: { type: 'string' } } } },
+          ...AUTH_ERRORS,
+          '404': errorResponse('NotFound'),
+          '409': { description: '`Upload-Offset` is not where the upload stands: `HEAD` it and resume from there.' },
+          '413': errorResponse('TooLarge'),
+          '460': { description: 'Checksum mismatch: the bytes do not hash to the sha256 the upload was created with; nothing was kept.' },
+        },
+      },
+      delete: {
+        operationId: 'abandonUpload',
+        summary: 'Give up an unfinished upload: its stored chunks are removed (a stored blob is not)',
+        parameters: [uploadParam, tusResumable],
+        responses: { '204': { description: 'Removed.' }, ...AUTH_ERRORS, '404': errorResponse('NotFound') },
       },
     },
     '/v1/jobs/{jobId}/events': {

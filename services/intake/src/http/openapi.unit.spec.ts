@@ -46,11 +46,12 @@ describe('OpenAPI document', () => {
     expect(broken).toEqual([]);
   });
 
-  it('states the bearer auth globally, and opens only health and the document itself', () => {
+  it('states the bearer auth globally, and opens only health, the document itself and the tus capability probe (OPTIONS /v1/uploads)', () => {
     expect(doc.security).toEqual([{ bearerAuth: [] }]);
     expect((doc.components as Json).securitySchemes).toMatchObject({ bearerAuth: { type: 'http', scheme: 'bearer' } });
     const open = Object.entries(doc.paths as Json).filter(([, item]) => Object.values(item as Json).some((op) => Array.isArray((op as Json).security) && ((op as Json).security as unknown[]).length === 0));
-    expect(open.map(([p]) => p).sort()).toEqual(['/healthz', '/openapi.json']);
+    expect(open.map(([p]) => p).sort()).toEqual(['/healthz', '/openapi.json', '/v1/uploads']);
+    expect(Object.entries((doc.paths as Json)['/v1/uploads'] as Json).filter(([, op]) => Array.isArray((op as Json).security)).map(([m]) => m)).toEqual(['options']);
   });
 
   it('every authenticated operation answers 401 and 403 with the error shape, every body-taking one 400', () => {

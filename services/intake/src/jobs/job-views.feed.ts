@@ -16,6 +16,7 @@ type Watcher = (view: JobView) => void;
 export class JobViewsFeed {
   readonly views = new JobViews();
   private readonly watchers = new Map<string, Set<Watcher>>();
+  private readonly listeners = new Set<(event: RecordedEvent) => void>();
   private readonly follower: StoreFollower;
 
   constructor(
@@ -64,7 +65,31 @@ export class JobViewsFeed {
     };
   }
 
+  /**
+   * Calls `listener` with every event the views apply from now on, in store order, after the
+   * views include it (so a reader told of an event finds it in the views); until the returned
+   * function is called.
+   */
+  listen(listener: (event: RecordedEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
   private apply(event: RecordedEvent): void {
+    try {
+      this.applyToViews(event);
+    } finally {
+      for (const listener of this.listeners) {
+        try {
+          listener(event);
+        } catch (err) {
+          this.logger.error({ err, eventId: event.eventId }, 'job views listener failed');
+        }
+      }
+    }
+  }
+
+  private applyToViews(event: RecordedEvent): void {
     const changed = this.views.apply(event);
     if (!changed) return;
     const jobId = jobIdOf(event)!;

@@ -4,23 +4,22 @@ import type { Request, Response } from 'express';
 import { once } from 'node:events';
 import { Authenticator } from '../auth/authenticator.js';
 import type { Principal } from '../auth/api-keys.js';
-import { isFinalState } from '../domain/job-view.js';
 import { flag, jobIdParam } from '../http/request.js';
-import { JobViewsFeed } from '../jobs/job-views.feed.js';
+import { FeedHub } from '../feed/feed-hub.js';
 import { JobsService } from '../jobs/jobs.service.js';
 import { JobLogs } from './job-logs.js';
 
 /**
  * `GET /v1/jobs/:jobId/logs`: the job's log lines as NDJSON (`{ts, stream, line, attemptId}` per
  * line), or as text with `Accept: text/plain`. `?follow=1` keeps the response open and streams
- * new lines until the job reaches a final state.
+ * new lines until the job is over (its `JobEnded`, from the team feed).
  */
 @Controller('v1/jobs')
 export class LogsHttpController {
   constructor(
     private readonly auth: Authenticator,
     private readonly jobs: JobsService,
-    private readonly feed: JobViewsFeed,
+    private readonly hub: FeedHub,
     private readonly logs: JobLogs,
   ) {}
 
@@ -34,16 +33,8 @@ export class LogsHttpController {
 
     const abort = new AbortController();
     res.on('close', () => abort.abort());
-    let unwatch = () => {};
-    const until = follow
-      ? new Promise<void>((resolve) => {
-          const current = this.feed.get(id);
-          if (current && isFinalState(current.state)) return resolve();
-          unwatch = this.feed.watch(id, (view) => {
-            if (isFinalState(view.state)) resolve();
-          });
-        })
-      : undefined;
+    // Following ends once the job is over (its JobEnded): nothing more is logged after that.
+    const until = follow ? this.hub.ended(id, abort.signal) : undefined;
 
     // The first line may take a while when following: headers go out now, so the client sees the stream is open.
     res.status(200).type(text ? 'text/plain; charset=utf-8' : 'application/x-ndjson');
@@ -57,7 +48,6 @@ export class LogsHttpController {
         if (abort.signal.aborted) break;
       }
     } finally {
-      unwatch();
       if (!res.writableEnded) res.end();
     }
   }

@@ -204,6 +204,7 @@ export class SchedulerService implements OnModuleInit {
     const jobId = d.data.jobId;
     const streamId = placementJobStreamId(jobId);
     const revision = this.revisions.get(jobId);
+    const team = this.state.jobs.get(jobId)?.team ?? cause?.metadata.team;
     const correlationId = this.correlations.get(jobId) ?? cause?.metadata.correlationId;
     // Ids derive from the cause; the correlation is the job's own, so its whole trail stays together.
     const causeOfRecord: Cause | undefined = cause && { eventId: cause.eventId, metadata: { correlationId: correlationId ?? cause.metadata.correlationId } };
@@ -212,6 +213,8 @@ export class SchedulerService implements OnModuleInit {
         expectedRevision: revision ?? 'no_stream',
         ...(causeOfRecord ? { cause: causeOfRecord } : correlationId ? { correlationId } : {}),
         jobId,
+        // The job's team, so the event's subject and the team's feed carry it (the decision's data has none).
+        ...(team ? { team } : {}),
       });
       this.revisions.set(jobId, result.nextExpectedRevision);
       evolve(this.state, { type: d.type, data: d.data, position: result.position } as PlacementEvent);
