@@ -15,6 +15,8 @@ import { natsAuthOptions } from '#identity';
 import { requestQuery } from '#messaging';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { PassThrough } from 'node:stream';
+import { runCli } from '../../libs/cli/src/program.js';
 import { jobEvents, scriptJob } from '../support/jobs.js';
 import { TestNetwork, withLogsOnFailure } from '../support/network.js';
 import { until } from '../support/poll.js';
@@ -113,6 +115,18 @@ describe('JobEnded across real processes', () => {
       }, { timeoutMs: 20_000 });
       const all = await network().events({ types: ['JobEnded'] });
       for (const jobId of expected.keys()) expect({ jobId, count: all.filter((e) => e.metadata.jobId === jobId).length }).toEqual({ jobId, count: 1 });
+
+      // Compliance sees it: the audit lists the JobEnded in the job's timeline and takes its outcome.
+      const audit = await client.auditJob(retried.jobId);
+      expect(audit).toMatchObject({ outcome: 'failed', ended: { eventId: all.find((e) => e.metadata.jobId === retried.jobId)!.eventId } });
+      expect(audit.timeline.filter((t) => t.type === 'JobEnded')).toHaveLength(1);
+      // And `gpunet replay job` re-derives it from the job's facts: the same as recorded.
+      const out = new PassThrough();
+      const chunks: Buffer[] = [];
+      out.on('data', (c: Buffer) => chunks.push(c));
+      const code = await runCli(['replay', 'job', retried.jobId, '--store', network().storeUrl, '--json'], { stdout: out, stderr: new PassThrough(), env: { ...process.env } as Record<string, string>, cwd: process.cwd() });
+      const replay = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { identical: boolean; ended: { status: string; outcome: string } };
+      expect({ code, identical: replay.identical, ended: replay.ended }).toMatchObject({ code: 0, identical: true, ended: { status: 'same', outcome: 'failed' } });
     }),
     240_000,
   );

@@ -363,6 +363,12 @@ AuditJobReplyJob1Cost = TypedDict("AuditJobReplyJob1Cost", {
     "billableMs": int,  # Sum of the lines' billableMs.
 })
 
+# The job's JobEnded, once recorded: nothing more happened to it after; `outcome` is then its outcome (`staging_failed` for a failed staging).
+AuditJobReplyJob1Ended = TypedDict("AuditJobReplyJob1Ended", {
+    "endedAt": str,  # JobEnded.endedAt: when the ledger found the job over.
+    "eventId": str,  # Id of the JobEnded event (its place is in `timeline`).
+})
+
 # One event of the job.
 AuditJobReplyJob1TimelineItem = TypedDict("AuditJobReplyJob1TimelineItem", {
     "position": str,  # Global position in the event store (decimal).
@@ -390,6 +396,7 @@ AuditJobReplyJob1 = TypedDict("AuditJobReplyJob1", {
     "attempts": List[AuditJobReplyJob1AttemptsItem],  # Run attempts, first first.
     "outputs": NotRequired[AuditJobReplyJob1Outputs],  # What came back: files with size and sha256, and the captured logs (absent until OutputsStored).
     "cost": AuditJobReplyJob1Cost,  # What it cost.
+    "ended": NotRequired[AuditJobReplyJob1Ended],  # The job's JobEnded, once recorded: nothing more happened to it after; `outcome` is then its outcome (`staging_failed` for a failed staging).
     "timeline": List[AuditJobReplyJob1TimelineItem],  # Every event of the job from every service, in store order.
 })
 
