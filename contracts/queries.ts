@@ -113,6 +113,18 @@ export const JobView = z
       })
       .optional()
       .describe('Stored outputs, once OutputsStored.'),
+    ended: z
+      .object({
+        endedAt: Timestamp.describe('JobEnded.endedAt: when the job was found over.'),
+        billed: z
+          .object({
+            billableMs: DurationMs.describe('Billable time over every attempt and node, ms.'),
+            totals: z.array(z.object({ currency: Currency, amountMicros: Micros })).describe('Charge per currency; empty when nothing was billed.'),
+          })
+          .describe('What the ledger billed for the job, all attempts together.'),
+      })
+      .optional()
+      .describe('Set once the job\'s JobEnded is recorded: nothing more happens to it, `state` is its final outcome and `outputs` its final outputs.'),
     rejection: z
       .object({
         reason: z.enum(JOB_REJECTION_REASONS).describe('Rejection reason, as in JobRejected.'),

@@ -363,6 +363,12 @@ AuditJobReplyJob1Cost = TypedDict("AuditJobReplyJob1Cost", {
     "billableMs": int,  # Sum of the lines' billableMs.
 })
 
+# The job's JobEnded, once recorded: nothing more happened to it after; `outcome` is then its outcome (`staging_failed` for a failed staging).
+AuditJobReplyJob1Ended = TypedDict("AuditJobReplyJob1Ended", {
+    "endedAt": str,  # JobEnded.endedAt: when the ledger found the job over.
+    "eventId": str,  # Id of the JobEnded event (its place is in `timeline`).
+})
+
 # One event of the job.
 AuditJobReplyJob1TimelineItem = TypedDict("AuditJobReplyJob1TimelineItem", {
     "position": str,  # Global position in the event store (decimal).
@@ -390,6 +396,7 @@ AuditJobReplyJob1 = TypedDict("AuditJobReplyJob1", {
     "attempts": List[AuditJobReplyJob1AttemptsItem],  # Run attempts, first first.
     "outputs": NotRequired[AuditJobReplyJob1Outputs],  # What came back: files with size and sha256, and the captured logs (absent until OutputsStored).
     "cost": AuditJobReplyJob1Cost,  # What it cost.
+    "ended": NotRequired[AuditJobReplyJob1Ended],  # The job's JobEnded, once recorded: nothing more happened to it after; `outcome` is then its outcome (`staging_failed` for a failed staging).
     "timeline": List[AuditJobReplyJob1TimelineItem],  # Every event of the job from every service, in store order.
 })
 
@@ -1430,6 +1437,23 @@ GetJobReplyOutputs = TypedDict("GetJobReplyOutputs", {
     "rejected": NotRequired[List[GetJobReplyOutputsRejectedItem]],  # Files matching the globs that were refused (a symlink leaving the output directory, the size cap, …), each with why.
 })
 
+GetJobReplyEndedBilledTotalsItem = TypedDict("GetJobReplyEndedBilledTotalsItem", {
+    "currency": str,  # ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.
+    "amountMicros": int,  # Money in integer micro-units (1 unit = 1,000,000 micros); a safe integer, so at most about 9.007e9 units.
+})
+
+# What the ledger billed for the job, all attempts together.
+GetJobReplyEndedBilled = TypedDict("GetJobReplyEndedBilled", {
+    "billableMs": int,  # Billable time over every attempt and node, ms.
+    "totals": List[GetJobReplyEndedBilledTotalsItem],  # Charge per currency; empty when nothing was billed.
+})
+
+# Set once the job's JobEnded is recorded: nothing more happens to it, `state` is its final outcome and `outputs` its final outputs.
+GetJobReplyEnded = TypedDict("GetJobReplyEnded", {
+    "endedAt": str,  # JobEnded.endedAt: when the job was found over.
+    "billed": GetJobReplyEndedBilled,  # What the ledger billed for the job, all attempts together.
+})
+
 # One problem with an input: where, what, and how to fix it.
 GetJobReplyRejectionIssuesItem = TypedDict("GetJobReplyRejectionIssuesItem", {
     "path": str,  # Dotted path of the field, e.g. `request.gpus`; empty for the whole input.
@@ -1466,6 +1490,7 @@ GetJobReply = TypedDict("GetJobReply", {
     "updatedAt": str,  # Time of the latest event applied to this view.
     "attempts": List[GetJobReplyAttemptsItem],  # Run attempts, oldest first.
     "outputs": NotRequired[GetJobReplyOutputs],  # Stored outputs, once OutputsStored.
+    "ended": NotRequired[GetJobReplyEnded],  # Set once the job's JobEnded is recorded: nothing more happens to it, `state` is its final outcome and `outputs` its final outputs.
     "rejection": NotRequired[GetJobReplyRejection],  # Why the job was rejected, when it was.
     "timeline": List[GetJobReplyTimelineItem],  # Every event of the job, in order.
 })
@@ -1779,7 +1804,7 @@ JobEndedDataOutputs1 = TypedDict("JobEndedDataOutputs1", {
     "rejected": int,  # How many files matching the globs were refused (listed in `OutputsStored`).
 })
 
-# The job is over: nothing more will happen to it. Recorded exactly once per job on every path (run and released, withdrawn from the queue, staging failed, rejected), after its usage lines and outputs, with its final outcome, attempts, billed total and outputs.
+# The job is over: nothing more will happen to it. Recorded exactly once per job (stream `ledger-job-<jobId>`) on every path — its last attempt ended and released (not lost, not retried), withdrawn from the queue (cancelled, deadline, or cancelled after a lost or retried attempt), staging failed, reje
 JobEndedData = TypedDict("JobEndedData", {
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
     "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
@@ -1803,14 +1828,14 @@ JobEndedMetadata = TypedDict("JobEndedMetadata", {
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
 })
 
-# The job is over: nothing more will happen to it. Recorded exactly once per job on every path (run and released, withdrawn from the queue, staging failed, rejected), after its usage lines and outputs, with its final outcome, attempts, billed total and outputs. Subject: `gpunet.evt.JobEnded.*.*`. Sche
+# The job is over: nothing more will happen to it. Recorded exactly once per job (stream `ledger-job-<jobId>`) on every path — its last attempt ended and released (not lost, not retried), withdrawn from the queue (cancelled, deadline, or cancelled after a lost or retried attempt), staging failed, reje
 JobEnded = TypedDict("JobEnded", {
     "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
     "revision": str,  # 0-based revision within the stream, as decimal text.
     "position": str,  # Global position in the store, totally ordered, as decimal text.
     "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
     "type": Literal["JobEnded"],  # Always `JobEnded`.
-    "data": JobEndedData,  # The job is over: nothing more will happen to it. Recorded exactly once per job on every path (run and released, withdrawn from the queue, staging failed, reject
+    "data": JobEndedData,  # The job is over: nothing more will happen to it. Recorded exactly once per job (stream `ledger-job-<jobId>`) on every path — its last attempt ended and released
     "metadata": JobEndedMetadata,  # Metadata every event carries; covered by the hash chain.
     "recordedAt": str,  # When the store recorded the event.
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
@@ -2241,11 +2266,11 @@ JobSubmitted = TypedDict("JobSubmitted", {
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
-# A queued job left the queue without running (cancelled, or its deadline passed). It never held compute: billed 0.
+# A queued job left the queue without running (cancelled, or its deadline passed): it never held compute, billed 0. Also a cancelled job whose last attempt was lost with its node or failed in a way its retry policy retries: it is not run again (earlier attempts stay billed as they were).
 JobWithdrawnData = TypedDict("JobWithdrawnData", {
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
     "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
-    "outcome": Literal["cancelled", "deadline"],  # `cancelled`: the team cancelled it while it was queued; `deadline`: its deadline passed before it could run.
+    "outcome": Literal["cancelled", "deadline"],  # `cancelled`: the team cancelled it while it was queued (or waiting to run again); `deadline`: its deadline passed before it could run.
     "message": NotRequired[str],  # Detail for people.
     "withdrawnAt": str,  # When placement took the job out of the queue.
 })
@@ -2261,14 +2286,14 @@ JobWithdrawnMetadata = TypedDict("JobWithdrawnMetadata", {
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
 })
 
-# A queued job left the queue without running (cancelled, or its deadline passed). It never held compute: billed 0. Subject: `gpunet.evt.JobWithdrawn.*.*`. Schema version 1.
+# A queued job left the queue without running (cancelled, or its deadline passed): it never held compute, billed 0. Also a cancelled job whose last attempt was lost with its node or failed in a way its retry policy retries: it is not run again (earlier attempts stay billed as they were). Subject: `gpu
 JobWithdrawn = TypedDict("JobWithdrawn", {
     "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
     "revision": str,  # 0-based revision within the stream, as decimal text.
     "position": str,  # Global position in the store, totally ordered, as decimal text.
     "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
     "type": Literal["JobWithdrawn"],  # Always `JobWithdrawn`.
-    "data": JobWithdrawnData,  # A queued job left the queue without running (cancelled, or its deadline passed). It never held compute: billed 0.
+    "data": JobWithdrawnData,  # A queued job left the queue without running (cancelled, or its deadline passed): it never held compute, billed 0. Also a cancelled job whose last attempt was lo
     "metadata": JobWithdrawnMetadata,  # Metadata every event carries; covered by the hash chain.
     "recordedAt": str,  # When the store recorded the event.
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
