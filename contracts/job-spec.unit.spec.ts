@@ -1,5 +1,5 @@
 import { parse as parseYaml } from 'yaml';
-import { JobSpec, JobSpecInput, MAX_TIME_LIMIT_MS, parseJobSpec, parseSize, toJobSpec, type FieldIssue } from './index.js';
+import { JobSpec, JobSpecInput, jobEnvIssues, MAX_TIME_LIMIT_MS, parseJobSpec, parseSize, toJobSpec, type FieldIssue } from './index.js';
 
 const SHA = 'a'.repeat(64);
 
@@ -288,5 +288,48 @@ describe('resources', () => {
   });
   it('reads sizes', () => {
     expect([parseSize('1GiB'), parseSize('1.5 GB'), parseSize('100'), parseSize(7), parseSize('2XB'), parseSize(-1)]).toEqual([2 ** 30, 1.5e9, 100, 7, undefined, undefined]);
+  });
+});
+
+describe('job spec: one rule for env, shared with the agent', () => {
+  const withEnv = (env: Record<string, string>, kind: 'script' | 'container' = 'script') => ({
+    work: kind === 'script' ? { kind, script: { inline: 'true' }, env } : { kind, image: 'busybox', env },
+    request: { gpus: 1, timeLimit: '1m' },
+  });
+  const cases: [string, string][] = [
+    ['EPOCHS', '3'],
+    ['_x', ''],
+    ['lr', '0.1'],
+    ['1X', 'a'],
+    ['A=B', 'b'],
+    ['A B', 'b'],
+    ['', 'b'],
+    ['GPUNET_JOB_ID', 'c'],
+    ['GPUNET_', 'c'],
+    ['CUDA_VISIBLE_DEVICES', '0'],
+    ['NVIDIA_VISIBLE_DEVICES', 'all'],
+    ['NVIDIA_VISIBLE_DEVICES_X', '1'],
+    ['X'.repeat(128), 'long name'],
+    ['X'.repeat(129), 'too long a name'],
+    ['NUL_IN_VALUE', 'x\0y'],
+    ['NEWLINE_IN_VALUE', 'x\ny'],
+  ];
+
+  it.each(cases)('submit and the agent agree on %j = %j', (name, value) => {
+    const refusedByAgent = jobEnvIssues({ [name]: value }).length > 0;
+    for (const kind of ['script', 'container'] as const) {
+      const result = parseJobSpec(withEnv({ [name]: value }, kind));
+      expect({ name, kind, refusedAtSubmit: !result.ok }).toEqual({ name, kind, refusedAtSubmit: refusedByAgent });
+      if (!result.ok) expect(result.issues.every((i) => i.path.startsWith('work.env') && i.fix !== undefined)).toBe(true);
+    }
+  });
+
+  it('refuses a NUL character in a value at submit, naming the variable and the fix', () => {
+    const issues = issuesOf(withEnv({ OK_NAME: 'x\0y' }));
+    expect(issues).toEqual([expect.objectContaining({ path: 'work.env.OK_NAME', message: expect.stringMatching(/NUL/), fix: expect.any(String) })]);
+  });
+
+  it('names each refused variable with what the agent would say', () => {
+    expect(jobEnvIssues({ NVIDIA_VISIBLE_DEVICES: 'all', '1X': 'a', OK: 'x\0y', FINE: '1' }, 'work.env').map((i) => i.path).sort()).toEqual(['work.env.1X', 'work.env.NVIDIA_VISIBLE_DEVICES', 'work.env.OK']);
   });
 });
