@@ -218,7 +218,51 @@ function inputFields() {
   };
 }
 
-function inputList<T extends z.ZodType<{ name: string; path: string }>>(input: T) {
+/** Where a relative path lands: `./data/`, `data//` and `data` are one place (`data`). */
+function placeOf(path: string): string {
+  return path
+    .split('/')
+    .filter((segment) => segment !== '' && segment !== '.')
+    .join('/');
+}
+
+/**
+ * Inputs the agent could not place as written, found at submit: one place written twice (the
+ * second would silently replace the first) and an input below a file input (nothing can be placed
+ * inside a file; staging would fail on every node).
+ */
+function placementIssues(inputs: readonly { path: string; kind?: string }[], ctx: z.core.$RefinementCtx): void {
+  const places = new Map<string, number>();
+  const files = new Map<string, number>();
+  inputs.forEach((item, i) => {
+    const place = placeOf(item.path);
+    const first = places.get(place);
+    if (first !== undefined && inputs[first]!.path !== item.path) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [i, 'path'],
+        message: withFix(`input path \`${item.path}\` names the same place as input ${first} (\`${inputs[first]!.path}\`); the one staged last would replace the other`, 'give each input its own path'),
+      });
+    }
+    if (first === undefined) places.set(place, i);
+    if (item.kind !== 'folder' && !files.has(place)) files.set(place, i);
+  });
+  inputs.forEach((item, i) => {
+    const segments = placeOf(item.path).split('/');
+    for (let depth = 1; depth < segments.length; depth++) {
+      const file = files.get(segments.slice(0, depth).join('/'));
+      if (file === undefined) continue;
+      ctx.addIssue({
+        code: 'custom',
+        path: [i, 'path'],
+        message: withFix(`input path \`${item.path}\` lies below input ${file}, a file at \`${inputs[file]!.path}\`; nothing can be placed inside a file`, `move one of them, or make input ${file} a folder`),
+      });
+      break;
+    }
+  });
+}
+
+function inputList<T extends z.ZodType<{ name: string; path: string; kind?: string }>>(input: T, strictPlaces = false) {
   const listError = fieldError('data.inputs', 'must be a list of inputs', 'write e.g. `inputs: [{ name: dataset, path: data, sha256: ..., size: ... }]`');
   return z
     .array(input, { error: listError })
@@ -237,6 +281,8 @@ function inputList<T extends z.ZodType<{ name: string; path: string }>>(input: T
             });
         });
       }
+      // Only what people write: a spec recorded before this rule must still read back.
+      if (strictPlaces) placementIssues(inputs, ctx);
     })
     .describe('Files and folders the job reads, by content address; staged before compute is held (staging is not billed).');
 }
@@ -430,7 +476,7 @@ export const JobSpecInput = strictObject(
   {
     name: JobName.optional(),
     work: workSchema(strict),
-    data: strictObject({ inputs: inputList(InputRefInput).default([]) }, 'data')
+    data: strictObject({ inputs: inputList(InputRefInput, true).default([]) }, 'data')
       .default({ inputs: [] })
       .describe('What the job reads.'),
     request: RequestInput,

@@ -333,3 +333,41 @@ describe('job spec: one rule for env, shared with the agent', () => {
     expect(jobEnvIssues({ NVIDIA_VISIBLE_DEVICES: 'all', '1X': 'a', OK: 'x\0y', FINE: '1' }, 'work.env').map((i) => i.path).sort()).toEqual(['work.env.1X', 'work.env.NVIDIA_VISIBLE_DEVICES', 'work.env.OK']);
   });
 });
+
+describe('job spec: input paths that would collide on the node', () => {
+  const withInputs = (inputs: { path: string; kind?: 'file' | 'folder' }[]) => ({
+    work: { kind: 'script', script: { inline: 'true' } },
+    data: { inputs: inputs.map((i, n) => ({ name: `in${n}`, kind: i.kind ?? 'file', path: i.path, sha256: SHA, size: 10 })) },
+    request: { gpus: 1, timeLimit: '1m' },
+  });
+
+  it.each([
+    ['data', './data'],
+    ['data', 'data/'],
+    ['a/b', 'a//b'],
+    ['a/./b', './a/b/'],
+  ])('refuses %j and %j, one place written twice (the second would replace the first)', (first, second) => {
+    const issue = issuesOf(withInputs([{ path: first }, { path: second }])).find((i) => i.path === 'data.inputs[1].path');
+    expect(issue).toEqual({ path: 'data.inputs[1].path', message: expect.stringMatching(/same place as input 0/), fix: expect.any(String) });
+  });
+
+  it('refuses an input below a file input (nothing can be placed inside a file), whichever comes first', () => {
+    expect(issuesOf(withInputs([{ path: 'a' }, { path: 'a/b' }]))).toEqual([expect.objectContaining({ path: 'data.inputs[1].path', message: expect.stringMatching(/below input 0, a file/) })]);
+    expect(issuesOf(withInputs([{ path: './a/b/c' }, { path: 'a' }]))).toEqual([expect.objectContaining({ path: 'data.inputs[0].path', message: expect.stringMatching(/below input 1, a file/) })]);
+  });
+
+  it('accepts inputs side by side and files placed into a folder input', () => {
+    expect(parseJobSpec(withInputs([{ path: 'a' }, { path: 'ab' }, { path: 'b/a' }])).ok).toBe(true);
+    expect(parseJobSpec(withInputs([{ path: 'data', kind: 'folder' }, { path: 'data/extra.txt' }])).ok).toBe(true);
+  });
+
+  it('leaves recorded specs as they were: messages are not refused for it', () => {
+    const recorded = JobSpec.safeParse({
+      work: { kind: 'script', script: { inline: 'true' }, args: [], env: {} },
+      data: { inputs: [{ name: 'x', kind: 'file', path: 'a', sha256: SHA, size: 1 }, { name: 'y', kind: 'file', path: 'a/b', sha256: SHA, size: 1 }] },
+      request: { gpus: 1, timeLimitMs: 60_000, network: false },
+      outputs: { globs: ['**'] },
+    });
+    expect(recorded.success).toBe(true);
+  });
+});
