@@ -11,7 +11,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile, spawn } from 'node:child_process';
 import { createHash, randomFillSync } from 'node:crypto';
-import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -164,6 +164,39 @@ describe('data to the compute across real processes', () => {
       expect(rejected['b-big.bin']).toMatchObject({ reason: 'size_cap', message: expect.stringContaining('size cap of 2000 bytes') });
     }),
     180_000,
+  );
+
+  it(
+    'ends a job whose inputs no node can lay out `failed` with the reason after one attempt, instead of requeueing it without end',
+    e2e(async () => {
+      // A folder input puts a file at d/x; the next input wants d/x to be a directory. The spec
+      // cannot see it (the folder's files are in its manifest); staging fails the same on any node.
+      await mkdir(join(dir, 'layout', 'tree'), { recursive: true });
+      await writeFile(join(dir, 'layout', 'tree', 'x'), 'a file where the next input wants a directory\n');
+      await writeFile(join(dir, 'layout', 'y.txt'), 'y\n');
+      await writeFile(
+        join(dir, 'layout.yaml'),
+        [
+          'work: { kind: script, script: { inline: "true" } }',
+          'data:',
+          '  inputs:',
+          '    - { name: tree, kind: folder, path: d, from: ./layout/tree }',
+          '    - { name: y, path: d/x/y.txt, from: ./layout/y.txt }',
+          'request: { gpus: 1, timeLimit: 1m }',
+        ].join('\n'),
+      );
+      const run = await gpunet(['submit', 'layout.yaml']);
+      expect(run.code).toBe(0);
+      const { jobId } = JSON.parse(run.stdout) as { jobId: string };
+      // Requeued as node_lost, it never ended (431 attempts in 11 minutes): no final state at all.
+      const view = await network().client().waitFor(jobId, { timeoutMs: 90_000 });
+      expect(view.state).toBe('failed');
+      expect(view.attempts).toHaveLength(1);
+      expect(view.attempts[0]).toMatchObject({ outcome: 'failed', exitCode: null, message: expect.stringMatching(/^inputs could not be staged: .*\$GPUNET_INPUT_DIR\/d\/x/) });
+      expect(view.attempts[0]!.message).not.toContain(network().dataDir); // the node's own paths stay its own
+      expect(await network().events({ types: ['JobRequeued', 'ComputeHeld'], jobId })).toEqual([]);
+    }),
+    150_000,
   );
 
   it(
