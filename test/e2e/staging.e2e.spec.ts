@@ -167,6 +167,29 @@ describe('data to the compute across real processes', () => {
   );
 
   it(
+    'lists an output whose name cannot be stored (a newline in it) as refused with its reason, in the outputs listing and in gpunet output',
+    e2e(async () => {
+      const client = network().client();
+      const script = 'cd "$GPUNET_OUTPUT_DIR" && printf kept > good.txt && printf lost > "$(printf \'bad\\nname.txt\')"';
+      const { jobId } = await client.submit({ work: { kind: 'script', script: { inline: script } }, request: { gpus: 1, timeLimit: '1m' } } as never);
+      expect((await client.waitFor(jobId, { timeoutMs: 120_000 })).state).toBe('completed');
+      const refused = { path: 'bad\\nname.txt', reason: 'invalid_name', message: expect.stringContaining('control character') };
+      const listing = await client.outputs(jobId);
+      expect(listing.files.map((f) => f.path)).toEqual(['good.txt']);
+      expect(listing.rejected).toEqual([refused]);
+
+      const json = await gpunet(['output', jobId, '--dest', join(dir, `out-${jobId}`)]);
+      expect(json.code).toBe(0);
+      expect(JSON.parse(json.stdout)).toMatchObject({ jobId, files: [expect.objectContaining({ path: 'good.txt' })], rejected: [refused] });
+      const human = await new Promise<string>((resolve) =>
+        execFile(process.execPath, [BIN, 'output', jobId, '--dest', join(dir, `out2-${jobId}`), '--data-dir', network().dataDir], { cwd: dir, env: { ...process.env, GPUNET_URL: '', GPUNET_API_KEY: '' } }, (_err, stdout) => resolve(stdout)),
+      );
+      expect(human).toMatch(/refused +bad\\nname\.txt +invalid_name: .*control character/);
+    }),
+    180_000,
+  );
+
+  it(
     'ends a job whose inputs no node can lay out `failed` with the reason after one attempt, instead of requeueing it without end',
     e2e(async () => {
       // A folder input puts a file at d/x; the next input wants d/x to be a directory. The spec

@@ -337,7 +337,7 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
 
   it('lists stored outputs and streams one from the object store, verified', async () => {
     const jobId = await submitted();
-    expect((await http(`/v1/jobs/${jobId}/outputs`)).json).toEqual({ jobId, stored: false, files: [], totalBytes: 0, truncated: false });
+    expect((await http(`/v1/jobs/${jobId}/outputs`)).json).toEqual({ jobId, stored: false, files: [], totalBytes: 0, truncated: false, rejected: [] });
     const blobs = await BlobStore.open(nc);
     const bytes = new TextEncoder().encode('weights '.repeat(1000));
     const blob = await blobs.uploadBytes('team-a', bytes);
@@ -345,9 +345,10 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
       { path: 'model/weights.bin', sha256: blob.sha256, size: blob.size },
       { path: 'model/w b.bin', sha256: blob.sha256, size: blob.size },
     ];
-    await record('storage', `storage-job-${jobId}`, 'OutputsStored', { jobId, attemptId: `${jobId}-a1`, files, totalBytes: 2 * blob.size, truncated: false, rejected: [], logs: [], storedAt: now() });
+    const rejected = [{ path: 'bad\\nname.txt', reason: 'invalid_name' as const, message: 'bad\\nname.txt was not kept: its name holds a control character' }];
+    await record('storage', `storage-job-${jobId}`, 'OutputsStored', { jobId, attemptId: `${jobId}-a1`, files, totalBytes: 2 * blob.size, truncated: false, rejected, logs: [], storedAt: now() });
     await view(jobId, (v) => v.outputs !== undefined);
-    expect((await http(`/v1/jobs/${jobId}/outputs`)).json).toEqual({ jobId, stored: true, files, totalBytes: 2 * blob.size, truncated: false });
+    expect((await http(`/v1/jobs/${jobId}/outputs`)).json).toEqual({ jobId, stored: true, files, totalBytes: 2 * blob.size, truncated: false, rejected });
 
     const res = await fetch(`${url}/v1/jobs/${jobId}/outputs/model/weights.bin`, { headers: { authorization: `Bearer ${KEY_A}` } });
     expect(res.status).toBe(200);

@@ -192,7 +192,7 @@ export class JobsService {
   outputs(principal: Principal, jobId: string): JobOutputs {
     const view = this.get(principal, jobId);
     const out = view.outputs;
-    return { jobId, stored: out !== undefined, files: out?.files ?? [], totalBytes: out?.totalBytes ?? 0, truncated: out?.truncated ?? false };
+    return { jobId, stored: out !== undefined, files: out?.files ?? [], totalBytes: out?.totalBytes ?? 0, truncated: out?.truncated ?? false, rejected: out?.rejected ?? [] };
   }
 
   private async readSubmitted(streamId: string): Promise<EventData<'JobSubmitted'> | undefined> {
