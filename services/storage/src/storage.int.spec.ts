@@ -300,6 +300,48 @@ describe('storage service against nats-server and a SQLite store', () => {
     expect(await blobs.exists('team-a', kept.sha256)).toBe(false);
   });
 
+  it('an output recorded while the input with its bytes is released is kept; else refused as missing — never recorded and then deleted', async () => {
+    const pairs = await Promise.all(
+      Array.from({ length: 24 }, async (_, i) => {
+        const bytes = await upload('team-a', randomBytes(500 + i));
+        await submit(`job-in-${i}`, [{ name: 'x', ...bytes }]);
+        await submit(`job-out-${i}`, []);
+        return { i, bytes };
+      }),
+    );
+    for (const { i } of pairs) {
+      await decided(`job-in-${i}`);
+      await decided(`job-out-${i}`);
+    }
+    // Each input's job is released while another job of the team records an output with the same bytes.
+    const answers = await Promise.all(
+      pairs.map(async ({ i, bytes }) => {
+        const store = requestQuery<StoreOutputsReply>(nc, commandSubject('StoreOutputs'), {
+          jobId: `job-out-${i}`, team: 'team-a', attemptId: `job-out-${i}-a1`, nodeId: 'node-1', files: [{ path: 'copy.bin', ...bytes }], logs: [],
+        }).catch((err: unknown) => err as { code: string; issues: { path: string; message: string }[] });
+        await release(`job-in-${i}`);
+        return { i, bytes, answer: await store };
+      }),
+    );
+    const marker = await upload('team-a', randomBytes(13));
+    await submit('job-marker-3', [{ name: 'x', ...marker }]);
+    await decided('job-marker-3');
+    await release('job-marker-3');
+    await waitFor('the marker removal', async () => (await removalsOf('job-marker-3')).length > 0);
+
+    for (const { i, bytes, answer } of answers) {
+      const kept = await blobs.exists('team-a', bytes.sha256);
+      const recorded = (await storageEvents(`job-out-${i}`)).some((e) => e.type === 'OutputsStored');
+      if ('duplicate' in answer) {
+        expect({ i, recorded, kept }).toEqual({ i, recorded: true, kept: true });
+        expect(await removalsOf(`job-in-${i}`)).toEqual([]);
+      } else {
+        // The removal came first: the agent is told the blob is missing (it still holds the file and uploads it again).
+        expect({ i, recorded, code: answer.code, issue: answer.issues[0]?.message }).toEqual({ i, recorded: false, code: 'validation_failed', issue: expect.stringContaining('is not in the object store') });
+      }
+    }
+  }, 60_000);
+
   it('rebuilds its references from the store after a restart', async () => {
     const shared = await upload('team-a', randomBytes(1000));
     await submit('job-s1', [{ name: 'x', ...shared }]);
