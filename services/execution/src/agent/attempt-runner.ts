@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, open, rmdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { missingRuntimeMessage, needsOutputs, planLaunch, stagingFault, stagingMessage, UnsupportedWorkError, type Launch, type ScriptLocation } from '../domain/index.js';
+import { missingRuntimeMessage, needsOutputs, planLaunch, stagingFault, stagingGivesUp, stagingMessage, UnsupportedWorkError, type Launch, type ScriptLocation } from '../domain/index.js';
 import type { ExecutionConfig } from '../execution.config.js';
 import { LogStreamer, type LogFiles } from '../logs/log-streamer.js';
 import { selectOutputs, storeOutputs } from '../outputs/output-handover.js';
@@ -136,8 +136,10 @@ export class AttemptRunner {
           return false;
         }
         if (tryNo >= STAGING_TRIES) {
-          // The object store or this node's disk let us down, not the job: placement requeues it.
-          await refuse('node_lost', message);
+          // The object store or this node's disk let us down, not the job: placement requeues it —
+          // unless the same kind of trouble has followed the job to its last attempt.
+          const outcome = stagingGivesUp(err, h.state.placement.attempt ?? 1);
+          await refuse(outcome, outcome === 'failed' ? `${message} (attempt ${h.state.placement.attempt}: staging failed on every node tried)` : message);
           return false;
         }
         h.log.warn({ err: (err as Error).message, tryNo }, 'staging failed; retrying');

@@ -33,3 +33,20 @@ export function stagingMessage(err: unknown, inputsDir: string): string {
   const text = err instanceof Error ? err.message : String(err);
   return `inputs could not be staged: ${text.split(inputsDir).join('$GPUNET_INPUT_DIR')}`;
 }
+
+/**
+ * Attempts of a job (JobPlaced.attempt) after which staging that keeps failing for a reason no
+ * rule above names ends the job: a cause that followed it to this many attempts travels with it.
+ */
+export const MAX_STAGING_ATTEMPTS = 5;
+
+/**
+ * What an attempt whose staging kept failing on this node (a `node` fault, tried here already)
+ * ends as: `node_lost`, so placement tries another node; `failed` once the job has reached
+ * {@link MAX_STAGING_ATTEMPTS}, so an unnamed cause cannot requeue it without end. An object store
+ * that does not answer is the platform's whatever the attempt: it never fails a job.
+ */
+export function stagingGivesUp(err: unknown, attempt: number): 'node_lost' | 'failed' {
+  if (err instanceof GpunetError && err.retryable) return 'node_lost';
+  return attempt >= MAX_STAGING_ATTEMPTS ? 'failed' : 'node_lost';
+}

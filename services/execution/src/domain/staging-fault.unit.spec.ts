@@ -1,6 +1,6 @@
 import { BlobIntegrityError, BlobNotFoundError, BlobStoreUnavailableError, ManifestInvalidError } from '#blobs';
 import { TransientError, ValidationError } from '#errors';
-import { stagingFault, stagingMessage } from './staging-fault.js';
+import { MAX_STAGING_ATTEMPTS, stagingFault, stagingGivesUp, stagingMessage } from './staging-fault.js';
 
 const errno = (code: string, message = `${code}: something`) => Object.assign(new Error(message), { code });
 
@@ -31,5 +31,21 @@ describe('stagingMessage', () => {
   it('names places relative to GPUNET_INPUT_DIR, not the node\'s own directories', () => {
     const err = errno('ENOTDIR', "ENOTDIR: not a directory, mkdir '/var/lib/gpunet/runs/job_1/a1/inputs/d/x'");
     expect(stagingMessage(err, '/var/lib/gpunet/runs/job_1/a1/inputs')).toBe("inputs could not be staged: ENOTDIR: not a directory, mkdir '$GPUNET_INPUT_DIR/d/x'");
+  });
+});
+
+describe('stagingGivesUp: what an attempt whose staging kept failing on this node ends as', () => {
+  it('node_lost (requeued elsewhere) while the job has had few attempts', () => {
+    expect(stagingGivesUp(errno('ENOSPC'), 1)).toBe('node_lost');
+    expect(stagingGivesUp(new Error('what was that'), MAX_STAGING_ATTEMPTS - 1)).toBe('node_lost');
+  });
+
+  it('failed once a cause no rule names has followed the job to its last attempt: never requeued without end', () => {
+    expect(stagingGivesUp(errno('ENOSPC'), MAX_STAGING_ATTEMPTS)).toBe('failed');
+    expect(stagingGivesUp(new Error('what was that'), MAX_STAGING_ATTEMPTS + 7)).toBe('failed');
+  });
+
+  it('an object store that does not answer is never the job\'s, whatever the attempt', () => {
+    expect(stagingGivesUp(new BlobStoreUnavailableError('down'), MAX_STAGING_ATTEMPTS + 7)).toBe('node_lost');
   });
 });
