@@ -109,11 +109,11 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
     return removals;
   }
 
-  private async loadManifest(team: string, sha256: string, size: number): Promise<void> {
+  private async loadManifest(team: string, sha256: string, size: number | undefined): Promise<void> {
     const key = `${team}/${sha256}`;
     if (this.manifests.has(key)) return;
     try {
-      const manifest = await this.blobs.readFolderManifest(team, sha256, { size });
+      const manifest = await this.blobs.readFolderManifest(team, sha256, size === undefined ? {} : { size });
       this.manifests.set(key, manifest.entries.map((e) => ({ sha256: e.sha256, size: e.size })));
     } catch (err) {
       // A manifest that is gone or unusable cannot be materialized: no file is needed through it.
