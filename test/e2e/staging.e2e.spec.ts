@@ -6,7 +6,7 @@
  * it chose the node for the data it holds).
  */
 import type { JobView } from '#contracts';
-import { blobBucket } from '#blobs';
+import { blobBucket, BlobStore } from '#blobs';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile, spawn } from 'node:child_process';
@@ -242,6 +242,35 @@ describe('data to the compute across real processes', () => {
       const byScope = Object.fromEntries(removals.map((r) => [r.scope, r]));
       expect(byScope['inputs']).toMatchObject({ reason: 'job_released', blobs: [{ sha256: inputs[0]!.sha256 }] });
       expect(byScope['node_cache']).toMatchObject({ reason: 'job_released', nodeId: network().nodeIds[0], blobs: [{ sha256: inputs[0]!.sha256 }] });
+    }),
+    180_000,
+  );
+
+  it(
+    'keeps an input whose bytes the job also saved in its checkpoint: the checkpoint still holds its file after the release',
+    e2e(async () => {
+      await writeFile(join(dir, 'cp.bin'), Buffer.from(`the same bytes in the checkpoint ${Date.now()}\n`));
+      await writeFile(
+        join(dir, 'cp.yaml'),
+        ['work: { kind: script, script: { inline: "cp \\"$GPUNET_INPUT_DIR/cp.bin\\" \\"$GPUNET_CHECKPOINT_DIR/state.bin\\" && echo two > \\"$GPUNET_CHECKPOINT_DIR/step.txt\\"" } }', 'data: { inputs: [{ name: cp, path: cp.bin, from: ./cp.bin }] }', 'request: { gpus: 1, timeLimit: 1m }'].join('\n'),
+      );
+      const run = await gpunet(['submit', 'cp.yaml']);
+      expect(run.code).toBe(0);
+      const { jobId, inputs } = JSON.parse(run.stdout) as { jobId: string; inputs: { sha256: string }[] };
+      expect((await network().client().waitFor(jobId, { timeoutMs: 120_000 })).state).toBe('completed');
+      const [checkpoint] = (await network().events({ types: ['JobCheckpointed'], jobId })).map((e) => e.data as { sha256?: string });
+      expect(checkpoint?.sha256).toEqual(expect.any(String)); // saved at exit, recorded before the release
+      await until('the node cache removal', async () => (await network().events({ types: ['DataRemoved'], jobId })).some((e) => (e.data as { scope: string }).scope === 'node_cache'), { timeoutMs: 60_000 });
+      await until('storage to take every event so far', async () => {
+        const b = await network().consumerBacklog('storage');
+        return b.pending === 0 && b.ackPending === 0;
+      }, { timeoutMs: 30_000, intervalMs: 200 });
+      // The checkpoint's manifest was read with its files' total as its size and failed: its files went unprotected.
+      expect((await network().events({ types: ['DataRemoved'], jobId })).filter((e) => (e.data as { scope: string }).scope === 'inputs')).toEqual([]);
+      const store = await BlobStore.open(await network().nats());
+      expect(await store.exists(network().team, inputs[0]!.sha256)).toBe(true);
+      const manifest = await store.readFolderManifest(network().team, checkpoint!.sha256!);
+      expect(manifest.entries.map((e) => e.sha256)).toContain(inputs[0]!.sha256);
     }),
     180_000,
   );
