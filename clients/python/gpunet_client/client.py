@@ -106,7 +106,7 @@ class GpunetClient:
         return self._json("GET", "/v1/charges" + (f"?jobId={_q(job_id)}" if job_id else ""))
 
     def outputs(self, job_id: str) -> Dict[str, Any]:
-        """The job's stored output files: `{ stored, files: [{ path, sha256, size }], totalBytes, truncated }`."""
+        """The job's stored output files: `{ stored, files: [{ path, sha256, size }], totalBytes, truncated, rejected: [{ path, reason, message }] }` (files not kept, with why)."""
         return self._json("GET", f"/v1/jobs/{_q(job_id)}/outputs")
 
     # ── inputs (tus uploads) ──────────────────────────────────────────────────────────────

@@ -167,7 +167,7 @@ AuditJobReplyJob1WorkSpecWork1 = TypedDict("AuditJobReplyJob1WorkSpecWork1", {
     "script": Union[AuditJobReplyJob1WorkSpecWork1Script1, AuditJobReplyJob1WorkSpecWork1Script2],  # Where the script comes from: `{ path }` inside the inputs, or `{ inline }` text.
     "interpreter": NotRequired[str],  # Program that runs the script, e.g. `bash` or `python3`. Default: the script's `#!` line, else `sh`.
     "args": NotRequired[List[str]],  # Arguments passed to the script.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # Run a container image on the node.
@@ -176,7 +176,7 @@ AuditJobReplyJob1WorkSpecWork2 = TypedDict("AuditJobReplyJob1WorkSpecWork2", {
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # One input: a file or folder by content address.
@@ -989,7 +989,7 @@ EstimateJobSpecWork1 = TypedDict("EstimateJobSpecWork1", {
     "script": Union[EstimateJobSpecWork1Script1, EstimateJobSpecWork1Script2],  # Where the script comes from: `{ path }` inside the inputs, or `{ inline }` text.
     "interpreter": NotRequired[str],  # Program that runs the script, e.g. `bash` or `python3`. Default: the script's `#!` line, else `sh`.
     "args": NotRequired[List[str]],  # Arguments passed to the script.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # Run a container image on the node.
@@ -998,7 +998,7 @@ EstimateJobSpecWork2 = TypedDict("EstimateJobSpecWork2", {
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # One input: a file or folder by content address, placed at `path` under `GPUNET_INPUT_DIR`.
@@ -1305,7 +1305,7 @@ GetJobReplySpecWork1 = TypedDict("GetJobReplySpecWork1", {
     "script": Union[GetJobReplySpecWork1Script1, GetJobReplySpecWork1Script2],  # Where the script comes from: `{ path }` inside the inputs, or `{ inline }` text.
     "interpreter": NotRequired[str],  # Program that runs the script, e.g. `bash` or `python3`. Default: the script's `#!` line, else `sh`.
     "args": NotRequired[List[str]],  # Arguments passed to the script.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # Run a container image on the node.
@@ -1314,7 +1314,7 @@ GetJobReplySpecWork2 = TypedDict("GetJobReplySpecWork2", {
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # One input: a file or folder by content address.
@@ -2018,7 +2018,7 @@ JobSpecWork1 = TypedDict("JobSpecWork1", {
     "script": Union[JobSpecWork1Script1, JobSpecWork1Script2],  # Where the script comes from: `{ path }` inside the inputs, or `{ inline }` text.
     "interpreter": NotRequired[str],  # Program that runs the script, e.g. `bash` or `python3`. Default: the script's `#!` line, else `sh`.
     "args": NotRequired[List[str]],  # Arguments passed to the script.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # Run a container image on the node.
@@ -2027,7 +2027,7 @@ JobSpecWork2 = TypedDict("JobSpecWork2", {
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # One input: a file or folder by content address, placed at `path` under `GPUNET_INPUT_DIR`.
@@ -2152,7 +2152,7 @@ JobSubmittedDataSpecWork1 = TypedDict("JobSubmittedDataSpecWork1", {
     "script": Union[JobSubmittedDataSpecWork1Script1, JobSubmittedDataSpecWork1Script2],  # Where the script comes from: `{ path }` inside the inputs, or `{ inline }` text.
     "interpreter": NotRequired[str],  # Program that runs the script, e.g. `bash` or `python3`. Default: the script's `#!` line, else `sh`.
     "args": NotRequired[List[str]],  # Arguments passed to the script.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # Run a container image on the node.
@@ -2161,7 +2161,7 @@ JobSubmittedDataSpecWork2 = TypedDict("JobSubmittedDataSpecWork2", {
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # One input: a file or folder by content address.
@@ -3088,7 +3088,7 @@ SubmitJobSpecWork1 = TypedDict("SubmitJobSpecWork1", {
     "script": Union[SubmitJobSpecWork1Script1, SubmitJobSpecWork1Script2],  # Where the script comes from: `{ path }` inside the inputs, or `{ inline }` text.
     "interpreter": NotRequired[str],  # Program that runs the script, e.g. `bash` or `python3`. Default: the script's `#!` line, else `sh`.
     "args": NotRequired[List[str]],  # Arguments passed to the script.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # Run a container image on the node.
@@ -3097,7 +3097,7 @@ SubmitJobSpecWork2 = TypedDict("SubmitJobSpecWork2", {
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # One input: a file or folder by content address, placed at `path` under `GPUNET_INPUT_DIR`.

@@ -225,7 +225,7 @@ export class JobsService {
   async outputs(principal: Principal, jobId: string): Promise<JobOutputs> {
     const view = await this.get(principal, jobId);
     const out = view.outputs;
-    return { jobId, stored: out !== undefined, files: out?.files ?? [], totalBytes: out?.totalBytes ?? 0, truncated: out?.truncated ?? false };
+    return { jobId, stored: out !== undefined, files: out?.files ?? [], totalBytes: out?.totalBytes ?? 0, truncated: out?.truncated ?? false, rejected: out?.rejected ?? [] };
   }
 
   private async readSubmitted(streamId: string): Promise<EventData<'JobSubmitted'> | undefined> {
