@@ -245,13 +245,13 @@ export class TestNetwork {
     process.kill(nats.pid, 'SIGHUP');
     await until(`nats-server to admit ${nodeId}'s key after the reload`, async () => {
       try {
-        const nc = await connect({ ...(await natsAuthOptions(keyFile)), servers: this.natsUrl, reconnect: false, timeout: 1_000 });
+        const nc = await connect({ ...(await natsAuthOptions(keyFile)), servers: this.natsUrl, reconnect: false, timeout: 5_000 });
         await nc.close();
         return true;
       } catch {
         return false;
       }
-    }, { timeoutMs: 15_000, intervalMs: 100 });
+    }, { timeoutMs: 60_000, intervalMs: 100 });
     const out = sink();
     const err = sink();
     const code = await runCli(['nodes', 'enroll', nodeId, '--public-key', identity.publicKey, '--data-dir', this.dataDir, '--json'], { stdout: out.stream, stderr: err.stream, env: this.env, cwd: this.dataDir });
