@@ -128,7 +128,7 @@ export const DeadLetter = z
     deliveries: z.int().min(1).describe('How many times it was delivered before giving up.'),
     reason: z
       .enum(DEAD_LETTER_REASONS)
-      .describe('`schema_invalid`: the payload failed its schema (dead-lettered at once); `max_deliveries`: retries ran out; `terminal_error`: the handler said retrying cannot help.'),
+      .describe('`schema_invalid`: the payload failed its schema, or its schema version is not accepted (`error.code` `unsupported_schema_version`; dead-lettered at once); `max_deliveries`: retries ran out; `terminal_error`: the handler said retrying cannot help.'),
     error: z
       .object({
         name: z.string().optional().describe('Error class name, e.g. `ValidationError`.'),

@@ -885,7 +885,7 @@ DeadLetter = TypedDict("DeadLetter", {
     "subject": str,  # Subject the message was published on.
     "streamSequence": str,  # Sequence of the message in its stream.
     "deliveries": int,  # How many times it was delivered before giving up.
-    "reason": Literal["schema_invalid", "max_deliveries", "terminal_error"],  # `schema_invalid`: the payload failed its schema (dead-lettered at once); `max_deliveries`: retries ran out; `terminal_error`: the handler said retrying cannot h
+    "reason": Literal["schema_invalid", "max_deliveries", "terminal_error"],  # `schema_invalid`: the payload failed its schema, or its schema version is not accepted (`error.code` `unsupported_schema_version`; dead-lettered at once); `max_
     "error": DeadLetterError,  # The last error.
     "headers": Dict[str, List[str]],  # Headers of the original message.
     "payloadBase64": str,  # The original payload bytes, base64.
