@@ -9,6 +9,7 @@ export * from './commands.js';
 export * from './digests.js';
 export * from './duration.js';
 export * from './envelope.js';
+export * from './error-codes.js';
 export * from './events/data.js';
 export * from './events/job.js';
 export * from './events/ledger.js';
