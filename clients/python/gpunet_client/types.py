@@ -2317,6 +2317,46 @@ ListApiKeysReply = TypedDict("ListApiKeysReply", {
     "keys": List[ListApiKeysReplyKeysItem],  # By team, then issue time.
 })
 
+# The caller's team's charges (usage lines and totals), or one job's; same as `GET /v1/charges`, team from the API key. Subject: `gpunet.qry.intake.ListCharges`. Schema version 1.
+ListCharges = TypedDict("ListCharges", {
+    "jobId": NotRequired[str],  # Only this job's charges (of the caller's team).
+    "from": NotRequired[str],  # Only attempts finished at or after this time.
+    "to": NotRequired[str],  # Only attempts finished before this time.
+})
+
+ListChargesReplyLinesItem = TypedDict("ListChargesReplyLinesItem", {
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "gpuModel": str,  # GPU model name as nodes report it, e.g. `A100-80GB`; declared slots use the name given to the agent.
+    "gpus": int,  # GPUs held by the attempt.
+    "outcome": Literal["completed", "failed", "timeout", "cancelled", "node_lost", "deadline"],  # How the attempt ended: `completed` (exit 0), `failed` (non-zero exit or could not start), `timeout` (time limit hit, killed), `cancelled` (on request), `node_lo
+    "heldFrom": str,  # ComputeHeld.heldAt of the attempt (agent clock).
+    "finishedAt": str,  # JobFinished.finishedAt of the attempt (same agent's clock).
+    "billableMs": int,  # finishedAt − heldFrom in ms, never negative.
+    "rateMicrosPerGpuHour": int,  # Rate applied, micro-units per GPU per hour.
+    "amountMicros": int,  # Charge: gpus × billableMs × rate / 3,600,000, rounded once by the rounding rule; 0 when waived.
+    "currency": str,  # ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.
+    "priceListVersion": int,  # Version of the price list the rate came from.
+    "rounding": str,  # Name of the rounding rule applied, e.g. `per-line-half-up-micros` (exact value, then half up, once per line).
+    "waivedReason": NotRequired[Literal["platform_fault"]],  # Present when the attempt is not charged: `platform_fault` (e.g. node lost). amountMicros is then 0.
+    "recordedAt": str,  # When the ledger computed the line.
+})
+
+ListChargesReplyTotalsItem = TypedDict("ListChargesReplyTotalsItem", {
+    "currency": str,  # ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.
+    "amountMicros": int,  # Sum of the lines' amountMicros.
+})
+
+# Charges, as the ledger recorded them.
+ListChargesReply = TypedDict("ListChargesReply", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "lines": List[ListChargesReplyLinesItem],  # One line per attempt and node, in order of `finishedAt`, then attempt id, then node id: the same order on every replay.
+    "totals": List[ListChargesReplyTotalsItem],  # Sum per currency.
+    "billableMs": int,  # Sum of the lines' billableMs.
+})
+
 # Who asks, set by intake from the caller's key: the invoices of `principal.team`, or of every team with `allTeams` (the operator). The subject accepts only intake.
 ListInvoicesPrincipal = TypedDict("ListInvoicesPrincipal", {
     "keyId": str,  # Id of the API key that asked (never the key itself).
@@ -3347,6 +3387,8 @@ __all__ = [
     "JobWithdrawn",
     "ListApiKeys",
     "ListApiKeysReply",
+    "ListCharges",
+    "ListChargesReply",
     "ListInvoices",
     "ListInvoicesReply",
     "ListJobs",
