@@ -5,6 +5,7 @@
  */
 export * from './audit.js';
 export * from './billing.js';
+export * from './blobs.js';
 export * from './commands.js';
 export * from './digests.js';
 export * from './duration.js';
