@@ -12,7 +12,10 @@
  * - the object's record ({@link BlobObjectRecord}) on `$O.gpunet-blobs-<team>.M.<base64url(name)>`
  *   (padded base64url of the name, `Nats-Rollup: sub`), written last: an object is there once its
  *   record is, and its bytes hash to `digest`.
- * Any Object Store client (nats.js `@nats-io/obj`, nats.py, the `nats` CLI) reads and writes it.
+ * Downloads need no consumer (a team may not make one): the record by a direct get with
+ * `last_by_subj`, then the chunks by direct gets `{ seq, next_by_subj: <chunk subject> }` in order
+ * (nats-server 2.9+, `allow_direct` as Object Store buckets have), checked against the sha256.
+ * Uploads are JetStream publishes of the chunks, then of the record.
  */
 import { z } from 'zod';
 
