@@ -360,7 +360,7 @@ export class TestNetwork {
     this.stopped = true;
     await Promise.all(this.clients.map((c) => c.close().catch(() => undefined)));
     if (this.tap) {
-      await this.tap.tap.close(this.tap.nc).catch(() => undefined);
+      await this.tap.tap.close().catch(() => undefined);
       await this.tap.nc.close().catch(() => undefined);
     }
     if (this.storeHandle) await (await this.storeHandle).close().catch(() => undefined);
