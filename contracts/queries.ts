@@ -228,6 +228,17 @@ export const GetCharges = strictObject(
 ).describe('Usage lines and totals for a team, or for one job.');
 export type GetCharges = z.output<typeof GetCharges>;
 
+/** `gpunet.qry.intake.ListCharges`: the caller's own charges over NATS, as `GET /v1/charges`; the team comes from the API key. */
+export const ListCharges = strictObject(
+  {
+    jobId: JobId.optional().describe('Only this job\'s charges (of the caller\'s team).'),
+    from: z.iso.datetime({ error: fromToError }).optional().describe('Only attempts finished at or after this time.'),
+    to: z.iso.datetime({ error: fromToError }).optional().describe('Only attempts finished before this time.'),
+  },
+  'ListCharges',
+).describe('The caller\'s team\'s usage lines and totals, or one job\'s (role with `charges:read`).');
+export type ListCharges = z.output<typeof ListCharges>;
+
 export const GetChargesReply = z
   .object({
     team: TeamId,
@@ -425,6 +436,14 @@ export const queries = [
     service: 'ledger',
     description: 'Usage lines and totals of a team, or of one job.',
     schema: GetCharges,
+    replySchema: GetChargesReply,
+  }),
+  defineQuery({
+    name: 'ListCharges',
+    version: 1,
+    service: 'intake',
+    description: 'The caller\'s team\'s charges (usage lines and totals), or one job\'s; same as `GET /v1/charges`, team from the API key.',
+    schema: ListCharges,
     replySchema: GetChargesReply,
   }),
   defineQuery({

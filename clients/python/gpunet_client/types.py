@@ -521,6 +521,24 @@ AuditQueried = TypedDict("AuditQueried", {
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
+BlobObjectRecordOptions = TypedDict("BlobObjectRecordOptions", {
+    "max_chunk_size": NotRequired[int],
+})
+
+# The Object Store record of a blob, on `$O.gpunet-blobs-<team>.M.<base64url(name)>`.
+BlobObjectRecord = TypedDict("BlobObjectRecord", {
+    "name": str,  # `<team>/<sha256>`.
+    "bucket": str,  # `gpunet-blobs-<team>`.
+    "nuid": str,  # Chunks are on `$O.<bucket>.C.<nuid>`.
+    "size": int,  # Bytes (0 once deleted).
+    "chunks": int,  # Chunks (0 once deleted).
+    "digest": str,  # `SHA-256=<padded base64url of the sha256>` (empty once deleted).
+    "mtime": str,  # When the record was written (ISO-8601).
+    "deleted": NotRequired[bool],  # True once the object is removed (its chunks are purged).
+    "description": NotRequired[str],
+    "options": NotRequired[BlobObjectRecordOptions],
+})
+
 # Cancel one of the caller's jobs. Cancelling an ended job is not an error: the reply says nothing changed. Subject: `gpunet.cmd.CancelJob`. Schema version 1.
 CancelJob = TypedDict("CancelJob", {
     "jobId": str,  # The job to cancel, e.g. `job_01jz8k4m2n`.
@@ -892,7 +910,7 @@ DeadLetter = TypedDict("DeadLetter", {
     "subject": str,  # Subject the message was published on.
     "streamSequence": str,  # Sequence of the message in its stream.
     "deliveries": int,  # How many times it was delivered before giving up.
-    "reason": Literal["schema_invalid", "max_deliveries", "terminal_error"],  # `schema_invalid`: the payload failed its schema (dead-lettered at once); `max_deliveries`: retries ran out; `terminal_error`: the handler said retrying cannot h
+    "reason": Literal["schema_invalid", "max_deliveries", "terminal_error"],  # `schema_invalid`: the payload failed its schema, or its schema version is not accepted (`error.code` `unsupported_schema_version`; dead-lettered at once); `max_
     "error": DeadLetterError,  # The last error.
     "headers": Dict[str, List[str]],  # Headers of the original message.
     "payloadBase64": str,  # The original payload bytes, base64.
@@ -2342,6 +2360,46 @@ ListApiKeysReply = TypedDict("ListApiKeysReply", {
     "keys": List[ListApiKeysReplyKeysItem],  # By team, then issue time.
 })
 
+# The caller's team's charges (usage lines and totals), or one job's; same as `GET /v1/charges`, team from the API key. Subject: `gpunet.qry.intake.ListCharges`. Schema version 1.
+ListCharges = TypedDict("ListCharges", {
+    "jobId": NotRequired[str],  # Only this job's charges (of the caller's team).
+    "from": NotRequired[str],  # Only attempts finished at or after this time.
+    "to": NotRequired[str],  # Only attempts finished before this time.
+})
+
+ListChargesReplyLinesItem = TypedDict("ListChargesReplyLinesItem", {
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "gpuModel": str,  # GPU model name as nodes report it, e.g. `A100-80GB`; declared slots use the name given to the agent.
+    "gpus": int,  # GPUs held by the attempt.
+    "outcome": Literal["completed", "failed", "timeout", "cancelled", "node_lost", "deadline"],  # How the attempt ended: `completed` (exit 0), `failed` (non-zero exit or could not start), `timeout` (time limit hit, killed), `cancelled` (on request), `node_lo
+    "heldFrom": str,  # ComputeHeld.heldAt of the attempt (agent clock).
+    "finishedAt": str,  # JobFinished.finishedAt of the attempt (same agent's clock).
+    "billableMs": int,  # finishedAt − heldFrom in ms, never negative.
+    "rateMicrosPerGpuHour": int,  # Rate applied, micro-units per GPU per hour.
+    "amountMicros": int,  # Charge: gpus × billableMs × rate / 3,600,000, rounded once by the rounding rule; 0 when waived.
+    "currency": str,  # ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.
+    "priceListVersion": int,  # Version of the price list the rate came from.
+    "rounding": str,  # Name of the rounding rule applied, e.g. `per-line-half-up-micros` (exact value, then half up, once per line).
+    "waivedReason": NotRequired[Literal["platform_fault"]],  # Present when the attempt is not charged: `platform_fault` (e.g. node lost). amountMicros is then 0.
+    "recordedAt": str,  # When the ledger computed the line.
+})
+
+ListChargesReplyTotalsItem = TypedDict("ListChargesReplyTotalsItem", {
+    "currency": str,  # ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.
+    "amountMicros": int,  # Sum of the lines' amountMicros.
+})
+
+# Charges, as the ledger recorded them.
+ListChargesReply = TypedDict("ListChargesReply", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "lines": List[ListChargesReplyLinesItem],  # One line per attempt and node, in order of `finishedAt`, then attempt id, then node id: the same order on every replay.
+    "totals": List[ListChargesReplyTotalsItem],  # Sum per currency.
+    "billableMs": int,  # Sum of the lines' billableMs.
+})
+
 # Who asks, set by intake from the caller's key: the invoices of `principal.team`, or of every team with `allTeams` (the operator). The subject accepts only intake.
 ListInvoicesPrincipal = TypedDict("ListInvoicesPrincipal", {
     "keyId": str,  # Id of the API key that asked (never the key itself).
@@ -2486,6 +2544,14 @@ ListTeamsReply = TypedDict("ListTeamsReply", {
     "teams": List[ListTeamsReplyTeamsItem],  # Sorted by id.
 })
 
+# One line of a job's output, on `gpunet.logs.<team>.<jobId>` (stream GPUNET_LOGS).
+LogLine = TypedDict("LogLine", {
+    "ts": str,  # Agent clock: when the line was read.
+    "stream": Literal["stdout", "stderr", "agent"],  # `stdout`/`stderr` of the job, or `agent` for the agent's own notices (time limit, kill).
+    "line": str,  # The line, without its newline; long lines are cut.
+    "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
+})
+
 # The recorder takes reports from this node signed with this key (a later enrollment of the node replaces the key).
 NodeEnrolledData = TypedDict("NodeEnrolledData", {
     "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
@@ -2563,6 +2629,27 @@ NodeHeartbeat = TypedDict("NodeHeartbeat", {
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
+NodeHeartbeatMessageRunningAttemptsItem = TypedDict("NodeHeartbeatMessageRunningAttemptsItem", {
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
+})
+
+NodeHeartbeatMessageCachedDataItem = TypedDict("NodeHeartbeatMessageCachedDataItem", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "sha256": str,  # Content address: lower-case hex sha256 of the bytes.
+})
+
+# An agent's heartbeat on `gpunet.hb.<nodeId>` (core NATS, not stored): the data of a NodeHeartbeat.
+NodeHeartbeatMessage = TypedDict("NodeHeartbeatMessage", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "freeGpuIndices": List[int],  # GPUs not held by any attempt.
+    "runningAttempts": List[NodeHeartbeatMessageRunningAttemptsItem],  # Attempts the agent holds GPUs for.
+    "cachedBlobs": NotRequired[List[str]],  # Blobs in the node's local cache, so placement can prefer nodes that hold a job's data.
+    "cachedData": NotRequired[List[NodeHeartbeatMessageCachedDataItem]],  # Blobs in the node's input cache by team (the cache is per team): placement prefers a node holding a job's inputs for that job's team only.
+    "sequence": int,  # Increases by one per heartbeat of this agent run, so gaps are visible.
+    "sentAt": str,  # Agent clock: when the heartbeat was sent.
+})
+
 NodeLostDataAffectedAttemptsItem = TypedDict("NodeLostDataAffectedAttemptsItem", {
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
     "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
@@ -2599,6 +2686,54 @@ NodeLost = TypedDict("NodeLost", {
     "metadata": NodeLostMetadata,  # Metadata every event carries; covered by the hash chain.
     "recordedAt": str,  # When the store recorded the event.
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
+# One output file: where the job wrote it and its content address.
+NodeOutputsReportOutputsFilesItem = TypedDict("NodeOutputsReportOutputsFilesItem", {
+    "path": str,  # Path relative to `GPUNET_OUTPUT_DIR`, with `/` separators.
+    "sha256": str,  # Content address: lower-case hex sha256 of the bytes.
+    "size": int,  # Size in bytes.
+})
+
+# An output file that matched the globs but was refused.
+NodeOutputsReportOutputsRejectedItem = TypedDict("NodeOutputsReportOutputsRejectedItem", {
+    "path": str,  # Path relative to `GPUNET_OUTPUT_DIR`, with `/` separators; control characters escaped as in JSON (`\n`) for `invalid_name`.
+    "reason": Literal["symlink_outside", "symlink_dangling", "not_regular_file", "size_cap", "changed", "unreadable", "invalid_name"],  # `symlink_outside`: a symlink pointing outside the output directory (never followed); `symlink_dangling`: points at nothing; `not_regular_file`: a directory link
+    "message": str,  # What was refused and why, for people.
+})
+
+NodeOutputsReportOutputsLogsItem = TypedDict("NodeOutputsReportOutputsLogsItem", {
+    "stream": Literal["stdout", "stderr"],  # Which stream.
+    "sha256": str,  # Content address: lower-case hex sha256 of the bytes.
+    "size": int,  # Size in bytes.
+})
+
+# Internal: an execution agent asks storage to record the outputs of one attempt after uploading them.
+NodeOutputsReportOutputs = TypedDict("NodeOutputsReportOutputs", {
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "files": List[NodeOutputsReportOutputsFilesItem],  # Output files already uploaded to the object store under the team, by content address.
+    "truncated": NotRequired[bool],  # True when files were left out because `outputs.maxBytes` was reached.
+    "rejected": NotRequired[List[NodeOutputsReportOutputsRejectedItem]],  # Files matching the globs that were refused, each with why (recorded in OutputsStored).
+    "logs": NotRequired[List[NodeOutputsReportOutputsLogsItem]],  # The captured stdout and stderr, uploaded like outputs.
+})
+
+# A node's signed outputs of one attempt, on `gpunet.report.<nodeId>.outputs`.
+NodeOutputsReport = TypedDict("NodeOutputsReport", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "outputs": NodeOutputsReportOutputs,  # Internal: an execution agent asks storage to record the outputs of one attempt after uploading them.
+    "signature": str,  # base64url ed25519 signature by the node key of `outputsSigningBytes`.
+})
+
+# The recorded outputs.
+NodeOutputsReportReply = TypedDict("NodeOutputsReportReply", {
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
+    "files": int,  # Number of files recorded.
+    "totalBytes": int,  # Sum of their sizes.
+    "duplicate": bool,  # True when this attempt's outputs were already recorded (a retried request).
 })
 
 # One GPU (or declared slot) of a node.
@@ -2643,6 +2778,39 @@ NodeRegistered = TypedDict("NodeRegistered", {
     "metadata": NodeRegisteredMetadata,  # Metadata every event carries; covered by the hash chain.
     "recordedAt": str,  # When the store recorded the event.
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
+NodeReportEventMetadata = TypedDict("NodeReportEventMetadata", {
+    "correlationId": str,
+    "causationId": str,
+    "jobId": NotRequired[str],
+    "team": NotRequired[str],
+    "producer": str,
+    "occurredAt": str,
+})
+
+NodeReportEvent = TypedDict("NodeReportEvent", {
+    "streamId": str,
+    "eventId": str,
+    "type": str,
+    "data": Any,
+    "metadata": NodeReportEventMetadata,
+})
+
+# A node's signed observation, on `gpunet.report.<nodeId>.event`.
+NodeReport = TypedDict("NodeReport", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "journal": str,  # Id of the node's journal (made once with it): `seq` counts within it.
+    "seq": str,  # Position of the event in the node's journal: increases with every report, so an old one sent again is told apart.
+    "event": NodeReportEvent,
+    "signature": str,  # base64url ed25519 signature by the node key of `reportSigningBytes` of the other fields.
+})
+
+# Reply to NodeReport.
+NodeReportReply = TypedDict("NodeReportReply", {
+    "status": Literal["accepted", "duplicate", "refused"],  # `accepted`: recorded now; `duplicate`: recorded earlier; `refused`: never recorded (the refusal is).
+    "reason": NotRequired[Literal["malformed", "unknown_node", "bad_signature", "other_node", "not_placed", "other_team", "replayed", "state"]],
+    "detail": NotRequired[str],
 })
 
 # The recorder refused a report of a node: nothing of it was recorded or billed.
@@ -3321,6 +3489,7 @@ __all__ = [
     "AuditJobs",
     "AuditJobsReply",
     "AuditQueried",
+    "BlobObjectRecord",
     "CancelJob",
     "CancelJobReply",
     "Capacity",
@@ -3372,6 +3541,8 @@ __all__ = [
     "JobWithdrawn",
     "ListApiKeys",
     "ListApiKeysReply",
+    "ListCharges",
+    "ListChargesReply",
     "ListInvoices",
     "ListInvoicesReply",
     "ListJobs",
@@ -3382,10 +3553,16 @@ __all__ = [
     "ListPriceListsReply",
     "ListTeams",
     "ListTeamsReply",
+    "LogLine",
     "NodeEnrolled",
     "NodeHeartbeat",
+    "NodeHeartbeatMessage",
     "NodeLost",
+    "NodeOutputsReport",
+    "NodeOutputsReportReply",
     "NodeRegistered",
+    "NodeReport",
+    "NodeReportReply",
     "NodeReportRefused",
     "OutputsStored",
     "PriceListPublished",

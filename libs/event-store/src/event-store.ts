@@ -16,6 +16,8 @@ export interface EventMetadata {
   producer: string;
   /** ISO-8601 time at which the producer observed or decided the fact. */
   occurredAt: string;
+  /** Schema version of `data` when it was written; absent means 1 (contracts' `EventMetadata`). */
+  schemaVersion?: number;
 }
 
 /** An event as handed to `appendToStream`. `eventId` is the idempotency key (a UUID). */

@@ -1,7 +1,7 @@
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import type { EventMetadata, RecordedEvent } from '#event-store';
 import { z } from 'zod';
-import { eventSubject } from '#contracts';
+import { HEADERS, eventSubject } from '#contracts';
 import { Headers } from './conventions.js';
 import { MalformedMessageError } from './errors.js';
 import { toFieldIssues } from './zod-issues.js';
@@ -63,7 +63,9 @@ export const defaultEventSubject: EventSubjectOf = (event) => eventSubject(event
 /**
  * Encodes an event for the bus: subject `gpunet.evt.<type>.<team>.<jobId>` (or what `subjectOf`
  * gives), JSON body (bigints as decimal text), headers `Nats-Msg-Id` (= event id), `Gpunet-Type`,
- * `Gpunet-Job-Id`, `Gpunet-Correlation-Id`.
+ * `Gpunet-Job-Id` (when the event names a job), `Gpunet-Correlation-Id`, `Gpunet-Causation-Id` and
+ * `Gpunet-Schema-Version` (`metadata.schemaVersion`, absent meaning 1) — the event headers of the
+ * AsyncAPI document, every one always sent but the job id.
  */
 export function encodeEvent(event: RecordedEvent | BusEvent, subjectOf: EventSubjectOf = defaultEventSubject): EncodedEvent {
   const h = natsHeaders();
@@ -71,12 +73,19 @@ export function encodeEvent(event: RecordedEvent | BusEvent, subjectOf: EventSub
   h.set(Headers.Type, event.type);
   if (event.metadata.jobId) h.set(Headers.JobId, event.metadata.jobId);
   h.set(Headers.CorrelationId, event.metadata.correlationId);
+  h.set(HEADERS.causationId, event.metadata.causationId);
+  h.set(HEADERS.schemaVersion, String(eventSchemaVersion(event)));
   // A copy with the two bigints as text: much cheaper than a JSON.stringify replacer on every value.
   const wire =
     event.revision === undefined && event.position === undefined
       ? event
       : { ...event, revision: event.revision?.toString(), position: event.position?.toString() };
   return { subject: subjectOf(event), payload: JSON.stringify(wire), headers: h, msgID: event.eventId };
+}
+
+/** The schema version of an event's `data`: `metadata.schemaVersion`, absent meaning 1. */
+export function eventSchemaVersion(event: { metadata: { schemaVersion?: number | undefined } }): number {
+  return event.metadata.schemaVersion ?? 1;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });

@@ -362,7 +362,7 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     expect((await http(`/v1/jobs/${jobId}/outputs/model/weights.bin`, { key: KEY_B })).status).toBe(403);
   });
 
-  it('asks the ledger for the team\'s charges; 503 with Retry-After while no ledger answers', async () => {
+  it('asks the ledger for the team\'s charges over HTTP and NATS; 503 with Retry-After while no ledger answers', async () => {
     const down = await http('/v1/charges');
     expect(down.status).toBe(503);
     expect(down.headers.get('retry-after')).toMatch(/^\d+$/);
@@ -379,6 +379,16 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
       // The principal comes from the key, never from the query.
       expect(asked).toEqual([{ principal: { keyId: 'ci-a', team: 'team-a', role: 'producer', allTeams: false }, jobId: 'job_123' }]);
       expect((await http('/v1/charges?from=yesterday')).json.error.issues[0].path).toBe('from');
+      // Over NATS: ListCharges, the same answer, the principal again from the key.
+      asked.length = 0;
+      expect(await overNats(Queries.ListCharges.subject, { jobId: 'job_123' })).toEqual({ ok: true, data: { team: 'team-a', lines: [], totals: [], billableMs: 0 } });
+      expect(asked).toEqual([{ principal: { keyId: 'ci-a', team: 'team-a', role: 'producer', allTeams: false }, jobId: 'job_123' }]);
+      expect(await overNats(Queries.ListCharges.subject, { team: 'team-b' })).toMatchObject({ ok: false, error: { code: 'validation_failed', issues: [expect.objectContaining({ message: expect.stringContaining('unknown field `team`') })] } });
+      expect(await overNats(Queries.ListCharges.subject, {}, null)).toMatchObject({ ok: false, error: { code: 'unauthorized' } });
+      // A request of a schema version the subject does not accept is refused, naming the header and the versions accepted.
+      const v2 = await overNats(Queries.ListCharges.subject, {}, KEY_A, { 'Gpunet-Schema-Version': '2' });
+      expect(v2).toMatchObject({ ok: false, error: { code: 'unsupported_schema_version', message: 'Gpunet-Schema-Version "2" is not accepted for ListCharges: accepted version 1' } });
+      expect(v2.error!.issues).toEqual([expect.objectContaining({ path: 'Gpunet-Schema-Version' })]);
     } finally {
       ledger.unsubscribe();
     }
