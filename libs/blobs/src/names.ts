@@ -19,6 +19,19 @@ export function blobBucket(team: string, prefix = BLOB_BUCKET): string {
   return `${prefix}-${team}`;
 }
 
+/**
+ * Prefix of an execution node's own bucket: node `<nodeId>` reads and writes only
+ * `gpunet-node-<nodeId>` (objects `<team>/<sha256>`, as in a team's bucket); storage copies an
+ * attempt's inputs and checkpoints into it and the node's outputs and checkpoints out of it.
+ */
+export const NODE_BUCKET = 'gpunet-node';
+
+/** `gpunet-node-<nodeId>`: the bucket of one node. Throws ValidationError for a node id that is not well-formed. */
+export function nodeBucket(nodeId: string, prefix = NODE_BUCKET): string {
+  if (!ID_PATTERN.test(nodeId)) throw new ValidationError(`invalid node bucket: \`${nodeId}\` is not a node id`, [{ path: 'nodeId', message: `\`${nodeId}\` is not a node id`, fix: 'use the node id of the agent' }]);
+  return `${prefix}-${nodeId}`;
+}
+
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /** True for a lower-case hex sha256. */

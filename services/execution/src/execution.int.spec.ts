@@ -105,7 +105,7 @@ const runRoot = (job: Job) => join(workDir(), 'runs', job.jobId, job.attemptId);
 const runDirRemoved = (job: Job) => waitFor(`run directory of ${job.attemptId} removed`, () => !existsSync(join(workDir(), 'runs', job.jobId)), 5_000);
 
 async function logLines(jobId: string, atLeast: number): Promise<LogLine[]> {
-  const consumer = await js.consumers.get(LOGS_STREAM, { filter_subjects: logSubject(TEAM, jobId), deliver_policy: DeliverPolicy.All });
+  const consumer = await js.consumers.get(LOGS_STREAM, { filter_subjects: logSubject(TEAM, jobId, NODE), deliver_policy: DeliverPolicy.All });
   const lines: LogLine[] = [];
   const batch = await consumer.fetch({ max_messages: Math.max(atLeast, 1000), expires: 2_000 });
   for await (const m of batch) {

@@ -43,7 +43,10 @@ export class LogsHttpController {
     res.flushHeaders();
     const format = text ? textFormatter(principal) : (l: LogLine) => `${JSON.stringify(l)}\n`;
     try {
-      for await (const line of this.logs.read(job.team, id, { ...(until ? { until } : {}), signal: abort.signal })) {
+      // A line counts only from a node its attempt was placed on (the view is read again for attempts placed since).
+      const placedOn = (nodeId: string, attemptId: string) =>
+        this.jobs.get(principal, id).attempts.some((a) => a.attemptId === attemptId && (a.nodeId === nodeId || (a.nodes ?? []).some((n) => n.nodeId === nodeId)));
+      for await (const line of this.logs.read(job.team, id, { ...(until ? { until } : {}), signal: abort.signal, placedOn })) {
         if (!res.write(format(line))) await Promise.race([once(res, 'drain'), once(res, 'close')]);
         if (abort.signal.aborted) break;
       }
