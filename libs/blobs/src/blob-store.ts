@@ -319,7 +319,7 @@ export class BlobStore {
       // Known wrong from the record alone: move no bytes.
       throw integrityError(name, { sha256, ...(options.size === undefined ? {} : { size: options.size }) }, { ...(recorded ? { sha256: recorded } : {}), size: info.size });
     }
-    const chunks = await guard(`get ${name}`, () => readChunks(this.nc, bucket, info.nuid, info.size === 0 ? 0 : info.chunks));
+    const chunks = await guard(`get ${name}`, () => readChunks(this.nc, bucket, info.nuid, info.size === 0 ? 0 : info.chunks, 8, this.options.stallTimeoutMs));
 
     await mkdir(dirname(destPath), { recursive: true });
     const temp = `${destPath}.${randomBytes(6).toString('hex')}.part`;
@@ -377,7 +377,7 @@ export class BlobStore {
       throw new BlobIntegrityError(`${name} is ${info.size} bytes, more than the ${this.options.maxInMemoryBytes} read into memory`, { sha256 }, { size: info.size });
     }
     // Read by direct gets (no consumer), as downloads are: a reader needs no right to make consumers.
-    const chunks = await guard(`get ${name}`, () => readChunks(this.nc, bucket, info.nuid, info.size === 0 ? 0 : info.chunks));
+    const chunks = await guard(`get ${name}`, () => readChunks(this.nc, bucket, info.nuid, info.size === 0 ? 0 : info.chunks, 8, this.options.stallTimeoutMs));
     const parts: Uint8Array[] = [];
     for (;;) {
       let chunk: IteratorResult<Uint8Array>;
@@ -466,7 +466,7 @@ export class BlobStore {
     const to = await this.team(team);
     const digest = { sha256, size: info.size };
     if (await this.holds(to.os, name, digest)) return { ...digest, copiedBytes: 0 };
-    const chunks = await guard(`get ${from.bucket}/${name}`, () => readChunks(source.nc, from.bucket, info.nuid, info.size === 0 ? 0 : info.chunks));
+    const chunks = await guard(`get ${from.bucket}/${name}`, () => readChunks(source.nc, from.bucket, info.nuid, info.size === 0 ? 0 : info.chunks, 8, source.options.stallTimeoutMs));
     const stall = source.options.stallTimeoutMs;
     const next = async (): Promise<IteratorResult<Uint8Array>> => {
       try {

@@ -328,8 +328,9 @@ export interface ChunkStream {
  * is skipped; a chunk the record counts but the stream lacks ends the stream early, and the
  * caller's size and sha256 checks refuse the result.
  */
-export async function readChunks(nc: NatsConnection, bucket: string, nuid: string, chunks: number, window = 8): Promise<ChunkStream> {
-  const jsm = await jetstreamManager(nc);
+export async function readChunks(nc: NatsConnection, bucket: string, nuid: string, chunks: number, window = 8, timeoutMs?: number): Promise<ChunkStream> {
+  // One get may wait behind a busy server's writes (a copy writes while it reads): give it the caller's stall timeout.
+  const jsm = await jetstreamManager(nc, timeoutMs === undefined ? {} : { timeout: timeoutMs });
   const stream = `OBJ_${bucket}`;
   const subject = `$O.${bucket}.C.${nuid}`;
   const get = (seq: number) => {
