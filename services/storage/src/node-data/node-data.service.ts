@@ -9,7 +9,7 @@ import {
   type JobSubmitted,
   type StageForNodeReply,
 } from '#contracts';
-import { BlobIntegrityError, BlobNotFoundError, mapLimit, nodeBucket, type BlobStore } from '#blobs';
+import { BlobIntegrityError, BlobNotFoundError, mapLimit, nodeBucket, type BlobStore, type CopyResult } from '#blobs';
 import { GpunetError, ValidationError } from '#errors';
 import type { EventStore } from '#event-store';
 import { serveQuery } from '#messaging';
@@ -52,6 +52,8 @@ export class NodeDataRefusedError extends GpunetError {
 @Injectable()
 export class NodeDataService implements OnApplicationBootstrap, OnApplicationShutdown {
   private subscription: Subscription | undefined;
+  /** Copies under way, by destination bucket and object: a retried request joins the copy rather than racing it on the same chunks. */
+  private readonly copying = new Map<string, Promise<CopyResult>>();
 
   constructor(
     @Inject(BLOB_STORE) private readonly blobs: BlobStore,
@@ -97,7 +99,7 @@ export class NodeDataService implements OnApplicationBootstrap, OnApplicationShu
     if (foreign.length > 0) this.refuse('not_referenced', `blob(s) ${foreign.slice(0, 3).join(', ')}${foreign.length > 3 ? ` and ${foreign.length - 3} more` : ''} are not inputs or checkpoints of job ${req.jobId}`, 'stage', log);
     const node = await this.nodes.of(nodeId);
     await node.ensureBucket(team);
-    const copied = await mapLimit(asked, COPY_CONCURRENCY, (sha256) => node.copyFrom(this.blobs, team, sha256));
+    const copied = await mapLimit(asked, COPY_CONCURRENCY, (sha256) => this.copy(node, this.blobs, team, sha256));
     const moved = copied.reduce((n, c) => n + c.copiedBytes, 0);
     log.info({ blobs: copied.length, copiedBytes: moved }, 'staged for the node');
     return { bucket: nodeBucket(nodeId), team, blobs: copied.map((c) => ({ sha256: c.sha256, size: c.size, copiedBytes: c.copiedBytes })) };
@@ -112,8 +114,8 @@ export class NodeDataService implements OnApplicationBootstrap, OnApplicationShu
     try {
       const manifest = await node.readFolderManifest(team, req.sha256);
       const unique = [...new Map(manifest.entries.map((e) => [e.sha256, e])).values()];
-      const copied = await mapLimit(unique, COPY_CONCURRENCY, (e) => this.blobs.copyFrom(node, team, e.sha256, { size: e.size }));
-      const record = await this.blobs.copyFrom(node, team, req.sha256);
+      const copied = await mapLimit(unique, COPY_CONCURRENCY, (e) => this.copy(this.blobs, node, team, e.sha256, e.size));
+      const record = await this.copy(this.blobs, node, team, req.sha256);
       const copiedBytes = copied.reduce((n, c) => n + c.copiedBytes, 0) + record.copiedBytes;
       log.info({ sha256: req.sha256, files: manifest.entries.length, copiedBytes }, 'checkpoint taken from the node');
       return { sha256: req.sha256, files: manifest.entries.length, copiedBytes };
@@ -133,7 +135,7 @@ export class NodeDataService implements OnApplicationBootstrap, OnApplicationShu
     const mismatched: { sha256: string; message: string }[] = [];
     const copied = await mapLimit([...new Map(blobs.map((b) => [b.sha256, b])).values()], COPY_CONCURRENCY, async (b) => {
       try {
-        return (await this.blobs.copyFrom(node, team, b.sha256, { size: b.size })).copiedBytes;
+        return (await this.copy(this.blobs, node, team, b.sha256, b.size)).copiedBytes;
       } catch (err) {
         if (err instanceof BlobNotFoundError) return 0;
         if (err instanceof BlobIntegrityError) {
@@ -145,6 +147,17 @@ export class NodeDataService implements OnApplicationBootstrap, OnApplicationShu
     });
     if (mismatched.length > 0) log.warn({ nodeId, refused: 'blob_mismatch', mismatched }, 'node data request refused');
     return { copiedBytes: copied.reduce((n, c) => n + c, 0), mismatched };
+  }
+
+  /** `to.copyFrom(from, …)`, one at a time per destination object. */
+  private copy(to: BlobStore, from: BlobStore, team: string, sha256: string, size?: number): Promise<CopyResult> {
+    const key = `${to.bucketOf(team)}/${team}/${sha256}`;
+    let running = this.copying.get(key);
+    if (!running) {
+      running = to.copyFrom(from, team, sha256, size === undefined ? {} : { size }).finally(() => this.copying.delete(key));
+      this.copying.set(key, running);
+    }
+    return running;
   }
 
   /** Removes blobs the team's bucket now holds from the node's (they were in transit). */
