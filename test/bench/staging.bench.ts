@@ -169,8 +169,8 @@ async function main(): Promise<void> {
     const first = await stageFor('job-1');
     const stageMbps = mbps(bytes, first.ms);
     const copyMbps = mbps(copiedBytes, copyMs);
-    console.log(`  of which storage's copy team → node bucket: ${round(copyMbps)} MB/s (${Math.round(copyMs)} ms, ${copiedBytes} bytes)`);
     console.log(`stage, job 1 (download, verify, link): ${round(stageMbps)} MB/s (${Math.round(first.ms)} ms, ${first.result.downloadedBytes} bytes from the object store, ${first.received} bytes received) = ${round(stageMbps / rawMbps, 3)} of raw read`);
+    console.log(`  of which storage's copy team → node bucket: ${round(copyMbps)} MB/s (${Math.round(copyMs)} ms, ${copiedBytes} bytes)`);
     const second = await stageFor('job-2');
     console.log(`stage, job 2 same node, same dataset: ${Math.round(second.ms)} ms, ${second.result.downloadedBytes} bytes from the object store, ${second.received} bytes received on the connection`);
 
