@@ -2623,7 +2623,7 @@ NodeRegistered = TypedDict("NodeRegistered", {
 # The recorder refused a report of a node: nothing of it was recorded or billed.
 NodeReportRefusedData = TypedDict("NodeReportRefusedData", {
     "nodeId": str,  # The node the report came from (its subject), as sent.
-    "reason": Literal["malformed", "unknown_node", "bad_signature", "other_node", "not_placed", "other_team", "replayed", "state"],  # `malformed`: not a report; `unknown_node`: no enrolled key; `bad_signature`: not signed by the enrolled key; `other_node`: about another node (its stream, its a
+    "reason": Literal["malformed", "unknown_node", "bad_signature", "other_node", "not_placed", "other_team", "replayed", "state", "bad_blob"],  # `malformed`: not a report; `unknown_node`: no enrolled key; `bad_signature`: not signed by the enrolled key; `other_node`: about another node (its stream, its a
     "detail": str,  # What did not hold, for the operator.
     "eventId": NotRequired[str],  # The reported event id, when there was one.
     "type": NotRequired[str],  # The reported event type, or `StoreOutputs` for an outputs report.

@@ -5,6 +5,7 @@
  * `#blobs` as the CLI and the agent do.
  */
 import { BlobStore } from '#blobs';
+import { ChunkedWriter } from '../../../libs/blobs/src/chunked-put.js';
 import { commandSubject, DeadLetter, type EventData, type JobOutcome, type RecordedEventEnvelope, type StoreOutputsReply } from '#contracts';
 import { SqliteEventStore, type RecordedEvent } from '#event-store';
 import { OutboxRelay, requestQuery } from '#messaging';
@@ -286,6 +287,16 @@ describe('storage service against nats-server and a SQLite store', () => {
     expect(reply).toMatchObject({ files: 1, totalBytes: output.size, duplicate: false });
     expect(await blobs.exists('team-a', output.sha256)).toBe(true);
     expect(await nodeView.exists('team-a', output.sha256)).toBe(false);
+
+    // Bytes in the node's bucket that do not hash to the address they are reported under: refused, nothing copied.
+    const claimed = 'ef'.repeat(32);
+    const writer = await ChunkedWriter.open(nc, 'gpunet-node-node-1', { chunkBytes: 1024 * 1024, pipeline: 2, timeoutMs: 10_000 });
+    const nuid = writer.nuidOf(`team-a/${claimed}`);
+    await writer.publishChunk(writer.chunkSubject(nuid), 0, Buffer.from('attacker bytes'));
+    await writer.writeRecord(`team-a/${claimed}`, nuid, { sha256: claimed, size: 14 }, 1);
+    const lying = await requestQuery(nc, commandSubject('StoreOutputs'), { jobId: 'job-nd', team: 'team-a', attemptId: 'job-nd-a1-x', nodeId: 'node-1', files: [{ path: 'lie.bin', sha256: claimed, size: 14 }] }).catch((e: unknown) => e);
+    expect(lying).toMatchObject({ code: 'validation_failed', issues: [expect.objectContaining({ path: 'files.0' })] });
+    expect(await blobs.stat('team-a', claimed)).toBeUndefined();
 
     // Released there: nothing more is staged for the attempt.
     await release('job-nd');
