@@ -157,12 +157,13 @@ export class InputCache {
       files += 1;
       bytes += size;
     };
-    const prepare = async (refs: readonly { sha256: string; size: number }[]) => {
+    const prepare = async (refs: readonly { sha256: string; size: number }[], always = false) => {
       if (!this.prepareBlobs || !user) return;
       signal?.throwIfAborted();
-      await this.prepareBlobs(team, user, await this.lacking(team, refs));
+      const lacking = await this.lacking(team, refs);
+      if (lacking.length > 0 || always) await this.prepareBlobs(team, user, lacking);
     };
-    await prepare(inputs);
+    await prepare(inputs, true);
     for (const input of inputs) {
       keepMs = input.dataset !== undefined ? Infinity : (input.keepMs ?? 0);
       const target = inside(inputsDir, input.path, `data.inputs.${input.name}.path`);
