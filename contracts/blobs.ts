@@ -22,6 +22,9 @@ import { z } from 'zod';
 /** Prefix of the team buckets: `gpunet-blobs-<team>`. */
 export const BLOB_BUCKET_PREFIX = 'gpunet-blobs';
 
+/** Prefix of the execution nodes' own buckets: `gpunet-node-<nodeId>` (decision 0025). */
+export const NODE_BUCKET_PREFIX = 'gpunet-node';
+
 /** Header of a chunk gpunet's writer stores: its 0-based index in the object. */
 export const CHUNK_INDEX_HEADER = 'Gpunet-Chunk';
 /** Header of a chunk gpunet's writer stores: the hex sha256 of the chunk's bytes. */

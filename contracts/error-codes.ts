@@ -31,6 +31,7 @@ export const ERROR_CODES = {
   // ── the bus and its messages ──
   malformed_message: 'A bus message body that is not JSON or not the envelope its subject carries.',
   not_recorded: 'An event on the bus that the event store does not hold as it came: never acted on (dead letter).',
+  node_data_refused: 'Storage refused a node\'s request about its own bucket: the attempt is not placed on that node or was released, a blob is not the job\'s, or the bytes do not match their address (decision 0025).',
   report_refused: 'A node report the recorder refused (unknown key, bad signature, not placed there, replayed).',
   invalid_topology: 'A stream or consumer definition in deploy/ is invalid.',
   provisioning_failed: 'nats-server refused to create or update a stream or consumer as defined.',

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { StoreOutputs } from './commands.js';
 import { NodePublicKey, NodeEnrolled, REPORT_REFUSAL_REASONS } from './events/reports.js';
 import { defineCommand, defineQuery } from './message.js';
-import { NodeId } from './primitives.js';
+import { AttemptId, ByteCount, JobId, NodeId, Sha256, TeamId } from './primitives.js';
 import { SUBJECT_ROOT } from './subjects.js';
 
 /** Stream of every node's work, `gpunet.work.<nodeId>.<EventType>`; each node has one durable consumer on its own subjects. */
@@ -51,6 +51,65 @@ export function nodeOfReportSubject(subject: string): string | undefined {
   const parts = subject.split('.');
   return parts.length === 4 && parts[0] === SUBJECT_ROOT && parts[1] === 'report' ? parts[2] : undefined;
 }
+
+/**
+ * `gpunet.data.<nodeId>.<op>`: a node's requests to storage about its own blob bucket
+ * (`gpunet-node-<nodeId>`): `stage` (copy an attempt's inputs or checkpoint from the team's
+ * bucket into the node's) and `checkpoint` (take a checkpoint the node wrote into its bucket into
+ * the team's). Only that node may publish on its subjects, so the subject proves who asks.
+ */
+export const NODE_DATA_OPS = ['stage', 'checkpoint'] as const;
+export type NodeDataOp = (typeof NODE_DATA_OPS)[number];
+
+export function nodeDataSubject(nodeId: string, op: NodeDataOp): string {
+  return `${SUBJECT_ROOT}.data.${token(nodeId)}.${op}`;
+}
+
+/** Every node data subject, for storage's subscription. */
+export const NODE_DATA_SUBJECTS = `${SUBJECT_ROOT}.data.*.*`;
+
+/** The node id and operation of a node data subject, or undefined. */
+export function parseNodeDataSubject(subject: string): { nodeId: string; op: string } | undefined {
+  const parts = subject.split('.');
+  return parts.length === 4 && parts[0] === SUBJECT_ROOT && parts[1] === 'data' ? { nodeId: parts[2]!, op: parts[3]! } : undefined;
+}
+
+export const StageForNode = z
+  .object({
+    jobId: JobId,
+    attemptId: AttemptId,
+    blobs: z
+      .array(Sha256)
+      .max(10_000)
+      .describe('Addresses to copy into the node\'s bucket: the job\'s inputs (files, folder manifests and their files) or a recorded checkpoint of the job (its manifest and files). Empty: only check the attempt and open the bucket.'),
+  })
+  .strict()
+  .describe('A node asks storage to put blobs of an attempt placed on it into its own bucket, before compute is held.');
+export type StageForNode = z.output<typeof StageForNode>;
+
+export const StageForNodeReply = z.object({
+  bucket: z.string().describe('The node\'s bucket, `gpunet-node-<nodeId>`; objects `<team>/<sha256>`.'),
+  team: TeamId,
+  blobs: z.array(z.object({ sha256: Sha256, size: ByteCount, copiedBytes: ByteCount.describe('0 when the node\'s bucket held it already.') })),
+});
+export type StageForNodeReply = z.output<typeof StageForNodeReply>;
+
+export const CheckpointFromNode = z
+  .object({
+    jobId: JobId,
+    attemptId: AttemptId,
+    sha256: Sha256.describe('The checkpoint\'s folder manifest, written by the node into its own bucket with its files.'),
+  })
+  .strict()
+  .describe('A node asks storage to take a checkpoint from its bucket into the team\'s (verified), before it reports JobCheckpointed.');
+export type CheckpointFromNode = z.output<typeof CheckpointFromNode>;
+
+export const CheckpointFromNodeReply = z.object({
+  sha256: Sha256,
+  files: z.int().min(0),
+  copiedBytes: ByteCount.describe('Bytes copied into the team\'s bucket (files it held already are not copied).'),
+});
+export type CheckpointFromNodeReply = z.output<typeof CheckpointFromNodeReply>;
 
 /** The event as the node recorded it in its journal (the fields the recorder appends). */
 export const ReportedEvent = z.object({

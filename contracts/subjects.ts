@@ -8,7 +8,7 @@
  * - queries:   `gpunet.qry.<service>.<QueryName>` NATS request/reply, answered by that service
  * - dead letters: `gpunet.dlq.<consumer>`         JetStream stream `GPUNET_DLQ` (`gpunet.dlq.>`)
  * - heartbeats: `gpunet.hb.<nodeId>`               core NATS
- * - job logs:  `gpunet.logs.<team>.<jobId>`       JetStream stream `GPUNET_LOGS`
+ * - job logs:  `gpunet.logs.<team>.<jobId>.<nodeId>` JetStream stream `GPUNET_LOGS`
  * - team feed: `gpunet.feed.<team>.<jobId>`       core NATS, from intake: "the team's feed moved" (read it with `ReadFeed`)
  *
  * Who may publish or subscribe each is in `deploy/nats-permissions.yaml` (nats-server enforces it).
@@ -32,7 +32,7 @@ export const SUBJECT_PREFIX = {
 export const STREAMS = {
   events: { name: 'GPUNET_EVENTS', subjects: [`${SUBJECT_PREFIX.event}.>`] },
   deadLetters: { name: 'GPUNET_DLQ', subjects: [`${SUBJECT_PREFIX.deadLetter}.>`] },
-  /** Job log lines, `gpunet.logs.<team>.<jobId>`; limited by age and size in `deploy/`. */
+  /** Job log lines, `gpunet.logs.<team>.<jobId>.<nodeId>`; limited by age and size in `deploy/`. */
   logs: { name: 'GPUNET_LOGS', subjects: [`${SUBJECT_PREFIX.logs}.>`] },
 } as const;
 
@@ -177,9 +177,22 @@ export function teamFeedSubjects<const T extends string>(team: T): `gpunet.feed.
 }
 
 /**
- * `gpunet.logs.<team>.<jobId>`: log lines of a job's runs, in JetStream stream `GPUNET_LOGS`. The
- * team is in the subject so that NATS permissions can let a team read `gpunet.logs.<team>.>` only.
+ * `gpunet.logs.<team>.<jobId>.<nodeId>`: log lines of a job's runs on one node, in JetStream
+ * stream `GPUNET_LOGS`. The team is in the subject so that NATS permissions can let a team read
+ * `gpunet.logs.<team>.>` only; the node so that a node may publish only `gpunet.logs.*.*.<nodeId>`
+ * and a reader can keep only the lines of nodes the job was placed on.
  */
-export function logSubject<const T extends string, const J extends string>(team: T, jobId: J): `gpunet.logs.${T}.${J}` {
-  return `${SUBJECT_PREFIX.logs}.${token(team) as T}.${token(jobId) as J}`;
+export function logSubject<const T extends string, const J extends string, const N extends string>(team: T, jobId: J, nodeId: N): `gpunet.logs.${T}.${J}.${N}` {
+  return `${SUBJECT_PREFIX.logs}.${token(team) as T}.${token(jobId) as J}.${token(nodeId) as N}`;
+}
+
+/** `gpunet.logs.<team>.<jobId>.*`: a job's log lines from every node. */
+export function jobLogSubjects<const T extends string, const J extends string>(team: T, jobId: J): `gpunet.logs.${T}.${J}.*` {
+  return `${SUBJECT_PREFIX.logs}.${token(team) as T}.${token(jobId) as J}.*`;
+}
+
+/** The node id of a log subject (its last token), or undefined. */
+export function nodeOfLogSubject(subject: string): string | undefined {
+  const parts = subject.split('.');
+  return parts.length === 5 && `${parts[0]}.${parts[1]}` === SUBJECT_PREFIX.logs ? parts[4] : undefined;
 }

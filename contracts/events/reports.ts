@@ -31,6 +31,7 @@ export const REPORT_REFUSAL_REASONS = [
   'other_team',
   'replayed',
   'state',
+  'bad_blob',
 ] as const;
 export type ReportRefusalReason = (typeof REPORT_REFUSAL_REASONS)[number];
 
@@ -39,7 +40,7 @@ export const NodeReportRefused = z.object({
   reason: z
     .enum(REPORT_REFUSAL_REASONS)
     .describe(
-      '`malformed`: not a report; `unknown_node`: no enrolled key; `bad_signature`: not signed by the enrolled key; `other_node`: about another node (its stream, its attempt or its subject); `not_placed`: the attempt was never placed on the node; `other_team`: outputs for a team the job is not of; `replayed`: an old report sent again; `state`: does not fit what the attempt recorded so far.',
+      '`malformed`: not a report; `unknown_node`: no enrolled key; `bad_signature`: not signed by the enrolled key; `other_node`: about another node (its stream, its attempt or its subject); `not_placed`: the attempt was never placed on the node; `other_team`: outputs for a team the job is not of; `replayed`: an old report sent again; `state`: does not fit what the attempt recorded so far; `bad_blob`: outputs whose bytes in the node\'s bucket are missing or do not match the address and size reported (storage refused to copy them).',
     ),
   detail: HumanText.describe('What did not hold, for the operator.'),
   eventId: z.string().max(200).optional().describe('The reported event id, when there was one.'),

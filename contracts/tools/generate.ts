@@ -15,6 +15,7 @@
 import { z } from 'zod';
 import {
   BLOB_BUCKET_PREFIX,
+  NODE_BUCKET_PREFIX,
   BlobObjectRecord,
   CHUNK_INDEX_HEADER,
   CHUNK_SHA256_HEADER,
@@ -27,6 +28,10 @@ import {
   NodeOutputsReport,
   NodeReport,
   NodeReportReply,
+  StageForNode,
+  StageForNodeReply,
+  CheckpointFromNode,
+  CheckpointFromNodeReply,
   REPLY_ERROR_CODES,
   WORK_STREAM,
   EVERY_SERVICE,
@@ -87,12 +92,16 @@ function messageSchemas(): Map<string, JsonObject> {
   out.set('RecordedEvent', jsonSchema(RecordedEventEnvelope, 'RecordedEvent', `Any event on \`${SUBJECT_PREFIX.event}.*\`; check \`data\` with the file named by \`type\`.`));
   out.set('FolderManifest', jsonSchema(FolderManifest, 'FolderManifest', 'The manifest blob that addresses a folder input.'));
   out.set('DeadLetter', jsonSchema(DeadLetter, 'DeadLetter', `A message a consumer gave up on, on \`${SUBJECT_PREFIX.deadLetter}.<consumer>\`.`));
-  out.set('LogLine', jsonSchema(LogLine, 'LogLine', `One line of a job's output, on \`${SUBJECT_PREFIX.logs}.<team>.<jobId>\` (stream ${STREAMS.logs.name}).`));
+  out.set('LogLine', jsonSchema(LogLine, 'LogLine', `One line of a job's output, on \`${SUBJECT_PREFIX.logs}.<team>.<jobId>.<nodeId>\` (stream ${STREAMS.logs.name}).`));
   out.set('NodeHeartbeat.message', jsonSchema(Events.NodeHeartbeat.schema, 'NodeHeartbeat.message', `An agent's heartbeat on \`${SUBJECT_PREFIX.heartbeat}.<nodeId>\` (core NATS, not stored): the data of a NodeHeartbeat.`));
   out.set('NodeReport', jsonSchema(NodeReport, 'NodeReport', 'A node\'s signed observation, on `gpunet.report.<nodeId>.event`.'));
   out.set('NodeReport.reply', jsonSchema(replyEnvelope(NodeReportReply), 'NodeReport.reply', 'Reply to NodeReport.'));
   out.set('NodeOutputsReport', jsonSchema(NodeOutputsReport, 'NodeOutputsReport', 'A node\'s signed outputs of one attempt, on `gpunet.report.<nodeId>.outputs`.'));
   out.set('NodeOutputsReport.reply', jsonSchema(replyEnvelope(Commands.StoreOutputs.replySchema), 'NodeOutputsReport.reply', 'Reply to NodeOutputsReport: what storage recorded.'));
+  out.set('StageForNode', jsonSchema(StageForNode, 'StageForNode', 'A node asks storage to copy blobs of an attempt placed on it into its own bucket, on `gpunet.data.<nodeId>.stage`.'));
+  out.set('StageForNode.reply', jsonSchema(replyEnvelope(StageForNodeReply), 'StageForNode.reply', 'Reply to StageForNode: what is now in the node\'s bucket.'));
+  out.set('CheckpointFromNode', jsonSchema(CheckpointFromNode, 'CheckpointFromNode', 'A node asks storage to take a checkpoint from its bucket into the team\'s, on `gpunet.data.<nodeId>.checkpoint`.'));
+  out.set('CheckpointFromNode.reply', jsonSchema(replyEnvelope(CheckpointFromNodeReply), 'CheckpointFromNode.reply', 'Reply to CheckpointFromNode: what storage took into the team\'s bucket.'));
   out.set('BlobObjectRecord', jsonSchema(BlobObjectRecord, 'BlobObjectRecord', `The Object Store record of a blob, on \`$O.${BLOB_BUCKET_PREFIX}-<team>.M.<base64url(name)>\`.`));
   out.set('FeedEntry', jsonSchema(FeedEntry, 'FeedEntry', `One entry of a team's feed: an SSE \`data\` of \`GET /v1/feed\`, a \`ReadFeed\` reply entry, a notification on \`${SUBJECT_PREFIX.feed}.<team>.<jobId>\`.`));
   return out;
@@ -278,9 +287,9 @@ function asyncApiDocument(schemas: Map<string, JsonObject>): JsonObject {
   });
   add({
     key: 'JobLogs',
-    address: `${SUBJECT_PREFIX.logs}.{team}.{jobId}`,
-    description: `Log lines of a job's runs, in JetStream stream ${STREAMS.logs.name} (kept for a while; stored with the outputs at the end). A team's identity may subscribe to \`${SUBJECT_PREFIX.logs}.<team>.>\` (live lines); earlier lines: \`GET /v1/jobs/{jobId}/logs\` or \`gpunet logs\`.`,
-    parameters: { team: { description: 'The team the job belongs to.' }, jobId: { description: 'The job.' } },
+    address: `${SUBJECT_PREFIX.logs}.{team}.{jobId}.{nodeId}`,
+    description: `Log lines of a job's runs, in JetStream stream ${STREAMS.logs.name} (kept for a while; stored with the outputs at the end). A team's identity may subscribe to \`${SUBJECT_PREFIX.logs}.<team>.>\` (live lines); earlier lines: \`GET /v1/jobs/{jobId}/logs\` or \`gpunet logs\`, which keep only lines from a node the line's attempt was placed on (a node may publish only subjects naming itself; decision 0025).`,
+    parameters: { team: { description: 'The team the job belongs to.' }, jobId: { description: 'The job.' }, nodeId: { description: 'The node that ran the lines.' } },
     message: { name: 'LogLine', summary: 'One line of a job\'s output.', payload: ref('components/schemas/LogLine'), headers: 'PlainHeaders', tags: ['logs'] },
     action: 'send',
     summary: `The node agent running the job publishes its lines on stream ${STREAMS.logs.name}.`,
@@ -340,6 +349,44 @@ function asyncApiDocument(schemas: Map<string, JsonObject>): JsonObject {
     action: 'receive',
     summary: 'The recorder checks a node\'s outputs and asks storage to record them (request/reply).',
     reply: { name: 'NodeOutputsReportReply', summary: 'What storage recorded.', payload: 'NodeOutputsReport.reply' },
+  });
+  add({
+    key: 'NodeBucketChunks',
+    address: `$O.${NODE_BUCKET_PREFIX}-{nodeId}.C.{nuid}`,
+    description: `Internal: the bytes of blobs in an execution node's own bucket (\`${NODE_BUCKET_PREFIX}-<nodeId>\`; decision 0025), object names \`<team>/<sha256>\`. Only that node and storage may use it: storage copies an attempt's inputs and checkpoints in, the node writes its outputs and checkpoints there for storage to take into the team's bucket.`,
+    parameters: { nodeId: { description: 'The node.' }, nuid: { description: 'The object\'s chunk id.' } },
+    message: { name: 'NodeBucketChunk', summary: 'One chunk of a blob in a node\'s bucket.', payload: { type: 'string', format: 'binary', description: 'Raw bytes.' }, contentType: 'application/octet-stream', headers: 'BlobChunkHeaders', tags: ['node', 'blobs'] },
+    action: 'receive',
+    summary: 'Store a chunk of a blob in a node\'s bucket (the node, storage).',
+  });
+  add({
+    key: 'NodeBucketRecords',
+    address: `$O.${NODE_BUCKET_PREFIX}-{nodeId}.M.{name}`,
+    description: 'Internal: the record of a blob in a node\'s own bucket; `name` is the padded base64url of `<team>/<sha256>`.',
+    parameters: { nodeId: { description: 'The node.' }, name: { description: 'Padded base64url of `<team>/<sha256>`.' } },
+    message: { name: 'NodeBucketRecord', summary: 'The Object Store record of a blob in a node\'s bucket.', payload: ref('components/schemas/BlobObjectRecord'), headers: 'BlobRecordHeaders', tags: ['node', 'blobs'] },
+    action: 'receive',
+    summary: 'Record a blob in a node\'s bucket once its chunks are stored (or mark it deleted).',
+  });
+  add({
+    key: 'NodeDataStage',
+    address: `${SUBJECT_ROOT_TOKEN}.data.{nodeId}.stage`,
+    description: 'Internal: a node asks storage to copy an attempt\'s inputs or checkpoint into its own bucket; storage checks the store first (placed on this node, not released, the job\'s blobs).',
+    parameters: { nodeId: { description: 'The node (only its NKey may publish here).' } },
+    message: { name: 'StageForNode', summary: 'Blobs of an attempt to put into the node\'s bucket.', payload: ref('components/schemas/StageForNode'), headers: 'RequestHeaders', tags: ['node'], correlation: true },
+    action: 'receive',
+    summary: 'Storage stages blobs into a node\'s bucket (request/reply).',
+    reply: { name: 'StageForNodeReply', summary: 'What is now in the node\'s bucket.', payload: 'StageForNode.reply' },
+  });
+  add({
+    key: 'NodeDataCheckpoint',
+    address: `${SUBJECT_ROOT_TOKEN}.data.{nodeId}.checkpoint`,
+    description: 'Internal: a node asks storage to take a checkpoint it wrote into its own bucket into the team\'s (verified), before it reports JobCheckpointed.',
+    parameters: { nodeId: { description: 'The node (only its NKey may publish here).' } },
+    message: { name: 'CheckpointFromNode', summary: 'A checkpoint to take into the team\'s bucket.', payload: ref('components/schemas/CheckpointFromNode'), headers: 'RequestHeaders', tags: ['node'], correlation: true },
+    action: 'receive',
+    summary: 'Storage takes a checkpoint from a node\'s bucket (request/reply).',
+    reply: { name: 'CheckpointFromNodeReply', summary: 'What storage took.', payload: 'CheckpointFromNode.reply' },
   });
   add({
     key: 'NodeWork',

@@ -5,6 +5,12 @@
  * for node-B's job, and publishing a JobFinished straight on the bus. Every report is refused
  * and recorded as NodeReportRefused; nothing is billed from any of it. And the agents hold no
  * store of the control plane: not in their environment, not in their work directory.
+ *
+ * Then node-A's own NATS identity (its key file, the connection the agent makes) against data
+ * that is not its own (decision 0025): a team's bucket, node-B's bucket, storage's staging for an
+ * attempt of node-B, node-B's job's live log. nats-server refuses what the subjects forbid (in
+ * `logs/nats.log`), storage refuses what the store says is not node-A's (in storage's log), intake
+ * drops log lines from a node the job was not placed on (in intake's log).
  */
 import {
   NodeReportReply,
@@ -18,13 +24,18 @@ import {
   type NodeReportRefused,
   type OutputsStored,
   type UsageRecorded,
+  logSubject,
+  nodeDataSubject,
+  type LogLine,
 } from '#contracts';
-import { loadIdentityFile, newIdentity, signBytes } from '#identity';
+import { BlobStore, blobBucket, nodeBucket } from '#blobs';
+import { loadIdentityFile, natsAuthOptions, newIdentity, signBytes } from '#identity';
 import { encodeEvent, requestQuery } from '#messaging';
-import { jetstream } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { chmod, readdir, readFile, readlink, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -54,8 +65,20 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
+  await Promise.all(opened.map((c) => c.close().catch(() => undefined)));
   await net?.stop();
 }, 60_000);
+
+const opened: NatsConnection[] = [];
+/** A connection with node `nodeId`'s own credentials, as its agent makes it. */
+async function asNode(nodeId: string): Promise<NatsConnection> {
+  const c = await connect({ ...(await natsAuthOptions(join(network().dataDir, 'keys', `node-${nodeId}.nk`))), servers: network().natsUrl, noAsyncTraces: true, inboxPrefix: `_INBOX_node-${nodeId}` });
+  opened.push(c);
+  return c;
+}
+const logText = (name: string) => readFileSync(join(network().dataDir, 'logs', `${name}.log`), 'utf8');
+const logged = (name: string, pattern: RegExp) => until(`${name}.log to show ${pattern}`, () => pattern.test(logText(name)), { timeoutMs: 10_000, intervalMs: 50 });
+const DENIED = /Permissions Violation|timeout|TIMEOUT/i;
 
 const refusals = async () => (await network().events({ types: ['NodeReportRefused'] })).map((e) => e.data as NodeReportRefused);
 
@@ -278,5 +301,82 @@ describe('what an agent holds', () => {
       }
     }),
     30_000,
+  );
+});
+
+describe('a node holding its own key against blobs and logs that are not its own', () => {
+  it(
+    'cannot read a team\'s input or node-B\'s bucket, cannot purge or overwrite a team\'s blob, cannot have storage stage node-B\'s data, cannot write node-B\'s job\'s log',
+    e2e(async () => {
+      const team = network().team;
+      // The team uploads an input with a secret in it; its job runs on one node (the victim).
+      const teamNc = await connect({ ...(await natsAuthOptions(network().teamCredentials(team).natsKeyFile)), servers: network().natsUrl, noAsyncTraces: true });
+      opened.push(teamNc);
+      const secret = new TextEncoder().encode(`team secret ${randomUUID()}\n`);
+      const uploaded = await (await BlobStore.open(teamNc, { create: false })).uploadBytes(team, secret);
+      const submitted = await network().client().submit({
+        ...scriptJob('cat "$GPUNET_INPUT_DIR/secret.txt"\ncp "$GPUNET_INPUT_DIR/secret.txt" "$GPUNET_OUTPUT_DIR/copy.txt"\nsleep 4\n', { gpus: 1, globs: ['**'] }),
+        data: { inputs: [{ name: 'secret', path: 'secret.txt', kind: 'file', sha256: uploaded.sha256, size: uploaded.size }] },
+      } as Parameters<ReturnType<TestNetwork['client']>['submit']>[0]);
+      const jobId = submitted.jobId;
+      const placed = await until('the job to be placed', async () => (await network().events({ types: ['JobPlaced'], jobId }))[0]);
+      const { nodeId: victim, attemptId } = placed.data as { nodeId: string; attemptId: string };
+      const attacker = network().nodeIds.find((n) => n !== victim)!;
+      const attackerKey = (await keyOf(attacker)).publicKey;
+      await until('the victim to run the job', async () => (await (await network().store()).readStream(`execution-${victim}-attempt-${attemptId}`)).some((e) => e.type === 'JobStarted'));
+      const a = await asNode(attacker);
+      const jsm = await jetstreamManager(a);
+
+      // 1. The team's bucket: no read, by the blob library or by hand.
+      const asTeamBucket = await BlobStore.open(a, { create: false, stallTimeoutMs: 5_000 });
+      await expect(asTeamBucket.readBytes(team, uploaded.sha256)).rejects.toThrow(DENIED);
+      await expect(jsm.streams.info(`OBJ_${blobBucket(team)}`)).rejects.toThrow(DENIED);
+      await expect(jsm.direct.getMessage(`OBJ_${blobBucket(team)}`, { last_by_subj: `$O.${blobBucket(team)}.M.>` })).rejects.toThrow(DENIED);
+      // 2. Node-B's bucket (it exists: the operator sees it): no read.
+      expect((await (await jetstreamManager(nc)).streams.info(`OBJ_${nodeBucket(victim)}`)).config.name).toBe(`OBJ_${nodeBucket(victim)}`);
+      await expect(jsm.streams.info(`OBJ_${nodeBucket(victim)}`)).rejects.toThrow(DENIED);
+      await expect((await BlobStore.open(a, { node: victim, create: false, stallTimeoutMs: 5_000 })).readBytes(team, uploaded.sha256)).rejects.toThrow(DENIED);
+      // 3. Purge or overwrite the team's blob: refused, and the blob is intact.
+      await expect(jsm.streams.purge(`OBJ_${blobBucket(team)}`)).rejects.toThrow(DENIED);
+      await expect(jetstream(a).publish(`$O.${blobBucket(team)}.C.forged`, 'attacker bytes', { timeout: 5_000 })).rejects.toThrow(DENIED);
+      const operatorBlobs = await BlobStore.open(nc, { create: false });
+      expect(await operatorBlobs.exists(team, uploaded.sha256)).toBe(true);
+      expect(Buffer.from(await operatorBlobs.readBytes(team, uploaded.sha256)).equals(Buffer.from(secret))).toBe(true);
+      // 4. Storage: staging node-B's attempt on its own subject is refused by storage (the store
+      //    says the attempt is node-B's); on node-B's subject nats-server refuses it.
+      const stage = (node: string) => requestQuery(a, nodeDataSubject(node, 'stage'), { jobId, attemptId, blobs: [uploaded.sha256] }, {}, { timeoutMs: 10_000 });
+      await expect(stage(attacker)).rejects.toThrow(/stage refused \(not_placed\)/);
+      await expect(stage(victim)).rejects.toThrow(DENIED);
+      const checkpoint = requestQuery(a, nodeDataSubject(attacker, 'checkpoint'), { jobId, attemptId, sha256: uploaded.sha256 }, {}, { timeoutMs: 10_000 });
+      await expect(checkpoint).rejects.toThrow(/checkpoint refused \(not_placed\)/);
+      await logged('storage', new RegExp(`"nodeId":"${attacker}".*"refused":"not_placed".*node data request refused|node data request refused.*"refused":"not_placed"`));
+      // 5. The job's live log: node-B's subject is refused; on its own subject the line is dropped by intake.
+      const forgedLine: LogLine = { ts: new Date().toISOString(), stream: 'stdout', line: 'FORGED BY THE OTHER NODE', attemptId };
+      await expect(jetstream(a).publish(logSubject(team, jobId, victim), JSON.stringify(forgedLine), { timeout: 5_000 })).rejects.toThrow(DENIED);
+      await jetstream(a).publish(logSubject(team, jobId, attacker), JSON.stringify(forgedLine));
+
+      await logged('nats', new RegExp(`Publish Violation - Nkey "${attackerKey}", Subject "\\$JS\\.API\\.STREAM\\.INFO\\.OBJ_${blobBucket(team)}"`));
+      await logged('nats', new RegExp(`Publish Violation - Nkey "${attackerKey}", Subject "\\$JS\\.API\\.STREAM\\.INFO\\.OBJ_${nodeBucket(victim)}"`));
+      await logged('nats', new RegExp(`Publish Violation - Nkey "${attackerKey}", Subject "\\$JS\\.API\\.STREAM\\.PURGE\\.OBJ_${blobBucket(team)}"`));
+      await logged('nats', new RegExp(`Publish Violation - Nkey "${attackerKey}", Subject "gpunet\\.data\\.${victim}\\.stage"`));
+      await logged('nats', new RegExp(`Publish Violation - Nkey "${attackerKey}", Subject "gpunet\\.logs\\.${team}\\.${jobId}\\.${victim}"`));
+
+      // The normal path still works: the victim staged the input through its own bucket, the job
+      // read it, and its output went into the team's bucket; the forged line is not in the job's log.
+      const settled = await settle(network(), [jobId]);
+      expect(settled.views.get(jobId)!.state).toBe('completed');
+      const lines: string[] = [];
+      for await (const l of network().client().logs(jobId)) lines.push(l.line);
+      expect(lines).toContain(new TextDecoder().decode(secret).trimEnd());
+      expect(lines).not.toContain(forgedLine.line);
+      await logged('intake', /log line from a node the attempt was not placed on: dropped/);
+      const stored = await until('the outputs', async () => (await network().events({ types: ['OutputsStored'], jobId }))[0]?.data as OutputsStored | undefined);
+      expect(stored.files.map((f) => f.sha256)).toContain(uploaded.sha256);
+      expect(await operatorBlobs.exists(team, uploaded.sha256)).toBe(true);
+      // Nothing of it is left in the victim's bucket: the input left once in the cache, the output once in the team's bucket.
+      const victimView = await BlobStore.open(nc, { node: victim, create: false });
+      expect(await victimView.stat(team, uploaded.sha256)).toBeUndefined();
+    }),
+    120_000,
   );
 });

@@ -13,7 +13,10 @@
  * - raw write: the same bytes written to the same disk and fsync'd (JetStream persists every
  *   chunk it acks, so this bounds any upload through it);
  * - upload: hashing + sending until the object record is written;
- * - stage: the first job's inputs (download into the cache, verified, hard-linked into `inputs/`);
+ * - stage: the first job's inputs as a node gets them (decision 0025): storage copies the blob from
+ *   the team's bucket into the node's own bucket (verified as it copies), then the node downloads
+ *   it into its cache (verified), hard-links it into `inputs/` and removes it from its bucket;
+ * - copy: the team → node bucket copy alone, the part of the stage the node's own bucket costs;
  * - second stage: bytes the NATS connection received while staging the same data for job 2.
  * Ends with one JSON line per figure:
  *   {"bench":"staging.upload","value":N,"unit":"MB/s","raw":R,"ratio":X}
@@ -115,6 +118,8 @@ async function main(): Promise<void> {
   const root = await mkdtemp(join(opts.dir, 'gpunet-bench-staging-'));
   const server = await startNatsServer({ storeDir: join(root, 'jetstream') });
   const nc = await connect({ servers: server.url });
+  // Storage's own connection: its copies do not count as bytes the node received.
+  const storageNc = await connect({ servers: server.url });
   try {
     const dataset = join(root, 'dataset.bin');
     console.log(`writing a ${opts.mib} MiB dataset of random bytes in ${root}`);
@@ -134,14 +139,27 @@ async function main(): Promise<void> {
     const uploadMbps = mbps(bytes, upload.ms);
     console.log(`upload (hash + send):      ${round(uploadMbps)} MB/s (${Math.round(upload.ms)} ms, ${upload.result.bytesSent} bytes sent) = ${round(uploadMbps / rawMbps, 3)} of raw read, ${round(uploadMbps / rawWriteMbps, 3)} of raw write`);
 
-    const cache = new InputCache(blobs, join(root, 'node', 'cache'));
+    // The node reads only its own bucket; storage (here in-process, on its own connection, as the
+    // service does it) copies what the node asks for from the team's bucket into it.
+    const nodeBlobs = await BlobStore.open(nc, { node: 'bench-node' });
+    const storageView = await BlobStore.open(storageNc, { node: 'bench-node' });
+    const teamBlobs = await BlobStore.open(storageNc);
+    let copyMs = 0;
+    let copiedBytes = 0;
+    const cache = new InputCache(nodeBlobs, join(root, 'node', 'cache'), {
+      prepare: async (team, _attempt, shas) => {
+        const started = performance.now();
+        for (const sha of shas) copiedBytes += (await storageView.copyFrom(teamBlobs, team, sha)).copiedBytes;
+        copyMs += performance.now() - started;
+      },
+    });
     const input = { name: 'dataset', path: 'data/dataset.bin', kind: 'file' as const, sha256: upload.result.sha256, size: bytes };
     const stageFor = async (job: string) => {
       const inputs = join(root, 'node', 'runs', job, 'inputs');
       await mkdir(inputs, { recursive: true });
       await nc.flush();
       const before = nc.stats().inBytes;
-      const run = await timed(() => cache.stage('team-bench', [input], inputs));
+      const run = await timed(() => cache.stage('team-bench', [input], inputs, undefined, { attemptId: `${job}-a1`, jobId: job }));
       await nc.flush();
       const received = nc.stats().inBytes - before;
       const placed = await stat(join(inputs, 'data', 'dataset.bin'));
@@ -150,7 +168,9 @@ async function main(): Promise<void> {
     };
     const first = await stageFor('job-1');
     const stageMbps = mbps(bytes, first.ms);
+    const copyMbps = mbps(copiedBytes, copyMs);
     console.log(`stage, job 1 (download, verify, link): ${round(stageMbps)} MB/s (${Math.round(first.ms)} ms, ${first.result.downloadedBytes} bytes from the object store, ${first.received} bytes received) = ${round(stageMbps / rawMbps, 3)} of raw read`);
+    console.log(`  of which storage's copy team → node bucket: ${round(copyMbps)} MB/s (${Math.round(copyMs)} ms, ${copiedBytes} bytes)`);
     const second = await stageFor('job-2');
     console.log(`stage, job 2 same node, same dataset: ${Math.round(second.ms)} ms, ${second.result.downloadedBytes} bytes from the object store, ${second.received} bytes received on the connection`);
 
@@ -158,9 +178,12 @@ async function main(): Promise<void> {
     line({ bench: 'staging.upload', value: round(uploadMbps), unit: 'MB/s', raw: round(rawMbps), ratio: round(uploadMbps / rawMbps, 3) });
     line({ bench: 'staging.upload_vs_disk_write', value: round(uploadMbps), unit: 'MB/s', raw: round(rawWriteMbps), ratio: round(uploadMbps / rawWriteMbps, 3) });
     line({ bench: 'staging.stage', value: round(stageMbps), unit: 'MB/s', raw: round(rawMbps), ratio: round(stageMbps / rawMbps, 3) });
+    line({ bench: 'staging.stage_vs_disk_write', value: round(stageMbps), unit: 'MB/s', raw: round(rawWriteMbps), ratio: round(stageMbps / rawWriteMbps, 3) });
+    line({ bench: 'staging.copy_to_node_bucket', value: round(copyMbps), unit: 'MB/s', raw: round(rawWriteMbps), ratio: round(copyMbps / rawWriteMbps, 3) });
     line({ bench: 'staging.second_stage_bytes_moved', value: second.result.downloadedBytes, unit: 'bytes', received: second.received });
   } finally {
     await nc.close().catch(() => undefined);
+    await storageNc.close().catch(() => undefined);
     await server.stop();
     await rm(root, { recursive: true, force: true });
   }

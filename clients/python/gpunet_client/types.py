@@ -637,6 +637,20 @@ ChainHeadsSigned = TypedDict("ChainHeadsSigned", {
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
+# A node asks storage to take a checkpoint from its bucket into the team's, on `gpunet.data.<nodeId>.checkpoint`.
+CheckpointFromNode = TypedDict("CheckpointFromNode", {
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
+    "sha256": str,  # The checkpoint's folder manifest, written by the node into its own bucket with its files.
+})
+
+# Reply to CheckpointFromNode: what storage took into the team's bucket.
+CheckpointFromNodeReply = TypedDict("CheckpointFromNodeReply", {
+    "sha256": str,  # Content address: lower-case hex sha256 of the bytes.
+    "files": int,
+    "copiedBytes": int,  # Bytes copied into the team's bucket (files it held already are not copied).
+})
+
 # The agent reserved the GPUs for the attempt. Billable time starts at heldAt.
 ComputeHeldData = TypedDict("ComputeHeldData", {
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
@@ -2544,7 +2558,7 @@ ListTeamsReply = TypedDict("ListTeamsReply", {
     "teams": List[ListTeamsReplyTeamsItem],  # Sorted by id.
 })
 
-# One line of a job's output, on `gpunet.logs.<team>.<jobId>` (stream GPUNET_LOGS).
+# One line of a job's output, on `gpunet.logs.<team>.<jobId>.<nodeId>` (stream GPUNET_LOGS).
 LogLine = TypedDict("LogLine", {
     "ts": str,  # Agent clock: when the line was read.
     "stream": Literal["stdout", "stderr", "agent"],  # `stdout`/`stderr` of the job, or `agent` for the agent's own notices (time limit, kill).
@@ -2809,14 +2823,14 @@ NodeReport = TypedDict("NodeReport", {
 # Reply to NodeReport.
 NodeReportReply = TypedDict("NodeReportReply", {
     "status": Literal["accepted", "duplicate", "refused"],  # `accepted`: recorded now; `duplicate`: recorded earlier; `refused`: never recorded (the refusal is).
-    "reason": NotRequired[Literal["malformed", "unknown_node", "bad_signature", "other_node", "not_placed", "other_team", "replayed", "state"]],
+    "reason": NotRequired[Literal["malformed", "unknown_node", "bad_signature", "other_node", "not_placed", "other_team", "replayed", "state", "bad_blob"]],
     "detail": NotRequired[str],
 })
 
 # The recorder refused a report of a node: nothing of it was recorded or billed.
 NodeReportRefusedData = TypedDict("NodeReportRefusedData", {
     "nodeId": str,  # The node the report came from (its subject), as sent.
-    "reason": Literal["malformed", "unknown_node", "bad_signature", "other_node", "not_placed", "other_team", "replayed", "state"],  # `malformed`: not a report; `unknown_node`: no enrolled key; `bad_signature`: not signed by the enrolled key; `other_node`: about another node (its stream, its a
+    "reason": Literal["malformed", "unknown_node", "bad_signature", "other_node", "not_placed", "other_team", "replayed", "state", "bad_blob"],  # `malformed`: not a report; `unknown_node`: no enrolled key; `bad_signature`: not signed by the enrolled key; `other_node`: about another node (its stream, its a
     "detail": str,  # What did not hold, for the operator.
     "eventId": NotRequired[str],  # The reported event id, when there was one.
     "type": NotRequired[str],  # The reported event type, or `StoreOutputs` for an outputs report.
@@ -3168,6 +3182,26 @@ SignChainHeadsReply = TypedDict("SignChainHeadsReply", {
     "digest": Union[SignChainHeadsReplyDigest1, None],  # The latest digest (null: nothing to sign in an empty store).
 })
 
+# A node asks storage to copy blobs of an attempt placed on it into its own bucket, on `gpunet.data.<nodeId>.stage`.
+StageForNode = TypedDict("StageForNode", {
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
+    "blobs": List[str],  # Addresses to copy into the node's bucket: the job's inputs (files, folder manifests and their files) or a recorded checkpoint of the job (its manifest and files
+})
+
+StageForNodeReplyBlobsItem = TypedDict("StageForNodeReplyBlobsItem", {
+    "sha256": str,  # Content address: lower-case hex sha256 of the bytes.
+    "size": int,  # Size in bytes.
+    "copiedBytes": int,  # 0 when the node's bucket held it already.
+})
+
+# Reply to StageForNode: what is now in the node's bucket.
+StageForNodeReply = TypedDict("StageForNodeReply", {
+    "bucket": str,  # The node's bucket, `gpunet-node-<nodeId>`; objects `<team>/<sha256>`.
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "blobs": List[StageForNodeReplyBlobsItem],
+})
+
 # The job's inputs could not be staged; the job will not run. Nothing is billed.
 StagingFailedData = TypedDict("StagingFailedData", {
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
@@ -3495,6 +3529,8 @@ __all__ = [
     "Capacity",
     "CapacityReply",
     "ChainHeadsSigned",
+    "CheckpointFromNode",
+    "CheckpointFromNodeReply",
     "ComputeHeld",
     "ComputeReleased",
     "CreateApiKey",
@@ -3581,6 +3617,8 @@ __all__ = [
     "RevokeApiKeyReply",
     "SignChainHeads",
     "SignChainHeadsReply",
+    "StageForNode",
+    "StageForNodeReply",
     "StagingFailed",
     "StoreOutputs",
     "StoreOutputsReply",

@@ -55,6 +55,32 @@ describe('BlobStore against a real nats-server', () => {
     return { result, sent: nc.stats().outBytes - before };
   }
 
+  it('copies a blob between a team\'s bucket and a node\'s, verified; a second copy moves nothing; bytes that lie about their address are refused and nothing is kept', async () => {
+    const node = await BlobStore.open(nc, { node: 'node-x' });
+    expect(node.bucketOf('team-a')).toBe('gpunet-node-node-x');
+    const bytes = randomBytes(2 * MiB + 777);
+    const up = await blobs.uploadFile('team-a', await file('copy-src.bin', bytes));
+    expect(await node.copyFrom(blobs, 'team-a', up.sha256, { size: up.size })).toEqual({ sha256: up.sha256, size: up.size, copiedBytes: up.size });
+    expect(await node.copyFrom(blobs, 'team-a', up.sha256)).toMatchObject({ copiedBytes: 0 });
+    expect(Buffer.from(await node.readBytes('team-a', up.sha256)).equals(bytes)).toBe(true);
+    await expect(node.copyFrom(blobs, 'team-a', 'ab'.repeat(32))).rejects.toThrow(BlobNotFoundError);
+    await expect(blobs.copyFrom(node, 'team-a', up.sha256, { size: up.size + 1 })).rejects.toThrow(BlobIntegrityError);
+
+    // A node writes a record naming an address its chunks do not hash to: the copy refuses it.
+    const claimed = sha(randomBytes(16));
+    const { ChunkedWriter } = await import('./chunked-put.js');
+    const writer = await ChunkedWriter.open(nc, 'gpunet-node-node-x', { chunkBytes: MiB, pipeline: 2, timeoutMs: 10_000 });
+    const name = `team-a/${claimed}`;
+    const nuid = writer.nuidOf(name);
+    const forged = randomBytes(5000);
+    await writer.publishChunk(writer.chunkSubject(nuid), 0, forged);
+    await writer.writeRecord(name, nuid, { sha256: claimed, size: forged.length }, 1);
+    await expect(blobs.copyFrom(node, 'team-a', claimed)).rejects.toThrow(BlobIntegrityError);
+    expect(await blobs.stat('team-a', claimed)).toBeUndefined();
+    const info = await (await jetstreamManager(nc)).streams.info(`OBJ_${BUCKET_A}`, { subjects_filter: `$O.${BUCKET_A}.C.${uploadNuid(BUCKET_A, name, Math.min(MiB, (nc.info?.max_payload ?? MiB) - CHUNK_HEADER_ROOM))}` });
+    expect(info.state.subjects ?? {}).toEqual({});
+  });
+
   it('round-trips a multi-chunk file and reports progress up to the total', async () => {
     const bytes = randomBytes(3 * MiB + 12345);
     const path = await file('round-trip.bin', bytes);

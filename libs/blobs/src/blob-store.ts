@@ -10,7 +10,7 @@ import { ResumableUpload, type RunningHash } from './resumable-upload.js';
 import { BlobIntegrityError, BlobNotFoundError, BlobStoreUnavailableError, FolderInputError, ManifestInvalidError } from './errors.js';
 import { listFolder } from './folder.js';
 import { hashBytes, hashFile, type BlobDigest } from './hash.js';
-import { BLOB_BUCKET, blobBucket, blobName, digestToHex, isSha256 } from './names.js';
+import { BLOB_BUCKET, blobBucket, blobName, digestToHex, isSha256, nodeBucket } from './names.js';
 import { mapLimit } from './pool.js';
 import { PhaseCounter, type ProgressListener } from './progress.js';
 
@@ -22,6 +22,13 @@ export interface BlobStoreOptions {
    * Default `gpunet-blobs` ({@link BLOB_BUCKET}).
    */
   bucket?: string;
+  /**
+   * A node's view: every team's blobs are addressed in this node's own bucket
+   * `gpunet-node-<node>` ({@link nodeBucket}), under the same `<team>/<sha256>` names. An
+   * execution agent opens its blobs this way: it may touch no team's bucket (storage copies
+   * between them, {@link BlobStore.copyFrom}). Default: none (team buckets).
+   */
+  node?: string;
   /**
    * Create a team's bucket when it does not exist (file storage). Default `true`. Producers and
    * nodes open with `false`: creating a stream is the control plane's (see deploy/nats-permissions.yaml).
@@ -48,7 +55,7 @@ export interface BlobStoreOptions {
   stallTimeoutMs?: number;
 }
 
-const DEFAULTS = { bucket: BLOB_BUCKET, create: true, replicas: 1, maxBytes: -1, chunkBytes: 1024 * 1024, concurrency: 4, pipeline: 8, publishTimeoutMs: 30_000, maxInMemoryBytes: 64 * 1024 * 1024, stallTimeoutMs: 30_000 };
+const DEFAULTS = { bucket: BLOB_BUCKET, node: undefined as string | undefined, create: true, replicas: 1, maxBytes: -1, chunkBytes: 1024 * 1024, concurrency: 4, pipeline: 8, publishTimeoutMs: 30_000, maxInMemoryBytes: 64 * 1024 * 1024, stallTimeoutMs: 30_000 };
 
 /** Result of an upload: the blob's address and whether its bytes were already stored. */
 export interface UploadResult extends BlobDigest {
@@ -103,6 +110,12 @@ interface ProgressOption {
   onProgress?: ProgressListener;
 }
 
+/** What {@link BlobStore.copyFrom} did. */
+export interface CopyResult extends BlobDigest {
+  /** Bytes copied: 0 when the destination held the blob already. */
+  copiedBytes: number;
+}
+
 /** Options of {@link BlobStore.uploadFile}. */
 export interface UploadOptions extends ProgressOption {
   /** Aborting stops sending between chunks; what was stored stays for the next upload of the same file to resume from. */
@@ -143,6 +156,10 @@ export class BlobStore {
 
   /** The bucket of `team`'s blobs: `<bucket>-<team>`. */
   bucketOf(team: string): string {
+    if (this.options.node !== undefined) {
+      blobBucket(team); // the team must still be a team id: it names the objects
+      return nodeBucket(this.options.node);
+    }
     return blobBucket(team, this.options.bucket);
   }
 
@@ -167,6 +184,7 @@ export class BlobStore {
           o.create ? objm.create(bucket, { storage: StorageType.File, replicas: o.replicas, max_bytes: o.maxBytes }) : objm.open(bucket),
         ).catch((err: unknown) => {
           if (!o.create && /not found|does not exist/i.test(String((err as Error)?.message))) {
+            if (o.node !== undefined) throw new BlobStoreUnavailableError(`node ${o.node} has no blob bucket (${bucket}); storage creates it at the node's first staging request`, { cause: err });
             throw new BlobStoreUnavailableError(`team ${team} has no blob bucket (${bucket}); the control plane creates it with the team (\`gpunet up\`, or storage at start)`, { cause: err });
           }
           throw err;
@@ -301,7 +319,7 @@ export class BlobStore {
       // Known wrong from the record alone: move no bytes.
       throw integrityError(name, { sha256, ...(options.size === undefined ? {} : { size: options.size }) }, { ...(recorded ? { sha256: recorded } : {}), size: info.size });
     }
-    const chunks = await guard(`get ${name}`, () => readChunks(this.nc, bucket, info.nuid, info.size === 0 ? 0 : info.chunks));
+    const chunks = await guard(`get ${name}`, () => readChunks(this.nc, bucket, info.nuid, info.size === 0 ? 0 : info.chunks, 8, this.options.stallTimeoutMs));
 
     await mkdir(dirname(destPath), { recursive: true });
     const temp = `${destPath}.${randomBytes(6).toString('hex')}.part`;
@@ -359,7 +377,7 @@ export class BlobStore {
       throw new BlobIntegrityError(`${name} is ${info.size} bytes, more than the ${this.options.maxInMemoryBytes} read into memory`, { sha256 }, { size: info.size });
     }
     // Read by direct gets (no consumer), as downloads are: a reader needs no right to make consumers.
-    const chunks = await guard(`get ${name}`, () => readChunks(this.nc, bucket, info.nuid, info.size === 0 ? 0 : info.chunks));
+    const chunks = await guard(`get ${name}`, () => readChunks(this.nc, bucket, info.nuid, info.size === 0 ? 0 : info.chunks, 8, this.options.stallTimeoutMs));
     const parts: Uint8Array[] = [];
     for (;;) {
       let chunk: IteratorResult<Uint8Array>;
@@ -424,6 +442,49 @@ export class BlobStore {
     });
     if (manifest.entries.length === 0) downloading.add(0);
     return { path: target, files: manifest.entries.length, bytes };
+  }
+
+  /**
+   * Copies `team`'s blob `sha256` from `source` (another view of the object store: a team's
+   * bucket, a node's bucket) into this store's bucket, chunk by chunk with PubAcks pipelined,
+   * hashing as it goes: the record is written only when the bytes copied hash to the address and
+   * have the size asked for (when given); otherwise what was copied is purged and a
+   * {@link BlobIntegrityError} thrown. A source whose record already names other bytes or size
+   * moves nothing. Skipped (`copiedBytes: 0`) when this bucket holds the blob already.
+   *
+   * @throws BlobNotFoundError (the source holds no such blob), BlobIntegrityError, BlobStoreUnavailableError
+   */
+  async copyFrom(source: BlobStore, team: string, sha256: string, options: { size?: number } = {}): Promise<CopyResult> {
+    const name = blobName(team, sha256);
+    const from = await source.team(team);
+    const info = await guard(`stat ${from.bucket}/${name}`, () => from.os.info(name));
+    if (info === null || info.deleted) throw new BlobNotFoundError(team, sha256);
+    const recorded = digestToHex(info.digest);
+    if (recorded !== sha256 || (options.size !== undefined && info.size !== options.size)) {
+      throw integrityError(`${from.bucket}/${name}`, { sha256, ...(options.size === undefined ? {} : { size: options.size }) }, { ...(recorded ? { sha256: recorded } : {}), size: info.size });
+    }
+    const to = await this.team(team);
+    const digest = { sha256, size: info.size };
+    if (await this.holds(to.os, name, digest)) return { ...digest, copiedBytes: 0 };
+    const chunks = await guard(`get ${from.bucket}/${name}`, () => readChunks(source.nc, from.bucket, info.nuid, info.size === 0 ? 0 : info.chunks, 8, source.options.stallTimeoutMs));
+    const stall = source.options.stallTimeoutMs;
+    const next = async (): Promise<IteratorResult<Uint8Array>> => {
+      try {
+        return await withStallTimeout(chunks.next(), stall, () => {
+          void chunks.close();
+          return new BlobStoreUnavailableError(`reading ${from.bucket}/${name}: no data for ${stall} ms`);
+        });
+      } catch (err) {
+        if (err instanceof GpunetError) throw err;
+        throw new BlobStoreUnavailableError(`reading ${from.bucket}/${name} from the object store failed: ${(err as Error)?.message}`, { cause: err });
+      }
+    };
+    const previous = await guard(`stat ${to.bucket}/${name}`, () => to.os.info(name));
+    const outcome = await guard(`copy ${name} into ${to.bucket}`, () =>
+      to.writer.putFrom(name, next, digest, previous && !previous.deleted ? { previousNuid: previous.nuid } : {}),
+    ).finally(() => chunks.close());
+    if (!outcome.stored) throw integrityError(`${from.bucket}/${name}`, digest, outcome.sent);
+    return { ...digest, copiedBytes: outcome.bytesSent };
   }
 
   /** Deletes the team's blob; true when there was one. Other teams' copies of the same bytes are untouched. */

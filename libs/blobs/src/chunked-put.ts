@@ -235,6 +235,75 @@ export class ChunkedWriter {
       await handle.close();
     }
   }
+/**
+   * Stores object `name` from chunks read elsewhere (another bucket: {@link BlobStore.copyFrom}),
+   * cut again to this writer's chunk size, with `pipeline` PubAcks in flight. Chunks an earlier,
+   * interrupted copy left are purged first (a copy does not resume: its source is not at hand to
+   * check them against). The record is written only when the bytes hash to `digest` and have its
+   * size; otherwise the chunks are purged and `stored` is false.
+   */
+  async putFrom(name: string, next: () => Promise<IteratorResult<Uint8Array>>, digest: BlobDigest, options: { previousNuid?: string } = {}): Promise<PutOutcome & { stored: boolean }> {
+    const nuid = this.nuidOf(name);
+    const subject = this.chunkSubject(nuid);
+    await this.purge(nuid);
+    const hash = createHash('sha256');
+    const inFlight = new Set<Promise<PubAck>>();
+    const failed: { error?: Error } = {};
+    const track = (p: Promise<PubAck>) => {
+      const tracked = p.finally(() => inFlight.delete(tracked));
+      tracked.catch((err: unknown) => (failed.error ??= err instanceof Error ? err : new Error(String(err))));
+      inFlight.add(tracked);
+    };
+    let index = 0;
+    let size = 0;
+    const send = async (payload: Uint8Array) => {
+      if (failed.error) throw failed.error;
+      track(this.publishChunk(subject, index, payload));
+      index += 1;
+      if (inFlight.size >= this.pipeline) await Promise.race(inFlight).catch(() => undefined);
+    };
+    // Source chunks of this writer's size pass through as they are; others are cut again.
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    try {
+      for (;;) {
+        const chunk = await next();
+        if (chunk.done) break;
+        hash.update(chunk.value);
+        size += chunk.value.length;
+        if (size > digest.size) break; // more than the record says: refused below
+        if (pendingBytes === 0 && chunk.value.length === this.chunkBytes) {
+          await send(chunk.value);
+          continue;
+        }
+        pending.push(Buffer.from(chunk.value.buffer, chunk.value.byteOffset, chunk.value.length));
+        pendingBytes += chunk.value.length;
+        while (pendingBytes >= this.chunkBytes) {
+          const all = Buffer.concat(pending, pendingBytes);
+          await send(all.subarray(0, this.chunkBytes));
+          const rest = all.subarray(this.chunkBytes);
+          pending = rest.length > 0 ? [rest] : [];
+          pendingBytes = rest.length;
+        }
+      }
+      if (pendingBytes > 0 && size <= digest.size) await send(Buffer.concat(pending, pendingBytes));
+      await Promise.allSettled(inFlight);
+      if (failed.error) throw failed.error;
+    } catch (err) {
+      await Promise.allSettled(inFlight);
+      await this.purge(nuid).catch(() => undefined);
+      throw err;
+    }
+    const sent = { sha256: hash.digest('hex'), size };
+    const outcome = { resumedFromBytes: 0, bytesSent: size, sent };
+    if (sent.sha256 !== digest.sha256 || sent.size !== digest.size) {
+      await this.purge(nuid);
+      return { ...outcome, stored: false };
+    }
+    await this.writeRecord(name, nuid, digest, index);
+    if (options.previousNuid && options.previousNuid !== nuid) await this.purge(options.previousNuid).catch(() => undefined);
+    return { ...outcome, stored: true };
+  }
 }
 
 /** base64url with `=` padding, as the Object Store names subjects and digests. */
@@ -259,8 +328,9 @@ export interface ChunkStream {
  * is skipped; a chunk the record counts but the stream lacks ends the stream early, and the
  * caller's size and sha256 checks refuse the result.
  */
-export async function readChunks(nc: NatsConnection, bucket: string, nuid: string, chunks: number, window = 8): Promise<ChunkStream> {
-  const jsm = await jetstreamManager(nc);
+export async function readChunks(nc: NatsConnection, bucket: string, nuid: string, chunks: number, window = 8, timeoutMs?: number): Promise<ChunkStream> {
+  // One get may wait behind a busy server's writes (a copy writes while it reads): give it the caller's stall timeout.
+  const jsm = await jetstreamManager(nc, timeoutMs === undefined ? {} : { timeout: timeoutMs });
   const stream = `OBJ_${bucket}`;
   const subject = `$O.${bucket}.C.${nuid}`;
   const get = (seq: number) => {

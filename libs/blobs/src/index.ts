@@ -1,13 +1,14 @@
 /**
  * gpunet blobs: content-addressed, team-scoped blobs on the NATS Object Store (one bucket
- * per team, `gpunet-blobs-<team>`, object `<team>/<sha256>`). Upload files and folders (skipping what the team
+ * per team, `gpunet-blobs-<team>`, object `<team>/<sha256>`; one per execution node,
+ * `gpunet-node-<nodeId>`, the only one a node may touch). Upload files and folders (skipping what the team
  * already holds), check, download with verification, materialize job inputs, remove.
  */
-export { BlobStore, parseFolderManifest, type BlobStat, type BlobStoreOptions, type FolderUploadResult, type InputBlobRef, type MaterializedInput, type UploadResult } from './blob-store.js';
+export { BlobStore, parseFolderManifest, type BlobStat, type BlobStoreOptions, type CopyResult, type FolderUploadResult, type InputBlobRef, type MaterializedInput, type UploadResult } from './blob-store.js';
 export { BlobIntegrityError, BlobNotFoundError, BlobStoreUnavailableError, FolderInputError, ManifestInvalidError } from './errors.js';
 export { listFolder, type FolderFile } from './folder.js';
 export { hashBytes, hashFile, type BlobDigest } from './hash.js';
-export { BLOB_BUCKET, blobBucket, blobName, digestToHex, isSha256 } from './names.js';
+export { BLOB_BUCKET, blobBucket, blobName, digestToHex, isSha256, NODE_BUCKET, nodeBucket } from './names.js';
 export type { ProgressListener, TransferPhase, TransferProgress } from './progress.js';
 export { mapLimit } from './pool.js';
 export { ResumableUpload, UploadTooLargeError, type UploadState } from './resumable-upload.js';

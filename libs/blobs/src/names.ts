@@ -3,7 +3,7 @@
  * addresses are team-scoped: a team asking for a hash only ever sees its own objects, and
  * whether another team holds the same bytes is never revealed (no cross-team skip, no probe).
  */
-import { BLOB_BUCKET_PREFIX, ID_PATTERN } from '#contracts';
+import { BLOB_BUCKET_PREFIX, ID_PATTERN, NODE_BUCKET_PREFIX } from '#contracts';
 import { ValidationError } from '#errors';
 
 /**
@@ -17,6 +17,19 @@ export const BLOB_BUCKET = BLOB_BUCKET_PREFIX;
 export function blobBucket(team: string, prefix = BLOB_BUCKET): string {
   if (!ID_PATTERN.test(team)) throw new ValidationError(`invalid blob bucket: \`${team}\` is not a team id`, [{ path: 'team', message: `\`${team}\` is not a team id`, fix: 'use the team id from the API key' }]);
   return `${prefix}-${team}`;
+}
+
+/**
+ * Prefix of an execution node's own bucket: node `<nodeId>` reads and writes only
+ * `gpunet-node-<nodeId>` (objects `<team>/<sha256>`, as in a team's bucket); storage copies an
+ * attempt's inputs and checkpoints into it and the node's outputs and checkpoints out of it.
+ */
+export const NODE_BUCKET = NODE_BUCKET_PREFIX;
+
+/** `gpunet-node-<nodeId>`: the bucket of one node. Throws ValidationError for a node id that is not well-formed. */
+export function nodeBucket(nodeId: string, prefix = NODE_BUCKET): string {
+  if (!ID_PATTERN.test(nodeId)) throw new ValidationError(`invalid node bucket: \`${nodeId}\` is not a node id`, [{ path: 'nodeId', message: `\`${nodeId}\` is not a node id`, fix: 'use the node id of the agent' }]);
+  return `${prefix}-${nodeId}`;
 }
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;

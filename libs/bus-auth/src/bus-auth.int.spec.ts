@@ -311,4 +311,31 @@ describe('an execution node', () => {
     await logged(violation('Publish', 'n1', finished));
   });
 
+  it('reads and writes its own bucket only (never a team\'s, never another node\'s) and logs only on its own subjects; storage reaches both kinds', async () => {
+    const storage = await as('storage');
+    const team = await BlobStore.open(storage);
+    const secret = await team.uploadBytes('a', new TextEncoder().encode('team a input'));
+    const n1Bucket = await BlobStore.open(storage, { node: 'n1' });
+    await BlobStore.open(storage, { node: 'n2' }).then((b) => b.ensureBucket('a'));
+    expect(await n1Bucket.copyFrom(team, 'a', secret.sha256)).toMatchObject({ copiedBytes: secret.size });
+
+    const n1 = await as('n1');
+    const own = await BlobStore.open(n1, { node: 'n1', create: false });
+    expect(Buffer.from(await own.readBytes('a', secret.sha256)).toString()).toBe('team a input');
+    const output = await own.uploadBytes('a', new TextEncoder().encode('n1 output'));
+    expect(await team.copyFrom(n1Bucket, 'a', output.sha256)).toMatchObject({ copiedBytes: output.size });
+    expect(await own.remove('a', secret.sha256)).toBe(true);
+
+    await expect((await BlobStore.open(n1, { create: false, stallTimeoutMs: 5_000 })).readBytes('a', secret.sha256)).rejects.toThrow(/Permissions Violation|timeout/i);
+    await logged(violation('Publish', 'n1', '$JS.API.STREAM.INFO.OBJ_gpunet-blobs-a'));
+    await expect((await BlobStore.open(n1, { node: 'n2', create: false, stallTimeoutMs: 5_000 })).stat('a', secret.sha256)).rejects.toThrow(/Permissions Violation|timeout/i);
+    await logged(violation('Publish', 'n1', '$JS.API.STREAM.INFO.OBJ_gpunet-node-n2'));
+    await expect((await jetstreamManager(n1)).streams.purge('OBJ_gpunet-blobs-a')).rejects.toThrow(/Permissions Violation|timeout/i);
+    await refusedPublish(n1, 'gpunet.data.n2.stage');
+
+    const js = jetstream(n1);
+    expect((await js.publish('gpunet.logs.a.job-1.n1', '{}')).stream).toBe('GPUNET_LOGS');
+    await expect(js.publish('gpunet.logs.a.job-1.n2', '{}', { timeout: 15_000 })).rejects.toThrow(/Permissions Violation|timeout/i);
+    await logged(violation('Publish', 'n1', 'gpunet.logs.a.job-1.n2'));
+  });
 });

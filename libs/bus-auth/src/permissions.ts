@@ -26,9 +26,10 @@ const Rules = z
 const Kind = Rules.extend({
   allow_responses: z.boolean().default(false),
   each_team: Rules.optional(),
+  each_node: Rules.optional(),
 }).strict();
 
-const ServiceExtra = Rules.extend({ each_team: Rules.optional() }).strict();
+const ServiceExtra = Rules.extend({ each_team: Rules.optional(), each_node: Rules.optional() }).strict();
 
 export const PermissionTemplates = z
   .object({
@@ -132,15 +133,18 @@ function expand(list: readonly string[], values: Record<string, string>, where: 
 
 /**
  * The permissions of one identity: the common rules, its kind's template, a service's own
- * extras, and the `each_team` rules once per team in `teams`. Deny by default: only what is
- * listed is allowed. Throws {@link PermissionsError} for an unfilled placeholder or an unknown macro.
+ * extras, the `each_team` rules once per team in `teams` and the `each_node` rules once per node
+ * in `nodes` (`{node}` filled; for the control plane's rights on each node's own bucket). Deny by
+ * default: only what is listed is allowed. Throws {@link PermissionsError} for an unfilled
+ * placeholder or an unknown macro.
  */
-export function renderPermissions(templates: PermissionTemplates, identity: IdentityRef, teams: readonly string[]): RenderedPermissions {
+export function renderPermissions(templates: PermissionTemplates, identity: IdentityRef, teams: readonly string[], nodes: readonly string[] = []): RenderedPermissions {
   const name = identityNameOf(identity);
   if (identity.kind !== 'operator' && (!identity.id || !ID.test(identity.id))) {
     throw new PermissionsError(`identity of kind ${identity.kind} needs an id of letters, digits, _ and - (got ${JSON.stringify(identity.id)})`);
   }
   for (const team of teams) if (!ID.test(team)) throw new PermissionsError(`team \`${team}\` cannot be a subject token (use letters, digits, _ and -)`);
+  for (const node of nodes) if (!ID.test(node)) throw new PermissionsError(`node \`${node}\` cannot be a subject token (use letters, digits, _ and -)`);
   const values: Record<string, string> = { name };
   if (identity.kind === 'service') Object.assign(values, { service: identity.id!, durable: identity.id! });
   if (identity.kind === 'node') Object.assign(values, { node: identity.id!, durable: `execution-${identity.id!}` });
@@ -156,6 +160,13 @@ export function renderPermissions(templates: PermissionTemplates, identity: Iden
     for (const team of teams) {
       publish.push(...expand(perTeam.publish, { ...values, team }, `${where} each_team ${team}`));
       subscribe.push(...expand(perTeam.subscribe, { ...values, team }, `${where} each_team ${team}`));
+    }
+  }
+  for (const perNode of [kind.each_node, extra?.each_node]) {
+    if (!perNode) continue;
+    for (const node of nodes) {
+      publish.push(...expand(perNode.publish, { ...values, node }, `${where} each_node ${node}`));
+      subscribe.push(...expand(perNode.subscribe, { ...values, node }, `${where} each_node ${node}`));
     }
   }
   return { publish: [...new Set(publish)], subscribe: [...new Set(subscribe)], allowResponses: kind.allow_responses };

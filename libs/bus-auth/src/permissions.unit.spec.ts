@@ -60,9 +60,24 @@ describe('deploy/nats-permissions.yaml', () => {
     expect(node.publish.filter((s) => s.includes('STREAM.CREATE') || s.includes('STREAM.UPDATE'))).toEqual([]);
   });
 
+  it('gives a node its own bucket, its own log subjects and its own storage requests: no team\'s bucket, no other node\'s', () => {
+    const node = renderPermissions(templates, { kind: 'node', id: 'n1' }, ['ml', 'bio'], ['n1', 'n2']);
+    expect(node.publish).toEqual(expect.arrayContaining(['$O.gpunet-node-n1.>', '$JS.API.DIRECT.GET.OBJ_gpunet-node-n1.>', 'gpunet.logs.*.*.n1', 'gpunet.data.n1.*']));
+    expect(node.publish.filter((s) => s.includes('gpunet-blobs') || s.includes('n2') || s.includes('ml') || s.includes('bio'))).toEqual([]);
+    expect(node.publish).not.toContain('gpunet.logs.*.*');
+    expect(node.publish.filter((s) => s.startsWith('gpunet.logs.') && !s.endsWith('.n1'))).toEqual([]);
+  });
+
   it('renders the each_team rules once per team for the services that act on every team', () => {
     const storage = renderPermissions(templates, { kind: 'service', id: 'storage' }, ['ml', 'bio']);
     expect(storage.publish).toEqual(expect.arrayContaining(['$O.gpunet-blobs-ml.>', '$O.gpunet-blobs-bio.>', '$JS.API.STREAM.CREATE.OBJ_gpunet-blobs-bio']));
+  });
+
+  it('renders the each_node rules once per node: storage reaches every node\'s own bucket and answers every node\'s requests', () => {
+    const storage = renderPermissions(templates, { kind: 'service', id: 'storage' }, ['ml'], ['n1', 'n2']);
+    expect(storage.publish).toEqual(expect.arrayContaining(['$O.gpunet-node-n1.>', '$O.gpunet-node-n2.>', '$JS.API.STREAM.CREATE.OBJ_gpunet-node-n2']));
+    expect(storage.subscribe).toContain('gpunet.data.*.*');
+    expect(renderPermissions(templates, { kind: 'service', id: 'ledger' }, ['ml'], ['n1']).publish.filter((s) => s.includes('gpunet-node'))).toEqual([]);
   });
 
   it('refuses a placeholder left unfilled, naming it and where it is', () => {

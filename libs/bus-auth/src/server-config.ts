@@ -37,6 +37,8 @@ export interface ServerUser {
 /** The users of the config: each identity with its rendered permissions. Throws for a duplicate key or name. */
 export function serverUsers(templates: PermissionTemplates, identities: readonly NetworkIdentity[], teams?: readonly string[]): ServerUser[] {
   const allTeams = teams ?? identities.filter((i) => i.kind === 'team').map((i) => i.id!);
+  // Each node's own bucket is reached by the control plane (`each_node`): every node with an identity.
+  const allNodes = identities.filter((i) => i.kind === 'node').map((i) => i.id!);
   const seen = new Map<string, string>();
   return identities.map((identity) => {
     const name = identityNameOf(identity);
@@ -44,7 +46,7 @@ export function serverUsers(templates: PermissionTemplates, identities: readonly
     const other = seen.get(identity.publicKey) ?? seen.get(name);
     if (other) throw new PermissionsError(`${name}: its key or name is also ${other}'s; every identity needs a key of its own`);
     seen.set(identity.publicKey, name).set(name, name);
-    return { name, nkey: identity.publicKey, permissions: renderPermissions(templates, identity, allTeams) };
+    return { name, nkey: identity.publicKey, permissions: renderPermissions(templates, identity, allTeams, allNodes) };
   });
 }
 

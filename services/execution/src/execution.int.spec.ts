@@ -1,9 +1,9 @@
 // The execution agent as a real process against a real nats-server, with the recorder (in this
 // process) beside a temporary SQLite store the agent never opens: placements in through the
 // node's work subjects, real jobs run, their reports recorded, logs and outputs out; SIGKILL and SIGTERM.
-import { BlobStore } from '#blobs';
+import { BlobStore, nodeBucket } from '#blobs';
 import { createIdentityFile } from '#identity';
-import { commandSubject, Commands, LOGS_STREAM, logSubject, parseJobSpec, type JobSpec, type LogLine, type NodeHeartbeat, type StoreOutputs } from '#contracts';
+import { commandSubject, Commands, LOGS_STREAM, logSubject, nodeDataSubject, parseJobSpec, StageForNode, StageForNodeReply, type JobSpec, type LogLine, type NodeHeartbeat, type StoreOutputs } from '#contracts';
 import { openEventStore, type EventStore, type RecordedEvent } from '#event-store';
 import { serveQuery } from '#messaging';
 import { EventWriter, startService, systemClock, type RunningService } from '#service-kit';
@@ -30,6 +30,7 @@ let nc: NatsConnection;
 let js: JetStreamClient;
 let blobs: BlobStore;
 let storeOutputs: Subscription;
+let nodeData: Subscription;
 const storeOutputsRequests: StoreOutputs[] = [];
 let agent: AgentProcess | undefined;
 let recorder: RunningService;
@@ -105,7 +106,7 @@ const runRoot = (job: Job) => join(workDir(), 'runs', job.jobId, job.attemptId);
 const runDirRemoved = (job: Job) => waitFor(`run directory of ${job.attemptId} removed`, () => !existsSync(join(workDir(), 'runs', job.jobId)), 5_000);
 
 async function logLines(jobId: string, atLeast: number): Promise<LogLine[]> {
-  const consumer = await js.consumers.get(LOGS_STREAM, { filter_subjects: logSubject(TEAM, jobId), deliver_policy: DeliverPolicy.All });
+  const consumer = await js.consumers.get(LOGS_STREAM, { filter_subjects: logSubject(TEAM, jobId, NODE), deliver_policy: DeliverPolicy.All });
   const lines: LogLine[] = [];
   const batch = await consumer.fetch({ max_messages: Math.max(atLeast, 1000), expires: 2_000 });
   for await (const m of batch) {
@@ -131,11 +132,20 @@ beforeAll(async () => {
   nc = await connect({ servers: nats.url });
   js = jetstream(nc);
   blobs = await BlobStore.open(nc);
-  // Storage is not running here: a tiny stand-in answers StoreOutputs the way its contract says.
+  // Storage is not running here: a tiny stand-in answers StoreOutputs and the node's data requests
+  // the way their contracts say (copies between the team's bucket and the node's own, without checks).
+  const nodeBlobs = await BlobStore.open(nc, { node: NODE });
   storeOutputs = serveQuery(nc, commandSubject('StoreOutputs'), { request: Commands.StoreOutputs.schema, response: Commands.StoreOutputs.replySchema }, async (req) => {
     const r = req as StoreOutputs;
     storeOutputsRequests.push(r);
+    for (const b of [...r.files, ...r.logs]) await blobs.copyFrom(nodeBlobs, r.team, b.sha256, { size: b.size });
     return { jobId: r.jobId, attemptId: r.attemptId, files: r.files.length, totalBytes: r.files.reduce((n, f) => n + f.size, 0), duplicate: false };
+  });
+  nodeData = serveQuery(nc, nodeDataSubject(NODE, 'stage'), { request: StageForNode, response: StageForNodeReply }, async (req) => {
+    const r = req as StageForNode;
+    await nodeBlobs.ensureBucket(TEAM);
+    const copied = await Promise.all(r.blobs.map((sha) => nodeBlobs.copyFrom(blobs, TEAM, sha)));
+    return { bucket: nodeBucket(NODE), team: TEAM, blobs: copied.map((c) => ({ sha256: c.sha256, size: c.size, copiedBytes: c.copiedBytes })) };
   });
   launchAgent();
   await waitFor('NodeRegistered', async () => (await store.readStream(`execution-${NODE}-node`)).length > 0);
@@ -145,6 +155,7 @@ afterAll(async () => {
   agent?.kill('SIGKILL');
   await agent?.exited;
   storeOutputs?.unsubscribe();
+  nodeData?.unsubscribe();
   await recorder?.stop();
   await nc?.close();
   await store?.close();

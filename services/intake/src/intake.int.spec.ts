@@ -311,9 +311,13 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     const js = jetstream(nc);
     const line = (n: number, stream: 'stdout' | 'stderr' = 'stdout'): LogLine => ({ ts: '2025-06-01T12:00:00.000Z', stream, line: `line ${n}`, attemptId: `${jobId}-a1` });
     expect((await http(`/v1/jobs/${jobId}/logs`)).text).toBe('');
-    for (const n of [1, 2]) await js.publish(logSubject('team-a', jobId), JSON.stringify(line(n)));
-    await js.publish(logSubject('team-a', jobId), 'not a log line');
-    await js.publish(logSubject('team-a', jobId), JSON.stringify(line(3, 'stderr')));
+    await record('placement', `placement-job-${jobId}`, 'JobPlaced', { jobId, attemptId: `${jobId}-a1`, attempt: 1, nodeId: 'node-1', gpuIndices: [0], gpuModel: 'A100', placedAt: now() });
+    await view(jobId, (v) => v.attempts.length === 1);
+    for (const n of [1, 2]) await js.publish(logSubject('team-a', jobId, 'node-1'), JSON.stringify(line(n)));
+    await js.publish(logSubject('team-a', jobId, 'node-1'), 'not a log line');
+    // Another node writing into this job's log (it may publish on gpunet.logs.*.*.node-2): dropped.
+    await js.publish(logSubject('team-a', jobId, 'node-2'), JSON.stringify({ ...line(9), line: 'forged by node-2' }));
+    await js.publish(logSubject('team-a', jobId, 'node-1'), JSON.stringify(line(3, 'stderr')));
 
     const nd = await http(`/v1/jobs/${jobId}/logs`);
     expect(nd.headers.get('content-type')).toContain('application/x-ndjson');
@@ -326,7 +330,7 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     const res = await following;
     expect(res.status).toBe(200);
     const body = res.text();
-    await js.publish(logSubject('team-a', jobId), JSON.stringify(line(4)));
+    await js.publish(logSubject('team-a', jobId, 'node-1'), JSON.stringify(line(4)));
     await new Promise((r) => setTimeout(r, 100));
     await withdrawn(jobId);
     await ended(jobId, 'cancelled'); // following ends on the job's JobEnded

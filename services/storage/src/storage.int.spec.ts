@@ -5,6 +5,7 @@
  * `#blobs` as the CLI and the agent do.
  */
 import { BlobStore } from '#blobs';
+import { ChunkedWriter } from '../../../libs/blobs/src/chunked-put.js';
 import { commandSubject, DeadLetter, type EventData, type JobOutcome, type RecordedEventEnvelope, type StoreOutputsReply } from '#contracts';
 import { SqliteEventStore, type RecordedEvent } from '#event-store';
 import { OutboxRelay, requestQuery } from '#messaging';
@@ -250,6 +251,57 @@ describe('storage service against nats-server and a SQLite store', () => {
     const wrongTeam = await requestQuery(nc, commandSubject('StoreOutputs'), { ...request, attemptId: 'job-out-a3', team: 'team-b' }).catch((e: unknown) => e);
     expect(wrongTeam).toMatchObject({ code: 'validation_failed' });
     expect((await storageEvents('job-out')).filter((e) => e.type === 'OutputsStored')).toHaveLength(1);
+  });
+
+  it('copies an attempt\'s inputs into its node\'s own bucket once, only for the node it is placed on, and takes outputs out of it verified', async () => {
+    const file = await upload('team-a', randomBytes(300_000));
+    await mkdir(join(dir, 'nd/sub'), { recursive: true });
+    await writeFile(join(dir, 'nd/a.bin'), randomBytes(1500));
+    await writeFile(join(dir, 'nd/sub/b.bin'), randomBytes(2500));
+    const folder = await blobs.uploadFolder('team-a', join(dir, 'nd'));
+    const other = await upload('team-a', randomBytes(100)); // the team's, but not this job's
+    await submit('job-nd', [{ name: 'file', ...file }, { name: 'folder', kind: 'folder', sha256: folder.sha256, size: folder.size }]);
+    await new EventWriter(store, 'placement', systemClock).append('placement-job-job-nd', [
+      { type: 'JobPlaced', data: { jobId: 'job-nd', attemptId: 'job-nd-a1', attempt: 1, nodeId: 'node-1', gpuIndices: [0], gpuModel: 'A100', placedAt: new Date().toISOString() } },
+    ]);
+    const stage = (node: string, blobsAsked: string[]) =>
+      requestQuery<{ bucket: string; blobs: { sha256: string; copiedBytes: number }[] }>(nc, `gpunet.data.${node}.stage`, { jobId: 'job-nd', attemptId: 'job-nd-a1', blobs: blobsAsked });
+
+    const first = await stage('node-1', [file.sha256, folder.sha256]);
+    expect(first.bucket).toBe('gpunet-node-node-1');
+    expect(first.blobs.map((b) => b.copiedBytes)).toEqual([file.size, folder.size]);
+    const files = folder.manifest.entries.map((e) => e.sha256);
+    expect((await stage('node-1', files)).blobs.reduce((n, b) => n + b.copiedBytes, 0)).toBe(1500 + 2500);
+    // Content-addressed: a second stage of what the node's bucket holds moves nothing.
+    expect((await stage('node-1', [file.sha256, folder.sha256, ...files])).blobs.every((b) => b.copiedBytes === 0)).toBe(true);
+    const nodeView = await BlobStore.open(nc, { node: 'node-1', create: false });
+    expect(await nodeView.exists('team-a', file.sha256)).toBe(true);
+
+    await expect(stage('node-1', [other.sha256])).rejects.toMatchObject({ code: 'node_data_refused', message: expect.stringMatching(/not_referenced/) });
+    await expect(stage('node-2', [file.sha256])).rejects.toMatchObject({ code: 'node_data_refused', message: expect.stringMatching(/not_placed/) });
+    expect(await (await BlobStore.open(nc, { node: 'node-2' })).exists('team-a', file.sha256)).toBe(false);
+
+    // Outputs: written by the node into its bucket, copied into the team's by StoreOutputs, gone from the node's.
+    const output = await nodeView.uploadBytes('team-a', randomBytes(4000));
+    expect(await blobs.exists('team-a', output.sha256)).toBe(false);
+    const reply = await requestQuery<StoreOutputsReply>(nc, commandSubject('StoreOutputs'), { jobId: 'job-nd', team: 'team-a', attemptId: 'job-nd-a1', nodeId: 'node-1', files: [{ path: 'out.bin', sha256: output.sha256, size: output.size }] });
+    expect(reply).toMatchObject({ files: 1, totalBytes: output.size, duplicate: false });
+    expect(await blobs.exists('team-a', output.sha256)).toBe(true);
+    expect(await nodeView.exists('team-a', output.sha256)).toBe(false);
+
+    // Bytes in the node's bucket that do not hash to the address they are reported under: refused, nothing copied.
+    const claimed = 'ef'.repeat(32);
+    const writer = await ChunkedWriter.open(nc, 'gpunet-node-node-1', { chunkBytes: 1024 * 1024, pipeline: 2, timeoutMs: 10_000 });
+    const nuid = writer.nuidOf(`team-a/${claimed}`);
+    await writer.publishChunk(writer.chunkSubject(nuid), 0, Buffer.from('attacker bytes'));
+    await writer.writeRecord(`team-a/${claimed}`, nuid, { sha256: claimed, size: 14 }, 1);
+    const lying = await requestQuery(nc, commandSubject('StoreOutputs'), { jobId: 'job-nd', team: 'team-a', attemptId: 'job-nd-a1-x', nodeId: 'node-1', files: [{ path: 'lie.bin', sha256: claimed, size: 14 }] }).catch((e: unknown) => e);
+    expect(lying).toMatchObject({ code: 'validation_failed', issues: [expect.objectContaining({ path: 'files.0' })] });
+    expect(await blobs.stat('team-a', claimed)).toBeUndefined();
+
+    // Released there: nothing more is staged for the attempt.
+    await release('job-nd');
+    await expect(stage('node-1', [file.sha256])).rejects.toMatchObject({ code: 'node_data_refused', message: expect.stringMatching(/released/) });
   });
 
   it('removes a released job\'s inputs unless another unfinished job of the team needs them', async () => {

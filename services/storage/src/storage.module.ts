@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
 import { blobStoreProvider } from './blobs/blob-store.provider.js';
+import { NodeBuckets } from './blobs/node-buckets.js';
+import { NodeDataService } from './node-data/node-data.service.js';
 import { OutputsController } from './outputs/outputs.controller.js';
 import { OutputsService } from './outputs/outputs.service.js';
 import { DataRefsFeed } from './retention/data-refs.feed.js';
@@ -9,9 +11,9 @@ import { RetentionService } from './retention/retention.service.js';
 import { StagingController } from './staging/staging.controller.js';
 import { StagingService } from './staging/staging.service.js';
 
-/** Storage: stages inputs, records outputs, removes inputs no job needs. */
+/** Storage: stages inputs, moves blobs between team and node buckets, records outputs, removes inputs no job needs. */
 @Module({
   controllers: [StagingController, OutputsController, RetentionController],
-  providers: [blobStoreProvider, StagingService, OutputsService, DataRefsFeed, RemovalLock, RetentionService],
+  providers: [blobStoreProvider, NodeBuckets, NodeDataService, StagingService, OutputsService, DataRefsFeed, RemovalLock, RetentionService],
 })
 export class StorageModule {}

@@ -16,6 +16,7 @@ import { LogStreamer, type LogFiles } from '../logs/log-streamer.js';
 import { selectOutputs, storeOutputs } from '../outputs/output-handover.js';
 import { prepareRunDirs, removeRunDirs, runCgroupName, runProcess, runSpecIssues, sealInputs, signalGroup, type RunDirs, type RunResult, type RunSpec } from '../run/index.js';
 import type { InputCache } from '../staging/input-cache.js';
+import type { NodeData } from '../staging/node-data.js';
 import type { AttemptHandle } from './attempt-handle.js';
 import { workCopyStreamId } from '../journal/journal.js';
 import { writeProcessMarker } from './leftover-process.js';
@@ -32,7 +33,10 @@ export interface AgentContext {
   readonly clock: Clock;
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
+  /** The node's own bucket (`gpunet-node-<nodeId>`): the only one it may touch. */
   readonly blobs: BlobStore;
+  /** Storage's copies between the team's bucket and the node's. */
+  readonly nodeData: NodeData;
   readonly cache: InputCache;
   /** The node key: signs the outputs report (the journal's reports are signed by the relay). */
   readonly identity: Identity;
@@ -216,7 +220,7 @@ export class AttemptRunner {
     const h = this.handle;
     const { jobId, attemptId } = h.state.placement;
     const dirs = (this.dirs ??= await prepareRunDirs(this.ctx.workDir, jobId, attemptId));
-    const streamer = new LogStreamer(this.ctx.js, this.job!.team, jobId, attemptId, dirs.logs, { now: this.now });
+    const streamer = new LogStreamer(this.ctx.js, this.job!.team, jobId, this.ctx.nodeId, attemptId, dirs.logs, { now: this.now });
     this.logFiles = streamer.files;
     for (const line of this.pendingNotices.splice(0)) streamer.notice(line);
     const keeper = this.checkpointKeeper(streamer, dirs);
@@ -387,7 +391,7 @@ export class AttemptRunner {
     if (!last) return;
     this.lastSequence = last.sequence;
     try {
-      const got = await restoreCheckpoint(this.ctx.blobs, team, last, dirs.checkpoints);
+      const got = await restoreCheckpoint(this.ctx.blobs, team, last, dirs.checkpoints, (shas) => this.ctx.nodeData.stage(jobId, this.handle.attemptId, shas).then(() => undefined));
       this.resumedFrom = last.sequence;
       this.pendingNotices.push(`[gpunet] resumed from checkpoint ${last.sequence} of attempt ${last.attemptId} (${got.files} file(s), ${got.bytes} bytes)`);
       this.handle.log.info({ sequence: last.sequence, from: last.attemptId, files: got.files, bytes: got.bytes }, 'checkpoint restored');
@@ -411,6 +415,7 @@ export class AttemptRunner {
       ...(this.confined?.user && { ownerUid: this.confined.user.uid }),
       intervalMs: this.job!.spec.checkpoint?.intervalMs ?? this.ctx.config.GPUNET_CHECKPOINT_INTERVAL_MS,
       lastSequence: this.lastSequence,
+      collect: async (sha256) => void (await this.ctx.nodeData.checkpoint(h.state.placement.jobId, h.attemptId, sha256)),
       record: async ({ sequence, sha256, size }) => {
         const facts = await h.execute((s) => (s.phase === 'running' ? { type: 'Checkpoint', sequence, sha256, size, at: this.now() } : undefined));
         if (facts.length === 0) throw new Error('the attempt is no longer running');

@@ -24,11 +24,21 @@ export async function latestCheckpoint(store: EventStore, jobId: string): Promis
   }
 }
 
-/** Puts a stored checkpoint (a folder manifest) into the run's empty checkpoint directory. */
-export async function restoreCheckpoint(blobs: BlobStore, team: string, checkpoint: JobCheckpointed, dir: string): Promise<{ files: number; bytes: number }> {
-  const stat = checkpoint.sha256 === undefined ? undefined : await blobs.stat(team, checkpoint.sha256);
-  if (checkpoint.sha256 === undefined || stat === undefined) throw new Error(`checkpoint ${checkpoint.sequence} is not in the team's storage`);
+/**
+ * Puts a stored checkpoint (a folder manifest) into the run's empty checkpoint directory. With
+ * `stage` (an agent: its blobs are its own bucket), storage first copies the manifest, then its
+ * files, from the team's bucket into the node's; they are removed from it once restored.
+ */
+export async function restoreCheckpoint(blobs: BlobStore, team: string, checkpoint: JobCheckpointed, dir: string, stage?: (blobs: string[]) => Promise<void>): Promise<{ files: number; bytes: number }> {
+  if (checkpoint.sha256 === undefined) throw new Error(`checkpoint ${checkpoint.sequence} names no stored folder`);
+  await stage?.([checkpoint.sha256]);
+  const stat = await blobs.stat(team, checkpoint.sha256);
+  if (stat === undefined) throw new Error(`checkpoint ${checkpoint.sequence} is not in the team's storage`);
+  const manifest = await blobs.readFolderManifest(team, checkpoint.sha256, { size: stat.size });
+  const files = [...new Set(manifest.entries.map((e) => e.sha256))];
+  await stage?.(files);
   const got = await blobs.downloadInput(team, { kind: 'folder', sha256: checkpoint.sha256, size: stat.size, path: '.' }, dir);
+  if (stage) for (const sha256 of [checkpoint.sha256, ...files]) await blobs.remove(team, sha256).catch(() => false);
   return { files: got.files, bytes: got.bytes };
 }
 
@@ -102,6 +112,11 @@ export interface CheckpointKeeperOptions {
   readonly intervalMs: number;
   /** Highest sequence the job used so far (0 for none): the next checkpoint is this + 1. */
   readonly lastSequence: number;
+  /**
+   * Has the uploaded checkpoint (its manifest's sha256) taken from the node's bucket into the
+   * team's, before it is recorded (an agent: storage copies and verifies it). Default: nothing.
+   */
+  readonly collect?: (sha256: string) => Promise<void>;
   /** Records the checkpoint (JobCheckpointed through the attempt's state machine). */
   readonly record: (cp: { sequence: number; sha256: string; size: number }) => Promise<void>;
   /** Writes a line into the job's log. */
@@ -121,6 +136,8 @@ export class CheckpointKeeper {
   private sequence: number;
   /** Checkpoints recorded by this keeper. */
   saved = 0;
+  /** Blobs written into the node's bucket for checkpoints the team's bucket now holds: removed at the end. */
+  private readonly uploaded: string[] = [];
 
   constructor(private readonly o: CheckpointKeeperOptions) {
     this.sequence = o.lastSequence;
@@ -137,6 +154,8 @@ export class CheckpointKeeper {
     clearInterval(this.timer);
     await this.save('exit');
     await rm(this.o.scratch, { recursive: true, force: true }).catch(() => undefined);
+    // Storage took each saved checkpoint into the team's bucket: the node's copies were in transit.
+    for (const sha256 of new Set(this.uploaded.splice(0))) await this.o.blobs.remove(this.o.team, sha256).catch(() => false);
   }
 
   /** Sets the fingerprint of a restored checkpoint, so an unchanged directory is not saved again. */
@@ -159,6 +178,8 @@ export class CheckpointKeeper {
       const snap = await snapshot(this.o.dir, this.o.scratch, this.o.ownerUid);
       if (snap.files === 0 || snap.fingerprint === this.lastFingerprint) return;
       const uploaded = await this.o.blobs.uploadFolder(this.o.team, this.o.scratch);
+      await this.o.collect?.(uploaded.sha256);
+      if (this.o.collect) this.uploaded.push(uploaded.sha256, ...uploaded.manifest.entries.map((e) => e.sha256));
       const sequence = this.sequence + 1;
       await this.o.record({ sequence, sha256: uploaded.sha256, size: uploaded.totalBytes });
       this.sequence = sequence;

@@ -32,6 +32,7 @@ import {
 import { workDirOf, type ExecutionConfig } from '../execution.config.js';
 import { detectGpus, removeRunDirs, removeStaleCgroups } from '../run/index.js';
 import { InputCache, type CacheRemoval } from '../staging/input-cache.js';
+import { NodeData } from '../staging/node-data.js';
 import { AttemptHandle } from './attempt-handle.js';
 import { AttemptRunner, readJobFacts, type AgentContext } from './attempt-runner.js';
 import { killLeftoverGroup } from './leftover-process.js';
@@ -93,7 +94,9 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
   async onApplicationBootstrap(): Promise<void> {
     const found = await detectGpus({ command: this.config.GPUNET_NVIDIA_SMI });
     this.node = nodeGpus(found, this.config.GPUNET_GPUS, this.config.GPUNET_GPU_MODEL);
-    const blobs = await BlobStore.open(this.nc);
+    // Its own bucket only (decision 0025): storage copies inputs and checkpoints in, outputs and checkpoints out.
+    const blobs = await BlobStore.open(this.nc, { node: this.nodeId, create: false });
+    const nodeData = new NodeData(this.nc, this.nodeId, this.config.GPUNET_NODE_DATA_TIMEOUT_MS);
     this.ctx = {
       nodeId: this.nodeId,
       workDir: this.workDir,
@@ -103,9 +106,11 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
       nc: this.nc,
       js: jetstream(this.nc),
       blobs,
+      nodeData,
       identity: await loadIdentityFile(this.config.GPUNET_NATS_NKEY_FILE!),
       cache: new InputCache(blobs, join(this.workDir, 'cache'), {
         onRemoved: (r) => this.recordCacheRemoval(r),
+        prepare: async (_team, attempt, shas) => void (await nodeData.stage(attempt.jobId, attempt.attemptId, shas)),
         ...(this.config.GPUNET_CACHE_MAX_BYTES !== undefined && { maxBytes: this.config.GPUNET_CACHE_MAX_BYTES }),
       }),
       confine: await NodeConfinement.detect(this.config, this.workDir, this.logger, this.node.gpus.length),

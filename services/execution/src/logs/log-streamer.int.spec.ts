@@ -26,7 +26,7 @@ afterAll(async () => {
 });
 
 async function readBack(jobId: string): Promise<LogLine[]> {
-  const consumer = await js.consumers.get(LOGS_STREAM, { filter_subjects: logSubject('team-log', jobId), deliver_policy: DeliverPolicy.All });
+  const consumer = await js.consumers.get(LOGS_STREAM, { filter_subjects: logSubject('team-log', jobId, 'node-log'), deliver_policy: DeliverPolicy.All });
   const out: LogLine[] = [];
   const messages = await consumer.fetch({ max_messages: 100_000, expires: 1_000 });
   for await (const m of messages) {
@@ -38,7 +38,7 @@ async function readBack(jobId: string): Promise<LogLine[]> {
 
 describe('log streamer', () => {
   it('streams every line in order without making the job wait, and writes stdout and stderr files', async () => {
-    const s = new LogStreamer(js, 'team-log', 'job-chatty', 'job-chatty-a1', await mkdtemp(join(dir, 'run-')), { now });
+    const s = new LogStreamer(js, 'team-log', 'job-chatty', 'node-log', 'job-chatty-a1', await mkdtemp(join(dir, 'run-')), { now });
     for (let i = 0; i < 20_000; i++) s.push(`line ${i}`, i % 1000 === 999 ? 'stderr' : 'stdout');
     s.push('[gpunet] time limit reached', 'system');
     // Taking a line is a queue push that returns at once: the loop above never yielded to the
@@ -60,7 +60,7 @@ describe('log streamer', () => {
   }, 30_000);
 
   it('beyond its queue it drops lines from the live stream only, and says how many', async () => {
-    const s = new LogStreamer(js, 'team-log', 'job-flood', 'job-flood-a1', await mkdtemp(join(dir, 'run-')), { now, maxQueued: 100, maxInFlight: 10 });
+    const s = new LogStreamer(js, 'team-log', 'job-flood', 'node-log', 'job-flood-a1', await mkdtemp(join(dir, 'run-')), { now, maxQueued: 100, maxInFlight: 10 });
     for (let i = 0; i < 5_000; i++) s.push(`flood ${i}`, 'stdout');
     const stats = await s.close();
     expect(stats.dropped).toBeGreaterThan(0);

@@ -31,7 +31,7 @@ export interface LogFiles {
 }
 
 /**
- * Streams a run's log lines live to JetStream `gpunet.logs.<jobId>` (stream GPUNET_LOGS) as
+ * Streams a run's log lines live to JetStream `gpunet.logs.<team>.<jobId>.<nodeId>` (stream GPUNET_LOGS) as
  * {@link LogLine} JSON, and writes them to `stdout.log` / `stderr.log` in the run's `logs/`
  * (agent notices go to `stderr.log`, as a terminal would show them).
  *
@@ -55,11 +55,12 @@ export class LogStreamer {
     private readonly js: JetStreamClient,
     team: string,
     jobId: string,
+    nodeId: string,
     private readonly attemptId: string,
     logsDir: string,
     private readonly options: LogStreamerOptions,
   ) {
-    this.subject = logSubject(team, jobId);
+    this.subject = logSubject(team, jobId, nodeId);
     this.maxInFlight = options.maxInFlight ?? 256;
     this.maxQueued = options.maxQueued ?? 20_000;
     this.files = { stdout: join(logsDir, 'stdout.log'), stderr: join(logsDir, 'stderr.log') };

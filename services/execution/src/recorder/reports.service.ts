@@ -19,7 +19,7 @@ import {
   type ReportRefusalReason,
   type StoreOutputsReply,
 } from '#contracts';
-import { TransientError } from '#errors';
+import { TransientError, ValidationError } from '#errors';
 import { IdempotencyConflictError, WrongExpectedVersionError, type EventMetadata, type EventStore, type RecordedEvent } from '#event-store';
 import { verifySignature } from '#identity';
 import { requestQuery, serveQuery } from '#messaging';
@@ -191,10 +191,20 @@ export class ReportsService implements OnApplicationBootstrap, OnApplicationShut
       await this.refuse(fromNode, verdict.reason, verdict.detail, about, `outputs:${outputs.attemptId}:${signature}`);
       throw new ReportRefusedError(`outputs refused (${verdict.reason}): ${verdict.detail}`);
     }
-    return requestQuery<StoreOutputsReply>(this.nc, commandSubject('StoreOutputs'), { ...outputs, team: team! }, { request: Commands.StoreOutputs.schema, response: Commands.StoreOutputs.replySchema }, {
-      timeoutMs: this.config.GPUNET_STORE_OUTPUTS_TIMEOUT_MS,
-      jobId: outputs.jobId,
-    });
+    try {
+      return await requestQuery<StoreOutputsReply>(this.nc, commandSubject('StoreOutputs'), { ...outputs, team: team! }, { request: Commands.StoreOutputs.schema, response: Commands.StoreOutputs.replySchema }, {
+        timeoutMs: this.config.GPUNET_STORE_OUTPUTS_TIMEOUT_MS,
+        jobId: outputs.jobId,
+      });
+    } catch (err) {
+      // Storage copies the outputs out of the node's bucket, verified (decision 0025): bytes missing
+      // there or not matching what the node signed are the node's fault, recorded like any refusal.
+      if (err instanceof ValidationError) {
+        this.logger.warn({ nodeId: fromNode, jobId: outputs.jobId, attemptId: outputs.attemptId, reason: 'bad_blob', detail: err.message }, 'outputs report refused');
+        await this.refuse(fromNode, 'bad_blob', err.message, about, `outputs:${outputs.attemptId}:${signature}`);
+      }
+      throw err;
+    }
   }
 
   /** NodeReportRefused, once per refused report (its id is derived from what was refused). */

@@ -41,6 +41,31 @@ afterAll(async () => {
 });
 
 describe('node input cache', () => {
+  it('through the node\'s own bucket: asks for what it lacks (manifests first, then their files), reads only that bucket, leaves nothing in it', async () => {
+    const node = await BlobStore.open(nc, { node: 'node-cache' });
+    const asked: string[][] = [];
+    const cache = new InputCache(node, join(dir, 'cache-node'), {
+      // Storage's part (decision 0025): copy from the team's bucket into the node's.
+      prepare: async (team, attempt, shas) => {
+        expect(attempt).toEqual({ attemptId: 'job-n-a1', jobId: 'job-n' });
+        asked.push(shas);
+        for (const sha of shas) await node.copyFrom(blobs, team, sha);
+      },
+    });
+    const folderFiles = [...new Set((await blobs.readFolderManifest(TEAM, inputs[1]!.sha256)).entries.map((e) => e.sha256))];
+    const r1 = await cache.stage(TEAM, inputs, join(dir, 'run-node1'), undefined, { attemptId: 'job-n-a1', jobId: 'job-n' });
+    expect(r1).toMatchObject({ files: 4 });
+    expect(await readFile(join(dir, 'run-node1', 'data/a.csv'), 'utf8')).toBe('x,y\n1,2\n');
+    // The file input and the manifest, then the folder's files the cache did not get with the file input.
+    expect(asked[0]!.sort()).toEqual([inputs[0]!.sha256, inputs[1]!.sha256].sort());
+    expect(asked[1]!.sort()).toEqual(folderFiles.filter((f) => f !== inputs[0]!.sha256).sort());
+    for (const sha of [...asked[0]!, ...asked[1]!]) expect(await node.stat(TEAM, sha)).toBeUndefined();
+    // A second job on the node asks for nothing (storage then only checks the attempt) and moves no bytes.
+    const r2 = await cache.stage(TEAM, inputs, join(dir, 'run-node2'), undefined, { attemptId: 'job-n-a1', jobId: 'job-n' });
+    expect(r2.downloadedBytes).toBe(0);
+    expect(asked.slice(2)).toEqual([[]]);
+  });
+
   it('places files and folders at their paths, and a second job on the node moves no bytes', async () => {
     const cache = new InputCache(blobs, join(dir, 'cache'));
     const first = join(dir, 'run1');

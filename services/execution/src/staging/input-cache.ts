@@ -38,6 +38,14 @@ export interface InputCacheOptions {
    * use are never evicted, so the cache may exceed the cap while they run. Default: no cap.
    */
   readonly maxBytes?: number;
+  /**
+   * Has blobs of an attempt put where {@link InputCache} downloads them from: the node's own bucket,
+   * filled by storage (decision 0025). Called once per attempt with the file inputs and folder
+   * manifests the cache lacks (possibly none: storage then only checks the attempt), and once per
+   * folder input with the files it lacks. When set, each blob is removed from the bucket once it
+   * is in the cache: the bucket is a place of transit, the cache is the node's copy.
+   */
+  readonly prepare?: (team: string, attempt: { attemptId: string; jobId: string }, blobs: string[]) => Promise<void>;
 }
 
 /** How long the inputs of a `node_lost` attempt stay in the cache for its requeued job. */
@@ -80,6 +88,7 @@ export class InputCache {
   private readonly maxBytes: number;
   /** `<team>/<sha256>` → size and last use (epoch ms) of every complete blob in the cache, for the cap. */
   private readonly sizes = new Map<string, { size: number; lastUsed: number }>();
+  private readonly prepareBlobs: InputCacheOptions['prepare'];
   private evicting: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -92,6 +101,7 @@ export class InputCache {
     this.onRemoved = options.onRemoved;
     this.now = options.now ?? Date.now;
     this.maxBytes = options.maxBytes ?? Infinity;
+    this.prepareBlobs = options.prepare;
     // What an earlier run of the agent left in the cache is still there to be used and reported.
     void this.scan().catch(() => undefined);
   }
@@ -147,6 +157,13 @@ export class InputCache {
       files += 1;
       bytes += size;
     };
+    const prepare = async (refs: readonly { sha256: string; size: number }[], always = false) => {
+      if (!this.prepareBlobs || !user) return;
+      signal?.throwIfAborted();
+      const lacking = await this.lacking(team, refs);
+      if (lacking.length > 0 || always) await this.prepareBlobs(team, user, lacking);
+    };
+    await prepare(inputs, true);
     for (const input of inputs) {
       keepMs = input.dataset !== undefined ? Infinity : (input.keepMs ?? 0);
       const target = inside(inputsDir, input.path, `data.inputs.${input.name}.path`);
@@ -157,6 +174,7 @@ export class InputCache {
       use(input.sha256, input.size);
       if (await this.ensure(team, input.sha256, input.size)) downloadedBytes += input.size;
       const manifest = parseFolderManifest(await readFile(this.pathOf(team, input.sha256)), input.sha256);
+      await prepare(manifest.entries);
       await mkdir(target, { recursive: true });
       await mapLimit(manifest.entries, this.concurrency, (entry) =>
         place(entry.sha256, entry.size, inside(target, entry.path, `data.inputs.${input.name}`), entry.executable === true),
@@ -241,6 +259,17 @@ export class InputCache {
     for (const [team, blobs] of byTeam) await this.onRemoved?.({ team, reason: 'evicted', blobs });
   }
 
+  /** Of `refs`, the addresses neither in the cache nor on their way into it. */
+  private async lacking(team: string, refs: readonly { sha256: string; size: number }[]): Promise<string[]> {
+    const out = new Set<string>();
+    for (const { sha256, size } of refs) {
+      if (this.inflight.has(`${team}/${sha256}`)) continue;
+      const st = await stat(this.pathOf(team, sha256)).catch(() => undefined);
+      if (!st?.isFile() || st.size !== size) out.add(sha256);
+    }
+    return [...out];
+  }
+
   /** Cached blob path of a team's blob. */
   pathOf(team: string, sha256: string): string {
     return join(this.root, team, sha256);
@@ -270,6 +299,8 @@ export class InputCache {
     if (existing) await rm(path, { force: true, recursive: true });
     await this.evictFor(size);
     await this.blobs.downloadTo(team, sha256, path, { size, mode: 0o444 });
+    // Staged through the node's bucket: the cache holds it now, the bucket need not.
+    if (this.prepareBlobs) await this.blobs.remove(team, sha256).catch(() => false);
     this.present.add(key);
     this.sizes.set(key, { size, lastUsed: this.now() });
     return true;

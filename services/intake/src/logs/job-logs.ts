@@ -1,4 +1,4 @@
-import { LOGS_STREAM, LogLine, logSubject } from '#contracts';
+import { jobLogSubjects, LOGS_STREAM, LogLine, nodeOfLogSubject } from '#contracts';
 import { TransientError } from '#errors';
 import { LOGGER, NATS_CONNECTION } from '#service-kit';
 import { jetstream, jetstreamManager, type ConsumerMessages, type JetStreamManager } from '@nats-io/jetstream';
@@ -14,12 +14,19 @@ export interface ReadLogsOptions {
   until?: Promise<unknown>;
   /** Stops the read early (the client went away). */
   signal?: AbortSignal;
+  /**
+   * Whether attempt `attemptId` of the job was placed on `nodeId`: a line is kept only when its
+   * subject's node ran its attempt (a node may publish on `gpunet.logs.*.*.<its id>` for any job,
+   * so this is what keeps it out of jobs it does not run). Default: every line is kept.
+   */
+  placedOn?: (nodeId: string, attemptId: string) => boolean | Promise<boolean>;
 }
 
 /**
- * Reads a job's log lines from JetStream (`GPUNET_LOGS`, subject `gpunet.logs.<team>.<jobId>`) with an
- * ordered consumer: an ephemeral, flow-controlled replay in stream order that the server drops
- * on its own when the reader goes away. Lines that are not a valid LogLine are skipped.
+ * Reads a job's log lines from JetStream (`GPUNET_LOGS`, subjects `gpunet.logs.<team>.<jobId>.<nodeId>`)
+ * with an ordered consumer: an ephemeral, flow-controlled replay in stream order that the server
+ * drops on its own when the reader goes away. Lines that are not a valid LogLine are skipped;
+ * lines from a node the line's attempt was not placed on are dropped and logged at warn.
  */
 @Injectable()
 export class JobLogs {
@@ -32,7 +39,8 @@ export class JobLogs {
 
   /** The log lines of `team`'s job `jobId` (the caller has checked the job is the principal's to read). */
   async *read(team: string, jobId: string, options: ReadLogsOptions = {}): AsyncGenerator<LogLine> {
-    const subject = logSubject(team, jobId);
+    const subject = jobLogSubjects(team, jobId);
+    const refused = new Map<string, number>();
     const { signal } = options;
     let target: number | undefined;
     let messages: ConsumerMessages | undefined;
@@ -65,8 +73,13 @@ export class JobLogs {
       for await (const m of messages) {
         yielded = m.seq;
         const parsed = LogLine.safeParse(safeJson(m.data));
-        if (parsed.success) yield parsed.data;
-        else this.logger.debug({ jobId, seq: m.seq }, 'skipping a log message that is not a LogLine');
+        const nodeId = nodeOfLogSubject(m.subject) ?? '?';
+        if (!parsed.success) this.logger.debug({ jobId, seq: m.seq }, 'skipping a log message that is not a LogLine');
+        else if (options.placedOn && !(await options.placedOn(nodeId, parsed.data.attemptId))) {
+          // Once per node and read: a node writing into a job it does not run, for the operator to see.
+          if (!refused.has(nodeId)) this.logger.warn({ jobId, nodeId, attemptId: parsed.data.attemptId.slice(0, 100), seq: m.seq }, 'log line from a node the attempt was not placed on: dropped');
+          refused.set(nodeId, (refused.get(nodeId) ?? 0) + 1);
+        } else yield parsed.data;
         if (signal?.aborted || (target !== undefined && m.seq >= target)) break;
       }
     } finally {

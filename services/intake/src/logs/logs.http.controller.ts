@@ -1,4 +1,4 @@
-import type { LogLine } from '#contracts';
+import type { JobView, LogLine } from '#contracts';
 import { Controller, Get, Param, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { once } from 'node:events';
@@ -43,7 +43,13 @@ export class LogsHttpController {
     res.flushHeaders();
     const format = text ? textFormatter(principal) : (l: LogLine) => `${JSON.stringify(l)}\n`;
     try {
-      for await (const line of this.logs.read(job.team, id, { ...(until ? { until } : {}), signal: abort.signal })) {
+      // A line counts only from a node its attempt was placed on (the view is read again for attempts placed since).
+      // The views as they are first; only a line they cannot place waits for the store's head (an attempt placed a moment ago).
+      const onNode = (view: JobView, nodeId: string, attemptId: string) =>
+        view.attempts.some((a) => a.attemptId === attemptId && (a.nodeId === nodeId || (a.nodes ?? []).some((n) => n.nodeId === nodeId)));
+      const placedOn = async (nodeId: string, attemptId: string) =>
+        onNode(this.jobs.own(principal, id), nodeId, attemptId) || onNode(await this.jobs.get(principal, id), nodeId, attemptId);
+      for await (const line of this.logs.read(job.team, id, { ...(until ? { until } : {}), signal: abort.signal, placedOn })) {
         if (!res.write(format(line))) await Promise.race([once(res, 'drain'), once(res, 'close')]);
         if (abort.signal.aborted) break;
       }

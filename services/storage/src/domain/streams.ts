@@ -15,3 +15,13 @@ export function storageJobStreamId(jobId: string): string {
 export function intakeJobStreamId(jobId: string): string {
   return `intake-job-${jobId}`;
 }
+
+/** `placement-job-<jobId>`: written by placement; JobPlaced names the nodes of each attempt. */
+export function placementJobStreamId(jobId: string): string {
+  return `placement-job-${jobId}`;
+}
+
+/** `execution-<nodeId>-attempt-<attemptId>`: the node's part of an attempt, as the recorder recorded it. */
+export function nodeAttemptStreamId(nodeId: string, attemptId: string): string {
+  return `execution-${nodeId}-attempt-${attemptId}`;
+}

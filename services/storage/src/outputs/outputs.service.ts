@@ -7,6 +7,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { BLOB_STORE } from '../blobs/blob-store.provider.js';
 import { RemovalLock } from '../retention/removal-lock.js';
+import { NodeDataService } from '../node-data/node-data.service.js';
 import { decideOutputs, intakeJobStreamId, outputBlobs, recordedOutputs, storageJobStreamId, type OutputCheck } from '../domain/index.js';
 
 /** Blobs checked at once. */
@@ -33,6 +34,7 @@ export class OutputsService {
     @Inject(EVENT_WRITER) private readonly writer: EventWriter,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly lock: RemovalLock,
+    private readonly nodeData: NodeDataService,
   ) {}
 
   /** Never beside a removal (see {@link RemovalLock}): the blobs checked stay until the record is in the store. */
@@ -48,10 +50,14 @@ export class OutputsService {
       const existing = recordedOutputs(events, cmd.attemptId);
       if (existing) {
         log.info({ attemptId: cmd.attemptId }, 'outputs of the attempt already recorded');
+        await this.nodeData.forget(cmd.nodeId, cmd.team, outputBlobs(cmd).map((b) => b.sha256));
         return { jobId: cmd.jobId, attemptId: cmd.attemptId, files: existing.files.length, totalBytes: existing.totalBytes, duplicate: true };
       }
 
-      const checks = await mapLimit(outputBlobs(cmd), CHECK_CONCURRENCY, (b) => this.check(cmd.team, b.sha256, b.size));
+      // The node wrote them into its own bucket: into the team's now, verified as they are copied.
+      const taken = await this.nodeData.takeOutputs(cmd.nodeId, cmd.team, outputBlobs(cmd), log);
+      const mismatched = new Set(taken.mismatched.map((m) => m.sha256));
+      const checks = await mapLimit(outputBlobs(cmd), CHECK_CONCURRENCY, async (b): Promise<OutputCheck> => (mismatched.has(b.sha256) ? { status: 'checksum_mismatch', recorded: undefined } : this.check(cmd.team, b.sha256, b.size)));
       const decision = decideOutputs(cmd, checks, this.clock.now());
       if (!decision.ok) {
         throw new ValidationError(`outputs of attempt ${cmd.attemptId} cannot be recorded: ${decision.issues.map((i) => i.message).join('; ')}`, decision.issues);
@@ -70,7 +76,8 @@ export class OutputsService {
         if (attempt >= APPEND_ATTEMPTS) throw new ConcurrencyError(`storage-job-${cmd.jobId} kept changing while recording outputs; retry the request`, { cause: err });
         continue; // another event of the job landed: read again (it may be this attempt's record)
       }
-      log.info({ attemptId: cmd.attemptId, files: decision.data.files.length, totalBytes: decision.data.totalBytes, logs: decision.data.logs.length }, 'outputs recorded');
+      log.info({ attemptId: cmd.attemptId, files: decision.data.files.length, totalBytes: decision.data.totalBytes, logs: decision.data.logs.length, copiedBytes: taken.copiedBytes }, 'outputs recorded');
+      await this.nodeData.forget(cmd.nodeId, cmd.team, outputBlobs(cmd).map((b) => b.sha256));
       return { jobId: cmd.jobId, attemptId: cmd.attemptId, files: decision.data.files.length, totalBytes: decision.data.totalBytes, duplicate: false };
     }
   }
