@@ -16,6 +16,13 @@ export interface EventMetadata {
   producer: string;
   /** ISO-8601 time at which the producer observed or decided the fact. */
   occurredAt: string;
+  /**
+   * W3C trace context of the work that produced the event, present only while tracing is on
+   * (docs/observability.md): the outbox relay sends it on as the `traceparent` / `tracestate`
+   * message headers, so one job's work across services is one trace.
+   */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /** An event as handed to `appendToStream`. `eventId` is the idempotency key (a UUID). */

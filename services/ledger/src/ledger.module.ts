@@ -12,11 +12,12 @@ import { PriceListsController } from './prices/price-lists.controller.js';
 import { PricesController } from './prices/prices.controller.js';
 import { QuoteController } from './prices/quote.controller.js';
 import { UsageController } from './usage/usage.controller.js';
+import { BillingMetrics } from './usage/billing.metrics.js';
 import { UsageRecorderService } from './usage/usage-recorder.service.js';
 
 /** The ledger: price lists, one usage line per finished attempt, charges by query, and the notary of the chain heads. */
 @Module({
   controllers: [UsageController, PricesController, ChargesController, QuoteController, AuditController, InvoicesController, PriceListsController, DigestsController],
-  providers: [PriceBookService, UsageRecorderService, AuditProjectionService, BillingProjectionService, InvoiceCloserService, NotaryService],
+  providers: [BillingMetrics, PriceBookService, UsageRecorderService, AuditProjectionService, BillingProjectionService, InvoiceCloserService, NotaryService],
 })
 export class LedgerModule {}

@@ -23,6 +23,7 @@ import {
 } from '../domain/index.js';
 import { detectLostNodes, observeRegistration, placementNodeStreamId, type NodeLossDecision } from '../domain/node-loss.js';
 import { planOptionsOf, stateOptionsOf, type PlacementConfig } from '../placement.config.js';
+import { PlacementMetrics } from './placement.metrics.js';
 
 /** Events read per page when folding the store at start. */
 const FOLD_PAGE = 5_000;
@@ -67,10 +68,12 @@ export class SchedulerService implements OnModuleInit {
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(LOGGER) logger: Logger,
     @Inject(SERVICE_CONFIG) private readonly config: Partial<PlacementConfig>,
+    private readonly metrics: PlacementMetrics,
   ) {
     this.log = logger.child({ component: 'scheduler' });
     this.planOptions = planOptionsOf(config);
     this.state = initialState(stateOptionsOf(config));
+    metrics.watch(this.state);
   }
 
   /** Folds the store before anything is consumed, then places what can be placed already. */
@@ -190,7 +193,9 @@ export class SchedulerService implements OnModuleInit {
     for (let n = 0; n < MAX_PASSES; n++) {
       const now = this.clock.now();
       this.lastPassAt = now.getTime();
+      const started = performance.now();
       const decisions = decide(this.state, now, { plan: this.planOptions });
+      this.metrics.passSeconds.observe({ decisions: decisions.length === 0 ? 'none' : 'some' }, (performance.now() - started) / 1000);
       if (decisions.length === 0) return;
       for (const d of decisions) {
         if (!(await this.record(d, cause, log))) break; // caught up after a conflict: decide again
