@@ -63,7 +63,8 @@ export const defaultEventSubject: EventSubjectOf = (event) => eventSubject(event
 /**
  * Encodes an event for the bus: subject `gpunet.evt.<type>.<team>.<jobId>` (or what `subjectOf`
  * gives), JSON body (bigints as decimal text), headers `Nats-Msg-Id` (= event id), `Gpunet-Type`,
- * `Gpunet-Job-Id`, `Gpunet-Correlation-Id`.
+ * `Gpunet-Job-Id`, `Gpunet-Correlation-Id`, and `traceparent` / `tracestate` when the event's
+ * metadata carries a trace context.
  */
 export function encodeEvent(event: RecordedEvent | BusEvent, subjectOf: EventSubjectOf = defaultEventSubject): EncodedEvent {
   const h = natsHeaders();
@@ -71,6 +72,9 @@ export function encodeEvent(event: RecordedEvent | BusEvent, subjectOf: EventSub
   h.set(Headers.Type, event.type);
   if (event.metadata.jobId) h.set(Headers.JobId, event.metadata.jobId);
   h.set(Headers.CorrelationId, event.metadata.correlationId);
+  // W3C trace context recorded with the event (only while tracing is on): consumers continue its trace.
+  if (event.metadata.traceparent) h.set('traceparent', event.metadata.traceparent);
+  if (event.metadata.tracestate) h.set('tracestate', event.metadata.tracestate);
   // A copy with the two bigints as text: much cheaper than a JSON.stringify replacer on every value.
   const wire =
     event.revision === undefined && event.position === undefined

@@ -191,22 +191,16 @@ export class OutboxRelay {
     const entry: InFlight = { position: event.position, done: false };
     this.inFlight.push(entry);
     const m = encodeEvent(event, this.subjectOf);
-    // The event's trace context travels with it: a producer span of this hop when tracing is on,
-    // else the stored context as it is, so a consumer that traces still joins the job's trace.
+    // The event's trace context travels with it (encodeEvent copies it into the headers); with
+    // tracing on, this hop is a producer span of its own and the consumers become its children.
     let span: Span | undefined;
-    const { traceparent, tracestate } = event.metadata;
-    if (traceparent !== undefined) {
-      if (tracingEnabled()) {
-        span = tracer().startSpan(
-          `publish ${event.type}`,
-          { kind: SpanKind.PRODUCER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': m.subject, 'messaging.message.id': event.eventId } },
-          contextFromFields(event.metadata as unknown as Record<string, unknown>),
-        );
-        injectHeaders(m.headers, trace.setSpan(context.active(), span));
-      } else {
-        m.headers.set('traceparent', traceparent);
-        if (tracestate) m.headers.set('tracestate', tracestate);
-      }
+    if (event.metadata.traceparent !== undefined && tracingEnabled()) {
+      span = tracer().startSpan(
+        `publish ${event.type}`,
+        { kind: SpanKind.PRODUCER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': m.subject, 'messaging.message.id': event.eventId } },
+        contextFromFields(event.metadata as unknown as Record<string, unknown>),
+      );
+      injectHeaders(m.headers, trace.setSpan(context.active(), span));
     }
     this.publisher!.publish(
       m.subject,
