@@ -15,7 +15,7 @@ export class Metrics {
   constructor(labels: { service: string; instance: string }, options: { processMetrics?: boolean } = {}) {
     this.registry = new Registry();
     this.registry.setDefaultLabels({ service: labels.service, instance: labels.instance });
-    if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'gpunet_process_' });
+    if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'gpunet_' });
   }
 
   counter<L extends string>(config: Omit<CounterConfiguration<L>, 'registers'>): Counter<L> {
