@@ -88,16 +88,19 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
    * network's view of the same GPUs; a difference between them is worth a look.
    */
   private instrument(metrics: Metrics): void {
-    const self = this;
+    const node = () => this.node;
+    const holders = () => this.holders();
+    const attempts = this.attempts;
     metrics.gauge({
       name: 'gpunet_agent_gpus',
       help: 'This node\'s GPUs by model and state (held by an attempt not yet released; free), as its agent sees them.',
       labelNames: ['model', 'state'],
       collect() {
-        if (!self.node) return;
-        const held = self.holders();
+        const gpus = node()?.gpus;
+        if (!gpus) return;
+        const held = holders();
         this.reset();
-        for (const g of self.node.gpus) {
+        for (const g of gpus) {
           this.inc({ model: g.model, state: held.has(g.index) ? 'held' : 'free' }, 1);
           this.inc({ model: g.model, state: held.has(g.index) ? 'free' : 'held' }, 0);
         }
@@ -108,7 +111,7 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
       help: 'Attempts this agent has in hand, not yet released.',
       collect() {
         let n = 0;
-        for (const runner of self.attempts.values()) if (runner.handle.state.phase !== 'released') n++;
+        for (const runner of attempts.values()) if (runner.handle.state.phase !== 'released') n++;
         this.set(n);
       },
     });

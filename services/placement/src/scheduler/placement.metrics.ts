@@ -16,7 +16,8 @@ const PHASES: readonly JobPhase[] = ['waiting_inputs', 'queued', 'placed', 'lost
 export class PlacementMetrics {
   /** Time of one `decide` pass (planning included), seconds. */
   readonly passSeconds: Histogram<'decisions'>;
-  private state: PlacementState | undefined;
+  /** The state the gauges read, once the scheduler has one. */
+  private readonly view: { state?: PlacementState } = {};
 
   constructor(@Inject(METRICS) metrics: Metrics, @Inject(CLOCK) clock: Clock) {
     this.passSeconds = metrics.histogram({
@@ -25,15 +26,15 @@ export class PlacementMetrics {
       labelNames: ['decisions'],
       buckets: LATENCY_BUCKETS_SECONDS,
     });
-    const self = this;
+    const view = this.view;
     metrics.gauge({
       name: 'gpunet_queue_pending_jobs',
       help: 'Jobs waiting in placement\'s queue, by reason code (Inputs, Resources, NoNodes, Requeue, Cancelling; GetQueue refines Resources with the plan).',
       labelNames: ['reason'],
       collect() {
-        if (!self.state) return;
+        if (!view.state) return;
         const counts = new Map<string, number>(REASONS.map((r) => [r, 0]));
-        for (const p of queueView(self.state).pending) counts.set(p.reason, (counts.get(p.reason) ?? 0) + 1);
+        for (const p of queueView(view.state).pending) counts.set(p.reason, (counts.get(p.reason) ?? 0) + 1);
         for (const [reason, n] of counts) this.set({ reason }, n);
       },
     });
@@ -42,9 +43,9 @@ export class PlacementMetrics {
       help: 'Jobs placement knows, by phase (waiting_inputs, queued, placed, lost, ended).',
       labelNames: ['phase'],
       collect() {
-        if (!self.state) return;
+        if (!view.state) return;
         const counts = new Map<string, number>(PHASES.map((p) => [p, 0]));
-        for (const job of self.state.jobs.values()) counts.set(job.phase, (counts.get(job.phase) ?? 0) + 1);
+        for (const job of view.state.jobs.values()) counts.set(job.phase, (counts.get(job.phase) ?? 0) + 1);
         for (const [phase, n] of counts) this.set({ phase }, n);
       },
     });
@@ -53,9 +54,9 @@ export class PlacementMetrics {
       help: 'GPUs of registered nodes, by node, model and state (held: from JobPlaced until ComputeReleased; free).',
       labelNames: ['node', 'model', 'state'],
       collect() {
-        if (!self.state) return;
+        if (!view.state) return;
         this.reset();
-        for (const n of registeredNodes(self.state)) {
+        for (const n of registeredNodes(view.state)) {
           const free = new Set(freeGpuIndices(n));
           const counts = new Map<string, { held: number; free: number }>();
           for (const g of n.gpus) {
@@ -76,10 +77,10 @@ export class PlacementMetrics {
       help: 'Time since placement last heard from each registered node (its last heartbeat, else its registration).',
       labelNames: ['node'],
       collect() {
-        if (!self.state) return;
+        if (!view.state) return;
         this.reset();
         const now = clock.now().getTime();
-        for (const n of registeredNodes(self.state)) {
+        for (const n of registeredNodes(view.state)) {
           const seen = n.lastHeartbeatAt ?? n.registrationSeenAt;
           if (seen !== undefined) this.set({ node: n.nodeId }, Math.max(0, (now - seen) / 1000));
         }
@@ -90,10 +91,10 @@ export class PlacementMetrics {
       help: 'Nodes placement knows, by state (up: registered and not lost; lost).',
       labelNames: ['state'],
       collect() {
-        if (!self.state) return;
+        if (!view.state) return;
         let up = 0;
         let lost = 0;
-        for (const n of self.state.nodes.values()) {
+        for (const n of view.state.nodes.values()) {
           if (!n.registered) continue;
           if (n.lostAt) lost++;
           else up++;
@@ -106,6 +107,6 @@ export class PlacementMetrics {
 
   /** The state the gauges read (the scheduler's, set once it exists). */
   watch(state: PlacementState): void {
-    this.state = state;
+    this.view.state = state;
   }
 }

@@ -6,7 +6,7 @@ import YAML from 'yaml';
  * The alert rules and the Grafana dashboard name only metrics some process defines: a renamed
  * metric fails here, not silently in an operator's empty panel or an alert that never fires.
  */
-const root = join(import.meta.dirname, '..');
+const root = join(import.meta.dirname, '../..');
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
