@@ -8,6 +8,7 @@
  */
 import type { JobPlaced, UsageRecorded } from '#contracts';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { jetstream } from '@nats-io/jetstream';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
@@ -281,6 +282,30 @@ describe('observability', () => {
       for (const hop of ['intake publish JobSubmitted', 'storage storage process JobSubmitted', 'placement placement process InputsStaged', 'placement placement JobPlaced', 'execution execution-node-', 'execution recorder record ComputeHeld', 'ledger ledger process JobFinished']) {
         expect({ hop, found: names.some((n) => n.startsWith(hop)) }).toEqual({ hop, found: true });
       }
+    }),
+    60_000,
+  );
+
+  it(
+    'a message no consumer can read shows as dead letters by consumer and reason',
+    e2e(async () => {
+      expect(await network().deadLetters()).toBe(0);
+      // The operator may publish on the bus: a body that is not an event reaches every events consumer.
+      await jetstream(await network().nats()).publish('gpunet.evt.JobSubmitted._._', 'not an event', { msgID: 'observability-garbage' });
+      let seen = '';
+      await until(
+        'the dead letters on /metrics to equal the dead-letter stream',
+        async () => {
+          const held = await network().deadLetters();
+          const placement = await scrape('placement');
+          const perConsumer = ['storage', 'placement', 'ledger'].map((c) => sum(placement, 'gpunet_dead_letter_messages', { consumer: c }));
+          const counted = (await Promise.all(['storage', 'placement', 'ledger'].map(async (c) => sum(await scrape(c), 'gpunet_dead_letters_total', { consumer: c, reason: 'schema_invalid' })))).reduce((a, n) => a + n, 0);
+          seen = `stream ${held}, per consumer ${perConsumer.join('/')}, counted ${counted}, DLQ size ${sum(placement, 'gpunet_jetstream_stream_messages', { stream: 'GPUNET_DLQ' })}`;
+          return held === 3 && perConsumer.every((n) => n === 1) && counted === 3 && sum(placement, 'gpunet_jetstream_stream_messages', { stream: 'GPUNET_DLQ' }) === 3;
+        },
+        { timeoutMs: 30_000, intervalMs: 250, describe: () => seen },
+      );
+      expect((await top()).consumers.filter((c) => c.deadLetters > 0).map((c) => c.consumer).sort()).toEqual(['ledger', 'placement', 'storage']);
     }),
     60_000,
   );
