@@ -40,6 +40,14 @@ export default {
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/**/*.unit.spec.ts'] },
     { ...common, displayName: 'int', testMatch: ['<rootDir>/**/*.int.spec.ts'], slowTestThreshold: 30 },
-    { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/**/*.e2e.spec.ts'], slowTestThreshold: 120 },
+    {
+      ...common,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/test/**/*.e2e.spec.ts'],
+      slowTestThreshold: 120,
+      // Every message on the networks' buses is recorded and checked against contracts/generated/ at the end (test/support/bus/).
+      globalSetup: '<rootDir>/test/support/bus/e2e-setup.ts',
+      globalTeardown: '<rootDir>/test/support/bus/bus-contract.ts',
+    },
   ],
 };

@@ -206,6 +206,13 @@ export const AuditJobReport = z
       .optional()
       .describe('What came back: files with size and sha256, and the captured logs (absent until OutputsStored).'),
     cost: AuditCost,
+    ended: z
+      .object({
+        endedAt: Timestamp.describe('JobEnded.endedAt: when the ledger found the job over.'),
+        eventId: z.string().describe('Id of the JobEnded event (its place is in `timeline`).'),
+      })
+      .optional()
+      .describe('The job\'s JobEnded, once recorded: nothing more happened to it after; `outcome` is then its outcome (`staging_failed` for a failed staging).'),
     timeline: z.array(AuditTimelineEntry).describe('Every event of the job from every service, in store order.'),
   })
   .describe('Everything the event store says about one job.');

@@ -6,6 +6,7 @@
  * - a dead letter on `gpunet.dlq.*` carries the refused message and why it was refused.
  */
 import { z } from 'zod';
+import { ERROR_CODES, REPLY_ERROR_CODES } from './error-codes.js';
 import { FieldIssue } from './issues.js';
 import { DecimalString, EventId, HumanText, JobId, Sha256, TeamId, Timestamp, TraceId } from './primitives.js';
 
@@ -75,24 +76,12 @@ export function fromBusEvent(envelope: unknown): StoredEventLike {
 
 // ── request/reply ─────────────────────────────────────────────────────────────────────────
 
-/** Error codes replies use; they match the `code` of the GpunetError family, plus transport-level ones. */
-export const REPLY_ERROR_CODES = [
-  'validation_failed',
-  'not_found',
-  'illegal_state',
-  'concurrency_conflict',
-  'transient',
-  'unauthorized',
-  'forbidden',
-  'internal',
-] as const;
-
 export const ReplyError = z
   .object({
     code: z
       .string()
       .min(1)
-      .describe(`Machine-readable code: ${REPLY_ERROR_CODES.join(', ')} (new codes may be added).`),
+      .describe(`Machine-readable code; new codes may be added, so treat an unknown one by \`retryable\`.\n${REPLY_ERROR_CODES.map((c) => `- \`${c}\`: ${ERROR_CODES[c]}`).join('\n')}`),
     message: z.string().describe('What went wrong, for people.'),
     retryable: z.boolean().optional().describe('Whether the same request may succeed later.'),
     issues: z.array(FieldIssue).optional().describe('For `validation_failed`: each bad field with its fix.'),
@@ -134,7 +123,7 @@ export const DeadLetter = z
     deliveries: z.int().min(1).describe('How many times it was delivered before giving up.'),
     reason: z
       .enum(DEAD_LETTER_REASONS)
-      .describe('`schema_invalid`: the payload failed its schema (dead-lettered at once); `max_deliveries`: retries ran out; `terminal_error`: the handler said retrying cannot help.'),
+      .describe('`schema_invalid`: the payload failed its schema, or its schema version is not accepted (`error.code` `unsupported_schema_version`; dead-lettered at once); `max_deliveries`: retries ran out; `terminal_error`: the handler said retrying cannot help.'),
     error: z
       .object({
         name: z.string().optional().describe('Error class name, e.g. `ValidationError`.'),

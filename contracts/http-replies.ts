@@ -4,7 +4,7 @@
  * checks them.
  */
 import { z } from 'zod';
-import { OutputFile } from './events/data.js';
+import { OutputFile, RejectedOutput } from './events/data.js';
 import { DecimalString, EventId, JobId, Timestamp } from './primitives.js';
 
 export const JobEventRecord = z
@@ -40,6 +40,10 @@ export const JobOutputs = z
     files: z.array(OutputFile).describe('Stored output files; download one at `/v1/jobs/{jobId}/outputs/{path}`.'),
     totalBytes: z.int().min(0).describe('Sum of their sizes.'),
     truncated: z.boolean().describe('Files were skipped at `outputs.maxBytes`.'),
+    rejected: z
+      .array(RejectedOutput)
+      .default([])
+      .describe('Files the job wrote that were not kept, each with its reason (a symlink leaving the directory, the size cap, a name with a newline, …); nothing is dropped without a word.'),
   })
   .describe('A job\'s stored outputs.');
 export type JobOutputs = z.output<typeof JobOutputs>;

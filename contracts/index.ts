@@ -5,10 +5,12 @@
  */
 export * from './audit.js';
 export * from './billing.js';
+export * from './blobs.js';
 export * from './commands.js';
 export * from './digests.js';
 export * from './duration.js';
 export * from './envelope.js';
+export * from './error-codes.js';
 export * from './events/data.js';
 export * from './events/job.js';
 export * from './events/ledger.js';

@@ -34,8 +34,37 @@ const RELATIVE_PATH = /^(?!\/)(?!(?:.*\/)?\.\.(?:\/|$)).{1,1024}$/;
 export const RESERVED_ENV_NAMES = ['CUDA_VISIBLE_DEVICES', 'NVIDIA_VISIBLE_DEVICES'] as const;
 /** Every variable name with this prefix is the platform's. */
 export const RESERVED_ENV_PREFIX = 'GPUNET_';
-/** Environment variable names the job may set: none of the reserved ones. */
-const ENV_NAME = new RegExp(`^(?!${RESERVED_ENV_PREFIX})(?!(?:${RESERVED_ENV_NAMES.join('|')})$)[A-Za-z_][A-Za-z0-9_]{0,127}$`);
+/** Longest variable name a job may set. */
+export const MAX_ENV_NAME_CHARS = 128;
+/** A variable name as a shell and `execve` take it: letters, digits, `_`, not starting with a digit. */
+const ENV_NAME_SHAPE = new RegExp(`^[A-Za-z_][A-Za-z0-9_]{0,${MAX_ENV_NAME_CHARS - 1}}$`);
+/** Environment variable names the job may set: well formed and none of the reserved ones. */
+const ENV_NAME = new RegExp(`^(?!${RESERVED_ENV_PREFIX})(?!(?:${RESERVED_ENV_NAMES.join('|')})$)${ENV_NAME_SHAPE.source.slice(1)}`);
+/** A value `execve` can pass: no NUL character (it would end the string there). */
+const ENV_VALUE = /^[^\0]*$/;
+
+/**
+ * Problems with a job's own environment variables, each naming `<field>.<name>` and its fix;
+ * empty when the agent can use them as they are. The one rule for both sides: the spec schema
+ * (intake, at submit) refuses exactly these, and the agent checks them again before a run, so
+ * nothing accepted at submit is refused on a node.
+ */
+export function jobEnvIssues(env: Readonly<Record<string, unknown>> | undefined, field = 'env'): FieldIssue[] {
+  const issues: FieldIssue[] = [];
+  for (const [name, value] of Object.entries(env ?? {})) {
+    const path = `${field}.${name}`;
+    if (!ENV_NAME_SHAPE.test(name)) {
+      issues.push({ path, message: `is not a valid variable name`, fix: `use letters, digits and "_", not starting with a digit, at most ${MAX_ENV_NAME_CHARS} characters` });
+    } else if (!ENV_NAME.test(name)) {
+      issues.push({ path, message: `is set by the platform (${RESERVED_ENV_PREFIX}*, ${RESERVED_ENV_NAMES.join(', ')})`, fix: `remove it; the agent sets ${RESERVED_ENV_PREFIX}* and the GPU binding itself` });
+    }
+    if (typeof value !== 'string' || !ENV_VALUE.test(value)) {
+      issues.push({ path, message: 'must be a string without NUL characters', fix: 'quote numbers and remove NUL characters (`\\0`) from the value' });
+    }
+  }
+  return issues;
+}
+
 /** True when a relative path names something below its directory, not the directory itself (`.`, `./`, `a/./..`-free forms). */
 function namesAnEntry(path: string): boolean {
   return path.split('/').some((segment) => segment !== '' && segment !== '.');
@@ -70,9 +99,11 @@ const envError = fieldError(
   'must map variable names (letters, digits, `_`; not starting with a digit; not `GPUNET_*`, `CUDA_VISIBLE_DEVICES` or `NVIDIA_VISIBLE_DEVICES`, which the agent sets) to string values',
   'write e.g. `env: { LEARNING_RATE: "0.1" }` (quote numbers)',
 );
+const envValueError = fieldError('env value', 'must not hold a NUL character (the agent could not pass it to the job)', 'remove the NUL characters (`\\0`) from the value');
+// The same rule as jobEnvIssues (its unit test holds the two together); here as patterns, so the JSON Schema says it too.
 const Env = z
-  .record(z.string().regex(ENV_NAME, { error: envError }), z.string({ error: envError }), { error: envError })
-  .describe('Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.');
+  .record(z.string().regex(ENV_NAME, { error: envError }), z.string({ error: envError }).regex(ENV_VALUE, { error: envValueError }), { error: envError })
+  .describe('Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.');
 
 function workSchema(obj: ObjectFactory) {
   const pathError = fieldError(
@@ -187,7 +218,51 @@ function inputFields() {
   };
 }
 
-function inputList<T extends z.ZodType<{ name: string; path: string }>>(input: T) {
+/** Where a relative path lands: `./data/`, `data//` and `data` are one place (`data`). */
+function placeOf(path: string): string {
+  return path
+    .split('/')
+    .filter((segment) => segment !== '' && segment !== '.')
+    .join('/');
+}
+
+/**
+ * Inputs the agent could not place as written, found at submit: one place written twice (the
+ * second would silently replace the first) and an input below a file input (nothing can be placed
+ * inside a file; staging would fail on every node).
+ */
+function placementIssues(inputs: readonly { path: string; kind?: string }[], ctx: z.core.$RefinementCtx): void {
+  const places = new Map<string, number>();
+  const files = new Map<string, number>();
+  inputs.forEach((item, i) => {
+    const place = placeOf(item.path);
+    const first = places.get(place);
+    if (first !== undefined && inputs[first]!.path !== item.path) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [i, 'path'],
+        message: withFix(`input path \`${item.path}\` names the same place as input ${first} (\`${inputs[first]!.path}\`); the one staged last would replace the other`, 'give each input its own path'),
+      });
+    }
+    if (first === undefined) places.set(place, i);
+    if (item.kind !== 'folder' && !files.has(place)) files.set(place, i);
+  });
+  inputs.forEach((item, i) => {
+    const segments = placeOf(item.path).split('/');
+    for (let depth = 1; depth < segments.length; depth++) {
+      const file = files.get(segments.slice(0, depth).join('/'));
+      if (file === undefined) continue;
+      ctx.addIssue({
+        code: 'custom',
+        path: [i, 'path'],
+        message: withFix(`input path \`${item.path}\` lies below input ${file}, a file at \`${inputs[file]!.path}\`; nothing can be placed inside a file`, `move one of them, or make input ${file} a folder`),
+      });
+      break;
+    }
+  });
+}
+
+function inputList<T extends z.ZodType<{ name: string; path: string; kind?: string }>>(input: T, strictPlaces = false) {
   const listError = fieldError('data.inputs', 'must be a list of inputs', 'write e.g. `inputs: [{ name: dataset, path: data, sha256: ..., size: ... }]`');
   return z
     .array(input, { error: listError })
@@ -206,6 +281,8 @@ function inputList<T extends z.ZodType<{ name: string; path: string }>>(input: T
             });
         });
       }
+      // Only what people write: a spec recorded before this rule must still read back.
+      if (strictPlaces) placementIssues(inputs, ctx);
     })
     .describe('Files and folders the job reads, by content address; staged before compute is held (staging is not billed).');
 }
@@ -399,7 +476,7 @@ export const JobSpecInput = strictObject(
   {
     name: JobName.optional(),
     work: workSchema(strict),
-    data: strictObject({ inputs: inputList(InputRefInput).default([]) }, 'data')
+    data: strictObject({ inputs: inputList(InputRefInput, true).default([]) }, 'data')
       .default({ inputs: [] })
       .describe('What the job reads.'),
     request: RequestInput,

@@ -1,5 +1,5 @@
 import { parse as parseYaml } from 'yaml';
-import { JobSpec, JobSpecInput, MAX_TIME_LIMIT_MS, parseJobSpec, parseSize, toJobSpec, type FieldIssue } from './index.js';
+import { JobSpec, JobSpecInput, jobEnvIssues, MAX_TIME_LIMIT_MS, parseJobSpec, parseSize, toJobSpec, type FieldIssue } from './index.js';
 
 const SHA = 'a'.repeat(64);
 
@@ -288,5 +288,86 @@ describe('resources', () => {
   });
   it('reads sizes', () => {
     expect([parseSize('1GiB'), parseSize('1.5 GB'), parseSize('100'), parseSize(7), parseSize('2XB'), parseSize(-1)]).toEqual([2 ** 30, 1.5e9, 100, 7, undefined, undefined]);
+  });
+});
+
+describe('job spec: one rule for env, shared with the agent', () => {
+  const withEnv = (env: Record<string, string>, kind: 'script' | 'container' = 'script') => ({
+    work: kind === 'script' ? { kind, script: { inline: 'true' }, env } : { kind, image: 'busybox', env },
+    request: { gpus: 1, timeLimit: '1m' },
+  });
+  const cases: [string, string][] = [
+    ['EPOCHS', '3'],
+    ['_x', ''],
+    ['lr', '0.1'],
+    ['1X', 'a'],
+    ['A=B', 'b'],
+    ['A B', 'b'],
+    ['', 'b'],
+    ['GPUNET_JOB_ID', 'c'],
+    ['GPUNET_', 'c'],
+    ['CUDA_VISIBLE_DEVICES', '0'],
+    ['NVIDIA_VISIBLE_DEVICES', 'all'],
+    ['NVIDIA_VISIBLE_DEVICES_X', '1'],
+    ['X'.repeat(128), 'long name'],
+    ['X'.repeat(129), 'too long a name'],
+    ['NUL_IN_VALUE', 'x\0y'],
+    ['NEWLINE_IN_VALUE', 'x\ny'],
+  ];
+
+  it.each(cases)('submit and the agent agree on %j = %j', (name, value) => {
+    const refusedByAgent = jobEnvIssues({ [name]: value }).length > 0;
+    for (const kind of ['script', 'container'] as const) {
+      const result = parseJobSpec(withEnv({ [name]: value }, kind));
+      expect({ name, kind, refusedAtSubmit: !result.ok }).toEqual({ name, kind, refusedAtSubmit: refusedByAgent });
+      if (!result.ok) expect(result.issues.every((i) => i.path.startsWith('work.env') && i.fix !== undefined)).toBe(true);
+    }
+  });
+
+  it('refuses a NUL character in a value at submit, naming the variable and the fix', () => {
+    const issues = issuesOf(withEnv({ OK_NAME: 'x\0y' }));
+    expect(issues).toEqual([expect.objectContaining({ path: 'work.env.OK_NAME', message: expect.stringMatching(/NUL/), fix: expect.any(String) })]);
+  });
+
+  it('names each refused variable with what the agent would say', () => {
+    expect(jobEnvIssues({ NVIDIA_VISIBLE_DEVICES: 'all', '1X': 'a', OK: 'x\0y', FINE: '1' }, 'work.env').map((i) => i.path).sort()).toEqual(['work.env.1X', 'work.env.NVIDIA_VISIBLE_DEVICES', 'work.env.OK']);
+  });
+});
+
+describe('job spec: input paths that would collide on the node', () => {
+  const withInputs = (inputs: { path: string; kind?: 'file' | 'folder' }[]) => ({
+    work: { kind: 'script', script: { inline: 'true' } },
+    data: { inputs: inputs.map((i, n) => ({ name: `in${n}`, kind: i.kind ?? 'file', path: i.path, sha256: SHA, size: 10 })) },
+    request: { gpus: 1, timeLimit: '1m' },
+  });
+
+  it.each([
+    ['data', './data'],
+    ['data', 'data/'],
+    ['a/b', 'a//b'],
+    ['a/./b', './a/b/'],
+  ])('refuses %j and %j, one place written twice (the second would replace the first)', (first, second) => {
+    const issue = issuesOf(withInputs([{ path: first }, { path: second }])).find((i) => i.path === 'data.inputs[1].path');
+    expect(issue).toEqual({ path: 'data.inputs[1].path', message: expect.stringMatching(/same place as input 0/), fix: expect.any(String) });
+  });
+
+  it('refuses an input below a file input (nothing can be placed inside a file), whichever comes first', () => {
+    expect(issuesOf(withInputs([{ path: 'a' }, { path: 'a/b' }]))).toEqual([expect.objectContaining({ path: 'data.inputs[1].path', message: expect.stringMatching(/below input 0, a file/) })]);
+    expect(issuesOf(withInputs([{ path: './a/b/c' }, { path: 'a' }]))).toEqual([expect.objectContaining({ path: 'data.inputs[0].path', message: expect.stringMatching(/below input 1, a file/) })]);
+  });
+
+  it('accepts inputs side by side and files placed into a folder input', () => {
+    expect(parseJobSpec(withInputs([{ path: 'a' }, { path: 'ab' }, { path: 'b/a' }])).ok).toBe(true);
+    expect(parseJobSpec(withInputs([{ path: 'data', kind: 'folder' }, { path: 'data/extra.txt' }])).ok).toBe(true);
+  });
+
+  it('leaves recorded specs as they were: messages are not refused for it', () => {
+    const recorded = JobSpec.safeParse({
+      work: { kind: 'script', script: { inline: 'true' }, args: [], env: {} },
+      data: { inputs: [{ name: 'x', kind: 'file', path: 'a', sha256: SHA, size: 1 }, { name: 'y', kind: 'file', path: 'a/b', sha256: SHA, size: 1 }] },
+      request: { gpus: 1, timeLimitMs: 60_000, network: false },
+      outputs: { globs: ['**'] },
+    });
+    expect(recorded.success).toBe(true);
   });
 });

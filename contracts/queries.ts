@@ -113,6 +113,18 @@ export const JobView = z
       })
       .optional()
       .describe('Stored outputs, once OutputsStored.'),
+    ended: z
+      .object({
+        endedAt: Timestamp.describe('JobEnded.endedAt: when the job was found over.'),
+        billed: z
+          .object({
+            billableMs: DurationMs.describe('Billable time over every attempt and node, ms.'),
+            totals: z.array(z.object({ currency: Currency, amountMicros: Micros })).describe('Charge per currency; empty when nothing was billed.'),
+          })
+          .describe('What the ledger billed for the job, all attempts together.'),
+      })
+      .optional()
+      .describe('Set once the job\'s JobEnded is recorded: nothing more happens to it, `state` is its final outcome and `outputs` its final outputs.'),
     rejection: z
       .object({
         reason: z.enum(JOB_REJECTION_REASONS).describe('Rejection reason, as in JobRejected.'),
@@ -215,6 +227,17 @@ export const GetCharges = strictObject(
   'GetCharges',
 ).describe('Usage lines and totals for a team, or for one job.');
 export type GetCharges = z.output<typeof GetCharges>;
+
+/** `gpunet.qry.intake.ListCharges`: the caller's own charges over NATS, as `GET /v1/charges`; the team comes from the API key. */
+export const ListCharges = strictObject(
+  {
+    jobId: JobId.optional().describe('Only this job\'s charges (of the caller\'s team).'),
+    from: z.iso.datetime({ error: fromToError }).optional().describe('Only attempts finished at or after this time.'),
+    to: z.iso.datetime({ error: fromToError }).optional().describe('Only attempts finished before this time.'),
+  },
+  'ListCharges',
+).describe('The caller\'s team\'s usage lines and totals, or one job\'s (role with `charges:read`).');
+export type ListCharges = z.output<typeof ListCharges>;
 
 export const GetChargesReply = z
   .object({
@@ -413,6 +436,14 @@ export const queries = [
     service: 'ledger',
     description: 'Usage lines and totals of a team, or of one job.',
     schema: GetCharges,
+    replySchema: GetChargesReply,
+  }),
+  defineQuery({
+    name: 'ListCharges',
+    version: 1,
+    service: 'intake',
+    description: 'The caller\'s team\'s charges (usage lines and totals), or one job\'s; same as `GET /v1/charges`, team from the API key.',
+    schema: ListCharges,
     replySchema: GetChargesReply,
   }),
   defineQuery({

@@ -15,7 +15,7 @@ import { nodeEvents } from './events/nodes.js';
 import { feedQueries } from './feed.js';
 import { formatIssues, type FieldIssue } from './issues.js';
 import { keyCommands, keyEvents, keyQueries } from './keys.js';
-import type { CommandDefinition, EventDefinition, MessageDefinition, QueryDefinition } from './message.js';
+import { EVERY_SERVICE, type CommandDefinition, type EventDefinition, type MessageDefinition, type QueryDefinition } from './message.js';
 import { queries } from './queries.js';
 import { reportCommands, reportQueries } from './reports.js';
 import { reportEvents } from './events/reports.js';
@@ -117,4 +117,30 @@ export function validateEventData(type: string, data: unknown): Validation<unkno
 export function eventEnvelopeSchema<T extends EventType>(type: T) {
   const def = Events[type];
   return recordedEventSchema(z.literal(type).describe(`Always \`${type}\`.`), def.schema.describe(def.description) as (typeof Events)[T]['schema']);
+}
+
+/**
+ * The schema versions a consumer of `name` accepts in `Gpunet-Schema-Version` (and an event's
+ * `metadata.schemaVersion`): its current version. When a message's version is bumped, its
+ * consumers accept the old one beside the new until every producer has moved (see README,
+ * Versioning); list both here then. Undefined for a name the registry does not hold.
+ */
+export function acceptedSchemaVersions(name: string): readonly number[] | undefined {
+  const def = byAnyName.get(name);
+  return def ? [def.version] : undefined;
+}
+
+const requestBySubject = new Map<string, MessageDefinition>(MESSAGES.filter((m) => m.kind !== 'event').map((m) => [m.subject, m]));
+
+/**
+ * The command or query a request subject is for: `gpunet.cmd.SubmitJob` → SubmitJob,
+ * `gpunet.qry.ledger.Health` → Health (a query every service answers). Undefined otherwise.
+ */
+export function findRequestBySubject(subject: string): CommandDefinition | QueryDefinition | undefined {
+  const exact = requestBySubject.get(subject);
+  if (exact) return exact as CommandDefinition | QueryDefinition;
+  const parts = subject.split('.');
+  if (parts.length !== 4) return undefined;
+  const every = requestBySubject.get([parts[0], parts[1], EVERY_SERVICE, parts[3]].join('.'));
+  return every as QueryDefinition | undefined;
 }

@@ -213,7 +213,7 @@ export const JobWithdrawn = z.object({
   team: TeamId,
   outcome: z
     .enum(JOB_WITHDRAWAL_OUTCOMES)
-    .describe('`cancelled`: the team cancelled it while it was queued; `deadline`: its deadline passed before it could run.'),
+    .describe('`cancelled`: the team cancelled it while it was queued (or waiting to run again); `deadline`: its deadline passed before it could run.'),
   message: HumanText.optional().describe('Detail for people.'),
   withdrawnAt: Timestamp.describe('When placement took the job out of the queue.'),
 });
@@ -319,7 +319,9 @@ export const jobEvents = [
     name: 'JobWithdrawn',
     version: 1,
     producers: ['placement'],
-    description: 'A queued job left the queue without running (cancelled, or its deadline passed). It never held compute: billed 0.',
+    description:
+      'A queued job left the queue without running (cancelled, or its deadline passed): it never held compute, billed 0. Also a cancelled job whose ' +
+      'last attempt was lost with its node or failed in a way its retry policy retries: it is not run again (earlier attempts stay billed as they were).',
     schema: JobWithdrawn,
   }),
   defineEvent({
@@ -334,8 +336,10 @@ export const jobEvents = [
     version: 1,
     producers: ['ledger'],
     description:
-      'The job is over: nothing more will happen to it. Recorded exactly once per job on every path (run and released, withdrawn from the queue, ' +
-      'staging failed, rejected), after its usage lines and outputs, with its final outcome, attempts, billed total and outputs.',
+      'The job is over: nothing more will happen to it. Recorded exactly once per job (stream `ledger-job-<jobId>`) on every path — its last attempt ' +
+      'ended and released (not lost, not retried), withdrawn from the queue (cancelled, deadline, or cancelled after a lost or retried attempt), ' +
+      'staging failed, rejected — after every GPU of every attempt was released (or lost with its node), every usage line and the outputs, with ' +
+      'its final outcome, attempts, billed total and outputs. A producer waits for this one event; the job\'s view answers with its final state once it is received.',
     schema: JobEnded,
   }),
 ] as const;

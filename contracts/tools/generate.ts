@@ -14,8 +14,21 @@
  */
 import { z } from 'zod';
 import {
+  BLOB_BUCKET_PREFIX,
+  BlobObjectRecord,
+  CHUNK_INDEX_HEADER,
+  CHUNK_SHA256_HEADER,
+  Commands,
   DeadLetter,
+  ERROR_CODES,
+  Events,
   FeedEntry,
+  LogLine,
+  NodeOutputsReport,
+  NodeReport,
+  NodeReportReply,
+  REPLY_ERROR_CODES,
+  WORK_STREAM,
   EVERY_SERVICE,
   FolderManifest,
   HEADERS,
@@ -74,6 +87,13 @@ function messageSchemas(): Map<string, JsonObject> {
   out.set('RecordedEvent', jsonSchema(RecordedEventEnvelope, 'RecordedEvent', `Any event on \`${SUBJECT_PREFIX.event}.*\`; check \`data\` with the file named by \`type\`.`));
   out.set('FolderManifest', jsonSchema(FolderManifest, 'FolderManifest', 'The manifest blob that addresses a folder input.'));
   out.set('DeadLetter', jsonSchema(DeadLetter, 'DeadLetter', `A message a consumer gave up on, on \`${SUBJECT_PREFIX.deadLetter}.<consumer>\`.`));
+  out.set('LogLine', jsonSchema(LogLine, 'LogLine', `One line of a job's output, on \`${SUBJECT_PREFIX.logs}.<team>.<jobId>\` (stream ${STREAMS.logs.name}).`));
+  out.set('NodeHeartbeat.message', jsonSchema(Events.NodeHeartbeat.schema, 'NodeHeartbeat.message', `An agent's heartbeat on \`${SUBJECT_PREFIX.heartbeat}.<nodeId>\` (core NATS, not stored): the data of a NodeHeartbeat.`));
+  out.set('NodeReport', jsonSchema(NodeReport, 'NodeReport', 'A node\'s signed observation, on `gpunet.report.<nodeId>.event`.'));
+  out.set('NodeReport.reply', jsonSchema(replyEnvelope(NodeReportReply), 'NodeReport.reply', 'Reply to NodeReport.'));
+  out.set('NodeOutputsReport', jsonSchema(NodeOutputsReport, 'NodeOutputsReport', 'A node\'s signed outputs of one attempt, on `gpunet.report.<nodeId>.outputs`.'));
+  out.set('NodeOutputsReport.reply', jsonSchema(replyEnvelope(Commands.StoreOutputs.replySchema), 'NodeOutputsReport.reply', 'Reply to NodeOutputsReport: what storage recorded.'));
+  out.set('BlobObjectRecord', jsonSchema(BlobObjectRecord, 'BlobObjectRecord', `The Object Store record of a blob, on \`$O.${BLOB_BUCKET_PREFIX}-<team>.M.<base64url(name)>\`.`));
   out.set('FeedEntry', jsonSchema(FeedEntry, 'FeedEntry', `One entry of a team's feed: an SSE \`data\` of \`GET /v1/feed\`, a \`ReadFeed\` reply entry, a notification on \`${SUBJECT_PREFIX.feed}.<team>.<jobId>\`.`));
   return out;
 }
@@ -140,98 +160,196 @@ const EVENT_CHANNEL_PARAMETERS = {
 
 const ref = (path: string) => ({ $ref: `#/${path}` });
 
+/** Intake's public API: its commands and queries take the team's API key in `Authorization`. */
+function takesApiKey(def: MessageDefinition): boolean {
+  return (def.kind === 'command' && def.handler === 'intake') || (def.kind === 'query' && def.service === 'intake');
+}
+
+/** A channel with one message, its operation (and reply), added to the document being built. */
+interface ChannelSpec {
+  /** Channel, message and operation key. */
+  key: string;
+  address: string;
+  description: string;
+  parameters?: JsonObject;
+  message: { name: string; summary: string; payload: JsonObject; headers?: string; contentType?: string; tags: string[]; version?: number; correlation?: boolean };
+  action: 'send' | 'receive';
+  summary: string;
+  operationDescription?: string;
+  reply?: { name: string; summary: string; payload: string; version?: number };
+  security?: string[];
+}
+
 function asyncApiDocument(schemas: Map<string, JsonObject>): JsonObject {
   const channels: JsonObject = {};
   const operations: JsonObject = {};
   const messages: JsonObject = {};
   const components: JsonObject = {};
   for (const [name, schema] of schemas) components[name] = asComponent(schema); // component keys allow `.`: `GetJob.reply`
-  components.EventHeaders = eventHeaders();
-  components.RequestHeaders = requestHeaders();
+  Object.assign(components, headerSchemas());
+
+  const add = (c: ChannelSpec): void => {
+    const m = c.message;
+    messages[m.name] = {
+      name: m.name,
+      title: m.name,
+      summary: m.summary,
+      contentType: m.contentType ?? 'application/json',
+      ...(m.headers ? { headers: ref(`components/schemas/${m.headers}`) } : {}),
+      payload: m.payload,
+      ...(m.correlation ? { correlationId: { location: `$message.header#/${HEADERS.correlationId}` } } : {}),
+      tags: m.tags.map((name) => ({ name })),
+      ...(m.version !== undefined ? { 'x-schema-version': m.version } : {}),
+    };
+    channels[c.key] = {
+      address: c.address,
+      description: c.description,
+      ...(c.parameters ? { parameters: c.parameters } : {}),
+      messages: { [m.name]: ref(`components/messages/${m.name}`) },
+    };
+    const operation: JsonObject = {
+      action: c.action,
+      channel: ref(`channels/${c.key}`),
+      summary: c.summary,
+      ...(c.operationDescription ? { description: c.operationDescription } : {}),
+      ...(c.security ? { security: c.security.map((name) => ref(`components/securitySchemes/${name}`)) } : {}),
+      messages: [ref(`channels/${c.key}/messages/${m.name}`)],
+    };
+    if (c.reply) {
+      const r = c.reply;
+      messages[r.name] = {
+        name: r.name,
+        title: r.name,
+        summary: r.summary,
+        contentType: 'application/json',
+        headers: ref('components/schemas/ReplyHeaders'),
+        payload: ref(`components/schemas/${r.payload}`),
+        tags: [{ name: 'reply' }],
+        ...(r.version !== undefined ? { 'x-schema-version': r.version } : {}),
+      };
+      channels[r.name] = {
+        address: null,
+        description: `The requester's NATS inbox (reply subject) for ${c.key}.`,
+        messages: { [r.name]: ref(`components/messages/${r.name}`) },
+      };
+      operation.reply = { channel: ref(`channels/${r.name}`), messages: [ref(`channels/${r.name}/messages/${r.name}`)] };
+    }
+    operations[`${c.action}${c.key}`] = operation;
+  };
 
   for (const def of MESSAGES) {
-    const isEvent = def.kind === 'event';
-    messages[def.name] = {
-      name: def.name,
-      title: def.name,
-      summary: def.description,
-      contentType: 'application/json',
-      headers: ref(`components/schemas/${isEvent ? 'EventHeaders' : 'RequestHeaders'}`),
-      payload: ref(`components/schemas/${def.name}`),
-      correlationId: { location: `$message.header#/${HEADERS.correlationId}` },
-      tags: [{ name: def.kind }],
-      'x-schema-version': def.version,
-    };
-    const channel: JsonObject = {
-      address: channelAddress(def),
-      description: def.description,
-      messages: { [def.name]: ref(`components/messages/${def.name}`) },
-    };
-    if (isEvent) channel.parameters = EVENT_CHANNEL_PARAMETERS;
-    if (def.kind === 'query' && def.service === EVERY_SERVICE) {
-      channel.parameters = { service: { enum: [...SERVICE_NAMES], description: 'The service asked.' } };
-    }
-    channels[def.name] = channel;
-
-    if (isEvent) {
-      operations[`send${def.name}`] = {
+    if (def.kind === 'event') {
+      add({
+        key: def.name,
+        address: channelAddress(def),
+        description: def.description,
+        parameters: EVENT_CHANNEL_PARAMETERS,
+        message: { name: def.name, summary: def.description, payload: ref(`components/schemas/${def.name}`), headers: 'EventHeaders', tags: ['event'], version: def.version, correlation: true },
         action: 'send',
-        channel: ref(`channels/${def.name}`),
         summary: `Publish ${def.name} on stream ${STREAMS.events.name}.`,
-        description: `Appended to the event store by ${def.producers.join(', ')}, then published by the outbox relay with \`${HEADERS.msgId}\` = eventId.`,
-        messages: [ref(`channels/${def.name}/messages/${def.name}`)],
-      };
+        operationDescription: `Appended to the event store by ${def.producers.join(', ')}, then published by the outbox relay with \`${HEADERS.msgId}\` = eventId.`,
+      });
       continue;
     }
-
-    const reply = `${def.name}Reply`;
-    messages[reply] = {
-      name: reply,
-      title: reply,
-      summary: `Reply to ${def.name}: \`{ ok: true, data }\` or \`{ ok: false, error }\`.`,
-      contentType: 'application/json',
-      payload: ref(`components/schemas/${replyName(def)}`),
-      tags: [{ name: 'reply' }],
-      'x-schema-version': def.version,
-    };
-    channels[reply] = {
-      address: null,
-      description: `The requester's NATS inbox (reply subject) for ${def.name}.`,
-      messages: { [reply]: ref(`components/messages/${reply}`) },
-    };
     const answeredBy = def.kind === 'command' ? def.handler : def.service === EVERY_SERVICE ? 'every service' : def.service;
-    operations[`receive${def.name}`] = {
+    add({
+      key: def.name,
+      address: channelAddress(def),
+      description: def.description,
+      ...(def.kind === 'query' && def.service === EVERY_SERVICE ? { parameters: { service: { enum: [...SERVICE_NAMES], description: 'The service asked.' } } } : {}),
+      message: { name: def.name, summary: def.description, payload: ref(`components/schemas/${def.name}`), headers: 'RequestHeaders', tags: [def.kind], version: def.version, correlation: true },
       action: 'receive',
-      channel: ref(`channels/${def.name}`),
       summary: `${def.kind === 'command' ? 'Command' : 'Query'} ${def.name}, answered by ${answeredBy} (request/reply).`,
-      messages: [ref(`channels/${def.name}/messages/${def.name}`)],
-      reply: {
-        channel: ref(`channels/${reply}`),
-        messages: [ref(`channels/${reply}/messages/${reply}`)],
-      },
-    };
+      ...(takesApiKey(def)
+        ? { security: ['apiKey'], operationDescription: `Public: send the team's API key in \`${HEADERS.authorization}\`.` }
+        : { operationDescription: 'Internal: nats-server lets only intake (with a `principal` from the caller\'s key) and the operator send it (deploy/nats-permissions.yaml).' }),
+      reply: { name: `${def.name}Reply`, summary: `Reply to ${def.name}: \`{ ok: true, data }\` or \`{ ok: false, error }\`.`, payload: replyName(def), version: def.version },
+    });
   }
 
-  messages.DeadLetter = {
-    name: 'DeadLetter',
-    title: 'DeadLetter',
-    summary: 'A message a consumer gave up on, with the reason.',
-    contentType: 'application/json',
-    payload: ref('components/schemas/DeadLetter'),
-    tags: [{ name: 'dead-letter' }],
-  };
-  channels.DeadLetters = {
+  add({
+    key: 'TeamFeed',
+    address: `${SUBJECT_PREFIX.feed}.{team}.{jobId}`,
+    description: `The team feed's notifications: intake's word that team \`team\`'s job \`jobId\` has a new entry (core NATS, not stored). A team's identity may subscribe to \`${SUBJECT_PREFIX.feed}.<team>.>\` only. Read the entries from any position with the ReadFeed query (or \`GET /v1/feed\`, SSE with \`Last-Event-ID\`); resume after the last \`position\` seen.`,
+    parameters: { team: { description: 'The team the job belongs to.' }, jobId: { description: 'The job.' } },
+    message: { name: 'FeedNotification', summary: 'One new entry of a team\'s feed.', payload: ref('components/schemas/FeedEntry'), headers: 'FeedHeaders', tags: ['feed'], correlation: true },
+    action: 'send',
+    summary: 'Intake announces each new entry of a team\'s feed.',
+  });
+  add({
+    key: 'JobLogs',
+    address: `${SUBJECT_PREFIX.logs}.{team}.{jobId}`,
+    description: `Log lines of a job's runs, in JetStream stream ${STREAMS.logs.name} (kept for a while; stored with the outputs at the end). A team's identity may subscribe to \`${SUBJECT_PREFIX.logs}.<team>.>\` (live lines); earlier lines: \`GET /v1/jobs/{jobId}/logs\` or \`gpunet logs\`.`,
+    parameters: { team: { description: 'The team the job belongs to.' }, jobId: { description: 'The job.' } },
+    message: { name: 'LogLine', summary: 'One line of a job\'s output.', payload: ref('components/schemas/LogLine'), headers: 'PlainHeaders', tags: ['logs'] },
+    action: 'send',
+    summary: `The node agent running the job publishes its lines on stream ${STREAMS.logs.name}.`,
+  });
+  add({
+    key: 'BlobChunks',
+    address: `$O.${BLOB_BUCKET_PREFIX}-{team}.C.{nuid}`,
+    description: `The bytes of a team's blobs (JetStream Object Store, bucket \`${BLOB_BUCKET_PREFIX}-<team>\`, stream \`OBJ_${BLOB_BUCKET_PREFIX}-<team>\`): one message per chunk, in order. Object names are \`<team>/<sha256>\`: content-addressed and team-scoped. Upload: JetStream-publish the chunks in order, then the record (BlobRecords); skip an object whose record is already there. Download without a consumer (a team may not make one): the record by a direct get (\`$JS.API.DIRECT.GET.OBJ_${BLOB_BUCKET_PREFIX}-<team>\` with \`last_by_subj\` = the record's subject), then its chunks by direct gets \`{ seq, next_by_subj: "$O.${BLOB_BUCKET_PREFIX}-<team>.C.<nuid>" }\`, each from the last one's sequence + 1, and check the sha256. Outputs are downloadable over HTTP too (\`GET /v1/jobs/{jobId}/outputs/{path}\`). A team's identity may use its own bucket only; any Object Store client that reads by direct get works.`,
+    parameters: { team: { description: 'The team that owns the blob.' }, nuid: { description: 'The object\'s chunk id (the record\'s `nuid`).' } },
+    message: { name: 'BlobChunk', summary: 'One chunk of a blob\'s bytes (at most the record\'s `options.max_chunk_size`).', payload: { type: 'string', format: 'binary', description: 'Raw bytes.' }, contentType: 'application/octet-stream', headers: 'BlobChunkHeaders', tags: ['blobs'] },
+    action: 'receive',
+    summary: 'Store a chunk of a blob (producers, storage, node agents).',
+  });
+  add({
+    key: 'BlobRecords',
+    address: `$O.${BLOB_BUCKET_PREFIX}-{team}.M.{name}`,
+    description: 'The record of a team\'s blob, written after its chunks (an object exists once its record does); `name` is the padded base64url of the object name `<team>/<sha256>`.',
+    parameters: { team: { description: 'The team that owns the blob.' }, name: { description: 'Padded base64url of `<team>/<sha256>`.' } },
+    message: { name: 'BlobRecord', summary: 'The Object Store record of a blob.', payload: ref('components/schemas/BlobObjectRecord'), headers: 'BlobRecordHeaders', tags: ['blobs'] },
+    action: 'receive',
+    summary: 'Record a blob once its chunks are stored (or mark it deleted).',
+  });
+  add({
+    key: 'DeadLetters',
     address: `${SUBJECT_PREFIX.deadLetter}.{consumer}`,
     description: `Dead letters of one durable consumer, in stream ${STREAMS.deadLetters.name}.`,
     parameters: { consumer: { description: 'Name of the durable consumer that gave up.' } },
-    messages: { DeadLetter: ref('components/messages/DeadLetter') },
-  };
-  operations.sendDeadLetter = {
+    message: { name: 'DeadLetter', summary: 'A message a consumer gave up on, with the reason.', payload: ref('components/schemas/DeadLetter'), headers: 'DeadLetterHeaders', tags: ['dead-letter'] },
     action: 'send',
-    channel: ref('channels/DeadLetters'),
     summary: `Publish a dead letter on stream ${STREAMS.deadLetters.name}.`,
-    messages: [ref('channels/DeadLetters/messages/DeadLetter')],
-  };
+  });
+  add({
+    key: 'NodeHeartbeats',
+    address: `${SUBJECT_PREFIX.heartbeat}.{nodeId}`,
+    description: 'Internal: an execution node\'s heartbeats (core NATS, not stored), read by placement.',
+    parameters: { nodeId: { description: 'The node.' } },
+    message: { name: 'NodeHeartbeatMessage', summary: 'A node\'s heartbeat.', payload: ref('components/schemas/NodeHeartbeat.message'), headers: 'PlainHeaders', tags: ['node'] },
+    action: 'receive',
+    summary: 'Placement takes each node\'s heartbeats.',
+  });
+  add({
+    key: 'NodeReports',
+    address: `${SUBJECT_ROOT_TOKEN}.report.{nodeId}.event`,
+    description: 'Internal: a node\'s signed observation, checked and recorded by the execution recorder.',
+    parameters: { nodeId: { description: 'The node (its NKey may publish its own reports only).' } },
+    message: { name: 'NodeReport', summary: 'A node\'s signed observation.', payload: ref('components/schemas/NodeReport'), headers: 'RequestHeaders', tags: ['node'], correlation: true },
+    action: 'receive',
+    summary: 'The recorder checks and records a node\'s report (request/reply).',
+    reply: { name: 'NodeReportReply', summary: 'Whether the report was recorded.', payload: 'NodeReport.reply' },
+  });
+  add({
+    key: 'NodeOutputsReports',
+    address: `${SUBJECT_ROOT_TOKEN}.report.{nodeId}.outputs`,
+    description: 'Internal: a node\'s signed outputs of one attempt, checked by the recorder and handed to storage.',
+    parameters: { nodeId: { description: 'The node.' } },
+    message: { name: 'NodeOutputsReport', summary: 'A node\'s signed outputs.', payload: ref('components/schemas/NodeOutputsReport'), headers: 'RequestHeaders', tags: ['node'], correlation: true },
+    action: 'receive',
+    summary: 'The recorder checks a node\'s outputs and asks storage to record them (request/reply).',
+    reply: { name: 'NodeOutputsReportReply', summary: 'What storage recorded.', payload: 'NodeOutputsReport.reply' },
+  });
+  add({
+    key: 'NodeWork',
+    address: `${SUBJECT_ROOT_TOKEN}.work.{nodeId}.{type}`,
+    description: `Internal: copies of recorded events a node must act on, in stream ${WORK_STREAM}; one durable consumer per node on its own subjects.`,
+    parameters: { nodeId: { description: 'The node.' }, type: { description: 'The event type.' } },
+    message: { name: 'NodeWorkEvent', summary: 'A recorded event, as on the event subjects.', payload: ref('components/schemas/RecordedEvent'), headers: 'EventHeaders', tags: ['node'], correlation: true },
+    action: 'send',
+    summary: `The recorder copies each node's work onto stream ${WORK_STREAM}.`,
+  });
 
   return {
     asyncapi: '3.0.0',
@@ -244,53 +362,152 @@ function asyncApiDocument(schemas: Map<string, JsonObject>): JsonObject {
         'it sends events (JetStream stream ' +
         `${STREAMS.events.name}, subjects ${STREAMS.events.subjects.join(', ')}) and receives commands and queries by NATS request/reply. ` +
         'A client does the opposite: subscribes to events, sends requests. ' +
-        'Each message object states its schema version in `x-schema-version`; on the wire it travels in the `Gpunet-Schema-Version` header. ' +
+        `Each message object states its schema version in \`x-schema-version\`; on the wire it travels in the \`${HEADERS.schemaVersion}\` header, and a version a message does not accept is refused (\`unsupported_schema_version\`, naming the versions accepted). ` +
+        'A producer team uses: the intake commands and queries (API key in `Authorization`), its feed (TeamFeed + ReadFeed), its jobs\' logs (JobLogs), its bucket (BlobChunks, BlobRecords). ' +
+        'Channels marked internal are the control plane\'s and the nodes\', listed so that everything on the bus is described. ' +
         GENERATED_NOTE,
       license: { name: 'Apache-2.0' },
     },
     defaultContentType: 'application/json',
     servers: {
-      local: {
-        host: 'localhost:4222',
+      nats: {
+        host: '{host}:{port}',
         protocol: 'nats',
-        description: 'A local gpunet network (`gpunet up`); JetStream enabled.',
+        description:
+          'A gpunet network\'s nats-server (JetStream enabled). `gpunet up` picks a free port: take `natsUrl` from its `--json` output or from `<data-dir>/state.json`. Every connection authenticates with an NKey (natsNkey).',
+        variables: {
+          host: { default: 'localhost', description: 'Host of the nats-server.' },
+          port: { default: '4222', description: 'Port of the nats-server (`gpunet up`: the one it picked).' },
+        },
+        security: [ref('components/securitySchemes/natsNkey')],
+      },
+      http: {
+        host: '{host}:{port}',
+        protocol: 'http',
+        description: 'Intake\'s HTTP API, the same commands and queries (OpenAPI at `/openapi.json`), the team feed as SSE (`GET /v1/feed`) and resumable uploads (tus, `/v1/uploads`). `gpunet up` prints its `url`.',
+        variables: {
+          host: { default: 'localhost', description: 'Host of intake.' },
+          port: { default: '8080', description: 'Port of intake\'s HTTP API (`gpunet up`: the one it picked).' },
+        },
+        security: [ref('components/securitySchemes/apiKey')],
       },
     },
     channels,
     operations,
-    components: { schemas: components, messages },
+    components: {
+      schemas: components,
+      messages,
+      securitySchemes: {
+        natsNkey: {
+          type: 'asymmetricEncryption',
+          description:
+            'Every NATS connection authenticates with its own NKey (ed25519; decision 0014): the server sends a nonce, the client signs it with its seed (nats.js `nkeyAuthenticator`, nats.py `nkeys_seed`, the `nats` CLI `--nkey`). ' +
+            'A team\'s identity is `team-<team>`: `gpunet up --team <team>` (or the operator) writes its seed to `<data-dir>/keys/team-<team>.nk` and admits its public key. ' +
+            'nats-server then allows it exactly what deploy/nats-permissions.yaml gives a team, nothing else: publish the intake commands and queries, its own bucket (`$O.gpunet-blobs-<team>.>` and its stream\'s read APIs); ' +
+            'subscribe to `gpunet.feed.<team>.>`, `gpunet.logs.<team>.>` and its own reply inbox `_INBOX_team-<team>.>` (set the client\'s inbox prefix to `_INBOX_team-<team>`; the shared `_INBOX.>` is denied). ' +
+            'The connection says who is on the bus; which team a request acts for is said by the API key (apiKey).',
+        },
+        apiKey: {
+          type: 'httpApiKey',
+          name: HEADERS.authorization,
+          in: 'header',
+          description:
+            `\`${HEADERS.authorization}: Bearer <team API key>\` on every HTTP request and on every NATS command and query to intake (a message header). ` +
+            'The key names the team and the role (producer, billing, admin, operator); the team is never taken from a message body. `gpunet up` prints the local team\'s key; admins issue more (`gpunet keys create`, CreateApiKey).',
+        },
+      },
+    },
   };
 }
+
+/** Root token, for the internal subjects built outside `SUBJECT_PREFIX` (reports, work). */
+const SUBJECT_ROOT_TOKEN = SUBJECT_PREFIX.event.split('.')[0]!;
 
 function header(description: string, extra: JsonObject = {}): JsonObject {
   return { type: 'string', description, ...extra };
 }
 
-function eventHeaders(): JsonObject {
+const DECIMAL_VERSION = { pattern: '^[1-9][0-9]*$' };
+
+/**
+ * W3C trace context (https://www.w3.org/TR/trace-context/), sent on every kind of message only
+ * when the sender has tracing configured: never required.
+ */
+function traceHeaders(): JsonObject {
   return {
-    type: 'object',
-    description: 'Headers the outbox relay sets on every event.',
-    properties: {
-      [HEADERS.msgId]: header('The eventId: JetStream drops a re-published duplicate.'),
-      [HEADERS.type]: header('Event type, e.g. `JobFinished`.'),
-      [HEADERS.jobId]: header('metadata.jobId, when the event concerns a job.'),
-      [HEADERS.correlationId]: header('metadata.correlationId.'),
-      [HEADERS.causationId]: header('metadata.causationId.'),
-      [HEADERS.schemaVersion]: header('Schema version of data, decimal.', { pattern: '^[1-9][0-9]*$' }),
-    },
-    required: [HEADERS.msgId, HEADERS.type, HEADERS.correlationId, HEADERS.schemaVersion],
+    traceparent: header('W3C trace context: `00-<trace id>-<span id>-<flags>`. Sent only when tracing is configured.', { pattern: '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' }),
+    tracestate: header('W3C trace state, vendor entries. Sent only when tracing is configured.'),
   };
 }
 
-function requestHeaders(): JsonObject {
-  return {
+/**
+ * The headers of every kind of message. Closed (`additionalProperties: false`): a header not
+ * listed here is not sent, so the bus tap of the e2e suite fails on one that is.
+ */
+function headerSchemas(): Record<string, JsonObject> {
+  const closed = (description: string, properties: JsonObject, required: string[] = []): JsonObject => ({
     type: 'object',
-    description: 'Headers a requester sets on commands and queries.',
-    properties: {
-      [HEADERS.authorization]: header('`Bearer <team API key>`; required by intake.', { pattern: '^Bearer .+$' }),
+    description,
+    properties: { ...properties, ...traceHeaders() },
+    ...(required.length > 0 ? { required } : {}),
+    additionalProperties: false,
+  });
+  return {
+    EventHeaders: closed(
+      'Headers the outbox relay (and the recorder\'s copies to nodes) sets on every event; all but the job id always.',
+      {
+        [HEADERS.msgId]: header('The eventId: JetStream drops a re-published duplicate.'),
+        [HEADERS.type]: header('Event type, e.g. `JobFinished`.'),
+        [HEADERS.jobId]: header('metadata.jobId, when the event concerns a job.'),
+        [HEADERS.correlationId]: header('metadata.correlationId.'),
+        [HEADERS.causationId]: header('metadata.causationId: the event or request that directly caused this one.'),
+        [HEADERS.schemaVersion]: header('Schema version of data (metadata.schemaVersion, 1 when absent), decimal. Consumers refuse one they do not accept (dead letter `unsupported_schema_version`).', DECIMAL_VERSION),
+      },
+      [HEADERS.msgId, HEADERS.type, HEADERS.correlationId, HEADERS.causationId, HEADERS.schemaVersion],
+    ),
+    RequestHeaders: closed('Headers a requester may set on commands and queries; none is required by the bus (intake requires `Authorization`).', {
+      [HEADERS.authorization]: header('`Bearer <team API key>`; required by intake\'s commands and queries.', { pattern: '^Bearer .+$' }),
       [HEADERS.idempotencyKey]: header('SubmitJob only: same meaning as the payload\'s idempotencyKey.'),
+      [HEADERS.deadlinePolicy]: header('SubmitJob only: `reject` (default) refuses a deadline the current plan cannot meet; `warn` accepts it with a warning in the reply.', { enum: ['reject', 'warn'] }),
       [HEADERS.correlationId]: header('Carried into every event the request causes; a new one is made when absent.'),
-      [HEADERS.schemaVersion]: header('Schema version of the request, decimal; absent means the current one.', { pattern: '^[1-9][0-9]*$' }),
+      [HEADERS.jobId]: header('The job the request concerns, for the answering side\'s logs.'),
+      [HEADERS.schemaVersion]: header(`Schema version of the request, decimal; absent means the current one. A version the message does not accept is refused with \`unsupported_schema_version\`, naming the versions accepted.`, DECIMAL_VERSION),
+    }),
+    ReplyHeaders: closed('Replies carry no headers of their own.', {}),
+    FeedHeaders: closed(
+      'Headers of a team feed notification; always all three.',
+      {
+        [HEADERS.type]: header('The entry\'s event type.'),
+        [HEADERS.jobId]: header('The job.'),
+        [HEADERS.correlationId]: header('The entry\'s correlationId.'),
+      },
+      [HEADERS.type, HEADERS.jobId, HEADERS.correlationId],
+    ),
+    DeadLetterHeaders: closed(
+      'Headers of a dead letter.',
+      {
+        'Gpunet-Dead-Letter-Reason': header('The dead letter\'s `reason`.', { enum: [...DeadLetter.shape.reason.options] }),
+        [HEADERS.msgId]: header('`dlq:<consumer>:<stream>:<sequence>`: the same message is dead-lettered once.'),
+        [HEADERS.type]: header('The event type, when known.'),
+        [HEADERS.jobId]: header('The job, when known.'),
+        [HEADERS.correlationId]: header('The correlation id, when known.'),
+      },
+      ['Gpunet-Dead-Letter-Reason'],
+    ),
+    PlainHeaders: closed('No headers besides trace context.', {}),
+    BlobChunkHeaders: closed('Headers of a blob chunk: gpunet\'s writer sets both; other Object Store clients none.', {
+      [CHUNK_INDEX_HEADER]: header('0-based index of the chunk in its object.', { pattern: '^(0|[1-9][0-9]*)$' }),
+      [CHUNK_SHA256_HEADER]: header('Hex sha256 of the chunk\'s bytes.', { pattern: '^[0-9a-f]{64}$' }),
+    }),
+    BlobRecordHeaders: closed('Headers of a blob record (the Object Store\'s).', {
+      'Nats-Rollup': header('`sub`: the record replaces the earlier ones of its subject.', { enum: ['sub'] }),
+      'Nats-Expected-Last-Subject-Sequence': header('Optimistic concurrency of the Object Store client, when it sets it.', { pattern: '^[0-9]+$' }),
+    }),
+    ErrorCodes: {
+      type: 'string',
+      description: `Every error code gpunet answers with (contracts/error-codes.ts); \`error.code\` of a reply, an HTTP error or a dead letter. New codes may be added.`,
+      enum: [...REPLY_ERROR_CODES],
+      'x-descriptions': { ...ERROR_CODES },
     },
   };
 }

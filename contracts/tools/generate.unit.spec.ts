@@ -1,7 +1,7 @@
 import { Parser } from '@asyncapi/parser';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { MESSAGES } from '../index.js';
+import { MESSAGES, REPLY_ERROR_CODES } from '../index.js';
 import { generateContractFiles } from './generate.js';
 import { generatedDir } from './paths.js';
 
@@ -40,6 +40,49 @@ describe('AsyncAPI document', () => {
       if (def.kind === 'event') expect(doc.operations[`send${def.name}`]).toMatchObject({ action: 'send' });
       else expect(doc.operations[`receive${def.name}`]).toMatchObject({ action: 'receive', reply: expect.anything() });
     }
+  });
+});
+
+describe('AsyncAPI document: what a producer needs besides the messages', () => {
+  const doc = JSON.parse(asyncApiText) as {
+    servers: Record<string, { host: string; variables?: Record<string, { default: string }>; security?: { $ref: string }[] }>;
+    channels: Record<string, { address: string | null }>;
+    operations: Record<string, { security?: { $ref: string }[] }>;
+    components: { securitySchemes: Record<string, { type: string }>; schemas: Record<string, { required?: string[]; properties?: Record<string, unknown>; enum?: string[] }> };
+  };
+
+  it('says how to authenticate: an NKey per NATS connection, the API key on HTTP and on intake\'s commands and queries', () => {
+    expect(doc.components.securitySchemes).toMatchObject({ natsNkey: { type: 'asymmetricEncryption' }, apiKey: { type: 'httpApiKey', name: 'Authorization', in: 'header' } });
+    expect(doc.servers.nats!.security).toEqual([{ $ref: '#/components/securitySchemes/natsNkey' }]);
+    expect(doc.servers.http!.security).toEqual([{ $ref: '#/components/securitySchemes/apiKey' }]);
+    expect(doc.operations.receiveSubmitJob!.security).toEqual([{ $ref: '#/components/securitySchemes/apiKey' }]);
+    expect(doc.operations.receiveListCharges!.security).toEqual([{ $ref: '#/components/securitySchemes/apiKey' }]);
+    expect(doc.operations.receiveGetCharges!.security).toBeUndefined(); // internal: only intake may ask the ledger
+  });
+
+  it('has servers with host and port variables (gpunet up picks the port)', () => {
+    for (const server of Object.values(doc.servers)) {
+      expect(server.host).toBe('{host}:{port}');
+      expect(Object.keys(server.variables ?? {}).sort()).toEqual(['host', 'port']);
+    }
+  });
+
+  it('declares every header sent, required only where always sent, trace context optional everywhere', () => {
+    const s = doc.components.schemas;
+    expect(s.EventHeaders!.required!.sort()).toEqual(['Gpunet-Causation-Id', 'Gpunet-Correlation-Id', 'Gpunet-Schema-Version', 'Gpunet-Type', 'Nats-Msg-Id']);
+    expect(Object.keys(s.RequestHeaders!.properties!)).toEqual(expect.arrayContaining(['Authorization', 'Idempotency-Key', 'Gpunet-Deadline-Policy', 'Gpunet-Schema-Version']));
+    expect(s.RequestHeaders!.required).toBeUndefined();
+    for (const name of ['EventHeaders', 'RequestHeaders', 'ReplyHeaders', 'FeedHeaders', 'DeadLetterHeaders', 'PlainHeaders', 'BlobChunkHeaders', 'BlobRecordHeaders']) {
+      expect(s[name]).toMatchObject({ additionalProperties: false, properties: { traceparent: expect.anything(), tracestate: expect.anything() } });
+      expect(s[name]!.required ?? []).not.toContain('traceparent');
+    }
+  });
+
+  it('lists the streams and subjects a producer uses, and every error code', () => {
+    const addresses = Object.values(doc.channels).map((c) => c.address);
+    expect(addresses).toEqual(expect.arrayContaining(['gpunet.feed.{team}.{jobId}', 'gpunet.logs.{team}.{jobId}', '$O.gpunet-blobs-{team}.C.{nuid}', '$O.gpunet-blobs-{team}.M.{name}', 'gpunet.dlq.{consumer}', 'gpunet.qry.intake.ListCharges', 'gpunet.qry.intake.ReadFeed']));
+    expect(doc.components.schemas.ErrorCodes!.enum).toEqual([...REPLY_ERROR_CODES]);
+    expect(REPLY_ERROR_CODES).toEqual(expect.arrayContaining(['idempotency_conflict', 'unsupported_schema_version']));
   });
 });
 

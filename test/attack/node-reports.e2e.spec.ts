@@ -32,6 +32,7 @@ import { runCli } from '../../libs/cli/src/program.js';
 import { scriptJob, settle } from '../support/jobs.js';
 import { TestNetwork, withLogsOnFailure } from '../support/network.js';
 import { until } from '../support/poll.js';
+import { OFF_CONTRACT_HEADER } from '../support/bus/bus-contract.js';
 
 let net: TestNetwork | undefined;
 let nc: NatsConnection;
@@ -164,6 +165,7 @@ describe('a node holding its own key against another node\'s attempts', () => {
       await until('ComputeHeld recorded', async () => (await (await network().store()).readStream(stream)).some((e) => e.type === 'ComputeHeld'));
       const data: JobFinished = { jobId: submitted.jobId, attemptId: p.attemptId, nodeId: p.nodeId, outcome: 'completed', exitCode: 0, signal: null, finishedAt: new Date().toISOString() } as JobFinished;
       const forged = encodeEvent({ eventId: randomUUID(), type: 'JobFinished', data, metadata: { correlationId: 'x', causationId: 'x', producer: 'execution', occurredAt: data.finishedAt, jobId: submitted.jobId }, streamId: stream });
+      forged.headers.set(OFF_CONTRACT_HEADER, 'a forged event: not recorded in the store'); // the bus check counts it apart
       await jetstream(nc).publish(forged.subject, forged.payload, { headers: forged.headers, msgID: forged.msgID });
       const settled = await settle(network(), [submitted.jobId]);
       const end = settled.events.find((e) => e.type === 'JobFinished')!;

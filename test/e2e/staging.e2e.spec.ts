@@ -6,12 +6,12 @@
  * it chose the node for the data it holds).
  */
 import type { JobView } from '#contracts';
-import { blobBucket } from '#blobs';
+import { blobBucket, BlobStore } from '#blobs';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile, spawn } from 'node:child_process';
 import { createHash, randomFillSync } from 'node:crypto';
-import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -167,6 +167,62 @@ describe('data to the compute across real processes', () => {
   );
 
   it(
+    'lists an output whose name cannot be stored (a newline in it) as refused with its reason, in the outputs listing and in gpunet output',
+    e2e(async () => {
+      const client = network().client();
+      const script = 'cd "$GPUNET_OUTPUT_DIR" && printf kept > good.txt && printf lost > "$(printf \'bad\\nname.txt\')"';
+      const { jobId } = await client.submit({ work: { kind: 'script', script: { inline: script } }, request: { gpus: 1, timeLimit: '1m' } } as never);
+      expect((await client.waitFor(jobId, { timeoutMs: 120_000 })).state).toBe('completed');
+      const refused = { path: 'bad\\nname.txt', reason: 'invalid_name', message: expect.stringContaining('control character') };
+      const listing = await client.outputs(jobId);
+      expect(listing.files.map((f) => f.path)).toEqual(['good.txt']);
+      expect(listing.rejected).toEqual([refused]);
+
+      const json = await gpunet(['output', jobId, '--dest', join(dir, `out-${jobId}`)]);
+      expect(json.code).toBe(0);
+      expect(JSON.parse(json.stdout)).toMatchObject({ jobId, files: [expect.objectContaining({ path: 'good.txt' })], rejected: [refused] });
+      const human = await new Promise<string>((resolve) =>
+        execFile(process.execPath, [BIN, 'output', jobId, '--dest', join(dir, `out2-${jobId}`), '--data-dir', network().dataDir], { cwd: dir, env: { ...process.env, GPUNET_URL: '', GPUNET_API_KEY: '' } }, (_err, stdout) => resolve(stdout)),
+      );
+      expect(human).toMatch(/refused +bad\\nname\.txt +invalid_name: .*control character/);
+    }),
+    180_000,
+  );
+
+  it(
+    'ends a job whose inputs no node can lay out `failed` with the reason after one attempt, instead of requeueing it without end',
+    e2e(async () => {
+      // A folder input puts a file at d/x; the next input wants d/x to be a directory. The spec
+      // cannot see it (the folder's files are in its manifest); staging fails the same on any node.
+      await mkdir(join(dir, 'layout', 'tree'), { recursive: true });
+      await writeFile(join(dir, 'layout', 'tree', 'x'), 'a file where the next input wants a directory\n');
+      await writeFile(join(dir, 'layout', 'y.txt'), 'y\n');
+      await writeFile(
+        join(dir, 'layout.yaml'),
+        [
+          'work: { kind: script, script: { inline: "true" } }',
+          'data:',
+          '  inputs:',
+          '    - { name: tree, kind: folder, path: d, from: ./layout/tree }',
+          '    - { name: y, path: d/x/y.txt, from: ./layout/y.txt }',
+          'request: { gpus: 1, timeLimit: 1m }',
+        ].join('\n'),
+      );
+      const run = await gpunet(['submit', 'layout.yaml']);
+      expect(run.code).toBe(0);
+      const { jobId } = JSON.parse(run.stdout) as { jobId: string };
+      // Requeued as node_lost, it never ended (431 attempts in 11 minutes): no final state at all.
+      const view = await network().client().waitFor(jobId, { timeoutMs: 90_000 });
+      expect(view.state).toBe('failed');
+      expect(view.attempts).toHaveLength(1);
+      expect(view.attempts[0]).toMatchObject({ outcome: 'failed', exitCode: null, message: expect.stringMatching(/^inputs could not be staged: .*\$GPUNET_INPUT_DIR\/d\/x/) });
+      expect(view.attempts[0]!.message).not.toContain(network().dataDir); // the node's own paths stay its own
+      expect(await network().events({ types: ['JobRequeued', 'ComputeHeld'], jobId })).toEqual([]);
+    }),
+    150_000,
+  );
+
+  it(
     'removes staged data no job needs once its job is released, in the object store and the node cache, each removal recorded',
     e2e(async () => {
       await writeFile(join(dir, 'once.bin'), Buffer.from(`used by one job only ${Date.now()}\n`));
@@ -186,6 +242,35 @@ describe('data to the compute across real processes', () => {
       const byScope = Object.fromEntries(removals.map((r) => [r.scope, r]));
       expect(byScope['inputs']).toMatchObject({ reason: 'job_released', blobs: [{ sha256: inputs[0]!.sha256 }] });
       expect(byScope['node_cache']).toMatchObject({ reason: 'job_released', nodeId: network().nodeIds[0], blobs: [{ sha256: inputs[0]!.sha256 }] });
+    }),
+    180_000,
+  );
+
+  it(
+    'keeps an input whose bytes the job also saved in its checkpoint: the checkpoint still holds its file after the release',
+    e2e(async () => {
+      await writeFile(join(dir, 'cp.bin'), Buffer.from(`the same bytes in the checkpoint ${Date.now()}\n`));
+      await writeFile(
+        join(dir, 'cp.yaml'),
+        ['work: { kind: script, script: { inline: "cp \\"$GPUNET_INPUT_DIR/cp.bin\\" \\"$GPUNET_CHECKPOINT_DIR/state.bin\\" && echo two > \\"$GPUNET_CHECKPOINT_DIR/step.txt\\"" } }', 'data: { inputs: [{ name: cp, path: cp.bin, from: ./cp.bin }] }', 'request: { gpus: 1, timeLimit: 1m }'].join('\n'),
+      );
+      const run = await gpunet(['submit', 'cp.yaml']);
+      expect(run.code).toBe(0);
+      const { jobId, inputs } = JSON.parse(run.stdout) as { jobId: string; inputs: { sha256: string }[] };
+      expect((await network().client().waitFor(jobId, { timeoutMs: 120_000 })).state).toBe('completed');
+      const [checkpoint] = (await network().events({ types: ['JobCheckpointed'], jobId })).map((e) => e.data as { sha256?: string });
+      expect(checkpoint?.sha256).toEqual(expect.any(String)); // saved at exit, recorded before the release
+      await until('the node cache removal', async () => (await network().events({ types: ['DataRemoved'], jobId })).some((e) => (e.data as { scope: string }).scope === 'node_cache'), { timeoutMs: 60_000 });
+      await until('storage to take every event so far', async () => {
+        const b = await network().consumerBacklog('storage');
+        return b.pending === 0 && b.ackPending === 0;
+      }, { timeoutMs: 30_000, intervalMs: 200 });
+      // The checkpoint's manifest was read with its files' total as its size and failed: its files went unprotected.
+      expect((await network().events({ types: ['DataRemoved'], jobId })).filter((e) => (e.data as { scope: string }).scope === 'inputs')).toEqual([]);
+      const store = await BlobStore.open(await network().nats());
+      expect(await store.exists(network().team, inputs[0]!.sha256)).toBe(true);
+      const manifest = await store.readFolderManifest(network().team, checkpoint!.sha256!);
+      expect(manifest.entries.map((e) => e.sha256)).toContain(inputs[0]!.sha256);
     }),
     180_000,
   );

@@ -25,6 +25,8 @@ import { readState, writeState, type LocalProcess, type LocalState } from '../..
 import { writeNatsConfig } from '../../libs/cli/src/local/identities.js';
 import { runCli } from '../../libs/cli/src/program.js';
 import { until } from './poll.js';
+import { BUS_TAP_DIR_ENV, BusContract } from './bus/bus-contract.js';
+import { BusTap } from './bus/bus-tap.js';
 
 /** Options of {@link TestNetwork.start}; every field has a default suited to a 2-core machine. */
 export interface TestNetworkOptions {
@@ -67,6 +69,9 @@ function sink(): { stream: PassThrough; text: () => string } {
   return { stream, text: () => Buffer.concat(chunks).toString('utf8') };
 }
 
+/** The exported contract, loaded once per test process for the taps. */
+let contractOfRun: BusContract | undefined;
+
 /** Every network started by this process, stopped on exit if a test forgot (or crashed before) `stop()`. */
 const live = new Set<TestNetwork>();
 process.once('exit', () => {
@@ -86,6 +91,8 @@ export class TestNetwork {
   private natsHandle: Promise<NatsConnection> | undefined;
   private readonly clients: GpunetClient[] = [];
   private stopped = false;
+  /** The bus tap of an e2e run (GPUNET_BUS_TAP_DIR set by the e2e project's globalSetup), on a connection of its own. */
+  private tap: { tap: BusTap; nc: NatsConnection } | undefined;
   /** Set by {@link withLogsOnFailure}: keep the data directory for reading. */
   failed = false;
 
@@ -125,7 +132,21 @@ export class TestNetwork {
     }
     const net = new TestNetwork(dataDir, state, env);
     live.add(net);
+    await net.attachTap().catch(async (err: unknown) => {
+      await net.stop().catch(() => undefined);
+      throw new TestNetworkError(`cannot attach the bus tap: ${(err as Error).message}`, { cause: err });
+    });
     return net;
+  }
+
+  /** When the run has a tap directory, records every message on this network's bus there (test/support/bus/). */
+  private async attachTap(): Promise<void> {
+    const dir = process.env[BUS_TAP_DIR_ENV];
+    if (!dir) return;
+    contractOfRun ??= BusContract.load(join(import.meta.dirname, '../../contracts/generated'));
+    const nc = await connect({ ...(await natsAuthOptions(this.operatorKeyFile)), servers: this.natsUrl, name: 'gpunet-e2e-bus-tap', noAsyncTraces: true });
+    const file = join(dir, `${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}.jsonl`);
+    this.tap = { tap: new BusTap(nc, file, contractOfRun), nc };
   }
 
   /** Base URL of intake's HTTP API. */
@@ -246,13 +267,13 @@ export class TestNetwork {
     process.kill(nats.pid, 'SIGHUP');
     await until(`nats-server to admit ${nodeId}'s key after the reload`, async () => {
       try {
-        const nc = await connect({ ...(await natsAuthOptions(keyFile)), servers: this.natsUrl, reconnect: false, timeout: 1_000 });
+        const nc = await connect({ ...(await natsAuthOptions(keyFile)), servers: this.natsUrl, reconnect: false, timeout: 5_000 });
         await nc.close();
         return true;
       } catch {
         return false;
       }
-    }, { timeoutMs: 15_000, intervalMs: 100 });
+    }, { timeoutMs: 60_000, intervalMs: 100 });
     const out = sink();
     const err = sink();
     const code = await runCli(['nodes', 'enroll', nodeId, '--public-key', identity.publicKey, '--data-dir', this.dataDir, '--json'], { stdout: out.stream, stderr: err.stream, env: this.env, cwd: this.dataDir });
@@ -341,6 +362,10 @@ export class TestNetwork {
     if (this.stopped) return;
     this.stopped = true;
     await Promise.all(this.clients.map((c) => c.close().catch(() => undefined)));
+    if (this.tap) {
+      await this.tap.tap.close().catch(() => undefined);
+      await this.tap.nc.close().catch(() => undefined);
+    }
     if (this.storeHandle) await (await this.storeHandle).close().catch(() => undefined);
     if (this.natsHandle) await (await this.natsHandle).close().catch(() => undefined);
     const out = sink();

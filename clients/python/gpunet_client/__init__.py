@@ -3,7 +3,7 @@
 Standard library only. See README.md.
 """
 from . import types
-from .client import END_WITHOUT_JOB_ENDED_S, Downloaded, GpunetClient, GpunetError, IntegrityError, UploadedBlob, WaitTimeout
+from .client import Downloaded, GpunetClient, GpunetError, IntegrityError, UploadedBlob, WaitTimeout
 
-__all__ = ["GpunetClient", "GpunetError", "IntegrityError", "WaitTimeout", "UploadedBlob", "Downloaded", "END_WITHOUT_JOB_ENDED_S", "types"]
+__all__ = ["GpunetClient", "GpunetError", "IntegrityError", "WaitTimeout", "UploadedBlob", "Downloaded", "types"]
 __version__ = "0.1.0"

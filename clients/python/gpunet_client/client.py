@@ -25,9 +25,6 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from . import types as t
 
-#: How long a job's view may stay final without its JobEnded before `wait` returns it anyway: a
-#: network whose ledger does not record JobEnded yet never sends one.
-END_WITHOUT_JOB_ENDED_S = 5.0
 
 #: Bytes read from a file per PATCH write (the server stores whole chunks of ~1 MiB as they fill).
 UPLOAD_BLOCK = 1024 * 1024
@@ -109,7 +106,7 @@ class GpunetClient:
         return self._json("GET", "/v1/charges" + (f"?jobId={_q(job_id)}" if job_id else ""))
 
     def outputs(self, job_id: str) -> Dict[str, Any]:
-        """The job's stored output files: `{ stored, files: [{ path, sha256, size }], totalBytes, truncated }`."""
+        """The job's stored output files: `{ stored, files: [{ path, sha256, size }], totalBytes, truncated, rejected: [{ path, reason, message }] }` (files not kept, with why)."""
         return self._json("GET", f"/v1/jobs/{_q(job_id)}/outputs")
 
     # ── inputs (tus uploads) ──────────────────────────────────────────────────────────────
@@ -228,9 +225,8 @@ class GpunetClient:
         """Follows the job on the feed until its JobEnded, then returns its final view. No polling."""
         deadline = None if timeout is None else time.monotonic() + timeout
         view = self.get_job(job_id)
-        final_since: Optional[float] = time.monotonic() if _final(view) else None
-        # The feed is read on a thread so the deadline and the no-JobEnded grace hold even while
-        # the stream only brings keepalives; closing its connection ends the thread.
+        # The feed is read on a thread so the deadline holds even while the stream only brings
+        # keepalives; closing its connection ends the thread.
         entries: "queue.Queue[Any]" = queue.Queue()
         connections: List[http.client.HTTPConnection] = []
         done = threading.Event()
@@ -247,24 +243,21 @@ class GpunetClient:
         threading.Thread(target=read, name=f"gpunet-wait-{job_id}", daemon=True).start()
         try:
             while True:
-                limits = [x for x in (deadline, None if final_since is None else final_since + END_WITHOUT_JOB_ENDED_S) if x is not None]
                 try:
-                    item = entries.get(timeout=None if not limits else max(0.0, min(limits) - time.monotonic()))
+                    item = entries.get(timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
-                    if _final(view):
-                        return view
                     raise WaitTimeout(job_id, timeout or 0, view) from None
                 if item is None:
-                    return view
+                    raise GpunetError(0, "feed_ended", f"the feed of job {job_id} ended without its JobEnded")
                 if isinstance(item, BaseException):
                     raise item
                 if on_entry:
                     on_entry(item)
+                # Read after the entry: intake answers as of the store's head, so after JobEnded the
+                # view holds the final state and outputs.
                 view = self.get_job(job_id)
                 if item["type"] == "JobEnded":
                     return view
-                if _final(view) and final_since is None:
-                    final_since = time.monotonic()
         finally:
             done.set()
             for conn in connections:
@@ -365,10 +358,6 @@ class GpunetClient:
 
 def _q(part: str) -> str:
     return urllib.parse.quote(part, safe="")
-
-
-def _final(view: Dict[str, Any]) -> bool:
-    return view["state"] in ("completed", "failed", "timeout", "cancelled", "node_lost", "deadline", "rejected")
 
 
 def _hash_file(path: str) -> tuple:

@@ -173,7 +173,7 @@ AuditJobReplyJob1WorkSpecWork1 = TypedDict("AuditJobReplyJob1WorkSpecWork1", {
     "script": Union[AuditJobReplyJob1WorkSpecWork1Script1, AuditJobReplyJob1WorkSpecWork1Script2],  # Where the script comes from: `{ path }` inside the inputs, or `{ inline }` text.
     "interpreter": NotRequired[str],  # Program that runs the script, e.g. `bash` or `python3`. Default: the script's `#!` line, else `sh`.
     "args": NotRequired[List[str]],  # Arguments passed to the script.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # Run a container image on the node.
@@ -182,7 +182,7 @@ AuditJobReplyJob1WorkSpecWork2 = TypedDict("AuditJobReplyJob1WorkSpecWork2", {
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # One input: a file or folder by content address.
@@ -369,6 +369,12 @@ AuditJobReplyJob1Cost = TypedDict("AuditJobReplyJob1Cost", {
     "billableMs": int,  # Sum of the lines' billableMs.
 })
 
+# The job's JobEnded, once recorded: nothing more happened to it after; `outcome` is then its outcome (`staging_failed` for a failed staging).
+AuditJobReplyJob1Ended = TypedDict("AuditJobReplyJob1Ended", {
+    "endedAt": str,  # JobEnded.endedAt: when the ledger found the job over.
+    "eventId": str,  # Id of the JobEnded event (its place is in `timeline`).
+})
+
 # One event of the job.
 AuditJobReplyJob1TimelineItem = TypedDict("AuditJobReplyJob1TimelineItem", {
     "position": str,  # Global position in the event store (decimal).
@@ -396,6 +402,7 @@ AuditJobReplyJob1 = TypedDict("AuditJobReplyJob1", {
     "attempts": List[AuditJobReplyJob1AttemptsItem],  # Run attempts, first first.
     "outputs": NotRequired[AuditJobReplyJob1Outputs],  # What came back: files with size and sha256, and the captured logs (absent until OutputsStored).
     "cost": AuditJobReplyJob1Cost,  # What it cost.
+    "ended": NotRequired[AuditJobReplyJob1Ended],  # The job's JobEnded, once recorded: nothing more happened to it after; `outcome` is then its outcome (`staging_failed` for a failed staging).
     "timeline": List[AuditJobReplyJob1TimelineItem],  # Every event of the job from every service, in store order.
 })
 
@@ -520,6 +527,24 @@ AuditQueried = TypedDict("AuditQueried", {
     "metadata": AuditQueriedMetadata,  # Metadata every event carries; covered by the hash chain.
     "recordedAt": str,  # When the store recorded the event.
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
+BlobObjectRecordOptions = TypedDict("BlobObjectRecordOptions", {
+    "max_chunk_size": NotRequired[int],
+})
+
+# The Object Store record of a blob, on `$O.gpunet-blobs-<team>.M.<base64url(name)>`.
+BlobObjectRecord = TypedDict("BlobObjectRecord", {
+    "name": str,  # `<team>/<sha256>`.
+    "bucket": str,  # `gpunet-blobs-<team>`.
+    "nuid": str,  # Chunks are on `$O.<bucket>.C.<nuid>`.
+    "size": int,  # Bytes (0 once deleted).
+    "chunks": int,  # Chunks (0 once deleted).
+    "digest": str,  # `SHA-256=<padded base64url of the sha256>` (empty once deleted).
+    "mtime": str,  # When the record was written (ISO-8601).
+    "deleted": NotRequired[bool],  # True once the object is removed (its chunks are purged).
+    "description": NotRequired[str],
+    "options": NotRequired[BlobObjectRecordOptions],
 })
 
 # Cancel one of the caller's jobs. Cancelling an ended job is not an error: the reply says nothing changed. Subject: `gpunet.cmd.CancelJob`. Schema version 1.
@@ -903,7 +928,7 @@ DeadLetter = TypedDict("DeadLetter", {
     "subject": str,  # Subject the message was published on.
     "streamSequence": str,  # Sequence of the message in its stream.
     "deliveries": int,  # How many times it was delivered before giving up.
-    "reason": Literal["schema_invalid", "max_deliveries", "terminal_error"],  # `schema_invalid`: the payload failed its schema (dead-lettered at once); `max_deliveries`: retries ran out; `terminal_error`: the handler said retrying cannot h
+    "reason": Literal["schema_invalid", "max_deliveries", "terminal_error"],  # `schema_invalid`: the payload failed its schema, or its schema version is not accepted (`error.code` `unsupported_schema_version`; dead-lettered at once); `max_
     "error": DeadLetterError,  # The last error.
     "headers": Dict[str, List[str]],  # Headers of the original message.
     "payloadBase64": str,  # The original payload bytes, base64.
@@ -1000,7 +1025,7 @@ EstimateJobSpecWork1 = TypedDict("EstimateJobSpecWork1", {
     "script": Union[EstimateJobSpecWork1Script1, EstimateJobSpecWork1Script2],  # Where the script comes from: `{ path }` inside the inputs, or `{ inline }` text.
     "interpreter": NotRequired[str],  # Program that runs the script, e.g. `bash` or `python3`. Default: the script's `#!` line, else `sh`.
     "args": NotRequired[List[str]],  # Arguments passed to the script.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # Run a container image on the node.
@@ -1009,7 +1034,7 @@ EstimateJobSpecWork2 = TypedDict("EstimateJobSpecWork2", {
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # One input: a file or folder by content address, placed at `path` under `GPUNET_INPUT_DIR`.
@@ -1316,7 +1341,7 @@ GetJobReplySpecWork1 = TypedDict("GetJobReplySpecWork1", {
     "script": Union[GetJobReplySpecWork1Script1, GetJobReplySpecWork1Script2],  # Where the script comes from: `{ path }` inside the inputs, or `{ inline }` text.
     "interpreter": NotRequired[str],  # Program that runs the script, e.g. `bash` or `python3`. Default: the script's `#!` line, else `sh`.
     "args": NotRequired[List[str]],  # Arguments passed to the script.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # Run a container image on the node.
@@ -1325,7 +1350,7 @@ GetJobReplySpecWork2 = TypedDict("GetJobReplySpecWork2", {
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # One input: a file or folder by content address.
@@ -1448,6 +1473,23 @@ GetJobReplyOutputs = TypedDict("GetJobReplyOutputs", {
     "rejected": NotRequired[List[GetJobReplyOutputsRejectedItem]],  # Files matching the globs that were refused (a symlink leaving the output directory, the size cap, …), each with why.
 })
 
+GetJobReplyEndedBilledTotalsItem = TypedDict("GetJobReplyEndedBilledTotalsItem", {
+    "currency": str,  # ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.
+    "amountMicros": int,  # Money in integer micro-units (1 unit = 1,000,000 micros); a safe integer, so at most about 9.007e9 units.
+})
+
+# What the ledger billed for the job, all attempts together.
+GetJobReplyEndedBilled = TypedDict("GetJobReplyEndedBilled", {
+    "billableMs": int,  # Billable time over every attempt and node, ms.
+    "totals": List[GetJobReplyEndedBilledTotalsItem],  # Charge per currency; empty when nothing was billed.
+})
+
+# Set once the job's JobEnded is recorded: nothing more happens to it, `state` is its final outcome and `outputs` its final outputs.
+GetJobReplyEnded = TypedDict("GetJobReplyEnded", {
+    "endedAt": str,  # JobEnded.endedAt: when the job was found over.
+    "billed": GetJobReplyEndedBilled,  # What the ledger billed for the job, all attempts together.
+})
+
 # One problem with an input: where, what, and how to fix it.
 GetJobReplyRejectionIssuesItem = TypedDict("GetJobReplyRejectionIssuesItem", {
     "path": str,  # Dotted path of the field, e.g. `request.gpus`; empty for the whole input.
@@ -1484,6 +1526,7 @@ GetJobReply = TypedDict("GetJobReply", {
     "updatedAt": str,  # Time of the latest event applied to this view.
     "attempts": List[GetJobReplyAttemptsItem],  # Run attempts, oldest first.
     "outputs": NotRequired[GetJobReplyOutputs],  # Stored outputs, once OutputsStored.
+    "ended": NotRequired[GetJobReplyEnded],  # Set once the job's JobEnded is recorded: nothing more happens to it, `state` is its final outcome and `outputs` its final outputs.
     "rejection": NotRequired[GetJobReplyRejection],  # Why the job was rejected, when it was.
     "timeline": List[GetJobReplyTimelineItem],  # Every event of the job, in order.
 })
@@ -1805,7 +1848,7 @@ JobEndedDataOutputs1 = TypedDict("JobEndedDataOutputs1", {
     "rejected": int,  # How many files matching the globs were refused (listed in `OutputsStored`).
 })
 
-# The job is over: nothing more will happen to it. Recorded exactly once per job on every path (run and released, withdrawn from the queue, staging failed, rejected), after its usage lines and outputs, with its final outcome, attempts, billed total and outputs.
+# The job is over: nothing more will happen to it. Recorded exactly once per job (stream `ledger-job-<jobId>`) on every path — its last attempt ended and released (not lost, not retried), withdrawn from the queue (cancelled, deadline, or cancelled after a lost or retried attempt), staging failed, reje
 JobEndedData = TypedDict("JobEndedData", {
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
     "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
@@ -1831,14 +1874,14 @@ JobEndedMetadata = TypedDict("JobEndedMetadata", {
     "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
-# The job is over: nothing more will happen to it. Recorded exactly once per job on every path (run and released, withdrawn from the queue, staging failed, rejected), after its usage lines and outputs, with its final outcome, attempts, billed total and outputs. Subject: `gpunet.evt.JobEnded.*.*`. Sche
+# The job is over: nothing more will happen to it. Recorded exactly once per job (stream `ledger-job-<jobId>`) on every path — its last attempt ended and released (not lost, not retried), withdrawn from the queue (cancelled, deadline, or cancelled after a lost or retried attempt), staging failed, reje
 JobEnded = TypedDict("JobEnded", {
     "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
     "revision": str,  # 0-based revision within the stream, as decimal text.
     "position": str,  # Global position in the store, totally ordered, as decimal text.
     "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
     "type": Literal["JobEnded"],  # Always `JobEnded`.
-    "data": JobEndedData,  # The job is over: nothing more will happen to it. Recorded exactly once per job on every path (run and released, withdrawn from the queue, staging failed, reject
+    "data": JobEndedData,  # The job is over: nothing more will happen to it. Recorded exactly once per job (stream `ledger-job-<jobId>`) on every path — its last attempt ended and released
     "metadata": JobEndedMetadata,  # Metadata every event carries; covered by the hash chain.
     "recordedAt": str,  # When the store recorded the event.
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
@@ -2029,7 +2072,7 @@ JobSpecWork1 = TypedDict("JobSpecWork1", {
     "script": Union[JobSpecWork1Script1, JobSpecWork1Script2],  # Where the script comes from: `{ path }` inside the inputs, or `{ inline }` text.
     "interpreter": NotRequired[str],  # Program that runs the script, e.g. `bash` or `python3`. Default: the script's `#!` line, else `sh`.
     "args": NotRequired[List[str]],  # Arguments passed to the script.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # Run a container image on the node.
@@ -2038,7 +2081,7 @@ JobSpecWork2 = TypedDict("JobSpecWork2", {
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # One input: a file or folder by content address, placed at `path` under `GPUNET_INPUT_DIR`.
@@ -2165,7 +2208,7 @@ JobSubmittedDataSpecWork1 = TypedDict("JobSubmittedDataSpecWork1", {
     "script": Union[JobSubmittedDataSpecWork1Script1, JobSubmittedDataSpecWork1Script2],  # Where the script comes from: `{ path }` inside the inputs, or `{ inline }` text.
     "interpreter": NotRequired[str],  # Program that runs the script, e.g. `bash` or `python3`. Default: the script's `#!` line, else `sh`.
     "args": NotRequired[List[str]],  # Arguments passed to the script.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # Run a container image on the node.
@@ -2174,7 +2217,7 @@ JobSubmittedDataSpecWork2 = TypedDict("JobSubmittedDataSpecWork2", {
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # One input: a file or folder by content address.
@@ -2281,11 +2324,11 @@ JobSubmitted = TypedDict("JobSubmitted", {
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
-# A queued job left the queue without running (cancelled, or its deadline passed). It never held compute: billed 0.
+# A queued job left the queue without running (cancelled, or its deadline passed): it never held compute, billed 0. Also a cancelled job whose last attempt was lost with its node or failed in a way its retry policy retries: it is not run again (earlier attempts stay billed as they were).
 JobWithdrawnData = TypedDict("JobWithdrawnData", {
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
     "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
-    "outcome": Literal["cancelled", "deadline"],  # `cancelled`: the team cancelled it while it was queued; `deadline`: its deadline passed before it could run.
+    "outcome": Literal["cancelled", "deadline"],  # `cancelled`: the team cancelled it while it was queued (or waiting to run again); `deadline`: its deadline passed before it could run.
     "message": NotRequired[str],  # Detail for people.
     "withdrawnAt": str,  # When placement took the job out of the queue.
 })
@@ -2303,14 +2346,14 @@ JobWithdrawnMetadata = TypedDict("JobWithdrawnMetadata", {
     "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
-# A queued job left the queue without running (cancelled, or its deadline passed). It never held compute: billed 0. Subject: `gpunet.evt.JobWithdrawn.*.*`. Schema version 1.
+# A queued job left the queue without running (cancelled, or its deadline passed): it never held compute, billed 0. Also a cancelled job whose last attempt was lost with its node or failed in a way its retry policy retries: it is not run again (earlier attempts stay billed as they were). Subject: `gpu
 JobWithdrawn = TypedDict("JobWithdrawn", {
     "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
     "revision": str,  # 0-based revision within the stream, as decimal text.
     "position": str,  # Global position in the store, totally ordered, as decimal text.
     "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
     "type": Literal["JobWithdrawn"],  # Always `JobWithdrawn`.
-    "data": JobWithdrawnData,  # A queued job left the queue without running (cancelled, or its deadline passed). It never held compute: billed 0.
+    "data": JobWithdrawnData,  # A queued job left the queue without running (cancelled, or its deadline passed): it never held compute, billed 0. Also a cancelled job whose last attempt was lo
     "metadata": JobWithdrawnMetadata,  # Metadata every event carries; covered by the hash chain.
     "recordedAt": str,  # When the store recorded the event.
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
@@ -2357,6 +2400,46 @@ ListApiKeysReplyKeysItem = TypedDict("ListApiKeysReplyKeysItem", {
 # The keys.
 ListApiKeysReply = TypedDict("ListApiKeysReply", {
     "keys": List[ListApiKeysReplyKeysItem],  # By team, then issue time.
+})
+
+# The caller's team's charges (usage lines and totals), or one job's; same as `GET /v1/charges`, team from the API key. Subject: `gpunet.qry.intake.ListCharges`. Schema version 1.
+ListCharges = TypedDict("ListCharges", {
+    "jobId": NotRequired[str],  # Only this job's charges (of the caller's team).
+    "from": NotRequired[str],  # Only attempts finished at or after this time.
+    "to": NotRequired[str],  # Only attempts finished before this time.
+})
+
+ListChargesReplyLinesItem = TypedDict("ListChargesReplyLinesItem", {
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "gpuModel": str,  # GPU model name as nodes report it, e.g. `A100-80GB`; declared slots use the name given to the agent.
+    "gpus": int,  # GPUs held by the attempt.
+    "outcome": Literal["completed", "failed", "timeout", "cancelled", "node_lost", "deadline"],  # How the attempt ended: `completed` (exit 0), `failed` (non-zero exit or could not start), `timeout` (time limit hit, killed), `cancelled` (on request), `node_lo
+    "heldFrom": str,  # ComputeHeld.heldAt of the attempt (agent clock).
+    "finishedAt": str,  # JobFinished.finishedAt of the attempt (same agent's clock).
+    "billableMs": int,  # finishedAt − heldFrom in ms, never negative.
+    "rateMicrosPerGpuHour": int,  # Rate applied, micro-units per GPU per hour.
+    "amountMicros": int,  # Charge: gpus × billableMs × rate / 3,600,000, rounded once by the rounding rule; 0 when waived.
+    "currency": str,  # ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.
+    "priceListVersion": int,  # Version of the price list the rate came from.
+    "rounding": str,  # Name of the rounding rule applied, e.g. `per-line-half-up-micros` (exact value, then half up, once per line).
+    "waivedReason": NotRequired[Literal["platform_fault"]],  # Present when the attempt is not charged: `platform_fault` (e.g. node lost). amountMicros is then 0.
+    "recordedAt": str,  # When the ledger computed the line.
+})
+
+ListChargesReplyTotalsItem = TypedDict("ListChargesReplyTotalsItem", {
+    "currency": str,  # ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.
+    "amountMicros": int,  # Sum of the lines' amountMicros.
+})
+
+# Charges, as the ledger recorded them.
+ListChargesReply = TypedDict("ListChargesReply", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "lines": List[ListChargesReplyLinesItem],  # One line per attempt and node, in order of `finishedAt`, then attempt id, then node id: the same order on every replay.
+    "totals": List[ListChargesReplyTotalsItem],  # Sum per currency.
+    "billableMs": int,  # Sum of the lines' billableMs.
 })
 
 # Who asks, set by intake from the caller's key: the invoices of `principal.team`, or of every team with `allTeams` (the operator). The subject accepts only intake.
@@ -2503,6 +2586,14 @@ ListTeamsReply = TypedDict("ListTeamsReply", {
     "teams": List[ListTeamsReplyTeamsItem],  # Sorted by id.
 })
 
+# One line of a job's output, on `gpunet.logs.<team>.<jobId>` (stream GPUNET_LOGS).
+LogLine = TypedDict("LogLine", {
+    "ts": str,  # Agent clock: when the line was read.
+    "stream": Literal["stdout", "stderr", "agent"],  # `stdout`/`stderr` of the job, or `agent` for the agent's own notices (time limit, kill).
+    "line": str,  # The line, without its newline; long lines are cut.
+    "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
+})
+
 # The recorder takes reports from this node signed with this key (a later enrollment of the node replaces the key).
 NodeEnrolledData = TypedDict("NodeEnrolledData", {
     "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
@@ -2584,6 +2675,27 @@ NodeHeartbeat = TypedDict("NodeHeartbeat", {
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
+NodeHeartbeatMessageRunningAttemptsItem = TypedDict("NodeHeartbeatMessageRunningAttemptsItem", {
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
+})
+
+NodeHeartbeatMessageCachedDataItem = TypedDict("NodeHeartbeatMessageCachedDataItem", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "sha256": str,  # Content address: lower-case hex sha256 of the bytes.
+})
+
+# An agent's heartbeat on `gpunet.hb.<nodeId>` (core NATS, not stored): the data of a NodeHeartbeat.
+NodeHeartbeatMessage = TypedDict("NodeHeartbeatMessage", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "freeGpuIndices": List[int],  # GPUs not held by any attempt.
+    "runningAttempts": List[NodeHeartbeatMessageRunningAttemptsItem],  # Attempts the agent holds GPUs for.
+    "cachedBlobs": NotRequired[List[str]],  # Blobs in the node's local cache, so placement can prefer nodes that hold a job's data.
+    "cachedData": NotRequired[List[NodeHeartbeatMessageCachedDataItem]],  # Blobs in the node's input cache by team (the cache is per team): placement prefers a node holding a job's inputs for that job's team only.
+    "sequence": int,  # Increases by one per heartbeat of this agent run, so gaps are visible.
+    "sentAt": str,  # Agent clock: when the heartbeat was sent.
+})
+
 NodeLostDataAffectedAttemptsItem = TypedDict("NodeLostDataAffectedAttemptsItem", {
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
     "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
@@ -2622,6 +2734,54 @@ NodeLost = TypedDict("NodeLost", {
     "metadata": NodeLostMetadata,  # Metadata every event carries; covered by the hash chain.
     "recordedAt": str,  # When the store recorded the event.
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
+# One output file: where the job wrote it and its content address.
+NodeOutputsReportOutputsFilesItem = TypedDict("NodeOutputsReportOutputsFilesItem", {
+    "path": str,  # Path relative to `GPUNET_OUTPUT_DIR`, with `/` separators.
+    "sha256": str,  # Content address: lower-case hex sha256 of the bytes.
+    "size": int,  # Size in bytes.
+})
+
+# An output file that matched the globs but was refused.
+NodeOutputsReportOutputsRejectedItem = TypedDict("NodeOutputsReportOutputsRejectedItem", {
+    "path": str,  # Path relative to `GPUNET_OUTPUT_DIR`, with `/` separators; control characters escaped as in JSON (`\n`) for `invalid_name`.
+    "reason": Literal["symlink_outside", "symlink_dangling", "not_regular_file", "size_cap", "changed", "unreadable", "invalid_name"],  # `symlink_outside`: a symlink pointing outside the output directory (never followed); `symlink_dangling`: points at nothing; `not_regular_file`: a directory link
+    "message": str,  # What was refused and why, for people.
+})
+
+NodeOutputsReportOutputsLogsItem = TypedDict("NodeOutputsReportOutputsLogsItem", {
+    "stream": Literal["stdout", "stderr"],  # Which stream.
+    "sha256": str,  # Content address: lower-case hex sha256 of the bytes.
+    "size": int,  # Size in bytes.
+})
+
+# Internal: an execution agent asks storage to record the outputs of one attempt after uploading them.
+NodeOutputsReportOutputs = TypedDict("NodeOutputsReportOutputs", {
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "files": List[NodeOutputsReportOutputsFilesItem],  # Output files already uploaded to the object store under the team, by content address.
+    "truncated": NotRequired[bool],  # True when files were left out because `outputs.maxBytes` was reached.
+    "rejected": NotRequired[List[NodeOutputsReportOutputsRejectedItem]],  # Files matching the globs that were refused, each with why (recorded in OutputsStored).
+    "logs": NotRequired[List[NodeOutputsReportOutputsLogsItem]],  # The captured stdout and stderr, uploaded like outputs.
+})
+
+# A node's signed outputs of one attempt, on `gpunet.report.<nodeId>.outputs`.
+NodeOutputsReport = TypedDict("NodeOutputsReport", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "outputs": NodeOutputsReportOutputs,  # Internal: an execution agent asks storage to record the outputs of one attempt after uploading them.
+    "signature": str,  # base64url ed25519 signature by the node key of `outputsSigningBytes`.
+})
+
+# The recorded outputs.
+NodeOutputsReportReply = TypedDict("NodeOutputsReportReply", {
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
+    "files": int,  # Number of files recorded.
+    "totalBytes": int,  # Sum of their sizes.
+    "duplicate": bool,  # True when this attempt's outputs were already recorded (a retried request).
 })
 
 # One GPU (or declared slot) of a node.
@@ -2668,6 +2828,39 @@ NodeRegistered = TypedDict("NodeRegistered", {
     "metadata": NodeRegisteredMetadata,  # Metadata every event carries; covered by the hash chain.
     "recordedAt": str,  # When the store recorded the event.
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
+NodeReportEventMetadata = TypedDict("NodeReportEventMetadata", {
+    "correlationId": str,
+    "causationId": str,
+    "jobId": NotRequired[str],
+    "team": NotRequired[str],
+    "producer": str,
+    "occurredAt": str,
+})
+
+NodeReportEvent = TypedDict("NodeReportEvent", {
+    "streamId": str,
+    "eventId": str,
+    "type": str,
+    "data": Any,
+    "metadata": NodeReportEventMetadata,
+})
+
+# A node's signed observation, on `gpunet.report.<nodeId>.event`.
+NodeReport = TypedDict("NodeReport", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "journal": str,  # Id of the node's journal (made once with it): `seq` counts within it.
+    "seq": str,  # Position of the event in the node's journal: increases with every report, so an old one sent again is told apart.
+    "event": NodeReportEvent,
+    "signature": str,  # base64url ed25519 signature by the node key of `reportSigningBytes` of the other fields.
+})
+
+# Reply to NodeReport.
+NodeReportReply = TypedDict("NodeReportReply", {
+    "status": Literal["accepted", "duplicate", "refused"],  # `accepted`: recorded now; `duplicate`: recorded earlier; `refused`: never recorded (the refusal is).
+    "reason": NotRequired[Literal["malformed", "unknown_node", "bad_signature", "other_node", "not_placed", "other_team", "replayed", "state"]],
+    "detail": NotRequired[str],
 })
 
 # The recorder refused a report of a node: nothing of it was recorded or billed.
@@ -3123,7 +3316,7 @@ SubmitJobSpecWork1 = TypedDict("SubmitJobSpecWork1", {
     "script": Union[SubmitJobSpecWork1Script1, SubmitJobSpecWork1Script2],  # Where the script comes from: `{ path }` inside the inputs, or `{ inline }` text.
     "interpreter": NotRequired[str],  # Program that runs the script, e.g. `bash` or `python3`. Default: the script's `#!` line, else `sh`.
     "args": NotRequired[List[str]],  # Arguments passed to the script.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # Run a container image on the node.
@@ -3132,7 +3325,7 @@ SubmitJobSpecWork2 = TypedDict("SubmitJobSpecWork2", {
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
-    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings: quote numbers.
+    "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
 # One input: a file or folder by content address, placed at `path` under `GPUNET_INPUT_DIR`.
@@ -3362,6 +3555,7 @@ __all__ = [
     "AuditJobs",
     "AuditJobsReply",
     "AuditQueried",
+    "BlobObjectRecord",
     "CancelJob",
     "CancelJobReply",
     "Capacity",
@@ -3413,6 +3607,8 @@ __all__ = [
     "JobWithdrawn",
     "ListApiKeys",
     "ListApiKeysReply",
+    "ListCharges",
+    "ListChargesReply",
     "ListInvoices",
     "ListInvoicesReply",
     "ListJobs",
@@ -3423,10 +3619,16 @@ __all__ = [
     "ListPriceListsReply",
     "ListTeams",
     "ListTeamsReply",
+    "LogLine",
     "NodeEnrolled",
     "NodeHeartbeat",
+    "NodeHeartbeatMessage",
     "NodeLost",
+    "NodeOutputsReport",
+    "NodeOutputsReportReply",
     "NodeRegistered",
+    "NodeReport",
+    "NodeReportReply",
     "NodeReportRefused",
     "OutputsStored",
     "PriceListPublished",

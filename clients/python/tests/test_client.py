@@ -53,6 +53,12 @@ def test_submits_with_an_uploaded_input_and_waits_on_the_feed_to_the_end(finishe
     types = [e["type"] for e in finished_job["entries"]]
     for expected in ["InputsStaged", "JobPlaced", "ComputeHeld", "JobStarted", "JobFinished", "ComputeReleased"]:
         assert expected in types
+    # The wait ends on the job's one JobEnded, and the view read after it is final, with the outputs.
+    assert types[-1] == "JobEnded" and types.count("JobEnded") == 1
+    ended = finished_job["entries"][-1]["data"]
+    assert ended["outcome"] == "completed" and [f["path"] for f in ended["outputs"]["files"]] == ["sha.txt"]
+    assert finished_job["view"]["ended"]["billed"] == ended["billed"]
+    assert [f["path"] for f in finished_job["view"]["outputs"]["files"]] == ["sha.txt"]
     positions = [int(e["position"]) for e in finished_job["entries"]]
     assert positions == sorted(positions)
     assert {e["jobId"] for e in finished_job["entries"]} == {finished_job["jobId"]}

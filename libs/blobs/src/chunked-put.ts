@@ -17,16 +17,16 @@
  *   when every byte is stored and the bytes sent hash to the address.
  */
 import { createHash } from 'node:crypto';
+import { CHUNK_INDEX_HEADER, CHUNK_SHA256_HEADER } from '#contracts';
 import { open } from 'node:fs/promises';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck } from '@nats-io/jetstream';
 import { headers, type NatsConnection } from '@nats-io/transport-node';
 import type { BlobDigest } from './hash.js';
 import type { ProgressListener } from './progress.js';
 
-/** Header naming a chunk's index in its object (0-based). */
-export const CHUNK_INDEX_HEADER = 'Gpunet-Chunk';
-/** Header with the hex sha256 of a chunk's bytes, so a resumed upload can check the last stored chunk against the file. */
-export const CHUNK_SHA256_HEADER = 'Gpunet-Chunk-Sha256';
+// A chunk's index and the hex sha256 of its bytes travel in headers (contracts/blobs.ts), so a
+// resumed upload can check the last stored chunk against the file.
+export { CHUNK_INDEX_HEADER, CHUNK_SHA256_HEADER };
 
 /** Bytes of a chunk message left for its headers: a message (payload + headers) must fit the server's max_payload. */
 export const CHUNK_HEADER_ROOM = 4096;

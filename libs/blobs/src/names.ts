@@ -3,7 +3,7 @@
  * addresses are team-scoped: a team asking for a hash only ever sees its own objects, and
  * whether another team holds the same bytes is never revealed (no cross-team skip, no probe).
  */
-import { ID_PATTERN } from '#contracts';
+import { BLOB_BUCKET_PREFIX, ID_PATTERN } from '#contracts';
 import { ValidationError } from '#errors';
 
 /**
@@ -11,7 +11,7 @@ import { ValidationError } from '#errors';
  * (JetStream stream `OBJ_gpunet-blobs-<team>`), one bucket per team so that NATS permissions can
  * tell teams apart (chunk subjects carry no team).
  */
-export const BLOB_BUCKET = 'gpunet-blobs';
+export const BLOB_BUCKET = BLOB_BUCKET_PREFIX;
 
 /** `<prefix>-<team>`: the bucket of a team's blobs. Throws ValidationError for a team id that is not well-formed. */
 export function blobBucket(team: string, prefix = BLOB_BUCKET): string {

@@ -315,7 +315,7 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .addOption(digestsOption())
     .action(run((ctx, id, opts) => replayInvoice(ctx, id as string, opts as { store?: string; prices?: string; invoice?: string })));
   withBaseOptions(replay.command('job').exitOverride().showHelpAfterError('(add --help for usage)'))
-    .description("re-derive a job's usage lines from the agents' events and the price lists, and diff against the ledger's UsageRecorded lines")
+    .description("re-derive a job's usage lines from the agents' events and the price lists, and its JobEnded from its facts, and diff against what the ledger recorded")
     .argument('<job-id>')
     .addOption(storeOption())
     .addOption(publicKeyOption())

@@ -1,11 +1,13 @@
+import type { ErrorCode } from '#contracts';
+
 /**
  * The error family every gpunet part uses. Each error says whether retrying can help:
  * retryable errors map to `nak(delay)` on the bus and 503 over HTTP; terminal ones to
  * dead-letter and 4xx. That mapping lives in one place per transport.
  */
 export abstract class GpunetError extends Error {
-  /** Stable machine-readable code, e.g. `validation_failed`. */
-  abstract readonly code: string;
+  /** Stable machine-readable code, e.g. `validation_failed`: one of contracts' `ERROR_CODES`, so the documents list every code. */
+  abstract readonly code: ErrorCode;
   /** Whether the same operation may succeed if tried again later. */
   abstract readonly retryable: boolean;
 
@@ -39,12 +41,12 @@ export abstract class IssuesError extends GpunetError {
 
 /** Input does not satisfy its schema or a business rule. Terminal. */
 export class ValidationError extends IssuesError {
-  readonly code: string = 'validation_failed';
+  readonly code: ErrorCode = 'validation_failed';
 }
 
 /** An optimistic concurrency check failed. Retryable after re-reading state. */
 export class ConcurrencyError extends GpunetError {
-  readonly code: string = 'concurrency_conflict';
+  readonly code: ErrorCode = 'concurrency_conflict';
   readonly retryable = true;
 }
 

@@ -16,6 +16,8 @@ export interface EventMetadata {
   producer: string;
   /** ISO-8601 time at which the producer observed or decided the fact. */
   occurredAt: string;
+  /** Schema version of `data` when it was written; absent means 1 (contracts' `EventMetadata`). */
+  schemaVersion?: number;
   /**
    * W3C trace context of the work that produced the event, present only while tracing is on
    * (docs/observability.md): the outbox relay sends it on as the `traceparent` / `tracestate`

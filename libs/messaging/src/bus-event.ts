@@ -1,7 +1,7 @@
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import type { EventMetadata, RecordedEvent } from '#event-store';
 import { z } from 'zod';
-import { eventSubject } from '#contracts';
+import { HEADERS, eventSubject } from '#contracts';
 import { Headers } from './conventions.js';
 import { MalformedMessageError } from './errors.js';
 import { toFieldIssues } from './zod-issues.js';
@@ -63,8 +63,10 @@ export const defaultEventSubject: EventSubjectOf = (event) => eventSubject(event
 /**
  * Encodes an event for the bus: subject `gpunet.evt.<type>.<team>.<jobId>` (or what `subjectOf`
  * gives), JSON body (bigints as decimal text), headers `Nats-Msg-Id` (= event id), `Gpunet-Type`,
- * `Gpunet-Job-Id`, `Gpunet-Correlation-Id`, and `traceparent` / `tracestate` when the event's
- * metadata carries a trace context.
+ * `Gpunet-Job-Id` (when the event names a job), `Gpunet-Correlation-Id`, `Gpunet-Causation-Id` and
+ * `Gpunet-Schema-Version` (`metadata.schemaVersion`, absent meaning 1) — the event headers of the
+ * AsyncAPI document, every one always sent but the job id; and `traceparent` / `tracestate` when
+ * the event's metadata carries a trace context.
  */
 export function encodeEvent(event: RecordedEvent | BusEvent, subjectOf: EventSubjectOf = defaultEventSubject): EncodedEvent {
   const h = natsHeaders();
@@ -72,6 +74,8 @@ export function encodeEvent(event: RecordedEvent | BusEvent, subjectOf: EventSub
   h.set(Headers.Type, event.type);
   if (event.metadata.jobId) h.set(Headers.JobId, event.metadata.jobId);
   h.set(Headers.CorrelationId, event.metadata.correlationId);
+  h.set(HEADERS.causationId, event.metadata.causationId);
+  h.set(HEADERS.schemaVersion, String(eventSchemaVersion(event)));
   // W3C trace context recorded with the event (only while tracing is on): consumers continue its trace.
   if (event.metadata.traceparent) h.set('traceparent', event.metadata.traceparent);
   if (event.metadata.tracestate) h.set('tracestate', event.metadata.tracestate);
@@ -81,6 +85,11 @@ export function encodeEvent(event: RecordedEvent | BusEvent, subjectOf: EventSub
       ? event
       : { ...event, revision: event.revision?.toString(), position: event.position?.toString() };
   return { subject: subjectOf(event), payload: JSON.stringify(wire), headers: h, msgID: event.eventId };
+}
+
+/** The schema version of an event's `data`: `metadata.schemaVersion`, absent meaning 1. */
+export function eventSchemaVersion(event: { metadata: { schemaVersion?: number | undefined } }): number {
+  return event.metadata.schemaVersion ?? 1;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });

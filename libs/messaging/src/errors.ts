@@ -1,3 +1,4 @@
+import type { ErrorCode } from '#contracts';
 import { GpunetError, IssuesError, type FieldIssue } from '#errors';
 
 /** A bus message body that cannot be decoded (not JSON, not an event envelope). Terminal: dead-lettered at once. */
@@ -67,8 +68,10 @@ const RETRYABLE_REMOTE_CODES = new Set(['transient', 'concurrency_conflict', 'wr
 /** The query's responder answered `ok: false` with a code this side has no class for. */
 export class RemoteQueryError extends GpunetError {
   readonly retryable: boolean;
+  /** As the responder sent it: a gpunet responder's codes are those of contracts' `ERROR_CODES` (its error classes are typed so). */
+  readonly code: ErrorCode;
   constructor(
-    readonly code: string,
+    code: string,
     message: string,
     readonly subject: string,
     readonly issues: readonly FieldIssue[] = [],
@@ -76,6 +79,7 @@ export class RemoteQueryError extends GpunetError {
     retryable?: boolean,
   ) {
     super(message);
+    this.code = code as ErrorCode;
     this.retryable = retryable ?? RETRYABLE_REMOTE_CODES.has(code);
   }
 }

@@ -12,7 +12,8 @@ export * from './errors.js';
 export { defaultMessagingLogger, messageLogger, type Logger, type MessageLogFields } from './logging.js';
 export { parseDurationMs } from './duration.js';
 export { toFieldIssues, describeIssues } from './zod-issues.js';
-export { decodeEvent, defaultEventSubject, encodeEvent, type BusEvent, type EncodedEvent, type EventSubjectOf } from './bus-event.js';
+export { checkSchemaVersion, UnsupportedSchemaVersionError } from './schema-version.js';
+export { decodeEvent, defaultEventSubject, encodeEvent, eventSchemaVersion, type BusEvent, type EncodedEvent, type EventSubjectOf } from './bus-event.js';
 
 export * from './topology/topology.js';
 export { loadTopologyFile } from './topology/topology-file.js';

@@ -1,12 +1,20 @@
+import { formatIssues } from '#contracts';
 import type { FieldIssue } from '#errors';
 import type { z } from 'zod';
 
-/** zod issues as gpunet field issues: dotted path (`request.gpus`, `''` for the whole input), message. */
+/**
+ * zod issues as gpunet field issues, the contracts' way ({@link formatIssues}): the path as people
+ * write it (`request.gpus`, `data.inputs[0].path`, `''` for the whole input) and the fix the
+ * schema authored split out of the message — so a NATS caller reads the same issues as an HTTP one.
+ */
 export function toFieldIssues(error: z.ZodError, pathPrefix = ''): FieldIssue[] {
-  return error.issues.map((issue) => {
-    const path = [pathPrefix, ...issue.path.map(String)].filter((p) => p !== '').join('.');
-    return { path, message: issue.message };
-  });
+  return formatIssues(error).map((issue) => ({ ...issue, path: joinPath(pathPrefix, issue.path) }));
+}
+
+function joinPath(prefix: string, path: string): string {
+  if (prefix === '') return path;
+  if (path === '') return prefix;
+  return path.startsWith('[') ? `${prefix}${path}` : `${prefix}.${path}`;
 }
 
 /** `a.b: message; c: message` for error messages and logs. */

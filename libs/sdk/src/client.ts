@@ -369,10 +369,11 @@ export class GpunetClient {
   }
 
   /**
-   * Follows the job on the team feed until it is over — its `JobEnded` event — and returns its
-   * final view. `onUpdate` gets the job's view after each of its events. No polling: the view is
-   * read once per event. Against a network whose ledger does not record `JobEnded` yet, a view
-   * that stays final for {@link END_WITHOUT_JOB_ENDED_MS} ends the wait too.
+   * Follows the job on the team feed until it is over — its `JobEnded` event, which the ledger
+   * records once for every job on every path — and returns its final view (read after the
+   * JobEnded, so it holds the final state and outputs: intake answers as of the store's head).
+   * `onUpdate` gets the job's view after each of its events. No polling: the view is read once per
+   * event.
    */
   async waitFor(jobId: string, options: WaitOptions = {}): Promise<JobView> {
     const stop = new AbortController();
@@ -380,11 +381,9 @@ export class GpunetClient {
     let timedOut = false;
     const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => ((timedOut = true), stop.abort()), options.timeoutMs);
     let last: JobView | undefined;
-    let grace: NodeJS.Timeout | undefined;
     const see = (view: JobView) => {
       if (!last || view.state !== last.state || view.updatedAt !== last.updatedAt || view.timeline.length !== last.timeline.length) options.onUpdate?.(view, last);
       last = view;
-      if (isFinalState(view.state)) grace ??= setTimeout(() => stop.abort(), END_WITHOUT_JOB_ENDED_MS);
     };
     try {
       see(await this.getJob(jobId, { signal: stop.signal }));
@@ -393,15 +392,12 @@ export class GpunetClient {
         if (entry.type === 'JobEnded') return last!;
       }
       if (timedOut) throw new WaitTimeoutError(jobId, options.timeoutMs!, last?.state);
-      if (last && isFinalState(last.state)) return last;
-      throw (options.signal?.reason as Error | undefined) ?? new Error('waiting was aborted');
+      throw (options.signal?.reason as Error | undefined) ?? new Error('the job\'s feed ended without its JobEnded');
     } catch (err) {
       if (timedOut) throw new WaitTimeoutError(jobId, options.timeoutMs!, last?.state);
-      if (stop.signal.aborted && last && isFinalState(last.state) && !options.signal?.aborted) return last;
       throw err;
     } finally {
       clearTimeout(timer);
-      clearTimeout(grace);
       unlink();
     }
   }
@@ -455,12 +451,6 @@ export class GpunetClient {
     return this.blobs;
   }
 }
-
-/**
- * How long {@link GpunetClient.waitFor} accepts a final view without the job's `JobEnded`: a
- * network whose ledger predates `JobEnded` never records one.
- */
-export const END_WITHOUT_JOB_ENDED_MS = 5_000;
 
 /** Aborts `target` when `source` aborts; returns the unlink. */
 function linkAbort(source: AbortSignal | undefined, target: AbortController): () => void {

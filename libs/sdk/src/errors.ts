@@ -4,11 +4,13 @@
  * the answer was not what the contract promises ({@link GpunetProtocolError}), a wait ran out
  * ({@link WaitTimeoutError}), or a local job file cannot be used ({@link JobFileError}).
  */
+import type { ErrorCode } from '#contracts';
 import { GpunetError, IssuesError, type FieldIssue } from '#errors';
 
 /** A non-2xx HTTP answer: `{ error: { code, message, issues } }` from intake, kept whole. */
 export class GpunetApiError extends GpunetError {
-  readonly code: string;
+  /** As intake sent it: one of contracts' `ERROR_CODES`, or `http_<status>` for a status the API has no code of its own for. */
+  readonly code: ErrorCode;
   readonly retryable: boolean;
   constructor(
     /** HTTP status, e.g. 400, 401, 404, 409, 503. */
@@ -20,7 +22,7 @@ export class GpunetApiError extends GpunetError {
     options?: { cause?: unknown; retryable?: boolean },
   ) {
     super(message, options);
-    this.code = code;
+    this.code = code as ErrorCode;
     // The server says when it knows; otherwise only overload and gateway answers are worth a retry.
     this.retryable = options?.retryable ?? (status === 429 || status === 502 || status === 503 || status === 504);
   }

@@ -2,7 +2,7 @@
  * gpunet SDK: a typed client for producers. `GpunetClient` submits jobs (uploading the local
  * inputs a job.yaml names), follows them, and reads their logs, timeline, outputs and charges.
  */
-export { AuditJobAnswer, END_WITHOUT_JOB_ENDED_MS, GpunetClient, isFinalState, type DownloadedOutput, type GpunetClientOptions, type UploadVia, type WaitOptions } from './client.js';
+export { AuditJobAnswer, GpunetClient, isFinalState, type DownloadedOutput, type GpunetClientOptions, type UploadVia, type WaitOptions } from './client.js';
 export { followFeed, type FeedOptions } from './feed.js';
 export { HttpUploader, type HttpFolderUploadResult, type HttpUploaderOptions, type HttpUploadResult } from './http-upload.js';
 export type { DownloadProgress } from './download.js';

@@ -1,5 +1,5 @@
 import { SqliteEventStore, type RecordedEvent } from '#event-store';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -39,6 +39,30 @@ describe('StoreFollower (SQLite)', () => {
     const pending = follower.waitFor(position + 100n, 5_000);
     await follower.close();
     expect(await pending).toBe(false);
+  });
+
+  it("reaches another process's append at once when asked for it, not at the subscription's next poll", async () => {
+    // Through a symlinked directory the writer shares no in-process wake-up with the follower's store, as another process would not.
+    const alias = join(dir, 'alias');
+    symlinkSync(dir, alias);
+    const writer = new SqliteEventStore({ path: join(alias, 'events.db') });
+    const seen: number[] = [];
+    // A poll interval far beyond the wait: only the read waitFor makes can reach the event in time.
+    const follower = new StoreFollower(store, pino({ level: 'silent' }), { name: 'ticks', apply: (e: RecordedEvent) => seen.push((e.data as { n: number }).n), pollIntervalMs: 60_000 });
+    try {
+      await follower.start();
+      const { position } = await writer.appendToStream('s', [event(1), event(2)]);
+      expect(await follower.waitFor(position, 2_000)).toBe(true);
+      expect(seen).toEqual([1, 2]);
+      // Whichever source delivers an event first applies it; the other passes over it.
+      const next = await writer.appendToStream('s', [event(3)]);
+      expect(await follower.catchUp(2_000)).toBe(true);
+      expect(follower.position).toBe(next.position);
+      expect(seen).toEqual([1, 2, 3]);
+    } finally {
+      await follower.close();
+      await writer.close();
+    }
   });
 
   it('with a filter, folds and follows only the matching events (by type and stream prefix)', async () => {

@@ -31,6 +31,7 @@ export class StoreFollower {
   private following: Promise<void> | undefined;
   private closed = false;
   private waiters: { position: bigint; resolve: (reached: boolean) => void }[] = [];
+  private pulling: Promise<void> | undefined;
 
   constructor(
     private readonly store: EventStore,
@@ -64,10 +65,16 @@ export class StoreFollower {
     this.closed = true;
     await this.subscription?.close();
     await this.following;
+    await this.pulling;
     for (const w of this.waiters.splice(0)) w.resolve(false);
   }
 
-  /** Resolves true once the model includes the event at `position`, or false after `timeoutMs`. */
+  /**
+   * Resolves true once the model includes the event at `position`, or false after `timeoutMs`.
+   * A model behind `position` reads the store at once rather than waiting for the subscription's
+   * next poll (another process's appends wake no subscription here), so a reader asking for what
+   * it knows is recorded waits for one read, not for a poll interval.
+   */
   waitFor(position: bigint, timeoutMs: number): Promise<boolean> {
     if (this.applied >= position) return Promise.resolve(true);
     if (this.closed) return Promise.resolve(false);
@@ -84,12 +91,35 @@ export class StoreFollower {
         resolve(false);
       }, timeoutMs);
       this.waiters.push(waiter);
+      if (this.following !== undefined) this.pullSoon();
     });
   }
 
   /** Resolves true once the model includes everything the store held when called (a follower without `filter` only). */
   async catchUp(timeoutMs: number): Promise<boolean> {
     return this.waitFor(await this.store.headPosition(), timeoutMs);
+  }
+
+  /**
+   * One read of the store from the model's position, beside the subscription (one at a time).
+   * Both deliver in position order without gaps and `apply` skips what it already has, so
+   * whichever comes first applies an event and the other passes over it.
+   */
+  private pullSoon(): void {
+    if (this.pulling) return;
+    this.pulling = (async () => {
+      try {
+        while (!this.closed && this.waiters.some((w) => w.position > this.applied)) {
+          const batch = await this.store.readAll({ fromPosition: this.applied, maxCount: 1_000, ...(this.options.filter ? { filter: this.options.filter } : {}) });
+          if (batch.length === 0) break;
+          for (const e of batch) this.apply(e);
+        }
+      } catch (err) {
+        this.logger.warn({ err, position: String(this.applied) }, `reading the store for ${this.options.name} failed; the subscription goes on`);
+      } finally {
+        this.pulling = undefined;
+      }
+    })();
   }
 
   private apply(event: RecordedEvent): void {

@@ -337,7 +337,7 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
 
   it('lists stored outputs and streams one from the object store, verified', async () => {
     const jobId = await submitted();
-    expect((await http(`/v1/jobs/${jobId}/outputs`)).json).toEqual({ jobId, stored: false, files: [], totalBytes: 0, truncated: false });
+    expect((await http(`/v1/jobs/${jobId}/outputs`)).json).toEqual({ jobId, stored: false, files: [], totalBytes: 0, truncated: false, rejected: [] });
     const blobs = await BlobStore.open(nc);
     const bytes = new TextEncoder().encode('weights '.repeat(1000));
     const blob = await blobs.uploadBytes('team-a', bytes);
@@ -345,9 +345,10 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
       { path: 'model/weights.bin', sha256: blob.sha256, size: blob.size },
       { path: 'model/w b.bin', sha256: blob.sha256, size: blob.size },
     ];
-    await record('storage', `storage-job-${jobId}`, 'OutputsStored', { jobId, attemptId: `${jobId}-a1`, files, totalBytes: 2 * blob.size, truncated: false, rejected: [], logs: [], storedAt: now() });
+    const rejected = [{ path: 'bad\\nname.txt', reason: 'invalid_name' as const, message: 'bad\\nname.txt was not kept: its name holds a control character' }];
+    await record('storage', `storage-job-${jobId}`, 'OutputsStored', { jobId, attemptId: `${jobId}-a1`, files, totalBytes: 2 * blob.size, truncated: false, rejected, logs: [], storedAt: now() });
     await view(jobId, (v) => v.outputs !== undefined);
-    expect((await http(`/v1/jobs/${jobId}/outputs`)).json).toEqual({ jobId, stored: true, files, totalBytes: 2 * blob.size, truncated: false });
+    expect((await http(`/v1/jobs/${jobId}/outputs`)).json).toEqual({ jobId, stored: true, files, totalBytes: 2 * blob.size, truncated: false, rejected });
 
     const res = await fetch(`${url}/v1/jobs/${jobId}/outputs/model/weights.bin`, { headers: { authorization: `Bearer ${KEY_A}` } });
     expect(res.status).toBe(200);
@@ -361,7 +362,7 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     expect((await http(`/v1/jobs/${jobId}/outputs/model/weights.bin`, { key: KEY_B })).status).toBe(403);
   });
 
-  it('asks the ledger for the team\'s charges; 503 with Retry-After while no ledger answers', async () => {
+  it('asks the ledger for the team\'s charges over HTTP and NATS; 503 with Retry-After while no ledger answers', async () => {
     const down = await http('/v1/charges');
     expect(down.status).toBe(503);
     expect(down.headers.get('retry-after')).toMatch(/^\d+$/);
@@ -378,6 +379,16 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
       // The principal comes from the key, never from the query.
       expect(asked).toEqual([{ principal: { keyId: 'ci-a', team: 'team-a', role: 'producer', allTeams: false }, jobId: 'job_123' }]);
       expect((await http('/v1/charges?from=yesterday')).json.error.issues[0].path).toBe('from');
+      // Over NATS: ListCharges, the same answer, the principal again from the key.
+      asked.length = 0;
+      expect(await overNats(Queries.ListCharges.subject, { jobId: 'job_123' })).toEqual({ ok: true, data: { team: 'team-a', lines: [], totals: [], billableMs: 0 } });
+      expect(asked).toEqual([{ principal: { keyId: 'ci-a', team: 'team-a', role: 'producer', allTeams: false }, jobId: 'job_123' }]);
+      expect(await overNats(Queries.ListCharges.subject, { team: 'team-b' })).toMatchObject({ ok: false, error: { code: 'validation_failed', issues: [expect.objectContaining({ message: expect.stringContaining('unknown field `team`') })] } });
+      expect(await overNats(Queries.ListCharges.subject, {}, null)).toMatchObject({ ok: false, error: { code: 'unauthorized' } });
+      // A request of a schema version the subject does not accept is refused, naming the header and the versions accepted.
+      const v2 = await overNats(Queries.ListCharges.subject, {}, KEY_A, { 'Gpunet-Schema-Version': '2' });
+      expect(v2).toMatchObject({ ok: false, error: { code: 'unsupported_schema_version', message: 'Gpunet-Schema-Version "2" is not accepted for ListCharges: accepted version 1' } });
+      expect(v2.error!.issues).toEqual([expect.objectContaining({ path: 'Gpunet-Schema-Version' })]);
     } finally {
       ledger.unsubscribe();
     }
@@ -418,6 +429,27 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     expect(await overNats(Commands.CancelJob.subject, { jobId, reason: 'over NATS' }, KEY_A_AUDIT)).toMatchObject({ ok: false, error: { code: 'forbidden' } });
     expect(await overNats(Commands.CancelJob.subject, { jobId, reason: 'over NATS' })).toEqual({ ok: true, data: { jobId, state: 'submitted', cancelRequested: true } });
     expect((await http(`/v1/jobs/${jobId}`)).json.cancelRequested).toBe(true);
+  });
+
+  it('refuses at submit, over HTTP and NATS, what a node would refuse: an input path naming the inputs directory, a platform variable, a NUL in a value', async () => {
+    const before = await jobSubmittedCount();
+    const input = (path: string) => ({ name: 'ds', path, sha256: 'a'.repeat(64), size: 10 });
+    const cases: { spec: unknown; field: string; says: RegExp }[] = [
+      ...['.', './', '', '/', 'a/..', '/data'].map((path) => ({ spec: { ...spec(), data: { inputs: [input(path)] } }, field: 'data.inputs[0].path', says: /inputs directory itself|relative path without `\.\.`/ })),
+      { spec: { ...spec(), work: { kind: 'script', script: { inline: 'true' }, env: { NVIDIA_VISIBLE_DEVICES: 'all' } } }, field: 'work.env.NVIDIA_VISIBLE_DEVICES', says: /agent sets/ },
+      { spec: { ...spec(), work: { kind: 'container', image: 'busybox', env: { GPUNET_JOB_ID: 'x' } } }, field: 'work.env.GPUNET_JOB_ID', says: /agent sets/ },
+      { spec: { ...spec(), work: { kind: 'script', script: { inline: 'true' }, env: { SEED: '4\u00002' } } }, field: 'work.env.SEED', says: /NUL/ },
+    ];
+    for (const c of cases) {
+      const res = await submit(c.spec);
+      expect({ field: c.field, status: res.status, code: res.json.error?.code }).toEqual({ field: c.field, status: 400, code: 'validation_failed' });
+      const issue = (res.json.error.issues as { path: string; message: string; fix?: string }[]).find((i) => i.path === c.field);
+      expect({ field: c.field, message: issue?.message, fix: typeof issue?.fix }).toEqual({ field: c.field, message: expect.stringMatching(c.says), fix: 'string' });
+      const nats = await overNats(Commands.SubmitJob.subject, { spec: c.spec });
+      expect({ field: c.field, ok: nats.ok, code: nats.error?.code }).toEqual({ field: c.field, ok: false, code: 'validation_failed' });
+      expect({ field: c.field, issues: nats.error!.issues }).toEqual({ field: c.field, issues: expect.arrayContaining([expect.objectContaining({ path: `spec.${c.field}`, fix: expect.any(String) })]) });
+    }
+    expect(await jobSubmittedCount()).toBe(before);
   });
 
   // ── the team feed ──────────────────────────────────────────────────────────────────────

@@ -35,6 +35,7 @@ interface InputSketch {
   size: number;
   kind?: 'file' | 'folder';
   keepMs?: number;
+  dataset?: string;
 }
 
 describe('storage service against nats-server and a SQLite store', () => {
@@ -65,7 +66,7 @@ describe('storage service against nats-server and a SQLite store', () => {
       submittedAt: new Date().toISOString(),
       spec: {
         work: { kind: 'script', script: { inline: 'true' }, args: [], env: {} },
-        data: { inputs: inputs.map((i) => ({ name: i.name, path: i.name, kind: i.kind ?? 'file', sha256: i.sha256, size: i.size, ...(i.keepMs ? { keepMs: i.keepMs } : {}) })) },
+        data: { inputs: inputs.map((i) => ({ name: i.name, path: i.name, kind: i.kind ?? 'file', sha256: i.sha256, size: i.size, ...(i.keepMs ? { keepMs: i.keepMs } : {}), ...(i.dataset ? { dataset: i.dataset } : {}) })) },
         request: { gpus: 1, timeLimitMs: 60_000, network: false },
         outputs: { globs: ['**'] },
       },
@@ -299,6 +300,92 @@ describe('storage service against nats-server and a SQLite store', () => {
     expect(removal).toMatchObject({ reason: 'retention_expired', blobs: [kept] });
     expect(await blobs.exists('team-a', kept.sha256)).toBe(false);
   });
+
+  it('an output recorded while the input with its bytes is released is kept; else refused as missing — never recorded and then deleted', async () => {
+    const pairs = await Promise.all(
+      Array.from({ length: 24 }, async (_, i) => {
+        const bytes = await upload('team-a', randomBytes(500 + i));
+        await submit(`job-in-${i}`, [{ name: 'x', ...bytes }]);
+        await submit(`job-out-${i}`, []);
+        return { i, bytes };
+      }),
+    );
+    for (const { i } of pairs) {
+      await decided(`job-in-${i}`);
+      await decided(`job-out-${i}`);
+    }
+    // Each input's job is released while another job of the team records an output with the same bytes.
+    const answers = await Promise.all(
+      pairs.map(async ({ i, bytes }) => {
+        const store = requestQuery<StoreOutputsReply>(nc, commandSubject('StoreOutputs'), {
+          jobId: `job-out-${i}`, team: 'team-a', attemptId: `job-out-${i}-a1`, nodeId: 'node-1', files: [{ path: 'copy.bin', ...bytes }], logs: [],
+        }).catch((err: unknown) => err as { code: string; issues: { path: string; message: string }[] });
+        await release(`job-in-${i}`);
+        return { i, bytes, answer: await store };
+      }),
+    );
+    const marker = await upload('team-a', randomBytes(13));
+    await submit('job-marker-3', [{ name: 'x', ...marker }]);
+    await decided('job-marker-3');
+    await release('job-marker-3');
+    await waitFor('the marker removal', async () => (await removalsOf('job-marker-3')).length > 0);
+
+    for (const { i, bytes, answer } of answers) {
+      const kept = await blobs.exists('team-a', bytes.sha256);
+      const recorded = (await storageEvents(`job-out-${i}`)).some((e) => e.type === 'OutputsStored');
+      if ('duplicate' in answer) {
+        expect({ i, recorded, kept }).toEqual({ i, recorded: true, kept: true });
+        expect(await removalsOf(`job-in-${i}`)).toEqual([]);
+      } else {
+        // The removal came first: the agent is told the blob is missing (it still holds the file and uploads it again).
+        expect({ i, recorded, code: answer.code, issue: answer.issues[0]?.message }).toEqual({ i, recorded: false, code: 'validation_failed', issue: expect.stringContaining('is not in the object store') });
+      }
+    }
+  }, 60_000);
+
+  it('keeps a blob while an output, a checkpoint or a kept dataset of the team refers to it, also after a restart; the same bytes in another team are that team\'s own', async () => {
+    const outBytes = randomBytes(700);
+    const out = await upload('team-a', outBytes);
+    const theirs = await upload('team-b', outBytes); // the same bytes, another team's blob
+    // A checkpoint as the agent stores it: a folder upload, recorded with the files' total size.
+    const cpDir = join(dir, 'files', `cp-${randomUUID()}`);
+    await mkdir(cpDir);
+    const cpState = randomBytes(900);
+    await writeFile(join(cpDir, 'state.bin'), cpState);
+    await writeFile(join(cpDir, 'step.txt'), '42');
+    const checkpoint = await blobs.uploadFolder('team-a', cpDir);
+    const state = await upload('team-a', cpState);
+    const dataset = await upload('team-a', randomBytes(600));
+
+    await submit('job-k0', []);
+    await submit('job-k1', [{ name: 'x', ...out }, { name: 'y', ...state }, { name: 'z', ...dataset, dataset: 'corpus' }]);
+    await submit('job-kb', [{ name: 'x', ...theirs }], 'team-b');
+    for (const id of ['job-k0', 'job-k1', 'job-kb']) await decided(id);
+    await requestQuery<StoreOutputsReply>(nc, commandSubject('StoreOutputs'), { jobId: 'job-k0', team: 'team-a', attemptId: 'job-k0-a1', nodeId: 'node-1', files: [{ path: 'model.bin', ...out }], logs: [] });
+    await agent.append(
+      'execution-node-1-attempt-job-k0-a1',
+      [{ type: 'JobCheckpointed', data: { jobId: 'job-k0', attemptId: 'job-k0-a1', nodeId: 'node-1', sequence: 1, sha256: checkpoint.sha256, size: checkpoint.totalBytes, checkpointedAt: new Date().toISOString() } }],
+      { correlationId: 'corr-job-k0' },
+    );
+
+    // References come from the store: a storage process started after them knows them.
+    await storage.stop();
+    storage = await start();
+
+    await release('job-k1');
+    await release('job-kb');
+    await waitFor('team-b\'s removal', async () => (await removalsOf('job-kb')).length > 0);
+    const marker = await upload('team-a', randomBytes(17));
+    await submit('job-marker-4', [{ name: 'x', ...marker }]);
+    await decided('job-marker-4');
+    await release('job-marker-4');
+    await waitFor('the marker removal', async () => (await removalsOf('job-marker-4')).length > 0);
+
+    expect(await removalsOf('job-k1')).toEqual([]);
+    expect({ output: await blobs.exists('team-a', out.sha256), checkpointFile: await blobs.exists('team-a', state.sha256), dataset: await blobs.exists('team-a', dataset.sha256) }).toEqual({ output: true, checkpointFile: true, dataset: true });
+    expect(await removalsOf('job-kb')).toMatchObject([{ blobs: [theirs] }]);
+    expect(await blobs.exists('team-b', theirs.sha256)).toBe(false);
+  }, 30_000);
 
   it('rebuilds its references from the store after a restart', async () => {
     const shared = await upload('team-a', randomBytes(1000));

@@ -113,8 +113,10 @@ export async function output(ctx: CommandContext, jobId: string, opts: { dest?: 
     downloaded.push(d);
   }
   bar.stop();
-  ctx.out.doc({ jobId, dest, truncated: listing.truncated, files: downloaded });
+  ctx.out.doc({ jobId, dest, truncated: listing.truncated, files: downloaded, rejected: listing.rejected });
   for (const d of downloaded) ctx.out.line(`  ${d.path}  ${formatBytes(d.size)}  sha256 ${d.sha256.slice(0, 16)}… verified`);
+  // Files the job wrote that were not kept are named with their reason, never left out silently.
+  for (const r of listing.rejected) ctx.out.line(`  refused  ${r.path}  ${r.reason}: ${r.message}`);
   ctx.out.line(`${downloaded.length} file(s), ${formatBytes(listing.totalBytes)} in ${displayPath(ctx.io.cwd, dest)}${listing.truncated ? ' (the job\'s outputs were truncated at maxBytes)' : ''}`);
   return EXIT.ok;
 }

@@ -200,7 +200,8 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
       const log = join(logsDir, 'nats.log');
       started.push({ name: 'nats', role: 'nats', pid: spawnDetached(command, { cwd: dataDir, env: { ...io.env }, log }), command, log, cwd: dataDir, env: {}, port });
       natsUrl = `nats://127.0.0.1:${port}`;
-      await waitForNats(natsUrl, { timeoutMs: 10_000, check: () => assertRunning(started), keyFile: operatorKeyFile });
+      // The same --timeout as the services' health: on a loaded machine a server that has logged "ready" can take longer than 10 s to finish its first authenticated handshake.
+      await waitForNats(natsUrl, { timeoutMs, check: () => assertRunning(started), keyFile: operatorKeyFile });
     }
     // Each team's blob bucket is made here, by the operator: producers and nodes may not create streams.
     await ensureTeamBuckets(natsUrl, operatorKeyFile, teams);

@@ -111,7 +111,9 @@ export async function waitForNats(url: string, options: { timeoutMs: number; che
   for (;;) {
     options.check?.();
     try {
-      const nc = await connect({ ...auth, servers: url, name: 'gpunet-cli-probe', timeout: 1_000, reconnect: false });
+      // Each probe may take up to 5 s (an NKey handshake on a loaded machine), never past the deadline.
+      const timeout = Math.max(1_000, Math.min(5_000, deadline - Date.now()));
+      const nc = await connect({ ...auth, servers: url, name: 'gpunet-cli-probe', timeout, reconnect: false });
       await nc.close();
       return;
     } catch (err) {

@@ -313,6 +313,37 @@ describe('JetStreamConsumerRunner (nats-server)', () => {
     expect(letter).toMatchObject({ reason: 'terminal_error', deliveries: 1, error: { code: 'illegal_state', name: 'IllegalStateError' } });
   });
 
+  it('dead-letters an event whose schema version is not accepted, naming the versions accepted, and handles the next', async () => {
+    const { publish } = await setup('versions');
+    const handled: string[] = [];
+    // `JobFinished` is a version-1 event in the registry: the default accepted versions are [1].
+    const runner = await run('versions', { JobFinished: { handle: (e) => void handled.push(e.eventId) } });
+    const byHeader = testEvent('JobFinished', {}, { jobId: 'V' });
+    const m = encodeEvent(byHeader, (x) => `versions.evt.${x.type}`);
+    expect(m.headers.get('Gpunet-Schema-Version')).toBe('1'); // what every publish path sends
+    m.headers.set('Gpunet-Schema-Version', '2');
+    await js.publish(m.subject, m.payload, { headers: m.headers, msgID: m.msgID });
+    const byMetadata = testEvent('JobFinished', {}, { jobId: 'V' });
+    byMetadata.metadata.schemaVersion = 3;
+    const m3 = encodeEvent(byMetadata, (x) => `versions.evt.${x.type}`);
+    expect(m3.headers.get('Gpunet-Schema-Version')).toBe('3'); // the header follows the metadata...
+    m3.headers.delete('Gpunet-Schema-Version'); // ...and without it the metadata alone is checked
+    await js.publish(m3.subject, m3.payload, { headers: m3.headers, msgID: m3.msgID });
+    const next = testEvent('JobFinished', {}, { jobId: 'V' });
+    await publish(next);
+
+    await waitFor(() => handled.length === 1 && runner.stats.deadLettered === 2, 'two dead letters, then the next event handled');
+    expect(handled).toEqual([next.eventId]);
+    const letters = await deadLetters('versions');
+    expect(letters.map((l) => [l.eventId, l.reason, l.error.code])).toEqual([
+      [byHeader.eventId, 'schema_invalid', 'unsupported_schema_version'],
+      [byMetadata.eventId, 'schema_invalid', 'unsupported_schema_version'],
+    ]);
+    expect(letters[0]!.error.message).toBe('Gpunet-Schema-Version "2" is not accepted for event JobFinished: accepted version 1');
+    expect(letters[0]!.error.issues).toEqual([expect.objectContaining({ path: 'Gpunet-Schema-Version' })]);
+    expect(letters[1]!.error.message).toBe('metadata.schemaVersion 3 is not accepted for event JobFinished: accepted version 1');
+  });
+
   it('does not handle an event twice when it is published again under another Nats-Msg-Id', async () => {
     const { publish } = await setup('dup');
     const handled: string[] = [];

@@ -1,5 +1,6 @@
 import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import { millis, type MsgHdrs } from '@nats-io/transport-node';
+import { HEADERS, acceptedSchemaVersions } from '#contracts';
 import { ValidationError } from '#errors';
 import { extractHeaders, inSpan, SpanKind, tracingEnabled } from '#telemetry';
 import type { z } from 'zod';
@@ -8,6 +9,7 @@ import { deadLetterSubject, Headers } from '../conventions.js';
 import type { Inbox } from '../inbox/inbox.js';
 import { MemoryInbox } from '../inbox/memory-inbox.js';
 import { defaultMessagingLogger, messageLogger, type Logger } from '../logging.js';
+import { checkSchemaVersion } from '../schema-version.js';
 import { toFieldIssues } from '../zod-issues.js';
 import { deadLetterOf, publishDeadLetter } from './dead-letter.js';
 import { UnrecordedEventError } from '../errors.js';
@@ -45,6 +47,12 @@ export interface ConsumerRunnerOptions {
   routes: ReadonlyMap<string, EventRoute> | Readonly<Record<string, EventRoute>>;
   /** Event type → schema of its `data`, used when a route has none. Default: none. */
   schemas?: Readonly<Record<string, z.ZodType>>;
+  /**
+   * Event type → schema versions accepted (`Gpunet-Schema-Version`, `metadata.schemaVersion`); an
+   * event of another version is dead-lettered (`schema_invalid`, `unsupported_schema_version`).
+   * Default: the registry's (`acceptedSchemaVersions`), else `[1]`.
+   */
+  versions?: Readonly<Record<string, readonly number[]>>;
   /** Keys (jobs) handled at the same time at most; one key is always handled one message at a time. Default 16. */
   concurrency?: number;
   /**
@@ -424,6 +432,8 @@ export class JetStreamConsumerRunner {
     const route = this.routes.get(event.type);
     if (!route) return { kind: 'ack', reason: 'unhandled_type' };
     if (await this.inbox.has(this.options.durable, event.eventId)) return { kind: 'ack', reason: 'duplicate' };
+    // A version this side does not read is refused before its data meets this version's schema: dead-lettered, naming the versions accepted.
+    checkSchemaVersion(`event ${event.type}`, this.options.versions?.[event.type] ?? acceptedSchemaVersions(event.type) ?? [1], entry.msg.headers?.get(HEADERS.schemaVersion), event.metadata.schemaVersion);
     const schema = route.schema ?? this.options.schemas?.[event.type];
     const checked = (e: BusEvent): unknown => {
       if (!schema) return e.data;

@@ -16,7 +16,7 @@ export interface DeadLetter {
   streamSequence: string;
   /** Deliveries before giving up. */
   deliveries: number;
-  /** `schema_invalid`: payload failed its schema or was not an event (at once); `max_deliveries`: retries ran out; `terminal_error`: retrying cannot help. */
+  /** `schema_invalid`: payload failed its schema, was not an event or had a schema version not accepted (at once); `max_deliveries`: retries ran out; `terminal_error`: retrying cannot help. */
   reason: 'schema_invalid' | 'max_deliveries' | 'terminal_error';
   error: { name?: string; code?: string; message: string; issues?: FieldIssue[] };
   /** Every header of the original message. */
@@ -30,7 +30,7 @@ export interface DeadLetter {
   correlationId?: string;
 }
 
-const SCHEMA_CODES = new Set(['validation_failed', 'malformed_message']);
+const SCHEMA_CODES = new Set(['validation_failed', 'malformed_message', 'unsupported_schema_version']);
 
 /** Builds the dead letter of `msg`. */
 export function deadLetterOf(

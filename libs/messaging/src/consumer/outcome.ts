@@ -1,5 +1,4 @@
-import { GpunetError, ValidationError, isRetryable, type FieldIssue } from '#errors';
-import { MalformedMessageError } from '../errors.js';
+import { GpunetError, IssuesError, isRetryable, type FieldIssue } from '#errors';
 
 /** How failures of one consumer are retried. */
 export interface RetryPolicy {
@@ -48,7 +47,7 @@ export function backoffDelayMs(deliveryCount: number, policy: RetryPolicy): numb
 export function failureOutcome(err: unknown, deliveryCount: number, policy: RetryPolicy): Outcome {
   const code = err instanceof GpunetError ? err.code : 'error';
   const message = err instanceof Error ? err.message : String(err);
-  const issues = err instanceof ValidationError || err instanceof MalformedMessageError ? err.issues : undefined;
+  const issues = err instanceof IssuesError ? err.issues : undefined;
   const name = err instanceof Error ? { name: err.name } : {};
   if (!isRetryable(err)) {
     return { kind: 'dead_letter', reason: { code, ...name, message, ...(issues ? { issues } : {}), exhausted: false, deliveryCount } };

@@ -1,4 +1,4 @@
-import { GpunetError, IllegalStateError, NotFoundError, ValidationError, type FieldIssue } from '#errors';
+import { GpunetError, IllegalStateError, IssuesError, NotFoundError, ValidationError, type FieldIssue } from '#errors';
 import { z } from 'zod';
 import { MalformedMessageError, RemoteQueryError } from '../errors.js';
 
@@ -18,6 +18,10 @@ export interface QueryReplyError {
 export interface QueryContract {
   request?: z.ZodType | undefined;
   response?: z.ZodType | undefined;
+  /** Message name, for errors. Default: the registry's entry for the subject (contracts' `findRequestBySubject`). */
+  name?: string | undefined;
+  /** Schema versions accepted in `Gpunet-Schema-Version`. Default: the registry's for `name` (`acceptedSchemaVersions`), else `[1]`. */
+  versions?: readonly number[] | undefined;
 }
 
 const replySchema = z.discriminatedUnion('ok', [
@@ -41,7 +45,7 @@ const replySchema = z.discriminatedUnion('ok', [
 export function errorReply(err: unknown): { ok: false; error: QueryReplyError } {
   if (err instanceof GpunetError) {
     const error: QueryReplyError = { code: err.code, message: err.message, retryable: err.retryable };
-    if (err instanceof ValidationError || err instanceof MalformedMessageError) error.issues = [...err.issues];
+    if (err instanceof IssuesError) error.issues = [...err.issues];
     return { ok: false, error };
   }
   return { ok: false, error: { code: 'internal', message: 'internal error', retryable: false } };

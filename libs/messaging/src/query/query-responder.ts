@@ -1,8 +1,10 @@
 import type { Msg, MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node';
+import { HEADERS, acceptedSchemaVersions, findRequestBySubject } from '#contracts';
 import { extractHeaders, inSpan, SpanKind, tracingEnabled } from '#telemetry';
 import { ValidationError } from '#errors';
 import { Headers } from '../conventions.js';
 import { defaultMessagingLogger, messageLogger, type Logger } from '../logging.js';
+import { checkSchemaVersion } from '../schema-version.js';
 import { toFieldIssues } from '../zod-issues.js';
 import { errorReply, type QueryContract, type QueryReply } from './envelope.js';
 
@@ -27,7 +29,9 @@ export interface ServeQueryOptions {
 const utf8 = new TextDecoder();
 
 /**
- * Serves a query over core NATS request/reply. The request is validated by the contract's
+ * Serves a query over core NATS request/reply. A `Gpunet-Schema-Version` header naming a version
+ * the message does not accept is refused first (`unsupported_schema_version`, naming the header
+ * and the accepted versions). The request is validated by the contract's
  * `request` schema (`ok: false`, `validation_failed` with field issues when it does not match);
  * the handler's answer by its `response` schema (a mismatch is this side's bug: `internal`).
  */
@@ -72,6 +76,10 @@ export async function answer(msg: Msg, contract: QueryContract, handler: QueryHa
 
 async function computeReply(msg: Msg, contract: QueryContract, handler: QueryHandler, log: Logger): Promise<QueryReply> {
   try {
+    // First: a body of another version is not read with this version's schema.
+    const name = contract.name ?? findRequestBySubject(msg.subject)?.name;
+    const accepted = contract.versions ?? (name !== undefined ? acceptedSchemaVersions(name) : undefined) ?? [1];
+    checkSchemaVersion(name ?? msg.subject, accepted, msg.headers?.get(HEADERS.schemaVersion));
     let request: unknown;
     try {
       request = msg.data.length === 0 ? undefined : JSON.parse(utf8.decode(msg.data));

@@ -1,5 +1,5 @@
 import { NotFoundError, ValidationError } from '#errors';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { startNatsServer, type TestNatsServer } from '../../../../test/support/nats-server.js';
@@ -48,6 +48,26 @@ describe('query request/reply (nats-server)', () => {
 
   it('answers a valid request with data validated by the contract', async () => {
     await expect(requestQuery(nc, 'gpunet.qry.intake.GetJob', { jobId: 'j1' }, GetJob)).resolves.toEqual({ jobId: 'j1', state: 'running' });
+  });
+
+  it('refuses a request of a schema version the subject does not accept, naming the header and the accepted versions', async () => {
+    const h = headers();
+    h.set('Gpunet-Schema-Version', '2');
+    const raw = await nc.request('gpunet.qry.intake.GetJob', JSON.stringify({ jobId: 'j1' }), { timeout: 2000, headers: h });
+    const reply = raw.json<{ ok: boolean; error: { code: string; message: string; issues: { path: string; fix: string }[] } }>();
+    expect(reply).toMatchObject({ ok: false, error: { code: 'unsupported_schema_version', retryable: false } });
+    // GetJob is version 1 in the registry (contracts), which the responder takes by its subject.
+    expect(reply.error.message).toBe('Gpunet-Schema-Version "2" is not accepted for GetJob: accepted version 1');
+    expect(reply.error.issues).toEqual([expect.objectContaining({ path: 'Gpunet-Schema-Version', fix: expect.stringContaining('Gpunet-Schema-Version: 1') })]);
+    // The version it accepts, and no header at all (the current version), are answered.
+    h.set('Gpunet-Schema-Version', '1');
+    await expect(requestQuery(nc, 'gpunet.qry.intake.GetJob', { jobId: 'j1' }, GetJob, { headers: h })).resolves.toEqual({ jobId: 'j1', state: 'running' });
+    // Garbage in the header is refused the same way; through the client it is a RemoteQueryError with the code.
+    const bad = headers();
+    bad.set('Gpunet-Schema-Version', 'one');
+    const err = await requestQuery(nc, 'gpunet.qry.intake.GetJob', { jobId: 'j1' }, GetJob, { headers: bad }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RemoteQueryError);
+    expect(err).toMatchObject({ code: 'unsupported_schema_version', message: expect.stringContaining('accepted version 1') });
   });
 
   it('answers an invalid request with ok:false, validation_failed and the field issues', async () => {

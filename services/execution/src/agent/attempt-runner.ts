@@ -1,6 +1,6 @@
 import type { BlobStore } from '#blobs';
 import type { JobCancelRequested, JobSpec, JobStarted, JobSubmitted } from '#contracts';
-import { isRetryable, NotFoundError, ValidationError } from '#errors';
+import { NotFoundError, ValidationError } from '#errors';
 import type { EventStore } from '#event-store';
 import type { Identity } from '#identity';
 import type { Clock } from '#service-kit';
@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, open, rmdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { missingRuntimeMessage, needsOutputs, planLaunch, UnsupportedWorkError, type Launch, type ScriptLocation } from '../domain/index.js';
+import { missingRuntimeMessage, needsOutputs, planLaunch, stagingFault, stagingGivesUp, stagingMessage, UnsupportedWorkError, type Launch, type ScriptLocation } from '../domain/index.js';
 import type { ExecutionConfig } from '../execution.config.js';
 import { LogStreamer, type LogFiles } from '../logs/log-streamer.js';
 import { selectOutputs, storeOutputs } from '../outputs/output-handover.js';
@@ -128,14 +128,18 @@ export class AttemptRunner {
         break;
       } catch (err) {
         if (h.state.finished) return false; // stopped meanwhile
-        const message = `inputs could not be staged: ${(err as Error).message}`;
-        if (!isRetryable(err)) {
+        const message = stagingMessage(err, this.dirs.inputs);
+        // The job's own inputs or layout: every node would fail the same way, so it ends here
+        // (given back as node_lost, placement requeued it without end).
+        if (stagingFault(err) === 'job') {
           await refuse('failed', message);
           return false;
         }
         if (tryNo >= STAGING_TRIES) {
-          // The object store or this node's disk let us down, not the job: placement requeues it.
-          await refuse('node_lost', message);
+          // The object store or this node's disk let us down, not the job: placement requeues it —
+          // unless the same kind of trouble has followed the job to its last attempt.
+          const outcome = stagingGivesUp(err, h.state.placement.attempt ?? 1);
+          await refuse(outcome, outcome === 'failed' ? `${message} (attempt ${h.state.placement.attempt}: staging failed on every node tried)` : message);
           return false;
         }
         h.log.warn({ err: (err as Error).message, tryNo }, 'staging failed; retrying');

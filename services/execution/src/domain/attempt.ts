@@ -31,6 +31,8 @@ export type Placement = Pick<JobPlaced, 'jobId' | 'attemptId' | 'nodeId' | 'gpuI
   readonly rank?: number;
   /** Every node of a multi-node gang, rank order; absent for a one-node attempt. */
   readonly gangNodes?: readonly string[];
+  /** The job's attempt number (JobPlaced.attempt); absent in states kept before it was. */
+  readonly attempt?: number;
 };
 
 /** This node's part of a placement, or undefined when the node takes no part in it. */
@@ -43,6 +45,7 @@ export function placementOn(placed: JobPlaced, nodeId: string): Placement | unde
     nodeId,
     gpuIndices: [...part.gpuIndices],
     gpuModel: placed.gpuModel,
+    attempt: placed.attempt,
     ...(placed.nodes !== undefined ? { rank: part.rank, gangNodes: placed.nodes.map((n) => n.nodeId) } : {}),
   };
 }

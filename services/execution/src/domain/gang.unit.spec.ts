@@ -20,9 +20,9 @@ const run = (state: AttemptState, ...commands: AttemptCommand[]) => commands.red
 
 describe('a gang part on this node', () => {
   it('takes this node\'s GPUs and rank, and nothing for a node outside the gang', () => {
-    expect(placementOn(placed, 'b')).toEqual({ jobId: 'job-1', attemptId: 'job-1-a1', nodeId: 'b', gpuIndices: [2, 3], gpuModel: 'A100', rank: 1, gangNodes: ['a', 'b'] });
+    expect(placementOn(placed, 'b')).toEqual({ jobId: 'job-1', attemptId: 'job-1-a1', nodeId: 'b', gpuIndices: [2, 3], gpuModel: 'A100', attempt: 1, rank: 1, gangNodes: ['a', 'b'] });
     expect(placementOn(placed, 'c')).toBeUndefined();
-    expect(placementOn({ ...placed, nodes: undefined }, 'a')).toEqual({ jobId: 'job-1', attemptId: 'job-1-a1', nodeId: 'a', gpuIndices: [0, 1], gpuModel: 'A100' });
+    expect(placementOn({ ...placed, nodes: undefined }, 'a')).toEqual({ jobId: 'job-1', attemptId: 'job-1-a1', nodeId: 'a', gpuIndices: [0, 1], gpuModel: 'A100', attempt: 1 });
   });
 
   it('records peerEnded when stopped for a peer while running, and only rank 0 hands over outputs', () => {

@@ -7,3 +7,4 @@ export * from './node.js';
 export * from './recovery.js';
 export * from './streams.js';
 export * from './report.js';
+export * from './staging-fault.js';

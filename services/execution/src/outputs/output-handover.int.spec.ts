@@ -101,6 +101,25 @@ describe('output handover', () => {
     expect(seen).toHaveLength(1);
   });
 
+  it('uploads again and asks once more when a blob it sent was removed before storage checked it (the same bytes as an input of the team released meanwhile)', async () => {
+    await writeFile(join(dir, 'outputs', 'same-as-input.bin'), `bytes an input of the team also has ${Date.now()}`);
+    const selection = await selectOutputs(outputs, ['same-as-input.bin']);
+    const seen = respond(async (req) => {
+      const file = req.files[0]!;
+      if (seen.length === 1) {
+        // Storage removed the input blob (its job was released) after the upload, before this check.
+        expect(await blobs.remove(TEAM, file.sha256)).toBe(true);
+        throw new ValidationError('outputs cannot be recorded', [{ path: 'files.0', message: `output (sha256 ${file.sha256}) is not in the object store of team ${TEAM}`, fix: 'upload it before asking storage to record it' }]);
+      }
+      expect(await blobs.exists(TEAM, file.sha256)).toBe(true);
+      return ok(req);
+    });
+    const reply = await storeOutputs(blobs, nc, identity, target, selection, logFiles, log, { retryDelayMs: 50 });
+    expect(reply).toMatchObject({ files: 1, duplicate: false });
+    expect(seen).toHaveLength(2);
+    expect(await blobs.exists(TEAM, seen[1]!.files[0]!.sha256)).toBe(true);
+  });
+
   it('marks the outputs truncated at the size cap', async () => {
     const selection = await selectOutputs(outputs, ['**'], 10);
     expect(selection.truncated).toBe(true);

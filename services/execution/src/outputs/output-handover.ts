@@ -57,7 +57,7 @@ export interface StoreOutputsOptions {
 
 /**
  * Uploads the selected files and the non-empty stdout/stderr logs to the team's blobs (skipping
- * what the team already holds) and reports them, signed with the node key, to the recorder
+ * what the team already holds; once more when storage finds one gone, see below) and reports them, signed with the node key, to the recorder
  * (`gpunet.report.<nodeId>.outputs`), which checks them against the attempt and has storage
  * record them (idempotent per attempt); retryable failures (no recorder yet, the attempt's end
  * not recorded yet, timeouts) are retried for up to `giveUpAfterMs`.
@@ -74,42 +74,65 @@ export async function storeOutputs(
   log: Logger,
   options: StoreOutputsOptions = {},
 ): Promise<StoreOutputsReply> {
-  const files: OutputFile[] = new Array(selection.collected.files.length);
-  await mapLimit(selection.collected.files, options.concurrency ?? 4, async (file, i) => {
-    options.signal?.throwIfAborted();
-    // The recorded address is what was sent (hashed again while uploading), not the earlier scan.
-    const up = await blobs.uploadFile(target.team, file.sourcePath);
-    files[i] = { path: file.path, sha256: up.sha256, size: up.size };
-  });
-  const logs: StoreOutputs['logs'] = [];
-  for (const stream of ['stdout', 'stderr'] as const) {
-    // An empty stream is left out (absent means empty): no object store round trip per quiet job.
-    const st = await stat(logFiles[stream]).catch(() => undefined);
-    if (!st?.isFile() || st.size === 0) continue;
-    const up = await blobs.uploadFile(target.team, logFiles[stream]);
-    logs.push({ stream, sha256: up.sha256, size: up.size });
+  // Uploads skip what the team already holds; `sent` says whether any blob had to be sent.
+  const upload = async (): Promise<{ files: OutputFile[]; logs: StoreOutputs['logs']; sent: boolean }> => {
+    let sent = false;
+    const files: OutputFile[] = new Array(selection.collected.files.length);
+    await mapLimit(selection.collected.files, options.concurrency ?? 4, async (file, i) => {
+      options.signal?.throwIfAborted();
+      // The recorded address is what was sent (hashed again while uploading), not the earlier scan.
+      const up = await blobs.uploadFile(target.team, file.sourcePath);
+      if (!up.skipped) sent = true;
+      files[i] = { path: file.path, sha256: up.sha256, size: up.size };
+    });
+    const logs: StoreOutputs['logs'] = [];
+    for (const stream of ['stdout', 'stderr'] as const) {
+      // An empty stream is left out (absent means empty): no object store round trip per quiet job.
+      const st = await stat(logFiles[stream]).catch(() => undefined);
+      if (!st?.isFile() || st.size === 0) continue;
+      const up = await blobs.uploadFile(target.team, logFiles[stream]);
+      if (!up.skipped) sent = true;
+      logs.push({ stream, sha256: up.sha256, size: up.size });
+    }
+    return { files, logs, sent };
+  };
+
+  const first = await upload();
+  try {
+    return await report(first);
+  } catch (err) {
+    if (isRetryable(err) || options.signal?.aborted) throw err;
+    // An output with the same bytes as an input of the team is that input's blob: when the input's
+    // job is released between our upload (skipped, the team held it) and storage's check, storage
+    // removes it and refuses the outputs as missing. The files are still here: upload again, and
+    // ask once more only when something had to be sent (otherwise the refusal stands).
+    if (!(await upload()).sent) throw err;
+    log.warn({ err: (err as Error).message }, 'outputs refused as missing; uploaded again and asking once more');
+    return report(first);
   }
 
-  // Refused files go into the job's record with their reason, not only into its log.
-  const rejected = selection.collected.rejected.slice(0, 1000).map((r) => ({ path: r.path, reason: r.reason, message: r.message }));
-  const body: StoreOutputs = { ...pick(target), files, truncated: selection.truncated, rejected, logs };
-  const unsigned: Omit<NodeOutputsReport, 'signature'> = { nodeId: target.nodeId, outputs: Commands.StoreOutputs.schema.parse(body) };
-  const report: NodeOutputsReport = { ...unsigned, signature: signBytes(identity, outputsSigningBytes(unsigned)) };
-  const contract = { response: Commands.StoreOutputs.replySchema };
-  const giveUpAt = performance.now() + (options.giveUpAfterMs ?? 120_000);
-  let delay = options.retryDelayMs ?? 250;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await requestQuery<StoreOutputsReply>(nc, outputsReportSubject(target.nodeId), report, contract, {
-        timeoutMs: options.requestTimeoutMs ?? 10_000,
-        correlationId: target.correlationId,
-        jobId: target.jobId,
-      });
-    } catch (err) {
-      if (!isRetryable(err) || performance.now() + delay > giveUpAt || options.signal?.aborted) throw err;
-      log.warn({ err: (err as Error).message, attempt, retryInMs: delay }, 'StoreOutputs failed; retrying');
-      await sleep(delay);
-      delay = Math.min(delay * 2, 5_000);
+  async function report(up: { files: OutputFile[]; logs: StoreOutputs['logs'] }): Promise<StoreOutputsReply> {
+    // Refused files go into the job's record with their reason, not only into its log.
+    const rejected = selection.collected.rejected.slice(0, 1000).map((r) => ({ path: r.path, reason: r.reason, message: r.message }));
+    const body: StoreOutputs = { ...pick(target), files: up.files, truncated: selection.truncated, rejected, logs: up.logs };
+    const unsigned: Omit<NodeOutputsReport, 'signature'> = { nodeId: target.nodeId, outputs: Commands.StoreOutputs.schema.parse(body) };
+    const signed: NodeOutputsReport = { ...unsigned, signature: signBytes(identity, outputsSigningBytes(unsigned)) };
+    const contract = { response: Commands.StoreOutputs.replySchema };
+    const giveUpAt = performance.now() + (options.giveUpAfterMs ?? 120_000);
+    let delay = options.retryDelayMs ?? 250;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await requestQuery<StoreOutputsReply>(nc, outputsReportSubject(target.nodeId), signed, contract, {
+          timeoutMs: options.requestTimeoutMs ?? 10_000,
+          correlationId: target.correlationId,
+          jobId: target.jobId,
+        });
+      } catch (err) {
+        if (!isRetryable(err) || performance.now() + delay > giveUpAt || options.signal?.aborted) throw err;
+        log.warn({ err: (err as Error).message, attempt, retryInMs: delay }, 'StoreOutputs failed; retrying');
+        await sleep(delay);
+        delay = Math.min(delay * 2, 5_000);
+      }
     }
   }
 }

@@ -1,34 +1,21 @@
-import { RESERVED_ENV_NAMES, RESERVED_ENV_PREFIX } from '#contracts';
-import type { FieldIssue } from '#errors';
+import { jobEnvIssues, RESERVED_ENV_NAMES, RESERVED_ENV_PREFIX } from '#contracts';
 import type { RunDirs } from './dirs.js';
 
 /** Names a job's own `env` may not set (the contract's list: intake refuses them at submit already). */
 export const RESERVED_ENV = RESERVED_ENV_NAMES;
 export { RESERVED_ENV_PREFIX };
 
+/**
+ * Problems with a job's own environment variables; empty when it can be used as is. The
+ * contract's rule, the one intake's schema applies at submit: a spec accepted there is never
+ * refused here for its env (this check stays for specs recorded before a rule was added).
+ */
+export { jobEnvIssues };
+
 /** Host variables copied into a run by default. Nothing else of the agent's environment reaches a job. */
 export const DEFAULT_PASS_ENV: readonly string[] = ['PATH', 'LANG'];
 /** `PATH` when the host has none to pass. */
 export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/** Problems with a job's own environment variables; empty when it can be used as is. */
-export function jobEnvIssues(env: Readonly<Record<string, string>> | undefined, field = 'env'): FieldIssue[] {
-  const issues: FieldIssue[] = [];
-  for (const [name, value] of Object.entries(env ?? {})) {
-    const path = `${field}.${name}`;
-    if (!ENV_NAME.test(name)) {
-      issues.push({ path, message: 'is not a valid variable name', fix: 'use letters, digits and "_", not starting with a digit' });
-    } else if (name.startsWith(RESERVED_ENV_PREFIX) || (RESERVED_ENV as readonly string[]).includes(name)) {
-      issues.push({ path, message: 'is set by the platform', fix: `remove it; the agent sets ${RESERVED_ENV_PREFIX}* and the GPU binding itself` });
-    }
-    if (typeof value !== 'string' || value.includes('\0')) {
-      issues.push({ path, message: 'must be a string without NUL characters' });
-    }
-  }
-  return issues;
-}
 
 /** What {@link buildRunEnv} needs to know about one run. */
 export interface RunEnvInput {

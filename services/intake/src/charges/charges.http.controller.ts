@@ -30,7 +30,12 @@ export class ChargesHttpController {
     // The principal (team, role, key) comes from the key, never from the query.
     const parsed = GetCharges.safeParse(raw);
     if (!parsed.success) throw new ValidationError(`invalid query: ${formatIssues(parsed.error).map((i) => i.path).join(', ')}`, formatIssues(parsed.error));
-    const query = Queries.GetCharges;
-    return requestQuery<GetChargesReply>(this.nc, query.subject, parsed.data, { request: query.schema, response: query.replySchema }, { correlationId: correlationIdOf(req.headers) });
+    return askLedger(this.nc, parsed.data, correlationIdOf(req.headers));
   }
+}
+
+/** `GetCharges` of the ledger, for a request whose principal intake has set from the caller's key. */
+export function askLedger(nc: NatsConnection, request: GetCharges, correlationId: string | undefined): Promise<GetChargesReply> {
+  const query = Queries.GetCharges;
+  return requestQuery<GetChargesReply>(nc, query.subject, request, { request: query.schema, response: query.replySchema }, correlationId ? { correlationId } : {});
 }

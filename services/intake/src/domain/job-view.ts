@@ -8,7 +8,9 @@
  * JobRejected (`rejected`), StagingFailed (`failed`), JobWithdrawn (its outcome: `cancelled` or
  * `deadline`, the job never ran). An attempt that ended `node_lost` is not final: placement
  * requeues the job (JobRequeued → `staged`), whichever of its ComputeReleased and the requeue
- * lands first. A final state is never left; later events only extend the timeline.
+ * lands first. A final state is never left; later events only extend the timeline. The ledger's
+ * JobEnded, recorded once nothing more happens to the job, sets the final state (its outcome) and
+ * `ended` (when, and what was billed).
  */
 import {
   FINAL_JOB_STATES,
@@ -64,6 +66,7 @@ const TIME_FIELD: Readonly<Record<string, string>> = {
   OutputsStored: 'storedAt',
   DataRemoved: 'removedAt',
   UsageRecorded: 'recordedAt',
+  JobEnded: 'endedAt',
 };
 
 /** The time an event states: its own time field (agent clock for agent events), else when it was produced. */
@@ -234,6 +237,15 @@ function applyChange(view: JobView, event: JobEvent): JobView {
       if (final) return view;
       const d = event.data as EventData<'JobWithdrawn'>;
       return { ...view, state: d.outcome, outcome: d.outcome };
+    }
+    case 'JobEnded': {
+      // The ledger's word that nothing more happens to the job: its outcome is the final state,
+      // whatever the view had made of the events before (it is recorded after all of them).
+      const d = event.data as EventData<'JobEnded'>;
+      const next: JobView = { ...view, state: d.outcome, ended: { endedAt: d.endedAt, billed: d.billed } };
+      if (d.outcome !== 'rejected') next.outcome = d.outcome;
+      if (d.exitCode !== undefined) next.exitCode = d.exitCode;
+      return next;
     }
     case 'OutputsStored': {
       const d = event.data as EventData<'OutputsStored'>;

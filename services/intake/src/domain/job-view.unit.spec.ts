@@ -56,6 +56,18 @@ describe('job view (fold of every event of a job)', () => {
     position = 0n;
   });
 
+  it('given JobEnded, the view is final with its outcome and what was billed, and stays so', () => {
+    const ended = () =>
+      ev('JobEnded', { jobId: JOB, team: 'team-ml', outcome: 'completed', attempts: 1, exitCode: 0, billed: { billableMs: 2_000, totals: [{ currency: 'EUR', amountMicros: 4_000 }] }, outputs: null, endedAt: at(8) });
+    const view = given(submitted(), staged(), placed(), held(), started(), finished('completed'), stored(), released(), ended());
+    expect(view).toMatchObject({ state: 'completed', outcome: 'completed', exitCode: 0, ended: { endedAt: at(8), billed: { billableMs: 2_000, totals: [{ currency: 'EUR', amountMicros: 4_000 }] } } });
+    expect(view.outputs?.files.map((f) => f.path)).toEqual(['model.bin']);
+    // A job the view had not seen end (a lost attempt withdrawn, say) is final once JobEnded says so.
+    position = 0n;
+    const withdrawnLate = () => ev('JobEnded', { jobId: JOB, team: 'team-ml', outcome: 'cancelled', attempts: 1, billed: { billableMs: 0, totals: [] }, outputs: null, endedAt: at(9) });
+    expect(given(submitted(), staged(), placed(), held(), started(), withdrawnLate())).toMatchObject({ state: 'cancelled', outcome: 'cancelled' });
+  });
+
   it('given a JobFinished at the disk cap: the attempt and the job say which limit stopped it, and why', () => {
     const atCap = () => ev('JobFinished', { jobId: JOB, attemptId: A1, nodeId: 'node-1', outcome: 'failed', exitCode: null, signal: 'SIGKILL', limit: 'disk_limit', message: 'stopped at its disk limit', finishedAt: at(5) });
     const view = given(submitted(), staged(), placed(), held(), started(), atCap(), released());

@@ -3,18 +3,10 @@ import type { EventStore, RecordedEvent } from '#event-store';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { endsJob, feedEntryOf } from '../domain/feed.js';
-import { isFinalState } from '../domain/job-view.js';
 import type { JobViewsFeed } from '../jobs/job-views.feed.js';
 
 /** Receives a team's new feed entries, in store order. */
 export type FeedListener = (entry: FeedEntry) => void;
-
-/**
- * How long a job whose view is final may go without its `JobEnded` before a follower (e.g.
- * `logs --follow`) is let go anyway: a store written by a ledger from before `JobEnded` never
- * gets one. With `JobEnded` recorded (the ledger writes it once the job is over) it never applies.
- */
-export const END_WITHOUT_JOB_ENDED_MS = 5_000;
 
 /**
  * The team feed, served from the store: pages from any position (`read`), live entries as the
@@ -78,9 +70,8 @@ export class FeedHub {
   }
 
   /**
-   * Resolves once the job is over: its `JobEnded` is recorded (already, or later), or — for a store
-   * without `JobEnded` — its view has been final for {@link END_WITHOUT_JOB_ENDED_MS}. Also
-   * resolves when `signal` aborts or the hub closes.
+   * Resolves once the job is over: its `JobEnded` is recorded (already, or later; the ledger records
+   * one for every job). Also resolves when `signal` aborts or the hub closes.
    */
   async ended(jobId: string, signal?: AbortSignal): Promise<void> {
     let done!: () => void;
@@ -88,21 +79,12 @@ export class FeedHub {
     const waiters = this.endWaiters.get(jobId) ?? new Set();
     waiters.add(done);
     this.endWaiters.set(jobId, waiters);
-    let timer: NodeJS.Timeout | undefined;
-    const checkFinal = () => {
-      const view = this.views.get(jobId);
-      if (!timer && view && isFinalState(view.state)) timer = setTimeout(done, END_WITHOUT_JOB_ENDED_MS);
-    };
-    const unwatch = this.views.watch(jobId, checkFinal);
     signal?.addEventListener('abort', done, { once: true });
     try {
       const recorded = await this.store.readAll({ filter: { jobId, types: ['JobEnded'] }, maxCount: 1 });
       if (recorded.length > 0) done();
-      else checkFinal();
       await over;
     } finally {
-      clearTimeout(timer);
-      unwatch();
       signal?.removeEventListener('abort', done);
       waiters.delete(done);
       if (waiters.size === 0) this.endWaiters.delete(jobId);

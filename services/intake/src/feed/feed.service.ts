@@ -26,7 +26,7 @@ export class FeedService {
    */
   scope(principal: Principal, jobId: string | undefined): FeedScope {
     authorize(principal, 'jobs:read');
-    if (jobId !== undefined) this.jobs.get(principal, jobId);
+    if (jobId !== undefined) this.jobs.own(principal, jobId);
     return { team: principal.team, ...(jobId !== undefined ? { jobId } : {}) };
   }
 

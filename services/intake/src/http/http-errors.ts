@@ -14,6 +14,7 @@
  * | another service's terminal error | 502 | its code |
  * | anything else | 500 | `internal`, no detail (it is logged) |
  */
+import type { ErrorCode, HttpStatusCode } from '#contracts';
 import { GpunetError, IllegalStateError, NotFoundError, ValidationError, type FieldIssue } from '#errors';
 import { HttpException } from '@nestjs/common';
 import { z } from 'zod';
@@ -26,7 +27,7 @@ export const RETRY_AFTER_SECONDS = 1;
 export const ErrorBody = z
   .object({
     error: z.object({
-      code: z.string().describe('Machine-readable code, e.g. `validation_failed`, `unauthorized`, `not_found`, `idempotency_conflict`.'),
+      code: z.string().describe('Machine-readable code, one of contracts\' `ERROR_CODES` (e.g. `validation_failed`, `unauthorized`, `not_found`, `idempotency_conflict`), or `http_<status>` for a status the API has no code of its own for.'),
       message: z.string().describe('What went wrong, for people.'),
       retryable: z.boolean().describe('Whether the same request may succeed later.'),
       issues: z
@@ -52,7 +53,7 @@ export interface HttpError {
   internal: boolean;
 }
 
-function answer(status: number, code: string, message: string, options: { retryable?: boolean; issues?: readonly FieldIssue[]; headers?: Record<string, string>; internal?: boolean } = {}): HttpError {
+function answer(status: number, code: ErrorCode | HttpStatusCode, message: string, options: { retryable?: boolean; issues?: readonly FieldIssue[]; headers?: Record<string, string>; internal?: boolean } = {}): HttpError {
   const error: ErrorBody['error'] = { code, message, retryable: options.retryable ?? false };
   if (options.issues) error.issues = [...options.issues];
   return { status, headers: options.headers ?? {}, body: { error }, internal: options.internal ?? false };

@@ -223,6 +223,10 @@ function paths(): Json {
       get: {
         operationId: 'getJob',
         summary: 'One job: state, spec, attempts, outputs and timeline',
+        description:
+          'Answered as of the event store\'s head when asked: the view includes every event already recorded, so it never lags an event the caller ' +
+          'has received (from the feed, NATS or the bus). Once the job\'s `JobEnded` is recorded, `state` is final and `ended` and `outputs` are set. ' +
+          'A 503 (retryable) when the views could not catch up within 5 s.',
         parameters: [jobIdParam],
         responses: { '200': { description: 'The job.', content: json('JobView') }, ...JOB_ERRORS },
       },

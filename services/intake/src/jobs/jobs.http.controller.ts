@@ -33,13 +33,13 @@ export class JobsHttpController {
   }
 
   @Get()
-  list(@Req() req: Request): ListJobsReply {
+  list(@Req() req: Request): Promise<ListJobsReply> {
     const principal = this.auth.fromHttp(req.headers.authorization);
     return this.jobs.list(principal, listQuery(req.query as Record<string, string | string[] | undefined>));
   }
 
   @Get(':jobId')
-  get(@Req() req: Request, @Param('jobId') jobId: string): JobView {
+  get(@Req() req: Request, @Param('jobId') jobId: string): Promise<JobView> {
     const principal = this.auth.fromHttp(req.headers.authorization);
     return this.jobs.get(principal, jobIdParam(jobId));
   }

@@ -36,12 +36,12 @@ export class JobsNatsController {
   }
 
   @MessagePattern(Queries.GetJob.subject)
-  get(@Payload() request: GetJob, @Ctx() ctx: NatsQueryContext): JobView {
+  get(@Payload() request: GetJob, @Ctx() ctx: NatsQueryContext): Promise<JobView> {
     return this.jobs.get(this.auth.fromNats(ctx.getHeaders()), request.jobId);
   }
 
   @MessagePattern(Queries.ListJobs.subject)
-  list(@Payload() request: ListJobs, @Ctx() ctx: NatsQueryContext): ListJobsReply {
+  list(@Payload() request: ListJobs, @Ctx() ctx: NatsQueryContext): Promise<ListJobsReply> {
     return this.jobs.list(this.auth.fromNats(ctx.getHeaders()), request);
   }
 }

@@ -1,5 +1,5 @@
 import type { CancelJobReply, EventData, FieldIssue, JobView, ListJobs, ListJobsReply, SubmitJobReply } from '#contracts';
-import { isRetryable, NotFoundError, ValidationError } from '#errors';
+import { isRetryable, NotFoundError, TransientError, ValidationError } from '#errors';
 import { IdempotencyConflictError, WrongExpectedVersionError, type EventStore, type RecordedEvent } from '#event-store';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, newId, type Clock, type EventWriter } from '#service-kit';
 import { Inject, Injectable } from '@nestjs/common';
@@ -18,6 +18,15 @@ import { JobViewsFeed } from './job-views.feed.js';
 const READ_YOUR_WRITES_MS = 2_000;
 /** Appends a cancel retries when another cancel of the same job raced it. */
 const CANCEL_ATTEMPTS = 3;
+/** How long a read waits for the job views to reach the store's head before it answers 503 (retryable). */
+const CATCH_UP_MS = 5_000;
+
+/** The job views did not reach the store's head in time. Retryable. */
+export class JobViewsBehindError extends TransientError {
+  constructor(position: bigint, head: bigint) {
+    super(`the job views are at store position ${position} and did not reach the head ${head} within ${CATCH_UP_MS} ms; ask again`);
+  }
+}
 
 /** Where a request came from, for the events it causes. */
 export interface RequestTrace {
@@ -179,8 +188,22 @@ export class JobsService {
     }
   }
 
-  /** One of the caller's jobs. */
-  get(principal: Principal, jobId: string): JobView {
+  /**
+   * One of the caller's jobs, as of the store's head when asked: read-your-writes for any event the
+   * caller has already received (from the feed, the bus, or another intake), however far behind
+   * this intake's views were — a JobEnded seen means a final view with its outputs.
+   */
+  async get(principal: Principal, jobId: string): Promise<JobView> {
+    authorize(principal, 'jobs:read');
+    await this.current();
+    return this.own(principal, jobId);
+  }
+
+  /**
+   * One of the caller's jobs as the views hold it now (no catching up): for checking that a job is
+   * the caller's before serving something else of it. 404 unknown, 403 another team's.
+   */
+  own(principal: Principal, jobId: string): JobView {
     authorize(principal, 'jobs:read');
     const view = this.feed.get(jobId);
     if (!view) throw new NotFoundError(`job ${jobId} does not exist`);
@@ -188,15 +211,25 @@ export class JobsService {
     return view;
   }
 
-  /** A page of the caller's jobs, newest first. */
-  list(principal: Principal, query: ListJobs): ListJobsReply {
+  /** A page of the caller's jobs, newest first, as of the store's head when asked. */
+  async list(principal: Principal, query: ListJobs): Promise<ListJobsReply> {
     authorize(principal, 'jobs:read');
+    await this.current();
     return this.feed.views.list(principal.team, query);
+  }
+
+  /**
+   * Waits until the views hold everything the store held when called (one read of the store, not a
+   * poll interval: see StoreFollower.waitFor). JobViewsBehindError (503) after CATCH_UP_MS.
+   */
+  private async current(): Promise<void> {
+    const head = await this.store.headPosition();
+    if (!(await this.feed.waitFor(head, CATCH_UP_MS))) throw new JobViewsBehindError(this.feed.position, head);
   }
 
   /** Every event of one of the caller's jobs, from every service, in store order. */
   async events(principal: Principal, jobId: string): Promise<JobEvents> {
-    this.get(principal, jobId);
+    await this.get(principal, jobId);
     const events: JobEventRecord[] = [];
     let from = 0n;
     for (;;) {
@@ -209,10 +242,10 @@ export class JobsService {
   }
 
   /** The stored outputs of one of the caller's jobs. */
-  outputs(principal: Principal, jobId: string): JobOutputs {
-    const view = this.get(principal, jobId);
+  async outputs(principal: Principal, jobId: string): Promise<JobOutputs> {
+    const view = await this.get(principal, jobId);
     const out = view.outputs;
-    return { jobId, stored: out !== undefined, files: out?.files ?? [], totalBytes: out?.totalBytes ?? 0, truncated: out?.truncated ?? false };
+    return { jobId, stored: out !== undefined, files: out?.files ?? [], totalBytes: out?.totalBytes ?? 0, truncated: out?.truncated ?? false, rejected: out?.rejected ?? [] };
   }
 
   private async readSubmitted(streamId: string): Promise<EventData<'JobSubmitted'> | undefined> {

@@ -27,7 +27,7 @@ export class LogsHttpController {
   async logsOf(@Req() req: Request, @Res() res: Response, @Param('jobId') jobId: string): Promise<void> {
     const principal = this.auth.fromHttp(req.headers.authorization);
     const id = jobIdParam(jobId);
-    const job = this.jobs.get(principal, id);
+    const job = await this.jobs.get(principal, id);
     const follow = flag(req.query.follow as string | string[] | undefined);
     const text = req.accepts(['application/x-ndjson', 'application/json', 'text/plain']) === 'text/plain';
 

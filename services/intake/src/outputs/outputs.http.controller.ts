@@ -18,7 +18,7 @@ export class OutputsHttpController {
   ) {}
 
   @Get(':jobId/outputs')
-  list(@Req() req: Request, @Param('jobId') jobId: string): JobOutputs {
+  list(@Req() req: Request, @Param('jobId') jobId: string): Promise<JobOutputs> {
     return this.jobs.outputs(this.auth.fromHttp(req.headers.authorization), jobIdParam(jobId));
   }
 
@@ -27,7 +27,7 @@ export class OutputsHttpController {
   async download(@Req() req: Request, @Res() res: Response, @Param('jobId') jobId: string, @Param('path') path: string | string[]): Promise<void> {
     const principal = this.auth.fromHttp(req.headers.authorization);
     const id = jobIdParam(jobId);
-    const outputs = this.jobs.outputs(principal, id);
+    const outputs = await this.jobs.outputs(principal, id);
     // Express 5 hands a wildcard over as its segments.
     const relative = Array.isArray(path) ? path.join('/') : path;
     const file = OutputFiles.find(id, outputs.files, relative);

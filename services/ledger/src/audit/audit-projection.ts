@@ -4,6 +4,7 @@
  * on what, what came back, what it cost. Pure: events in, records out; no store, no clock.
  */
 import {
+  AUDIT_OUTCOMES,
   gangOutcome,
   type AuditAttempt,
   type AuditDurations,
@@ -78,6 +79,8 @@ export interface JobAuditState {
   stagingFailed?: string;
   rejected?: string;
   withdrawn?: { outcome: 'cancelled' | 'deadline'; at: string };
+  /** The job's JobEnded: its outcome is the job's. */
+  ended?: { outcome: string; at: string; eventId: string };
   requeues: { at: string; nextAttempt: number }[];
   attempts: AttemptState[];
   outputs: OutputsState[];
@@ -169,6 +172,9 @@ export function evolveJobAudit(state: JobAuditState, e: AuditSourceEvent): JobAu
       break;
     case 'JobWithdrawn':
       state.withdrawn = { outcome: d.outcome as 'cancelled' | 'deadline', at: str(d, 'withdrawnAt') ?? e.metadata.occurredAt };
+      break;
+    case 'JobEnded':
+      state.ended ??= { outcome: str(d, 'outcome') ?? 'open', at: str(d, 'endedAt') ?? e.metadata.occurredAt, eventId: e.eventId };
       break;
     case 'JobRequeued':
       state.requeues.push({ at: str(d, 'requeuedAt') ?? e.metadata.occurredAt, nextAttempt: d.nextAttempt as number });
@@ -349,6 +355,8 @@ export function jobDurations(s: JobAuditState): AuditDurations {
 export function jobOutcome(s: JobAuditState): AuditOutcome {
   if (s.rejected) return 'rejected';
   if (s.stagingFailed) return 'staging_failed';
+  // The ledger's word, once recorded: it also settles what the attempts alone cannot (a lost attempt withdrawn).
+  if (s.ended && (AUDIT_OUTCOMES as readonly string[]).includes(s.ended.outcome)) return s.ended.outcome as AuditOutcome;
   const last = [...s.attempts].sort((a, b) => a.attempt - b.attempt).at(-1);
   const requeuedAfterLast = last !== undefined && s.requeues.some((r) => r.nextAttempt > last.attempt);
   if (s.withdrawn && (!last || requeuedAfterLast)) return s.withdrawn.outcome;
@@ -430,6 +438,7 @@ export function jobReport(s: JobAuditState & { team: string; submittedAt: string
     attempts,
     ...(lastOutputs ? { outputs: { files: lastOutputs.files, totalBytes: lastOutputs.totalBytes, truncated: lastOutputs.truncated, logs: lastOutputs.logs } } : {}),
     cost: { lines: s.usage, ...cost },
+    ...(s.ended ? { ended: { endedAt: s.ended.at, eventId: s.ended.eventId } } : {}),
     timeline: s.timeline,
   };
 }

@@ -197,3 +197,23 @@ describe('audit projection', () => {
     expect({ billableMs: r.cost.billableMs, totals: r.cost.totals }).toEqual({ billableMs: 7_000, totals: [{ currency: 'EUR', amountMicros: 14_000 }] });
   });
 });
+
+describe('JobEnded in the audit', () => {
+  it('reports the JobEnded (in the timeline and as `ended`) and takes its outcome: a lost attempt withdrawn after a cancel is `cancelled`, not `node_lost`', () => {
+    const log = new Log();
+    const jobId = 'job-w';
+    log.add('JobSubmitted', { jobId, team: 'team-a', spec, submittedAt: at(0) }, 'intake');
+    log.add('JobPlaced', { jobId, attemptId: `${jobId}-a1`, attempt: 1, nodeId: 'node-1', gpuIndices: [0], gpuModel: 'A100', placedAt: at(1) }, 'placement');
+    log.add('ComputeHeld', { jobId, attemptId: `${jobId}-a1`, nodeId: 'node-1', gpuIndices: [0], gpuModel: 'A100', gpus: 1, heldAt: at(2) }, 'execution');
+    log.add('JobFinished', { jobId, attemptId: `${jobId}-a1`, nodeId: 'node-1', outcome: 'node_lost', exitCode: null, signal: null, finishedAt: at(3) }, 'execution');
+    log.add('JobCancelRequested', { jobId, team: 'team-a', requestedAt: at(4) }, 'intake');
+    const before = foldJobAudits(log.events).get(jobId)!;
+    expect(jobReport(before as never).outcome).toBe('node_lost');
+    log.add('JobWithdrawn', { jobId, team: 'team-a', outcome: 'cancelled', withdrawnAt: at(5) }, 'placement');
+    const ended = log.add('JobEnded', { jobId, team: 'team-a', outcome: 'cancelled', attempts: 1, billed: { billableMs: 0, totals: [] }, outputs: null, endedAt: at(6) }, 'ledger');
+    const report = jobReport(foldJobAudits(log.events).get(jobId)! as never);
+    expect(AuditJobReport.safeParse(report).error?.issues ?? []).toEqual([]);
+    expect(report).toMatchObject({ outcome: 'cancelled', ended: { endedAt: at(6), eventId: ended.eventId } });
+    expect(report.timeline.at(-1)).toMatchObject({ type: 'JobEnded', producer: 'ledger', eventId: ended.eventId });
+  });
+});

@@ -7,3 +7,4 @@ export * from './streams.js';
 export * from './months.js';
 export * from './billing.js';
 export * from './invoice.js';
+export * from './job-end.js';

@@ -39,3 +39,11 @@ export const INVOICE_STREAM_PREFIX = `${LEDGER_STREAM_PREFIX}invoice-`;
 export function invoiceStreamId(team: string, month: string): string {
   return `${INVOICE_STREAM_PREFIX}${team}-${month}`;
 }
+
+/** Prefix of the job-end streams, one per job. */
+export const JOB_END_STREAM_PREFIX = `${LEDGER_STREAM_PREFIX}job-`;
+
+/** `ledger-job-<jobId>`: the job's JobEnded, its only event (appended expecting no stream: once). */
+export function jobEndStreamId(jobId: string): string {
+  return `${JOB_END_STREAM_PREFIX}${jobId}`;
+}

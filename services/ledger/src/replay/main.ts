@@ -14,19 +14,19 @@
  * and `export-digests` write only their files. The chain key comes from `GPUNET_CHAIN_KEY`. Stdout gets exactly one JSON document: `{ exitCode, result, text }`, or
  * `{ error: { code, message, issues } }` with exit 2 (bad request, unknown invoice) or 1.
  */
-import { ChainHeadsSigned, InvoiceBody, type InvoiceFinalized } from '#contracts';
+import { ChainHeadsSigned, InvoiceBody, type EventData, type InvoiceFinalized } from '#contracts';
 import { GpunetError, IssuesError } from '#errors';
 import { openEventStore, type EventStore, type ReadAllFilter, type RecordedEvent } from '#event-store';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { BILLING_EVENT_TYPES, deriveInvoice, parseInvoiceId } from '../domain/index.js';
+import { BILLING_EVENT_TYPES, deriveInvoice, nodesOfAttempts, parseInvoiceId, placementNodeStreamId } from '../domain/index.js';
 import { linkProblem, signatureProblem } from '../digests/digest.js';
 import { latestDigestHeads, readDigests, verifyStoreDigests, type DigestCheck } from '../digests/store-digests.js';
 import { buildBundle, verifyBundle } from './bundle.js';
 import { renderInvoiceReplay, replayInvoice, whatIfPrices } from './invoice-replay.js';
-import { renderJobReplay, replayJob } from './job-replay.js';
+import { renderJobReplay, replayJob, replayJobEnd } from './job-replay.js';
 
 /** What a command that reads a store checks it against first. */
 const Trust = { publicKey: z.string().min(1).optional(), digestsDir: z.string().min(1).optional() };
@@ -196,7 +196,15 @@ async function replayJobCommand(store: EventStore, r: Extract<Request, { command
   if (!events.some((e) => e.type === 'JobSubmitted' && (e.data as { jobId: string }).jobId === r.jobId)) {
     throw new ToolUsageError(`no job ${r.jobId} in the store (as of position ${head})`, [{ path: 'job-id', message: 'unknown job', fix: 'check the id with `gpunet audit jobs`' }]);
   }
-  const replay = replayJob(events, r.jobId, head);
+  const billing = replayJob(events, r.jobId, head);
+  // The job's end: every event naming it, and the NodeLost events of its nodes, up to the same head.
+  const jobFacts = await readUpTo(store, head, { jobId: r.jobId });
+  const losses: EventData<'NodeLost'>[] = [];
+  for (const nodeId of nodesOfAttempts(jobFacts)) {
+    for (const e of await store.readStream(placementNodeStreamId(nodeId))) if (e.type === 'NodeLost' && e.position <= head) losses.push(e.data as EventData<'NodeLost'>);
+  }
+  const ended = replayJobEnd(jobFacts, losses);
+  const replay = { ...billing, ended, identical: billing.identical && ended.status !== 'changed' && ended.status !== 'not_derivable' };
   return { exitCode: replay.identical ? 0 : 1, result: { ...replay, store: checked.result }, text: [...renderJobReplay(replay), ...checked.text] };
 }
 

@@ -3,8 +3,9 @@
  * an argument, the state is only read.
  *
  * In order:
- * 1. withdraw every queued job whose team asked to cancel it (`JobWithdrawn`, outcome `cancelled`),
- *    and every queued job whose deadline has passed (outcome `deadline`, see `deadlines.ts`);
+ * 1. withdraw every queued job whose team asked to cancel it (`JobWithdrawn`, outcome `cancelled`) —
+ *    a job back in the queue after a lost or retried attempt too —, and every queued job whose
+ *    deadline has passed (outcome `deadline`, see `deadlines.ts`);
  * 2. reject every never-placed job that the registered nodes could never hold, even together as
  *    whole nodes of one model (`JobRejected`, `unsatisfiable`); with no node registered yet, jobs wait instead;
  * 3. requeue every job whose attempt ended `node_lost` (`JobRequeued`); it keeps its submit position;
@@ -49,8 +50,8 @@ export function decide(state: PlacementState, now: Date, options: DecideOptions 
 
   for (const job of state.queue) {
     if (job.cancelRequested) {
-      // A lost job with a cancel ends with its JobFinished (evolve); only queued ones are withdrawn.
-      if (job.phase !== 'lost') out.push(withdrawn(job, at));
+      // Queued, or back in the queue after an attempt that would run again: it never runs (again).
+      out.push(withdrawn(job, at));
       continue;
     }
     if (deadlinePassed(job, now.getTime())) {
@@ -112,7 +113,11 @@ function withDeadlineNote(job: JobRecord, now: number): { deadlineNote?: string 
 }
 
 function withdrawn(job: JobRecord, at: string): PlacementDecision {
-  return { type: 'JobWithdrawn', data: { jobId: job.jobId, team: job.team, outcome: 'cancelled', message: 'Cancelled while queued; it never held compute.', withdrawnAt: at } };
+  const last = job.attempts[job.attempts.length - 1];
+  const message = last === undefined
+    ? 'Cancelled while queued; it never held compute.'
+    : `Cancelled after attempt ${last.attempt} ended ${last.outcome ?? 'without an outcome'}; it is not run again.`;
+  return { type: 'JobWithdrawn', data: { jobId: job.jobId, team: job.team, outcome: 'cancelled', message, withdrawnAt: at } };
 }
 
 /** Why no registered node can ever hold the job, or undefined when one can. */

@@ -147,10 +147,15 @@ describe('decide: cancel and requeue', () => {
     ]);
   });
 
-  it('does not rerun a lost attempt when the team asked to cancel', () => {
+  it('does not rerun a lost attempt when the team asked to cancel: it withdraws it, cancel before or after the loss', () => {
+    const withdrawal = [{ type: 'JobWithdrawn', data: expect.objectContaining({ jobId: 'j1', outcome: 'cancelled', message: expect.stringContaining('after attempt 1 ended node_lost') }) }];
     const h = given(ev.node('n1', 1), ev.submitted('j1', 1), ev.staged('j1'), ev.placed('j1', 1, 'n1', [0]), ev.cancelRequested('j1'), ev.finished('j1', 1, 'n1', 'node_lost'), ev.released('j1', 1, 'n1', [0]));
-    expect(decide(h.state, now)).toEqual([]);
+    expect(decide(h.state, now)).toEqual(withdrawal);
     const h2 = given(ev.node('n1', 1), ev.submitted('j1', 1), ev.staged('j1'), ev.placed('j1', 1, 'n1', [0]), ev.finished('j1', 1, 'n1', 'node_lost'), ev.cancelRequested('j1'));
+    expect(decide(h2.state, now)).toEqual(withdrawal);
+    // Once recorded, the job is over for placement: nothing more is decided for it.
+    h2.apply(ev.withdrawn('j1'));
+    expect(h2.state.jobs.get('j1')!.phase).toBe('ended');
     expect(decide(h2.state, now)).toEqual([]);
   });
 

@@ -88,8 +88,8 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
       const job = state.jobs.get(event.data.jobId);
       if (!job) return state;
       job.cancelRequested = true;
-      // A lost attempt of a job the team wants gone is not run again; its JobFinished said it all.
-      if (job.phase === 'lost') end(state, job, 'finished');
+      // A lost attempt of a job the team wants gone is not run again: the next pass withdraws it
+      // (JobWithdrawn), so its end is a recorded fact rather than a silence.
       return state;
     }
     case 'JobRejected':
@@ -273,12 +273,15 @@ function finishAttempt(state: PlacementState, job: JobRecord, attempt: AttemptRe
   const live = state.live.get(attempt.attemptId);
   if (live) live.finished = true;
   if (job.phase !== 'placed' || currentAttempt(job) !== attempt) return;
-  if (outcome === 'node_lost' && !job.cancelRequested) {
+  // An attempt lost with its node, or failed with an exit code its retry policy names (attempts
+  // left), is not the job's end whatever else is known: the next pass records either JobRequeued
+  // or, for a job the team cancelled, JobWithdrawn. Deciding it there, from the state as it then
+  // is, makes every such end a recorded fact — the ledger's JobEnded waits for it.
+  if (outcome === 'node_lost') {
     job.phase = 'lost';
     job.requeueReason = 'node_lost';
     enqueue(state, job);
-  } else if (!job.cancelRequested && retriesAfter(job.retry, job.attempts.filter((a) => a.outcome !== undefined).map((a) => ({ outcome: a.outcome!, exitCode: a.exitCode })))) {
-    // Failed with an exit code its retry policy names, and attempts are left: run it again.
+  } else if (retriesAfter(job.retry, job.attempts.filter((a) => a.outcome !== undefined).map((a) => ({ outcome: a.outcome!, exitCode: a.exitCode })))) {
     job.phase = 'lost';
     job.requeueReason = 'retry';
     enqueue(state, job);

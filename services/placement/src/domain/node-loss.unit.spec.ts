@@ -98,13 +98,12 @@ describe('applying NodeLost', () => {
     expect(h.state.jobs.get('j1')!.phase).toBe('lost');
   });
 
-  it('ends a lost job whose team asked to cancel it instead of requeuing it', () => {
+  it('withdraws a lost job whose team asked to cancel it instead of requeuing it', () => {
     const h = running();
     h.apply(ev.cancelRequested('j1'));
     const [loss] = detectLostNodes(h.state, new Date(T0 + 6_000));
     h.apply(lostEvent(loss!.data));
-    expect(h.state.jobs.get('j1')!.phase).toBe('ended');
-    expect(decide(h.state, new Date(T0 + 6_001))).toEqual([]);
+    expect(decide(h.state, new Date(T0 + 6_001))).toEqual([{ type: 'JobWithdrawn', data: expect.objectContaining({ jobId: 'j1', outcome: 'cancelled' }) }]);
   });
 
   it('a node that registers again comes back with fresh GPUs', () => {

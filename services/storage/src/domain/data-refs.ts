@@ -77,9 +77,10 @@ export interface DataRefs {
   datasets: Map<string, { sha256: string; sinceMs: number }>;
   /**
    * Per team, blobs that outputs and logs refer to (`files`) and checkpoint manifests
-   * (`folders`, whose files the plan expands): never removed as inputs.
+   * (`folders`, whose files the plan expands): never removed as inputs. A checkpoint's manifest
+   * size is not recorded (`JobCheckpointed.size` is its files' total), hence a set.
    */
-  retained: Map<string, { files: Set<string>; folders: Map<string, number> }>;
+  retained: Map<string, { files: Set<string>; folders: Set<string> }>;
   /** Team of each job seen, also after its inputs are gone (outputs and checkpoints may come later). */
   teamOf: Map<string, string>;
 }
@@ -158,7 +159,9 @@ export function evolve(model: DataRefs, event: RefEvent): void {
     case 'JobCheckpointed': {
       const e = event.data as JobCheckpointed;
       if (e.sha256 === undefined) return;
-      retainedOf(model, e.jobId)?.folders.set(e.sha256, e.size ?? 0);
+      // Not e.size: that is the checkpoint files' total, not the manifest's size; read with it, the
+      // manifest failed its size check and its files went unprotected.
+      retainedOf(model, e.jobId)?.folders.add(e.sha256);
       return;
     }
     case 'DataRemoved': {
@@ -179,11 +182,11 @@ export function evolve(model: DataRefs, event: RefEvent): void {
   }
 }
 
-function retainedOf(model: DataRefs, jobId: string): { files: Set<string>; folders: Map<string, number> } | undefined {
+function retainedOf(model: DataRefs, jobId: string): { files: Set<string>; folders: Set<string> } | undefined {
   const team = model.teamOf.get(jobId);
   if (team === undefined) return undefined;
   let kept = model.retained.get(team);
-  if (!kept) model.retained.set(team, (kept = { files: new Set(), folders: new Map() }));
+  if (!kept) model.retained.set(team, (kept = { files: new Set(), folders: new Set() }));
   return kept;
 }
 
@@ -218,15 +221,15 @@ export interface Removal {
   discriminator: string;
 }
 
-/** Folder manifests a plan may read: the given teams' folder inputs not yet removed, and their checkpoints. */
-export function foldersToRead(model: DataRefs, teams: Iterable<string>): { team: string; sha256: string; size: number }[] {
-  const out: { team: string; sha256: string; size: number }[] = [];
+/** Folder manifests a plan may read: the given teams' folder inputs not yet removed (with their size), and their checkpoints (size unknown). */
+export function foldersToRead(model: DataRefs, teams: Iterable<string>): { team: string; sha256: string; size?: number }[] {
+  const out: { team: string; sha256: string; size?: number }[] = [];
   for (const team of teams) {
     for (const id of model.byTeam.get(team) ?? []) {
       const job = model.jobs.get(id)!;
       for (const input of job.inputs) if (input.kind === 'folder' && !job.removed.has(input.sha256)) out.push({ team, sha256: input.sha256, size: input.size });
     }
-    for (const [sha256, size] of model.retained.get(team)?.folders ?? []) out.push({ team, sha256, size });
+    for (const sha256 of model.retained.get(team)?.folders ?? []) out.push({ team, sha256 });
   }
   return out;
 }
@@ -256,7 +259,7 @@ export function planRemovals(model: DataRefs, nowMs: number, filesOf: FilesOf, o
     const needed = new Set<string>();
     const kept = model.retained.get(team);
     for (const sha256 of kept?.files ?? []) needed.add(sha256);
-    for (const manifest of kept?.folders.keys() ?? []) {
+    for (const manifest of kept?.folders ?? []) {
       needed.add(manifest);
       for (const file of filesOf(team, manifest)) needed.add(file.sha256);
     }

@@ -6,6 +6,7 @@ import { CLOCK, EVENT_STORE, EVENT_WRITER, type Clock, type EventWriter } from '
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { BLOB_STORE } from '../blobs/blob-store.provider.js';
+import { RemovalLock } from '../retention/removal-lock.js';
 import { decideOutputs, intakeJobStreamId, outputBlobs, recordedOutputs, storageJobStreamId, type OutputCheck } from '../domain/index.js';
 
 /** Blobs checked at once. */
@@ -31,9 +32,15 @@ export class OutputsService {
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(EVENT_WRITER) private readonly writer: EventWriter,
     @Inject(CLOCK) private readonly clock: Clock,
+    private readonly lock: RemovalLock,
   ) {}
 
-  async record(cmd: StoreOutputs, trace: RequestTrace, log: Logger): Promise<StoreOutputsReply> {
+  /** Never beside a removal (see {@link RemovalLock}): the blobs checked stay until the record is in the store. */
+  record(cmd: StoreOutputs, trace: RequestTrace, log: Logger): Promise<StoreOutputsReply> {
+    return this.lock.run(() => this.recordNow(cmd, trace, log));
+  }
+
+  private async recordNow(cmd: StoreOutputs, trace: RequestTrace, log: Logger): Promise<StoreOutputsReply> {
     await this.checkOwner(cmd);
     const stream = storageJobStreamId(cmd.jobId);
     for (let attempt = 1; ; attempt++) {

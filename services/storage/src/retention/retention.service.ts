@@ -9,6 +9,7 @@ import { BLOB_STORE } from '../blobs/blob-store.provider.js';
 import { foldersToRead, planRemovals, storageJobStreamId, teamsWithFinalJobs, type Removal } from '../domain/index.js';
 import type { StorageConfig } from '../storage.config.js';
 import { DataRefsFeed } from './data-refs.feed.js';
+import { RemovalLock } from './removal-lock.js';
 
 /** How long a handler waits for the reference model to reach the store's head before retrying. */
 const CATCH_UP_MS = 10_000;
@@ -25,12 +26,12 @@ const REMOVE_CONCURRENCY = 8;
 export class RetentionService implements OnApplicationBootstrap, OnApplicationShutdown {
   /** Files of each folder manifest read so far, by `<team>/<sha256>`; manifests never change. */
   private readonly manifests = new Map<string, readonly BlobRef[]>();
-  private queue: Promise<unknown> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
 
   constructor(
     private readonly feed: DataRefsFeed,
+    private readonly lock: RemovalLock,
     @Inject(BLOB_STORE) private readonly blobs: BlobStore,
     @Inject(EVENT_WRITER) private readonly writer: EventWriter,
     @Inject(CLOCK) private readonly clock: Clock,
@@ -108,11 +109,11 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
     return removals;
   }
 
-  private async loadManifest(team: string, sha256: string, size: number): Promise<void> {
+  private async loadManifest(team: string, sha256: string, size: number | undefined): Promise<void> {
     const key = `${team}/${sha256}`;
     if (this.manifests.has(key)) return;
     try {
-      const manifest = await this.blobs.readFolderManifest(team, sha256, { size });
+      const manifest = await this.blobs.readFolderManifest(team, sha256, size === undefined ? {} : { size });
       this.manifests.set(key, manifest.entries.map((e) => ({ sha256: e.sha256, size: e.size })));
     } catch (err) {
       // A manifest that is gone or unusable cannot be materialized: no file is needed through it.
@@ -125,10 +126,8 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
     if (!(await this.feed.catchUp(CATCH_UP_MS))) throw new TransientError(`the reference model did not catch up with the store within ${CATCH_UP_MS} ms`);
   }
 
-  /** Runs removals one at a time: two plans made at once could both record the same blob. */
+  /** Runs removals one at a time (two plans made at once could both record the same blob), and never beside an outputs record. */
   private serially<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(fn, fn);
-    this.queue = run.catch(() => undefined);
-    return run;
+    return this.lock.run(fn);
   }
 }
