@@ -28,6 +28,7 @@ const common = {
     '^#blobs$': '<rootDir>/libs/blobs/src/index.ts',
     '^#service-kit$': '<rootDir>/libs/service-kit/src/index.ts',
     '^#identity$': '<rootDir>/libs/identity/src/index.ts',
+    '^#telemetry$': '<rootDir>/libs/telemetry/src/index.ts',
     '^#bus-auth$': '<rootDir>/libs/bus-auth/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },

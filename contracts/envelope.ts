@@ -19,6 +19,12 @@ export const EventMetadata = z
     producer: z.string().min(1).describe('Service or client that produced the event, e.g. `intake`.'),
     occurredAt: Timestamp.describe('When the producer observed or decided the fact (producer clock).'),
     schemaVersion: z.int().min(1).optional().describe('Schema version of `data` when it was written; absent means 1.'),
+    traceparent: z
+      .string()
+      .max(128)
+      .optional()
+      .describe('W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).'),
+    tracestate: z.string().max(512).optional().describe('W3C `tracestate` that goes with `traceparent`, when there is one.'),
   })
   .describe('Metadata every event carries; covered by the hash chain.');
 export type EventMetadata = z.output<typeof EventMetadata>;

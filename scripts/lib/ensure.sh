@@ -159,6 +159,22 @@ ensure_python() {
   note "$("$GPUNET_PYTHON" --version 2>&1), pytest $("$GPUNET_PYTHON" -m pytest --version 2>&1 | grep -oE '[0-9]+(\.[0-9]+)+' | head -n1)"
 }
 
+# --- promtool (the alert rules' tests) ---------------------------------------------------------
+
+# `promtool test rules` checks deploy/prometheus/alerts.yaml against recorded series
+# (`npm run test:alerts`). Debian ships it in the `prometheus` package; installing that package
+# does not start a Prometheus server where no init system runs.
+ensure_promtool() {
+  step "promtool"
+  if ! command -v promtool >/dev/null 2>&1; then
+    is_root || die "promtool is not installed; the alert rules cannot be tested." "Install it (Debian/Ubuntu): sudo apt-get install -y prometheus" "or put promtool 2.x on PATH."
+    note "not installed: installing Debian's prometheus (for promtool)"
+    apt_install prometheus
+    command -v promtool >/dev/null 2>&1 || die "prometheus was installed but promtool is not on PATH."
+  fi
+  note "$(promtool --version 2>&1 | head -n1)"
+}
+
 # --- PostgreSQL --------------------------------------------------------------------------------
 
 # Connects to $1 and checks the role may create databases (each test file makes its own).

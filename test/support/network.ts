@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import type { ServiceName } from '#contracts';
 import { waitHealthy, type HealthTargets } from '../../libs/cli/src/local/health.js';
+import { freePort } from '../../libs/cli/src/local/environment.js';
 import { isAlive, spawnDetached, tailOf } from '../../libs/cli/src/local/processes.js';
 import { readState, writeState, type LocalProcess, type LocalState } from '../../libs/cli/src/local/state.js';
 import { writeNatsConfig } from '../../libs/cli/src/local/identities.js';
@@ -278,9 +279,11 @@ export class TestNetwork {
     const code = await runCli(['nodes', 'enroll', nodeId, '--public-key', identity.publicKey, '--data-dir', this.dataDir, '--json'], { stdout: out.stream, stderr: err.stream, env: this.env, cwd: this.dataDir });
     if (code !== 0) throw new TestNetworkError(`gpunet nodes enroll ${nodeId} exited ${code}:\n${err.text()}${out.text()}`);
     const log = join(this.dataDir, 'logs', `${nodeId}.log`);
-    const agentEnv = { ...template.env, GPUNET_NODE_ID: nodeId, GPUNET_WORK_DIR: join(this.dataDir, 'nodes', nodeId), GPUNET_NATS_NKEY_FILE: keyFile, ...env };
+    // Its own /metrics port: node-1's is taken.
+    const metricsPort = await freePort();
+    const agentEnv = { ...template.env, GPUNET_NODE_ID: nodeId, GPUNET_WORK_DIR: join(this.dataDir, 'nodes', nodeId), GPUNET_NATS_NKEY_FILE: keyFile, GPUNET_METRICS_PORT: String(metricsPort), ...env };
     const pid = spawnDetached(template.command, { cwd: template.cwd!, env: { ...this.env, ...agentEnv }, log });
-    const added: LocalProcess = { ...template, name: nodeId, nodeId, pid, log, env: agentEnv };
+    const added: LocalProcess = { ...template, name: nodeId, nodeId, pid, log, env: agentEnv, metricsPort };
     this.state = { ...this.state, processes: [...this.state.processes, added] };
     await writeState(this.state);
     await waitHealthy(this.natsUrl, { services: ['execution'], agents: [nodeId] }, {

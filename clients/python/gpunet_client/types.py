@@ -42,6 +42,8 @@ AdminActionRefusedMetadata = TypedDict("AdminActionRefusedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # An authenticated key tried to manage teams or keys beyond its role or team, and was refused: who, what, when, why. Subject: `gpunet.evt.AdminActionRefused.*.*`. Schema version 1.
@@ -84,6 +86,8 @@ ApiKeyIssuedMetadata = TypedDict("ApiKeyIssuedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # An API key was issued to a team with a role: its id and sha256 (never the key), who issued it and when. Takes effect at once on every intake. Subject: `gpunet.evt.ApiKeyIssued.*.*`. Schema version 1.
@@ -124,6 +128,8 @@ ApiKeyRevokedMetadata = TypedDict("ApiKeyRevokedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # An API key was revoked: who, when, why. Every intake refuses it from then on (within a second). Subject: `gpunet.evt.ApiKeyRevoked.*.*`. Schema version 1.
@@ -506,6 +512,8 @@ AuditQueriedMetadata = TypedDict("AuditQueriedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # Someone asked an audit query: who (API key, team, role), what (query and parameters), when, and whether it was refused. Recorded before the answer is given. Subject: `gpunet.evt.AuditQueried.*.*`. Schema version 1.
@@ -622,6 +630,8 @@ ChainHeadsSignedMetadata = TypedDict("ChainHeadsSignedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # Signed chain heads: every stream head as of a store position (changed ones listed, all in a Merkle root), chained to the previous digest and signed with the network signing key (ed25519). Subject: `gpunet.evt.ChainHeadsSigned.*.*`. Schema version 1.
@@ -671,6 +681,8 @@ ComputeHeldMetadata = TypedDict("ComputeHeldMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # The agent reserved the GPUs for the attempt. Billable time starts at heldAt. Subject: `gpunet.evt.ComputeHeld.*.*`. Schema version 1.
@@ -704,6 +716,8 @@ ComputeReleasedMetadata = TypedDict("ComputeReleasedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # The agent freed the attempt's GPUs; they may be placed again. Subject: `gpunet.evt.ComputeReleased.*.*`. Schema version 1.
@@ -847,6 +861,8 @@ CreditNoteIssuedMetadata = TypedDict("CreditNoteIssuedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # A correction to a finalized invoice: credited amounts referencing its lines, with double-entry postings. Subject: `gpunet.evt.CreditNoteIssued.*.*`. Schema version 1.
@@ -887,6 +903,8 @@ DataRemovedMetadata = TypedDict("DataRemovedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # Blobs were removed because no job needs them and their retention passed (or a node cache evicted them). Subject: `gpunet.evt.DataRemoved.*.*`. Schema version 1.
@@ -1643,6 +1661,8 @@ InputsStagedMetadata = TypedDict("InputsStagedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # Every input of the job is in the object store and verified. Placement may now hold compute for it. Subject: `gpunet.evt.InputsStaged.*.*`. Schema version 1.
@@ -1729,6 +1749,8 @@ InvoiceFinalizedMetadata = TypedDict("InvoiceFinalizedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # A team's invoice for a month, frozen after the late-event cutoff: its lines, totals, postings and the store position it was derived at. Never changed. Subject: `gpunet.evt.InvoiceFinalized.*.*`. Schema version 1.
@@ -1762,6 +1784,8 @@ JobCancelRequestedMetadata = TypedDict("JobCancelRequestedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # The team asked to cancel the job. A queued job ends at once; a running one is stopped by its agent. Subject: `gpunet.evt.JobCancelRequested.*.*`. Schema version 1.
@@ -1797,6 +1821,8 @@ JobCheckpointedMetadata = TypedDict("JobCheckpointedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # The job wrote a checkpoint; a later attempt may resume from it. Subject: `gpunet.evt.JobCheckpointed.*.*`. Schema version 1.
@@ -1858,6 +1884,8 @@ JobEndedMetadata = TypedDict("JobEndedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # The job is over: nothing more will happen to it. Recorded exactly once per job (stream `ledger-job-<jobId>`) on every path — its last attempt ended and released (not lost, not retried), withdrawn from the queue (cancelled, deadline, or cancelled after a lost or retried attempt), staging failed, reje
@@ -1896,6 +1924,8 @@ JobFinishedMetadata = TypedDict("JobFinishedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # The attempt ended, with its outcome and exit code. Billable time ends at finishedAt. Subject: `gpunet.evt.JobFinished.*.*`. Schema version 1.
@@ -1947,6 +1977,8 @@ JobPlacedMetadata = TypedDict("JobPlacedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # Placement chose a node and concrete GPU indices for one attempt of the job. Subject: `gpunet.evt.JobPlaced.*.*`. Schema version 1.
@@ -1988,6 +2020,8 @@ JobRejectedMetadata = TypedDict("JobRejectedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # The job will never run (a business rule failed after the schema passed). Nothing is billed. Subject: `gpunet.evt.JobRejected.*.*`. Schema version 1.
@@ -2021,6 +2055,8 @@ JobRequeuedMetadata = TypedDict("JobRequeuedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # An attempt was lost through no fault of the job; the job waits for a new placement. Subject: `gpunet.evt.JobRequeued.*.*`. Schema version 1.
@@ -2155,6 +2191,8 @@ JobStartedMetadata = TypedDict("JobStartedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # The job's process started on the node. Subject: `gpunet.evt.JobStarted.*.*`. Schema version 1.
@@ -2283,6 +2321,8 @@ JobSubmittedMetadata = TypedDict("JobSubmittedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # Intake accepted a valid job spec from a team. The job waits for its inputs to be staged. Subject: `gpunet.evt.JobSubmitted.*.*`. Schema version 1.
@@ -2316,6 +2356,8 @@ JobWithdrawnMetadata = TypedDict("JobWithdrawnMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # A queued job left the queue without running (cancelled, or its deadline passed): it never held compute, billed 0. Also a cancelled job whose last attempt was lost with its node or failed in a way its retry policy retries: it is not run again (earlier attempts stay billed as they were). Subject: `gpu
@@ -2583,6 +2625,8 @@ NodeEnrolledMetadata = TypedDict("NodeEnrolledMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # The recorder takes reports from this node signed with this key (a later enrollment of the node replaces the key). Subject: `gpunet.evt.NodeEnrolled.*.*`. Schema version 1.
@@ -2628,6 +2672,8 @@ NodeHeartbeatMetadata = TypedDict("NodeHeartbeatMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # An agent is alive; carries its free GPUs, running attempts and cached blobs. Consumers may keep only the latest. Subject: `gpunet.evt.NodeHeartbeat.*.*`. Schema version 1.
@@ -2687,6 +2733,8 @@ NodeLostMetadata = TypedDict("NodeLostMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # A node stopped answering; its running attempts are lost (a platform fault, not billed by default). Subject: `gpunet.evt.NodeLost.*.*`. Schema version 1.
@@ -2779,6 +2827,8 @@ NodeRegisteredMetadata = TypedDict("NodeRegisteredMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # An agent offers its GPUs (or declared slots) to the network. Subject: `gpunet.evt.NodeRegistered.*.*`. Schema version 1.
@@ -2850,6 +2900,8 @@ NodeReportRefusedMetadata = TypedDict("NodeReportRefusedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # The recorder refused a report of a node: nothing of it was recorded or billed. Subject: `gpunet.evt.NodeReportRefused.*.*`. Schema version 1.
@@ -2906,6 +2958,8 @@ OutputsStoredMetadata = TypedDict("OutputsStoredMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # The files matching the job's output globs, and its logs, are stored by content address. Subject: `gpunet.evt.OutputsStored.*.*`. Schema version 1.
@@ -2942,6 +2996,8 @@ PriceListPublishedMetadata = TypedDict("PriceListPublishedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # A new version of the price list: micro-units per GPU per hour, by GPU model. Subject: `gpunet.evt.PriceListPublished.*.*`. Schema version 1.
@@ -3097,6 +3153,8 @@ RecordedEventMetadata = TypedDict("RecordedEventMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # Any event on `gpunet.evt.*`; check `data` with the file named by `type`.
@@ -3220,6 +3278,8 @@ StagingFailedMetadata = TypedDict("StagingFailedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # The job's inputs could not be staged; the job will not run. Nothing is billed. Subject: `gpunet.evt.StagingFailed.*.*`. Schema version 1.
@@ -3416,6 +3476,8 @@ TeamCreatedMetadata = TypedDict("TeamCreatedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # A team was created: who created it, when, with which display name. Subject: `gpunet.evt.TeamCreated.*.*`. Schema version 1.
@@ -3454,6 +3516,8 @@ TeamDisabledMetadata = TypedDict("TeamDisabledMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # A team was disabled: from now on every key of the team is refused. Subject: `gpunet.evt.TeamDisabled.*.*`. Schema version 1.
@@ -3499,6 +3563,8 @@ UsageRecordedMetadata = TypedDict("UsageRecordedMetadata", {
     "producer": str,  # Service or client that produced the event, e.g. `intake`.
     "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
     "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
 })
 
 # One billed (or waived) run attempt: held → finished time, rate, amount and the rounding rule used. Subject: `gpunet.evt.UsageRecorded.*.*`. Schema version 1.

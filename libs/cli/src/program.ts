@@ -20,6 +20,7 @@ import { invoiceShow, invoicesList, isInvoiceId } from './commands/invoices.js';
 import { ledgerRebuild } from './commands/ledger.js';
 import { keysCreate, keysList, keysRevoke, teamsCreate, teamsDisable, teamsList, teamsShow, type KeysCreateFlags } from './commands/keys.js';
 import { nodesEnroll, nodesList } from './commands/nodes.js';
+import { top, type TopOptions } from './commands/top.js';
 import { pricesList, pricesPublish } from './commands/prices.js';
 import { up } from './commands/up.js';
 import { wait } from './commands/wait.js';
@@ -271,6 +272,13 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .description('every enrolled node, its key and who enrolled it')
     .option('--nats <url>', 'NATS URL of the network; default env GPUNET_NATS_URL, else the one in <data-dir>/state.json')
     .action(run((ctx, opts) => nodesList(ctx, opts as Parameters<typeof nodesList>[1])));
+
+  withBaseOptions(command('top'))
+    .description('a live view of the network from every process\'s /metrics: queue by reason, jobs, GPUs per model, nodes, consumer lag, dead letters, relay lag, billed GPU time')
+    .option('--once', 'print one snapshot and exit (with --json: the figures as one document)')
+    .option('--interval <seconds>', 'refresh period', '2')
+    .option('--targets <list>', 'name=http://host:port/metrics,… to scrape; default: every process of the local network (state.json)')
+    .action(run((ctx, opts) => top(ctx, opts as TopOptions)));
 
   const audit = command('audit').description('audit jobs from the event store: what ran, how long, on what, what came back, what it cost (every query is recorded)');
   const auditSub = (name: string) => audit.command(name).exitOverride().showHelpAfterError('(add --help for usage)');

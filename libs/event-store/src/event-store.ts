@@ -18,6 +18,13 @@ export interface EventMetadata {
   occurredAt: string;
   /** Schema version of `data` when it was written; absent means 1 (contracts' `EventMetadata`). */
   schemaVersion?: number;
+  /**
+   * W3C trace context of the work that produced the event, present only while tracing is on
+   * (docs/observability.md): the outbox relay sends it on as the `traceparent` / `tracestate`
+   * message headers, so one job's work across services is one trace.
+   */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /** An event as handed to `appendToStream`. `eventId` is the idempotency key (a UUID). */

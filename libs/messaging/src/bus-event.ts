@@ -65,7 +65,8 @@ export const defaultEventSubject: EventSubjectOf = (event) => eventSubject(event
  * gives), JSON body (bigints as decimal text), headers `Nats-Msg-Id` (= event id), `Gpunet-Type`,
  * `Gpunet-Job-Id` (when the event names a job), `Gpunet-Correlation-Id`, `Gpunet-Causation-Id` and
  * `Gpunet-Schema-Version` (`metadata.schemaVersion`, absent meaning 1) — the event headers of the
- * AsyncAPI document, every one always sent but the job id.
+ * AsyncAPI document, every one always sent but the job id; and `traceparent` / `tracestate` when
+ * the event's metadata carries a trace context.
  */
 export function encodeEvent(event: RecordedEvent | BusEvent, subjectOf: EventSubjectOf = defaultEventSubject): EncodedEvent {
   const h = natsHeaders();
@@ -75,6 +76,9 @@ export function encodeEvent(event: RecordedEvent | BusEvent, subjectOf: EventSub
   h.set(Headers.CorrelationId, event.metadata.correlationId);
   h.set(HEADERS.causationId, event.metadata.causationId);
   h.set(HEADERS.schemaVersion, String(eventSchemaVersion(event)));
+  // W3C trace context recorded with the event (only while tracing is on): consumers continue its trace.
+  if (event.metadata.traceparent) h.set('traceparent', event.metadata.traceparent);
+  if (event.metadata.tracestate) h.set('tracestate', event.metadata.tracestate);
   // A copy with the two bigints as text: much cheaper than a JSON.stringify replacer on every value.
   const wire =
     event.revision === undefined && event.position === undefined

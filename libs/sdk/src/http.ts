@@ -4,6 +4,7 @@
  * validation against the contracts, and retries of requests that are safe to repeat.
  */
 import { formatIssues, type FieldIssue } from '#contracts';
+import { context, propagation } from '@opentelemetry/api';
 import type { z } from 'zod';
 import { GpunetApiError, GpunetProtocolError, GpunetUnreachableError } from './errors.js';
 
@@ -122,6 +123,9 @@ export class HttpTransport {
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.o.userAgent, ...spec.headers };
     if (this.o.apiKey) headers.authorization = `Bearer ${this.o.apiKey}`;
     if (spec.body !== undefined) headers['content-type'] = 'application/json';
+    // A caller that traces with OpenTelemetry gets intake's spans in its own trace (`traceparent`);
+    // without a registered propagator this adds nothing.
+    propagation.inject(context.active(), headers);
     const timeoutMs = spec.timeoutMs ?? this.o.timeoutMs;
     const signals = [spec.signal, timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined].filter((s): s is AbortSignal => s !== undefined);
     let response: Response;

@@ -23,6 +23,12 @@ export const baseConfig = z.object({
   GPUNET_NATS_NKEY_FILE: z.string().min(1).optional(),
   /** Optional HMAC key for the event store's hash chain. */
   GPUNET_CHAIN_KEY: z.string().min(16).optional(),
+  /** Port of this process's Prometheus `/metrics` (0: any free port, logged); unset: not served. */
+  GPUNET_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
+  /** Address `/metrics` listens on. */
+  GPUNET_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /** OTLP/HTTP endpoint traces are exported to (e.g. `http://127.0.0.1:4318`); unset: tracing off. */
+  GPUNET_OTLP_ENDPOINT: z.url().optional(),
 });
 export type BaseConfig = z.output<typeof baseConfig>;
 

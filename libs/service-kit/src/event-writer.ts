@@ -1,6 +1,7 @@
 import { validateEventData, type EventData, type EventType } from '#contracts';
 import { ValidationError } from '#errors';
 import { IdempotencyConflictError, WrongExpectedVersionError, type AppendResult, type EventMetadata, type EventStore, type ExpectedRevision } from '#event-store';
+import { traceFields, tracingEnabled } from '#telemetry';
 import type { Clock } from './clock.js';
 import { derivedId, newId } from './ids.js';
 
@@ -57,6 +58,8 @@ export class EventWriter {
   async append(streamId: string, events: readonly NewEvent[], ctx: AppendContext = {}): Promise<WriteResult> {
     const occurredAt = this.clock.now().toISOString();
     const correlationId = ctx.cause?.metadata.correlationId ?? ctx.correlationId ?? newId();
+    // The active span's context goes into the metadata, so the relay carries it to the consumers.
+    const trace = tracingEnabled() ? traceFields() : {};
     const prepared = events.map((e, i) => {
       const checked = validateEventData(e.type, e.data);
       if (!checked.ok) {
@@ -75,6 +78,7 @@ export class EventWriter {
         occurredAt,
         ...(jobId ? { jobId } : {}),
         ...(team ? { team } : {}),
+        ...trace,
       };
       // An explicit id wins (e.g. intake derives a submit's id from the idempotency key).
       const eventId = e.eventId ?? (ctx.cause ? this.eventIdFor(ctx.cause.eventId, e.type, e.discriminator) : newId());

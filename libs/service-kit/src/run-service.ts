@@ -14,6 +14,7 @@ import {
   type QueryContract,
   type Topology,
 } from '#messaging';
+import { contextFromFields, Metrics, serveMetrics, SpanKind, startTracing, trace, tracer, context as otelContext, type MetricsServer, type Tracing } from '#telemetry';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { Module, type DynamicModule, type INestApplicationContext, type Type } from '@nestjs/common';
@@ -28,7 +29,8 @@ import type { z } from 'zod';
 import { systemClock, type Clock } from './clock.js';
 import { loadConfig, type BaseConfig } from './config.js';
 import { EventWriter } from './event-writer.js';
-import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, NATS_CONNECTION, SERVICE_CONFIG, SERVICE_CONTEXT } from './tokens.js';
+import { busMetrics, consumerMetrics, instrumentStore, relayMetrics } from './kit-metrics.js';
+import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, METRICS, NATS_CONNECTION, SERVICE_CONFIG, SERVICE_CONTEXT } from './tokens.js';
 import { defaultTopologyFile, topologyFor } from './topology.js';
 
 /** Everything a service's providers may need, built once at start. */
@@ -44,6 +46,8 @@ export interface ServiceContext<C = BaseConfig> {
   readonly nc: NatsConnection;
   readonly inbox: Inbox;
   readonly startedAt: Date;
+  /** This process's Prometheus registry, served on `/metrics` when GPUNET_METRICS_PORT is set. */
+  readonly metrics: Metrics;
 }
 
 /** What a service declares; `runService` does the rest. */
@@ -87,6 +91,12 @@ export interface ServiceDefinition<S extends z.ZodObject = z.ZodObject> {
   onStart?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => Promise<void> | void;
   /** Before the store and NATS close on shutdown. */
   onStop?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => Promise<void> | void;
+  /**
+   * Whether this process reports the whole bus on its `/metrics`: every durable consumer's lag and
+   * every stream's size, the dead letters per consumer. One process per network does (placement),
+   * so a stopped service's backlog is still seen. Default false.
+   */
+  busMetrics?: boolean;
   /** Overrides for tests: environment (default process.env) and clock. */
   env?: NodeJS.ProcessEnv;
   clock?: Clock;
@@ -96,6 +106,8 @@ export interface ServiceDefinition<S extends z.ZodObject = z.ZodObject> {
 export interface ServiceRelay {
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** Store position of the last event carried onward (for `/metrics`), when the relay knows it. */
+  readonly position?: bigint;
 }
 
 /** Identity helper so that a definition's config type flows into its callbacks. */
@@ -108,6 +120,8 @@ export interface RunningService<C = BaseConfig> {
   readonly app: INestApplicationContext;
   /** The HTTP address when the service serves HTTP. */
   readonly httpUrl?: string;
+  /** `http://host:port` of `/metrics` when served (GPUNET_METRICS_PORT). */
+  readonly metricsUrl?: string;
   /** Graceful stop: consumers finish or hand back the message in hand, the relay flushes, connections close. */
   stop(): Promise<void>;
 }
@@ -141,11 +155,15 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
   const logger = pino({ level: config.GPUNET_LOG_LEVEL, base: { service: def.name, instance } });
   const clock = def.clock ?? systemClock;
   const startedAt = clock.now();
+  const metrics = new Metrics({ service: def.name, instance });
+  // Before anything opens: spans of the start (the store fold) are exported too.
+  const tracing: Tracing | undefined = config.GPUNET_OTLP_ENDPOINT ? startTracing({ service: def.name, instance, endpoint: config.GPUNET_OTLP_ENDPOINT }) : undefined;
 
   const storeUrl = def.storeUrl?.(config) ?? config.GPUNET_STORE_URL;
   const location = parseEventStoreUrl(storeUrl);
   if (location.kind === 'sqlite') mkdirSync(dirname(location.path), { recursive: true });
   const store = await openEventStore(storeUrl, { ...(config.GPUNET_CHAIN_KEY && !def.storeUrl ? { chainKey: config.GPUNET_CHAIN_KEY } : {}) });
+  instrumentStore(metrics, store, location.kind);
   let inboxPool: pg.Pool | undefined;
   let inbox: Inbox;
   if (location.kind === 'sqlite') inbox = new SqliteInbox({ path: location.path });
@@ -164,7 +182,7 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
     maxReconnectAttempts: -1,
   });
   const writer = new EventWriter(store, def.name, clock);
-  const ctx: ServiceContext<C> = { name: def.name, instance, config, logger, store, writer, clock, nc, inbox, startedAt };
+  const ctx: ServiceContext<C> = { name: def.name, instance, config, logger, store, writer, clock, nc, inbox, startedAt, metrics };
 
   const bindings = def.consumers ? def.consumers(ctx) : [{ durable: instance }];
   const durables = bindings.map((b) => b.durable);
@@ -172,9 +190,11 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
     const topology = await topologyFor(config.GPUNET_TOPOLOGY_FILE ?? defaultTopologyFile(), instance, durables);
     if (def.provision === false) await waitForConsumers(nc, topology, logger);
     await def.onStart?.(ctx);
-    return await startApp(def, ctx, bindings, topology, location.kind, { inboxPool });
+    if (def.busMetrics) busMetrics(metrics, nc, topology, logger);
+    return await startApp(def, ctx, bindings, topology, location.kind, { inboxPool, tracing });
   } catch (err) {
     // Nothing half-started stays open: a test that catches this error leaks no connection.
+    await tracing?.shutdown();
     await nc.close().catch(() => undefined);
     await inbox.close().catch(() => undefined);
     await inboxPool?.end().catch(() => undefined);
@@ -189,10 +209,10 @@ async function startApp<C extends BaseConfig>(
   bindings: ConsumerBinding[],
   topology: Topology,
   storeKind: string,
-  owned: { inboxPool: pg.Pool | undefined },
+  owned: { inboxPool: pg.Pool | undefined; tracing: Tracing | undefined },
 ): Promise<RunningService<C>> {
-  const { config, logger, store, writer, clock, nc, inbox, instance, startedAt } = ctx;
-  const { inboxPool } = owned;
+  const { config, logger, store, writer, clock, nc, inbox, instance, startedAt, metrics } = ctx;
+  const { inboxPool, tracing } = owned;
   const durables = bindings.map((b) => b.durable);
 
   @Module({})
@@ -208,12 +228,14 @@ async function startApp<C extends BaseConfig>(
       { provide: EVENT_WRITER, useValue: writer },
       { provide: CLOCK, useValue: clock },
       { provide: NATS_CONNECTION, useValue: nc },
+      { provide: METRICS, useValue: metrics },
     ],
-    exports: [SERVICE_CONFIG, SERVICE_CONTEXT, LOGGER, EVENT_STORE, EVENT_WRITER, CLOCK, NATS_CONNECTION],
+    exports: [SERVICE_CONFIG, SERVICE_CONTEXT, LOGGER, EVENT_STORE, EVENT_WRITER, CLOCK, NATS_CONNECTION, METRICS],
   };
   @Module({ imports: [kit, JetStreamTransportModule, def.module] })
   class RootModule {}
 
+  const consumerFigures = consumerMetrics(metrics);
   const strategy = new JetStreamServer({
     connection: nc,
     ...(def.provision === false ? {} : { topology }),
@@ -221,7 +243,7 @@ async function startApp<C extends BaseConfig>(
     // Every event is handled as the store holds it, never as a bus message claims it (decision
     // 0016) — in a process that holds the central store. A node's own journal holds no such copy:
     // its work comes only from the recorder, which alone may publish on its work subjects.
-    consumers: bindings.map((b) => ({ inbox, ...(def.storeUrl ? {} : { recorded: (e: BusEvent) => storedCopy(store, e) }), ...b })),
+    consumers: bindings.map((b) => ({ inbox, onSettled: consumerFigures.onSettled, ...(def.storeUrl ? {} : { recorded: (e: BusEvent) => storedCopy(store, e) }), ...b })),
     events: eventSchemas,
     queries: queryContracts(def.name),
     queue: def.name,
@@ -234,6 +256,24 @@ async function startApp<C extends BaseConfig>(
   if (http) {
     const web = await NestFactory.create<NestExpressApplication>(RootModule, { logger: false, bodyParser: false });
     web.useBodyParser('json', { limit: http.bodyLimit ?? '8mb' });
+    // A server span per request, child of the caller's `traceparent` when it sent one; the work
+    // the request causes (events appended, queries asked) joins that trace.
+    if (tracing) {
+      web.use((req: { method: string; path: string; headers: Record<string, unknown> }, res: { statusCode: number; on(e: 'finish' | 'close', f: () => void): void }, next: () => void) => {
+        const parent = contextFromFields(req.headers);
+        const span = tracer().startSpan(`${req.method} ${req.path.split('/').slice(0, 3).join('/')}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method, 'url.path': req.path } }, parent);
+        let ended = false;
+        const end = () => {
+          if (ended) return;
+          ended = true;
+          span.setAttribute('http.response.status_code', res.statusCode);
+          span.end();
+        };
+        res.on('finish', end);
+        res.on('close', end);
+        otelContext.with(trace.setSpan(parent, span), next);
+      });
+    }
     web.connectMicroservice({ strategy }, { inheritAppConfig: true });
     await web.startAllMicroservices();
     const host = http.host ?? '127.0.0.1';
@@ -256,6 +296,14 @@ async function startApp<C extends BaseConfig>(
       logger,
     });
   await relay.start();
+  if (relay.position !== undefined) {
+    const filter = { streamPrefix: (def.streamPrefix as ((c: ServiceContext<C>) => string) | undefined)?.(ctx) ?? `${def.name}-` };
+    relayMetrics(metrics, store, relay as { position: bigint }, filter, () => clock.now().getTime());
+  }
+  let metricsServer: MetricsServer | undefined;
+  if (config.GPUNET_METRICS_PORT !== undefined) {
+    metricsServer = await serveMetrics(metrics, { port: config.GPUNET_METRICS_PORT, host: config.GPUNET_METRICS_HOST });
+  }
 
   const health: Subscription = serveQuery(
     nc,
@@ -284,7 +332,7 @@ async function startApp<C extends BaseConfig>(
     { logger },
   );
 
-  logger.info({ consumers: durables, http: httpUrl, store: storeKind }, 'service started');
+  logger.info({ consumers: durables, http: httpUrl, metrics: metricsServer && `${metricsServer.url}/metrics`, tracing: config.GPUNET_OTLP_ENDPOINT ?? 'off', store: storeKind }, 'service started');
 
   let stopping: Promise<void> | undefined;
   const stop = () =>
@@ -298,9 +346,11 @@ async function startApp<C extends BaseConfig>(
       await inbox.close();
       await inboxPool?.end();
       await store.close();
+      await metricsServer?.close();
+      await tracing?.shutdown();
       logger.info('stopped');
     })());
-  return { ctx, app, ...(httpUrl ? { httpUrl } : {}), stop };
+  return { ctx, app, ...(httpUrl ? { httpUrl } : {}), ...(metricsServer ? { metricsUrl: metricsServer.url } : {}), stop };
 }
 
 /**

@@ -43,6 +43,10 @@ export const executionService = defineService({
   relay: (ctx) => {
     let relay: ReportRelay | undefined;
     return {
+      // The last journal position the recorder answered for (the kit's relay figures on /metrics).
+      get position() {
+        return relay?.position ?? 0n;
+      },
       start: async () => {
         const identity = await loadIdentityFile(ctx.config.GPUNET_NATS_NKEY_FILE!);
         const { id } = prepareJournal(workDirOf(ctx.config));

@@ -25,6 +25,7 @@ import { KeysNatsController } from './keys/keys.nats.controller.js';
 import { KeysService } from './keys/keys.service.js';
 import { JobsHttpController } from './jobs/jobs.http.controller.js';
 import { JobsNatsController } from './jobs/jobs.nats.controller.js';
+import { IntakeMetrics } from './jobs/intake.metrics.js';
 import { JobsService } from './jobs/jobs.service.js';
 import { JobLogs } from './logs/job-logs.js';
 import { LogsHttpController } from './logs/logs.http.controller.js';
@@ -57,6 +58,7 @@ export function intakeModule(started: () => IntakeStartState): Type<unknown> {
       { provide: KeyRingFeed, useFactory: () => started().keyRing },
       { provide: FeedHub, useFactory: () => started().hub },
       FeedService,
+      IntakeMetrics,
       Uploads,
       KeysService,
       JobsService,

@@ -12,6 +12,7 @@ import { PriceListsController } from './prices/price-lists.controller.js';
 import { PricesController } from './prices/prices.controller.js';
 import { QuoteController } from './prices/quote.controller.js';
 import { UsageController } from './usage/usage.controller.js';
+import { BillingMetrics } from './usage/billing.metrics.js';
 import { UsageRecorderService } from './usage/usage-recorder.service.js';
 import { JobEndController } from './job-end/job-end.controller.js';
 import { JobEndRecorderService } from './job-end/job-end-recorder.service.js';
@@ -19,6 +20,6 @@ import { JobEndRecorderService } from './job-end/job-end-recorder.service.js';
 /** The ledger: price lists, one usage line per finished attempt, each job's JobEnded, charges by query, and the notary of the chain heads. */
 @Module({
   controllers: [UsageController, JobEndController, PricesController, ChargesController, QuoteController, AuditController, InvoicesController, PriceListsController, DigestsController],
-  providers: [PriceBookService, UsageRecorderService, JobEndRecorderService, AuditProjectionService, BillingProjectionService, InvoiceCloserService, NotaryService],
+  providers: [BillingMetrics, PriceBookService, UsageRecorderService, JobEndRecorderService, AuditProjectionService, BillingProjectionService, InvoiceCloserService, NotaryService],
 })
 export class LedgerModule {}

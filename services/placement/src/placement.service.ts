@@ -15,4 +15,7 @@ export const placementService = defineService({
   // One ordering key: every event in stream order, one at a time.
   consumers: () => [{ durable: 'placement', keyOf: () => 'placement', concurrency: 1 }],
   streamPrefix: () => PLACEMENT_STREAM_PREFIX,
+  // One per network, and it sees every node: its /metrics also reports every consumer's lag and
+  // the dead letters, so a stopped service's backlog is still visible (decision 0021).
+  busMetrics: true,
 });

@@ -60,7 +60,7 @@ const CONTROL_PLANE_ONLY_ENV: readonly string[] = ['GPUNET_STORE_URL', 'GPUNET_C
 export const RECORDER_INSTANCE = 'recorder';
 
 /** Variables that name one process; `up` sets them per process and never passes its own along. */
-const PER_PROCESS_ENV: readonly string[] = ['GPUNET_INSTANCE', 'GPUNET_NODE_ID', 'GPUNET_WORK_DIR', 'GPUNET_HTTP_PORT', 'GPUNET_HTTP_HOST', 'GPUNET_API_KEYS_FILE', 'GPUNET_SIGNING_KEY_FILE', 'GPUNET_NATS_NKEY_FILE'];
+const PER_PROCESS_ENV: readonly string[] = ['GPUNET_INSTANCE', 'GPUNET_NODE_ID', 'GPUNET_WORK_DIR', 'GPUNET_HTTP_PORT', 'GPUNET_HTTP_HOST', 'GPUNET_API_KEYS_FILE', 'GPUNET_SIGNING_KEY_FILE', 'GPUNET_NATS_NKEY_FILE', 'GPUNET_METRICS_PORT'];
 
 /** Where the network signing key lives in a data directory. */
 export function signingKeyPath(dataDir: string): string {
@@ -228,9 +228,10 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     for (const service of SINGLE_SERVICES) {
       const command = [process.execPath, entries[service]];
       const log = join(logsDir, `${service}.log`);
-      const env = { ...common, ...extra[service], GPUNET_NATS_NKEY_FILE: keyFiles[identityName('service', service)]! };
+      const metricsPort = await freePort();
+      const env = { ...common, ...extra[service], GPUNET_NATS_NKEY_FILE: keyFiles[identityName('service', service)]!, GPUNET_METRICS_PORT: String(metricsPort) };
       const pid = spawnDetached(command, { cwd: root, env: { ...inherited, ...env }, log });
-      started.push({ name: service, role: 'service', pid, command, log, cwd: root, env, ...(service === 'intake' ? { port: httpPort } : {}) });
+      started.push({ name: service, role: 'service', pid, command, log, cwd: root, env, metricsPort, ...(service === 'intake' ? { port: httpPort } : {}) });
     }
     {
       // The recorder enrolls this network's nodes with their public keys (NodeEnrolled, once).
@@ -238,16 +239,19 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
       const log = join(logsDir, `${RECORDER_INSTANCE}.log`);
       const enroll: string[] = [];
       for (const n of nodeIds) enroll.push(`${n}=${(await loadIdentityFile(keyFiles[identityName('node', n)]!)).publicKey}`);
-      const env = { ...common, GPUNET_ENROLL_NODES: enroll.join(','), GPUNET_NATS_NKEY_FILE: keyFiles[identityName('service', RECORDER_INSTANCE)]! };
+      const metricsPort = await freePort();
+      const env = { ...common, GPUNET_ENROLL_NODES: enroll.join(','), GPUNET_NATS_NKEY_FILE: keyFiles[identityName('service', RECORDER_INSTANCE)]!, GPUNET_METRICS_PORT: String(metricsPort) };
       const pid = spawnDetached(command, { cwd: root, env: { ...inherited, ...env }, log });
-      started.push({ name: RECORDER_INSTANCE, role: 'service', pid, command, log, cwd: root, env });
+      started.push({ name: RECORDER_INSTANCE, role: 'service', pid, command, log, cwd: root, env, metricsPort });
     }
     const nodeInherited = Object.fromEntries(Object.entries(inherited).filter(([name]) => !CONTROL_PLANE_ONLY_ENV.includes(name)));
     for (const nodeId of nodeIds) {
       const command = [process.execPath, entries.execution];
       const log = join(logsDir, `${nodeId}.log`);
       // No store URL and no chain key: a node holds its own key and journal, nothing of the control plane's.
+      const metricsPort = await freePort();
       const env = {
+        GPUNET_METRICS_PORT: String(metricsPort),
         GPUNET_NATS_URL: natsUrl,
         GPUNET_LOG_LEVEL: opts.logLevel,
         GPUNET_NATS_NKEY_FILE: keyFiles[identityName('node', nodeId)]!,
@@ -256,7 +260,7 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
         GPUNET_GPU_MODEL: opts.gpuModel,
         GPUNET_WORK_DIR: join(dataDir, 'nodes', nodeId),
       };
-      started.push({ name: nodeId, role: 'agent', pid: spawnDetached(command, { cwd: root, env: { ...nodeInherited, ...env }, log }), command, log, cwd: root, env, nodeId });
+      started.push({ name: nodeId, role: 'agent', pid: spawnDetached(command, { cwd: root, env: { ...nodeInherited, ...env }, log }), command, log, cwd: root, env, nodeId, metricsPort });
     }
 
     const state: LocalState = {

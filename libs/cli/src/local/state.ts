@@ -31,6 +31,8 @@ export const LocalProcess = z.object({
    */
   env: z.record(z.string(), z.string()).optional(),
   port: z.int().min(1).max(65_535).optional(),
+  /** Loopback port of its Prometheus `/metrics` (GPUNET_METRICS_PORT); `gpunet top` and tests scrape it. */
+  metricsPort: z.int().min(1).max(65_535).optional(),
   nodeId: z.string().optional(),
 });
 export type LocalProcess = z.output<typeof LocalProcess>;

@@ -2,6 +2,7 @@ import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstrea
 import { millis, type MsgHdrs } from '@nats-io/transport-node';
 import { HEADERS, acceptedSchemaVersions } from '#contracts';
 import { ValidationError } from '#errors';
+import { extractHeaders, inSpan, SpanKind, tracingEnabled } from '#telemetry';
 import type { z } from 'zod';
 import { decodeEvent, type BusEvent } from '../bus-event.js';
 import { deadLetterSubject, Headers } from '../conventions.js';
@@ -89,6 +90,22 @@ export interface ConsumerRunnerOptions {
    * only to the bus. Default: bus events are handled as they arrive.
    */
   recorded?: (event: BusEvent) => Promise<BusEvent | undefined>;
+  /** Called once per settled message (metrics). Must be cheap and must not throw. */
+  onSettled?: (settled: SettledMessage) => void;
+}
+
+/** How one message was settled, for metrics (`ConsumerRunnerOptions.onSettled`). */
+export interface SettledMessage {
+  consumer: string;
+  stream: string;
+  /** `handled`, `duplicate`, `skipped` (acked), `retried` (nak'ed) or `dead_lettered`. */
+  outcome: 'handled' | 'duplicate' | 'skipped' | 'retried' | 'dead_lettered';
+  /** The dead letter's reason (`schema_invalid`, `max_deliveries`, `terminal_error`, `not_recorded`…) when dead-lettered. */
+  reason?: string;
+  /** 1 on the first delivery. */
+  deliveryCount: number;
+  /** From the start of handling to the settle, seconds. */
+  seconds: number;
 }
 
 /** Counters since start, for tests, health and benchmarks. */
@@ -99,6 +116,12 @@ export interface ConsumerRunnerStats {
   skipped: number;
   retried: number;
   deadLettered: number;
+}
+
+/** The dead-letter reason label of an outcome: the letter's own category, or the error code for a store mismatch. */
+function deadLetterReasonOf(outcome: Extract<Outcome, { kind: 'dead_letter' }>): string {
+  const why = outcome.reason;
+  return why.exhausted ? 'max_deliveries' : why.code === 'validation_failed' || why.code === 'malformed_message' ? 'schema_invalid' : why.code === 'not_recorded' ? 'not_recorded' : 'terminal_error';
 }
 
 /**
@@ -353,13 +376,54 @@ export class JetStreamConsumerRunner {
   /** Runs the handler of one message and settles the message. Never throws. */
   private async process(entry: Entry): Promise<Outcome> {
     let outcome: Outcome;
+    const started = performance.now();
     const deliveryCount = entry.msg.info.deliveryCount;
     try {
-      outcome = await this.handle(entry, deliveryCount);
+      outcome = tracingEnabled() ? await this.handleInSpan(entry, deliveryCount) : await this.handle(entry, deliveryCount);
     } catch (err) {
       outcome = failureOutcome(err, deliveryCount, this.policy);
     }
-    return this.settle(entry, outcome);
+    const settled = await this.settle(entry, outcome);
+    if (this.options.onSettled) {
+      this.options.onSettled({
+        consumer: this.options.durable,
+        stream: this.options.stream,
+        outcome: settled.kind === 'ack' ? (settled.reason === 'handled' ? 'handled' : settled.reason === 'duplicate' ? 'duplicate' : 'skipped') : settled.kind === 'retry' ? 'retried' : 'dead_lettered',
+        ...(settled.kind === 'dead_letter' ? { reason: deadLetterReasonOf(settled) } : {}),
+        deliveryCount,
+        seconds: (performance.now() - started) / 1000,
+      });
+    }
+    return settled;
+  }
+
+  /**
+   * `handle` inside a consumer span, child of the trace context the message carries
+   * (`traceparent` header, set by the outbox relay from the event's metadata): one span per NATS
+   * hop and handler, in the trace of the job the event belongs to.
+   */
+  private handleInSpan(entry: Entry, deliveryCount: number): Promise<Outcome> {
+    const event = entry.decoded instanceof Error ? undefined : entry.decoded;
+    return inSpan(
+      `${this.options.durable} process ${event?.type ?? 'message'}`,
+      {
+        parent: extractHeaders(entry.msg.headers),
+        kind: SpanKind.CONSUMER,
+        attributes: {
+          'messaging.system': 'nats',
+          'messaging.destination.name': entry.msg.subject,
+          'messaging.consumer.group.name': this.options.durable,
+          'messaging.message.id': event?.eventId,
+          'gpunet.job_id': event?.metadata.jobId,
+          'gpunet.delivery_count': deliveryCount,
+        },
+      },
+      async (span) => {
+        const outcome = await this.handle(entry, deliveryCount);
+        span.setAttribute('gpunet.outcome', outcome.kind === 'ack' ? outcome.reason : outcome.kind);
+        return outcome;
+      },
+    );
   }
 
   private async handle(entry: Entry, deliveryCount: number): Promise<Outcome> {

@@ -1,5 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { EventStore, ReadAllFilter, RecordedEvent, Subscription } from '#event-store';
+import { context, contextFromFields, injectHeaders, SpanKind, tracer, tracingEnabled, trace, type Span } from '#telemetry';
 import { defaultEventSubject, encodeEvent, type EventSubjectOf } from '../bus-event.js';
 import { defaultMessagingLogger, type Logger } from '../logging.js';
 import { PipelinedPublisher } from './pipelined-publisher.js';
@@ -190,17 +191,30 @@ export class OutboxRelay {
     const entry: InFlight = { position: event.position, done: false };
     this.inFlight.push(entry);
     const m = encodeEvent(event, this.subjectOf);
+    // The event's trace context travels with it (encodeEvent copies it into the headers); with
+    // tracing on, this hop is a producer span of its own and the consumers become its children.
+    let span: Span | undefined;
+    if (event.metadata.traceparent !== undefined && tracingEnabled()) {
+      span = tracer().startSpan(
+        `publish ${event.type}`,
+        { kind: SpanKind.PRODUCER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': m.subject, 'messaging.message.id': event.eventId } },
+        contextFromFields(event.metadata as unknown as Record<string, unknown>),
+      );
+      injectHeaders(m.headers, trace.setSpan(context.active(), span));
+    }
     this.publisher!.publish(
       m.subject,
       m.payload,
       m.headers,
       (ack) => {
+        span?.end();
         this.stats.published++;
         if (ack.duplicate) this.stats.duplicates++;
         entry.done = true;
         this.advance();
       },
       (err) => {
+        span?.end();
         // The acked position stops before this event (see advance), so it is published again on resume.
         if (this.failure === undefined) {
           this.failure = err;

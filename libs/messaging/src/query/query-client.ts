@@ -1,5 +1,6 @@
 import { ValidationError } from '#errors';
 import { headers as natsHeaders, RequestError, TimeoutError, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
+import { injectHeaders, tracingEnabled } from '#telemetry';
 import { Headers } from '../conventions.js';
 import { MalformedMessageError, QueryTimeoutError, QueryUnavailableError } from '../errors.js';
 import { toFieldIssues } from '../zod-issues.js';
@@ -33,6 +34,8 @@ export async function requestQuery<T = unknown>(nc: NatsConnection, subject: str
   const h = options.headers ?? natsHeaders();
   if (options.correlationId) h.set(Headers.CorrelationId, options.correlationId);
   if (options.jobId) h.set(Headers.JobId, options.jobId);
+  // The responder's work joins the caller's trace (nothing is added without an active span).
+  if (tracingEnabled()) injectHeaders(h);
   const timeoutMs = options.timeoutMs ?? 5_000;
   let replyBody: string;
   try {

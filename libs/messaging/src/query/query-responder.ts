@@ -1,5 +1,6 @@
 import type { Msg, MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { HEADERS, acceptedSchemaVersions, findRequestBySubject } from '#contracts';
+import { extractHeaders, inSpan, SpanKind, tracingEnabled } from '#telemetry';
 import { ValidationError } from '#errors';
 import { Headers } from '../conventions.js';
 import { defaultMessagingLogger, messageLogger, type Logger } from '../logging.js';
@@ -55,7 +56,12 @@ export async function answer(msg: Msg, contract: QueryContract, handler: QueryHa
     jobId: msg.headers?.get(Headers.JobId) || undefined,
     subject: msg.subject,
   });
-  const reply = await computeReply(msg, contract, handler, log);
+  // A request that carries a trace context is a server span of that trace; others (health checks,
+  // callers that do not trace) open no span.
+  const traced = tracingEnabled() && msg.headers?.get('traceparent');
+  const reply = traced
+    ? await inSpan(`answer ${msg.subject}`, { parent: extractHeaders(msg.headers), kind: SpanKind.SERVER, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': msg.subject, 'gpunet.job_id': msg.headers?.get(Headers.JobId) || undefined } }, () => computeReply(msg, contract, handler, log))
+    : await computeReply(msg, contract, handler, log);
   if (!reply.ok) {
     const level = reply.error.code === 'internal' ? 'error' : 'info';
     log[level]({ code: reply.error.code, issues: reply.error.issues }, 'query answered with an error');

@@ -4,7 +4,8 @@ import { isRetryable } from '#errors';
 import type { EventStore } from '#event-store';
 import { loadIdentityFile } from '#identity';
 import type { BusEvent } from '#messaging';
-import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, NATS_CONNECTION, SERVICE_CONFIG, type Clock, type EventWriter } from '#service-kit';
+import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, METRICS, NATS_CONNECTION, SERVICE_CONFIG, type Clock, type EventWriter } from '#service-kit';
+import type { Metrics } from '#telemetry';
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Inject, Injectable, type BeforeApplicationShutdown, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
@@ -73,12 +74,51 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     @Inject(LOGGER) private readonly logger: Logger,
+    @Inject(METRICS) metrics: Metrics,
   ) {
+    this.instrument(metrics);
     this.nodeId = config.GPUNET_NODE_ID;
     this.workDir = resolve(workDirOf(config));
   }
 
   private now = (): string => this.clock.now().toISOString();
+
+  /**
+   * The node's own view on `/metrics`, read when scraped: its GPUs held by attempts not yet
+   * released and free, by model, and the attempts it runs. Placement's `gpunet_gpus` is the
+   * network's view of the same GPUs; a difference between them is worth a look.
+   */
+  private instrument(metrics: Metrics): void {
+    const node = () => this.node;
+    const holders = () => this.holders();
+    const attempts = this.attempts;
+    metrics.gauge({
+      name: 'gpunet_agent_gpus',
+      help: 'This node\'s GPUs by model and state (held by an attempt not yet released; free), as its agent sees them.',
+      labelNames: ['model', 'state'],
+      collect() {
+        const gpus = node()?.gpus;
+        if (!gpus) return;
+        const held = holders();
+        this.reset();
+        for (const g of gpus) {
+          this.inc({ model: g.model, state: held.has(g.index) ? 'held' : 'free' }, 1);
+          this.inc({ model: g.model, state: held.has(g.index) ? 'free' : 'held' }, 0);
+        }
+      },
+    });
+    metrics.gauge({
+      name: 'gpunet_agent_attempts',
+      help: 'Attempts this agent has in hand, not yet released.',
+      collect() {
+        let n = 0;
+        for (const runner of attempts.values()) if (runner.handle.state.phase !== 'released') n++;
+        this.set(n);
+      },
+    });
+    this.heartbeatsSent = metrics.counter({ name: 'gpunet_agent_heartbeats_total', help: 'Heartbeats this agent published.' });
+  }
+  private heartbeatsSent: { inc(): void } | undefined;
 
   /** GPU index → the attempt holding it, for every attempt not yet released. */
   private holders(): GpuHolders {
@@ -158,6 +198,7 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
     const data = { ...heartbeat({ nodeId: this.nodeId, node: this.node, holders: this.holders(), sequence: this.sequence++, at: this.now() }), cachedData: this.ctx?.cache.held() ?? [] };
     try {
       this.nc.publish(heartbeatSubject(this.nodeId), JSON.stringify(data));
+      this.heartbeatsSent?.inc();
     } catch (err) {
       this.logger.warn({ err }, 'heartbeat not sent');
     }

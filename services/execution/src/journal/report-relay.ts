@@ -50,8 +50,15 @@ export class ReportRelay {
     private readonly log: Logger,
   ) {}
 
+  /** Journal position of the last event the recorder answered for (0 before the first, this run). */
+  get position(): bigint {
+    return this.delivered ?? this.startedFrom;
+  }
+  private startedFrom = 0n;
+
   async start(): Promise<void> {
     const from = (await this.store.loadCheckpoint(REPORT_RELAY_CHECKPOINT)) ?? 0n;
+    this.startedFrom = from;
     this.subscription = this.store.subscribeToAll({
       fromPosition: from,
       filter: { streamPrefix: agentStreamPrefix(this.options.nodeId) },

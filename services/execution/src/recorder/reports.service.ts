@@ -19,6 +19,7 @@ import {
   type ReportRefusalReason,
   type StoreOutputsReply,
 } from '#contracts';
+import { contextFromFields, inSpan, traceFields, tracingEnabled } from '#telemetry';
 import { TransientError, ValidationError } from '#errors';
 import { IdempotencyConflictError, WrongExpectedVersionError, type EventMetadata, type EventStore, type RecordedEvent } from '#event-store';
 import { verifySignature } from '#identity';
@@ -150,9 +151,14 @@ export class ReportsService implements OnApplicationBootstrap, OnApplicationShut
       report: proof,
     } as EventMetadata;
     try {
-      await this.store.appendToStream(streamId, [{ eventId, type, data, metadata }], {
+      // With tracing on, recording is a span of the job's trace, child of the node's (from the
+      // report's metadata: advisory only, like every trace context), and the recorded event
+      // carries the recorder's context on to the consumers.
+      const append = () => this.store.appendToStream(streamId, [{ eventId, type, data, metadata: tracingEnabled() ? { ...metadata, ...traceFields() } : metadata }], {
         expectedRevision: recorded.length === 0 ? 'no_stream' : recorded[recorded.length - 1]!.revision,
       });
+      if (tracingEnabled()) await inSpan(`recorder record ${type}`, { parent: contextFromFields(m as Record<string, unknown>), attributes: { 'gpunet.job_id': verdict.jobId, 'gpunet.node_id': fromNode } }, append);
+      else await append();
     } catch (err) {
       if (err instanceof WrongExpectedVersionError) throw new TransientError(`stream ${streamId} moved while the report was judged; send it again`, { cause: err });
       if (err instanceof IdempotencyConflictError) {

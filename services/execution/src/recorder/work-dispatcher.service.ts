@@ -1,6 +1,7 @@
 import { gangParts, type JobCheckpointed, type JobFinished, type JobPlaced, type NodeLost } from '#contracts';
 import type { EventStore, RecordedEvent, Subscription } from '#event-store';
 import { encodeEvent, Headers } from '#messaging';
+import { injectHeaders, tracingEnabled } from '#telemetry';
 import { EVENT_STORE, LOGGER, NATS_CONNECTION } from '#service-kit';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -124,6 +125,8 @@ export class WorkDispatcher {
     const enc = encodeEvent(event, (e) => `gpunet.work.${nodeId}.${e.type}`);
     const msgID = `${event.eventId}.${nodeId}${after ? `.${after}` : ''}`;
     enc.headers.set(Headers.MsgId, msgID);
+    // The node's handling continues the trace of the work in hand (this consumer's span).
+    if (tracingEnabled()) injectHeaders(enc.headers);
     await this.js!.publish(enc.subject, enc.payload, { headers: enc.headers, msgID, timeout: 5_000 });
     this.sent += 1;
   }

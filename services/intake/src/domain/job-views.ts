@@ -35,10 +35,16 @@ export class JobViews {
   /** Job ids per team in submit order (oldest first). */
   private readonly byTeam = new Map<string, string[]>();
   private head = 0n;
+  private readonly states = new Map<JobState, number>();
 
   /** Position of the last event applied (0n before any). */
   get position(): bigint {
     return this.head;
+  }
+
+  /** Jobs per state, kept as events apply (for `/metrics`: no walk over every job). */
+  countsByState(): ReadonlyMap<JobState, number> {
+    return this.states;
   }
 
   /** Number of jobs known. */
@@ -59,6 +65,8 @@ export class JobViews {
     const after = evolveJob(before, event);
     if (after === undefined || after === before) return undefined;
     this.records.set(jobId, after);
+    if (before) this.states.set(before.view.state, (this.states.get(before.view.state) ?? 1) - 1);
+    this.states.set(after.view.state, (this.states.get(after.view.state) ?? 0) + 1);
     if (before === undefined) {
       const list = this.byTeam.get(after.view.team) ?? [];
       list.push(jobId);

@@ -11,6 +11,7 @@ import { eventTime } from '../domain/job-view.js';
 import { EstimateService } from '../estimate/estimate.service.js';
 import { decideCancel, decideSubmit, idempotentJobId, intakeStreamId, jobIdFromUuid, parseSubmission } from '../domain/submission.js';
 import type { JobEventRecord, JobEvents, JobOutputs } from '#contracts';
+import { IntakeMetrics } from './intake.metrics.js';
 import { JobViewsFeed } from './job-views.feed.js';
 
 /** How long a submit or cancel waits for the read model to include its own event (read-your-writes). */
@@ -50,6 +51,7 @@ export class JobsService {
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(LOGGER) private readonly logger: Logger,
     private readonly feed: JobViewsFeed,
+    private readonly metrics: IntakeMetrics,
     private readonly estimates: EstimateService,
   ) {}
 
@@ -67,6 +69,24 @@ export class JobsService {
     idempotencyKey: string | undefined,
     trace: RequestTrace = {},
     options: { deadlinePolicy?: DeadlinePolicy } = {},
+  ): Promise<SubmitOutcome> {
+    const end = this.metrics.submitSeconds.startTimer();
+    try {
+      const outcome = await this.submitOnce(principal, body, idempotencyKey, trace, options);
+      end({ outcome: outcome.created ? 'accepted' : 'duplicate' });
+      return outcome;
+    } catch (err) {
+      end({ outcome: 'refused' });
+      throw err;
+    }
+  }
+
+  private async submitOnce(
+    principal: Principal,
+    body: unknown,
+    idempotencyKey: string | undefined,
+    trace: RequestTrace,
+    options: { deadlinePolicy?: DeadlinePolicy },
   ): Promise<SubmitOutcome> {
     authorize(principal, 'jobs:submit');
     const now = this.clock.now();

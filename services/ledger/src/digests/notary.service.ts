@@ -6,6 +6,7 @@ import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, SERVICE_CONFIG, type Clock, t
 import { Inject, Injectable, type OnApplicationBootstrap, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
 import type { LedgerConfig } from '../ledger.config.js';
+import { BillingMetrics } from '../usage/billing.metrics.js';
 import { ChainBrokenError, Notary } from './store-digests.js';
 
 /**
@@ -27,6 +28,7 @@ export class NotaryService implements OnModuleInit, OnApplicationBootstrap, OnMo
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(SERVICE_CONFIG) private readonly config: LedgerConfig,
     @Inject(LOGGER) private readonly logger: Logger,
+    private readonly metrics: BillingMetrics,
   ) {}
 
   /** Loads the key before anything starts: a bad key file stops the start (a notary that silently signs nothing is worse than none). */
@@ -55,6 +57,7 @@ export class NotaryService implements OnModuleInit, OnApplicationBootstrap, OnMo
   private async tick(): Promise<void> {
     await this.sign().catch((err: unknown) => {
       const level = err instanceof ChainBrokenError ? 'fatal' : 'error';
+      if (err instanceof ChainBrokenError) this.metrics.chainFailures.inc();
       this.logger[level]({ err, ...(err instanceof ChainBrokenError ? { position: err.position.toString(), streamId: err.streamId } : {}) }, 'notary: chain heads not signed; the next pass tries again');
     });
   }
@@ -78,6 +81,7 @@ export class NotaryService implements OnModuleInit, OnApplicationBootstrap, OnMo
       try {
         await this.writer.append(DIGEST_STREAM, [{ type: 'ChainHeadsSigned', data: next.digest }], { expectedRevision: Notary.expectedRevision(next.digest) });
         this.logSigned(next.digest);
+        this.metrics.digestsSigned.inc();
         await notary.sync();
         signed = next.digest;
         if (!next.partial) return { signed: true, digest: signed };

@@ -2,6 +2,7 @@ import { validateEventData, type NodeHeartbeat } from '#contracts';
 import { ValidationError } from '#errors';
 import { IdempotencyConflictError, WrongExpectedVersionError, type EventStore, type RecordedEvent } from '#event-store';
 import type { BusEvent } from '#messaging';
+import { contextFromFields, inSpan, tracingEnabled } from '#telemetry';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, SERVICE_CONFIG, type Cause, type Clock, type EventWriter } from '#service-kit';
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
@@ -23,6 +24,7 @@ import {
 } from '../domain/index.js';
 import { detectLostNodes, observeRegistration, placementNodeStreamId, type NodeLossDecision } from '../domain/node-loss.js';
 import { planOptionsOf, stateOptionsOf, type PlacementConfig } from '../placement.config.js';
+import { PlacementMetrics } from './placement.metrics.js';
 
 /** Events read per page when folding the store at start. */
 const FOLD_PAGE = 5_000;
@@ -56,6 +58,11 @@ export class SchedulerService implements OnModuleInit {
   private readonly revisions = new Map<string, bigint>();
   /** Correlation id of each job's JobSubmitted, so placement's events join the job's trail. */
   private readonly correlations = new Map<string, string>();
+  /**
+   * With tracing on: the trace context of each job's latest event placement applied, so a
+   * decision about job B made while handling job A's event joins B's trace, not A's.
+   */
+  private readonly traces = new Map<string, { traceparent?: string; tracestate?: string }>();
   private tail: Promise<unknown> = Promise.resolve();
   /** Clock (epoch ms) of the last pass: a prediction outlived since then calls for another. */
   private lastPassAt = 0;
@@ -67,10 +74,12 @@ export class SchedulerService implements OnModuleInit {
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(LOGGER) logger: Logger,
     @Inject(SERVICE_CONFIG) private readonly config: Partial<PlacementConfig>,
+    private readonly metrics: PlacementMetrics,
   ) {
     this.log = logger.child({ component: 'scheduler' });
     this.planOptions = planOptionsOf(config);
     this.state = initialState(stateOptionsOf(config));
+    metrics.watch(this.state);
   }
 
   /** Folds the store before anything is consumed, then places what can be placed already. */
@@ -178,9 +187,13 @@ export class SchedulerService implements OnModuleInit {
   private apply(e: Pick<RecordedEvent, 'type' | 'data' | 'position' | 'streamId' | 'revision' | 'metadata'>): void {
     if (!isPlacementEventType(e.type) || e.position === undefined) return;
     if (e.type === 'JobSubmitted' && e.metadata?.jobId) this.correlations.set(e.metadata.jobId, e.metadata.correlationId);
+    if (e.metadata?.jobId && e.metadata.traceparent && tracingEnabled()) {
+      this.traces.set(e.metadata.jobId, { traceparent: e.metadata.traceparent, ...(e.metadata.tracestate ? { tracestate: e.metadata.tracestate } : {}) });
+    }
     const own = e.streamId === undefined ? undefined : jobIdOfPlacementStream(e.streamId);
     if (own !== undefined && e.revision !== undefined && (this.revisions.get(own) ?? -1n) < e.revision) this.revisions.set(own, e.revision);
     evolve(this.state, { type: e.type, data: e.data, position: e.position } as PlacementEvent);
+    if (e.metadata?.jobId && this.state.jobs.get(e.metadata.jobId)?.phase === 'ended') this.traces.delete(e.metadata.jobId);
     // A registration is a sign of life: the node gets a whole lease for its first heartbeat here.
     if (e.type === 'NodeRegistered') observeRegistration(this.state, (e.data as { nodeId: string }).nodeId, this.clock.now().getTime());
   }
@@ -190,7 +203,9 @@ export class SchedulerService implements OnModuleInit {
     for (let n = 0; n < MAX_PASSES; n++) {
       const now = this.clock.now();
       this.lastPassAt = now.getTime();
+      const started = performance.now();
       const decisions = decide(this.state, now, { plan: this.planOptions });
+      this.metrics.passSeconds.observe({ decisions: decisions.length === 0 ? 'none' : 'some' }, (performance.now() - started) / 1000);
       if (decisions.length === 0) return;
       for (const d of decisions) {
         if (!(await this.record(d, cause, log))) break; // caught up after a conflict: decide again
@@ -209,13 +224,19 @@ export class SchedulerService implements OnModuleInit {
     // Ids derive from the cause; the correlation is the job's own, so its whole trail stays together.
     const causeOfRecord: Cause | undefined = cause && { eventId: cause.eventId, metadata: { correlationId: correlationId ?? cause.metadata.correlationId } };
     try {
-      const result = await this.writer.append(streamId, [{ ...d, discriminator: discriminatorOf(d) }], {
-        expectedRevision: revision ?? 'no_stream',
-        ...(causeOfRecord ? { cause: causeOfRecord } : correlationId ? { correlationId } : {}),
-        jobId,
-        // The job's team, so the event's subject and the team's feed carry it (the decision's data has none).
-        ...(team ? { team } : {}),
-      });
+      const append = () =>
+        this.writer.append(streamId, [{ ...d, discriminator: discriminatorOf(d) }], {
+          expectedRevision: revision ?? 'no_stream',
+          ...(causeOfRecord ? { cause: causeOfRecord } : correlationId ? { correlationId } : {}),
+          jobId,
+          // The job's team, so the event's subject and the team's feed carry it (the decision's data has none).
+          ...(team ? { team } : {}),
+        });
+      // A decision is a span of its own job's trace: under the handler's span when the event in hand
+      // is that job's, else under the job's latest known context.
+      const result = tracingEnabled()
+        ? await inSpan(`placement ${d.type}`, { ...(cause?.metadata.jobId === jobId ? {} : { parent: contextFromFields(this.traces.get(jobId)) }), attributes: { 'gpunet.job_id': jobId } }, append)
+        : await append();
       this.revisions.set(jobId, result.nextExpectedRevision);
       evolve(this.state, { type: d.type, data: d.data, position: result.position } as PlacementEvent);
       log.info({ jobId, correlationId, decision: d.type, ...summary(d) }, describe(d));
