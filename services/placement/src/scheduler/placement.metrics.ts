@@ -1,7 +1,7 @@
 import { CLOCK, METRICS, type Clock } from '#service-kit';
 import { LATENCY_BUCKETS_SECONDS, type Histogram, type Metrics } from '#telemetry';
 import { Inject, Injectable } from '@nestjs/common';
-import { freeGpuIndices, queueView, registeredNodes, type JobPhase, type PendingReason, type PlacementState } from '../domain/index.js';
+import { freeGpuIndices, plan, queueView, registeredNodes, type JobPhase, type PendingReason, type PlacementState, type PlanOptions } from '../domain/index.js';
 
 const REASONS: readonly PendingReason[] = ['Inputs', 'Resources', 'Priority', 'Reservation', 'DeadlineUnreachable', 'NoNodes', 'Requeue', 'Cancelling'];
 const PHASES: readonly JobPhase[] = ['waiting_inputs', 'queued', 'placed', 'lost', 'ended'];
@@ -17,7 +17,7 @@ export class PlacementMetrics {
   /** Time of one `decide` pass (planning included), seconds. */
   readonly passSeconds: Histogram<'decisions'>;
   /** The state the gauges read, once the scheduler has one. */
-  private readonly view: { state?: PlacementState } = {};
+  private readonly view: { state?: PlacementState; options?: PlanOptions } = {};
 
   constructor(@Inject(METRICS) metrics: Metrics, @Inject(CLOCK) clock: Clock) {
     this.passSeconds = metrics.histogram({
@@ -29,12 +29,14 @@ export class PlacementMetrics {
     const view = this.view;
     metrics.gauge({
       name: 'gpunet_queue_pending_jobs',
-      help: 'Jobs waiting in placement\'s queue, by reason code (Inputs, Resources, NoNodes, Requeue, Cancelling; GetQueue refines Resources with the plan).',
+      help: 'Jobs waiting in placement\'s queue, by reason code (Inputs, Resources, Priority, Reservation, DeadlineUnreachable, NoNodes, Requeue, Cancelling), as GetQueue gives them: the placeable ones from a plan made at the scrape with the pass\'s own options.',
       labelNames: ['reason'],
       collect() {
         if (!view.state) return;
         const counts = new Map<string, number>(REASONS.map((r) => [r, 0]));
-        for (const p of queueView(view.state).pending) counts.set(p.reason, (counts.get(p.reason) ?? 0) + 1);
+        // The pass's own plan (same options), so a job behind a reservation or ranked below others shows why.
+        const planned = plan(view.state, clock.now(), view.options ?? {});
+        for (const p of queueView(view.state, planned).pending) counts.set(p.reason, (counts.get(p.reason) ?? 0) + 1);
         for (const [reason, n] of counts) this.set({ reason }, n);
       },
     });
@@ -106,7 +108,8 @@ export class PlacementMetrics {
   }
 
   /** The state the gauges read (the scheduler's, set once it exists). */
-  watch(state: PlacementState): void {
+  watch(state: PlacementState, options: PlanOptions = {}): void {
     this.view.state = state;
+    this.view.options = options;
   }
 }

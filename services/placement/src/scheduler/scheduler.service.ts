@@ -79,7 +79,7 @@ export class SchedulerService implements OnModuleInit {
     this.log = logger.child({ component: 'scheduler' });
     this.planOptions = planOptionsOf(config);
     this.state = initialState(stateOptionsOf(config));
-    metrics.watch(this.state);
+    metrics.watch(this.state, this.planOptions);
   }
 
   /** Folds the store before anything is consumed, then places what can be placed already. */

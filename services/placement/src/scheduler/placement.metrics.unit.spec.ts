@@ -1,0 +1,39 @@
+import type { EventData } from '#contracts';
+import { Metrics } from '#telemetry';
+import { ev, given, T0, type Unpositioned } from '../domain/fixtures.js';
+import type { PlanOptions } from '../domain/index.js';
+import { PlacementMetrics } from './placement.metrics.js';
+
+const MIN = 60_000;
+const HOUR = 60 * MIN;
+/** Size-first ranking with one reservation taken at once, so the reasons below follow from the history alone. */
+const OPTIONS: PlanOptions = { weights: { age: 1000, ageCapMs: 7 * 24 * HOUR, fairShare: 10_000, size: 500, sizeFullGpus: 8 }, reservationDepth: 1, reservationAfterMs: 0 };
+
+function submitted(jobId: string, gpus: number, timeLimitMs: number): Unpositioned {
+  const e = ev.submitted(jobId, gpus) as { type: 'JobSubmitted'; data: EventData<'JobSubmitted'> };
+  return { type: 'JobSubmitted', data: { ...e.data, spec: { ...e.data.spec, request: { ...e.data.spec.request, timeLimitMs } } } };
+}
+
+async function pendingByReason(metrics: Metrics): Promise<Record<string, number>> {
+  const text = await metrics.text();
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^gpunet_queue_pending_jobs\{reason="([A-Za-z]+)"[^}]*\} (\d+)$/gm)) out[m[1]!] = Number(m[2]);
+  return out;
+}
+
+describe('placement metrics: pending jobs by reason', () => {
+  it('gives each waiting job the reason the pass\'s plan gives it (Resources, Reservation, Priority), not Resources for all', async () => {
+    // n1 has 4 GPUs, 3 held for an hour. `big` (4) holds the one reservation; `long` (1, 2 h) would run into it;
+    // `big2` (4) is blocked with no reservation left.
+    const h = given(ev.node('n1', 4), submitted('run', 3, HOUR), ev.placed('run', 1, 'n1', [0, 1, 2]))
+      .apply(submitted('big', 4, 2 * HOUR), ev.staged('big'))
+      .apply(submitted('big2', 4, 2 * HOUR), ev.staged('big2'))
+      .apply(submitted('long', 1, 2 * HOUR), ev.staged('long'))
+      .apply(submitted('unstaged', 1, HOUR));
+    const metrics = new Metrics({ service: 'placement', instance: 'test' }, { processMetrics: false });
+    const placement = new PlacementMetrics(metrics, { now: () => new Date(T0 + 10 * MIN) });
+    placement.watch(h.state, OPTIONS);
+
+    expect(await pendingByReason(metrics)).toMatchObject({ Resources: 1, Reservation: 1, Priority: 1, Inputs: 1, NoNodes: 0 });
+  });
+});
