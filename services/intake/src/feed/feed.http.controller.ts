@@ -33,7 +33,7 @@ export class FeedHttpController {
   async stream(@Req() req: Request, @Res() res: Response): Promise<void> {
     const principal = this.auth.fromHttp(req.headers.authorization);
     const jobQuery = single(req.query.jobId as string | string[] | undefined);
-    const scope = this.feed.scope(principal, jobQuery === undefined ? undefined : jobIdParam(jobQuery));
+    const scope = await this.feed.scope(principal, jobQuery === undefined ? undefined : jobIdParam(jobQuery));
     let last = startPosition(req);
 
     const hub = this.feed.hub;
