@@ -286,7 +286,7 @@ function describe(d: PlacementDecision): string {
     case 'JobPlaced':
       return 'job placed';
     case 'JobRequeued':
-      return 'job requeued after its node was lost';
+      return d.data.reason === 'retry' ? 'job requeued: its retry policy names the exit code' : 'job requeued after its node was lost';
     case 'JobWithdrawn':
       return 'queued job withdrawn';
     case 'JobRejected':
