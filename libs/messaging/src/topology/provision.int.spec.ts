@@ -116,7 +116,7 @@ describe('provision (nats-server)', () => {
       const err = await loadTopologyFile(join(dir, 'bad.json')).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(TopologyError);
       const paths = (err as TopologyError).issues.map((i) => i.path);
-      expect(paths).toEqual(expect.arrayContaining(['consumers.0.durable', 'consumers.0.ackWait']));
+      expect(paths).toEqual(expect.arrayContaining(['consumers[0].durable', 'consumers[0].ackWait']));
       expect((err as Error).message).toContain('bad.json');
     } finally {
       await rm(dir, { recursive: true, force: true });
