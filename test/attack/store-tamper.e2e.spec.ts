@@ -21,7 +21,8 @@ import { readState } from '../../libs/cli/src/local/state.js';
 import { runCli } from '../../libs/cli/src/program.js';
 import { billableMs, chargeMicros, deriveInvoice } from '../../services/ledger/src/domain/index.js';
 import type { DisputeBundle } from '../../services/ledger/src/replay/bundle.js';
-import { scriptJob, settle } from '../support/jobs.js';
+import { jobEvents, scriptJob, settle } from '../support/jobs.js';
+import { until } from '../support/poll.js';
 import { TestNetwork, withLogsOnFailure } from '../support/network.js';
 import { deleteStream, rechainStream } from '../support/store-tamper.js';
 
@@ -82,6 +83,8 @@ describe('a store rewritten with a recomputed chain, against signed chain heads'
       jobId = submitted.jobId;
       const { events } = await settle(network(), [jobId]);
       held = events.find((e) => e.type === 'ComputeHeld')!;
+      // The ledger's last word on the job (after its usage line): the replays below compare it too.
+      await until('the job\'s JobEnded to be recorded', async () => (await jobEvents(network(), [jobId], ['JobEnded'])).length === 1, { timeoutMs: 60_000, intervalMs: 200 });
       invoiceId = `inv-${network().team}-${new Date().toISOString().slice(0, 7)}`;
 
       const signed = await cli(['digests', 'sign', '--json']);
@@ -163,16 +166,24 @@ describe('a store rewritten with a recomputed chain, against signed chain heads'
   );
 
   it(
-    'attack: heldAt and the usage line rewritten, chain recomputed: chain-only checks pass; verify, --digests, replay invoice and replay job name the position',
+    'attack: heldAt, the usage line and JobEnded rewritten, chain recomputed: chain-only checks pass; verify, --digests, replay invoice and replay job name the position',
     e2e(async () => {
       const usageStream = `ledger-usage-${jobId}`;
       // The attacker: triggers dropped, heldAt moved later, the usage line made to agree, every hash and head recomputed.
       const heldAt = Date.parse((held.data as { heldAt: string }).heldAt) + SHIFT_MS;
       expect(rechainStream(file(), held.streamId, (e) => (e.type === 'ComputeHeld' ? { ...e.data, heldAt: new Date(heldAt).toISOString() } : undefined))).toEqual([held.position]);
+      let rewritten: { billableMs: number; amountMicros: number } | undefined;
       rechainStream(file(), usageStream, (e) => {
         const u = e.data as unknown as UsageRecorded;
         const ms = billableMs(heldAt, Date.parse(u.finishedAt));
-        return { ...e.data, heldFrom: new Date(heldAt).toISOString(), billableMs: ms, amountMicros: chargeMicros(u.gpus, ms, u.rateMicrosPerGpuHour) };
+        rewritten = { billableMs: ms, amountMicros: chargeMicros(u.gpus, ms, u.rateMicrosPerGpuHour) };
+        return { ...e.data, heldFrom: new Date(heldAt).toISOString(), ...rewritten };
+      });
+      // And the job's end, whose billed total is the usage line's: a careful attacker leaves nothing that disagrees.
+      rechainStream(file(), `ledger-job-${jobId}`, (e) => {
+        if (e.type !== 'JobEnded') return undefined;
+        const billed = (e.data as { billed: { billableMs: number; totals: { currency: string; amountMicros: number }[] } }).billed;
+        return { ...e.data, billed: { billableMs: rewritten!.billableMs, totals: billed.totals.map((t) => ({ ...t, amountMicros: rewritten!.amountMicros })) } };
       });
 
       // As it was: the chain holds, and the job's usage line replays identical.
