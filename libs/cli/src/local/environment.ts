@@ -65,8 +65,24 @@ export function findNatsServer(env: Readonly<Record<string, string | undefined>>
   ]);
 }
 
-/** A TCP port free on 127.0.0.1 right now (the OS picks it). */
-export function freePort(): Promise<number> {
+/** Ports this process has handed out: the OS may give a port back again once its probe socket closed. */
+const handedOut = new Set<number>();
+
+/**
+ * A TCP port free on 127.0.0.1 right now (the OS picks it), never one this process handed out
+ * before: `up` picks a port for nats-server, intake and every process's metrics in a row, and a
+ * port closed after its probe can be picked again at once (two processes then fail with EADDRINUSE).
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await probePort();
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
+}
+
+function probePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
