@@ -11,6 +11,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { runCli } from '../../libs/cli/src/program.js';
+import { OFF_CONTRACT_HEADER } from '../support/bus/bus-contract.js';
 import { scriptJob } from '../support/jobs.js';
 import { TestNetwork, withLogsOnFailure } from '../support/network.js';
 import { until } from '../support/poll.js';
@@ -79,9 +80,13 @@ describe('gpunet estimate', () => {
       const e = await requestQuery<EstimateJobReply>(nc, q.subject, { spec }, { response: q.replySchema }, { headers: h });
       expect(e).toMatchObject({ runnable: true, gpuModel: 'sim-gpu', charge: { amountMicros: MINUTE } });
       const bad = { spec: { ...spec, request: { gpus: 0, timeLimit: '1m' } } };
-      await expect(requestQuery(nc, q.subject, bad, {}, { headers: natsHeaders() })).rejects.toThrow();
+      // Refused on purpose: the bus check counts these apart.
+      const h1 = natsHeaders();
+      h1.set(OFF_CONTRACT_HEADER, 'an invalid request, to see it refused');
+      await expect(requestQuery(nc, q.subject, bad, {}, { headers: h1 })).rejects.toThrow();
       const h2 = natsHeaders();
       h2.set(HEADERS.authorization, `Bearer ${network().apiKey}`);
+      h2.set(OFF_CONTRACT_HEADER, 'an invalid request, to see it refused');
       await expect(requestQuery(nc, q.subject, bad, {}, { headers: h2 })).rejects.toMatchObject({ issues: [expect.objectContaining({ path: 'spec.request.gpus' })] });
     }),
     30_000,

@@ -15,6 +15,8 @@ import { PassThrough } from 'node:stream';
 import { runCli } from '../../libs/cli/src/program.js';
 import { parseExposition, type Sample } from '../../libs/cli/src/top/exposition.js';
 import type { TopView } from '../../libs/cli/src/top/top-view.js';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { OFF_CONTRACT_HEADER } from '../support/bus/bus-contract.js';
 import { scriptJob, settle } from '../support/jobs.js';
 import { TestNetwork, withLogsOnFailure } from '../support/network.js';
 import { until } from '../support/poll.js';
@@ -291,7 +293,7 @@ describe('observability', () => {
     e2e(async () => {
       expect(await network().deadLetters()).toBe(0);
       // The operator may publish on the bus: a body that is not an event reaches every events consumer.
-      await jetstream(await network().nats()).publish('gpunet.evt.JobSubmitted._._', 'not an event', { msgID: 'observability-garbage' });
+      await jetstream(await network().nats()).publish('gpunet.evt.JobSubmitted._._', 'not an event', { msgID: 'observability-garbage', headers: offContract('an unreadable event, to see it dead-lettered') });
       let seen = '';
       await until(
         'the dead letters on /metrics to equal the dead-letter stream',
@@ -310,3 +312,10 @@ describe('observability', () => {
     60_000,
   );
 });
+
+/** Headers that mark a message sent off-contract on purpose (the bus check counts it apart). */
+function offContract(why: string): ReturnType<typeof natsHeaders> {
+  const h = natsHeaders();
+  h.set(OFF_CONTRACT_HEADER, why);
+  return h;
+}
