@@ -309,7 +309,11 @@ export class JetStreamConsumerRunner {
     if (i > 0 && q[i - 1]!.seq === seq) q[i - 1] = entry; // newer delivery of a held message: keep its latest token
     else q.splice(i, 0, entry);
     // Keep deadlines monotone: everything after the newcomer gets a deadline no earlier than its own.
-    for (let j = i + 1; j < q.length; j++) q[j]!.msg.working();
+    // The newcomer itself too when an earlier message of its key is in hand: that one may have been
+    // refreshed while the newcomer was on the wire, leaving the newcomer's deadline (its delivery
+    // time) before the earlier one's, so after a crash the server would redeliver it first.
+    const earlierInHand = i > 0 || state.running !== undefined;
+    for (let j = earlierInHand ? i : i + 1; j < q.length; j++) q[j]!.msg.working();
     if (state.blockedOn && seq <= state.blockedOn.seq) state.blockedOn = undefined;
     this.makeReady(state);
     this.pump();
