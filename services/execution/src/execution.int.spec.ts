@@ -271,7 +271,9 @@ describe('execution agent', () => {
     const job = await submitAndPlace(sleepScript(120), [1]);
     await waitFor('JobStarted', () => eventOf(job, 'JobStarted'));
     const marker = JSON.parse(await readFile(join(runRoot(job), 'process.json'), 'utf8')) as { pgid: number };
-    expect(await liveGroupMembers(marker.pgid)).not.toEqual([]);
+    // Past its `echo` (the shell and its `sleep` both run): a job that writes to its output after
+    // the agent died gets SIGPIPE, and on a busy machine the kill can come before the echo.
+    await waitFor('the job\'s shell and its sleep', async () => (await liveGroupMembers(marker.pgid)).length >= 2);
 
     agent!.kill('SIGKILL');
     await agent!.exited;
