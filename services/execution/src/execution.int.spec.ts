@@ -148,8 +148,10 @@ beforeAll(async () => {
     return { bucket: nodeBucket(NODE), team: TEAM, blobs: copied.map((c) => ({ sha256: c.sha256, size: c.size, copiedBytes: c.copiedBytes })) };
   });
   launchAgent();
-  await waitFor('NodeRegistered', async () => (await store.readStream(`execution-${NODE}-node`)).length > 0);
-}, 60_000);
+  // The agent compiles nothing but starts a Node process and probes the machine: at load 12 that
+  // alone took over 15 s.
+  await waitFor('NodeRegistered', async () => (await store.readStream(`execution-${NODE}-node`)).length > 0, 60_000);
+}, 90_000);
 
 afterAll(async () => {
   agent?.kill('SIGKILL');
