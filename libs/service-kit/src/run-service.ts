@@ -97,9 +97,10 @@ export interface ServiceDefinition<S extends z.ZodObject = z.ZodObject> {
    * so a stopped service's backlog is still seen. Default false.
    */
   busMetrics?: boolean;
-  /** Overrides for tests: environment (default process.env) and clock. */
+  /** Overrides for tests: environment (default process.env), clock, and where log lines go (default stdout). */
   env?: NodeJS.ProcessEnv;
   clock?: Clock;
+  logDestination?: pino.DestinationStream;
 }
 
 /** Something that carries a process's recorded events onward (see `ServiceDefinition.relay`). */
@@ -152,7 +153,8 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
   type C = BaseConfig & z.output<S>;
   const config = loadConfig((def.config ?? ({ shape: {} } as unknown as S)) as S, def.env ?? process.env) as C;
   const instance = config.GPUNET_INSTANCE ?? def.instance?.(config) ?? def.name;
-  const logger = pino({ level: config.GPUNET_LOG_LEVEL, base: { service: def.name, instance } });
+  const options = { level: config.GPUNET_LOG_LEVEL, base: { service: def.name, instance } };
+  const logger = def.logDestination ? pino(options, def.logDestination) : pino(options);
   const clock = def.clock ?? systemClock;
   const startedAt = clock.now();
   const metrics = new Metrics({ service: def.name, instance });

@@ -20,12 +20,16 @@ import { pino } from 'pino';
 import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
 import { storageService } from './storage.service.js';
 
+/** The storage service's log lines (info and up), shown when a wait times out. */
+const storageLog: string[] = [];
+const logDestination = { write: (line: string) => void storageLog.push(line.trimEnd()) };
+
 async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
     if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n--- storage log (tail) ---\n${storageLog.slice(-30).join('\n')}`);
     await new Promise((r) => setTimeout(r, 25));
   }
 }
@@ -51,7 +55,7 @@ describe('storage service against nats-server and a SQLite store', () => {
   let intake: EventWriter;
   let agent: EventWriter;
 
-  const start = () => startService({ ...storageService, env });
+  const start = () => startService({ ...storageService, env, logDestination });
 
   async function upload(team: string, bytes: Uint8Array, name = randomUUID()): Promise<{ sha256: string; size: number }> {
     const path = join(dir, 'files', name);
@@ -103,7 +107,7 @@ describe('storage service against nats-server and a SQLite store', () => {
     env = {
       GPUNET_NATS_URL: nats.url,
       GPUNET_STORE_URL: `sqlite:${dbPath}`,
-      GPUNET_LOG_LEVEL: 'silent',
+      GPUNET_LOG_LEVEL: 'info',
       GPUNET_STORAGE_SWEEP_INTERVAL: '200ms',
       GPUNET_STORAGE_MAX_DELIVERIES: '3',
     };
