@@ -188,7 +188,7 @@ describe('gpunet CLI against a local network', () => {
     expect((await gpunet(['status', 'job_nope', '--data-dir', dataDir], dir)).code).toBe(2);
     const unreachable = await gpunet(['list', '--url', 'http://127.0.0.1:9', '--api-key', 'x'.repeat(20)], dir);
     expect(unreachable.code).toBe(3);
-  }, 30_000);
+  });
 
   it('down stops every process it started and forgets them', async () => {
     const result = await json<{ stopped: { name: string; result: string }[] }>(['down', '--data-dir', dataDir], dir);
