@@ -28,7 +28,8 @@ export const PlacementConfig = z.object({
     .default(DEFAULT_PRIORITY_WEIGHTS.runTimeScaleMs ?? DEFAULT_RUN_TIME_SCALE_MS)
     .describe('predicted run time (ms) at which the run-time factor reaches 0'),
   GPUNET_RESERVATION_AFTER_MS: z.coerce.number().int().min(0).default(DEFAULT_RESERVATION_AFTER_MS).describe('ms a waiting job waits before it holds a reservation (0: at once)'),
-  GPUNET_PREDICTIONS: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on').describe('on: run-time predictions from history date the plan; off: every job runs to its time limit'),
+  GPUNET_PREDICTIONS: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on').describe('on: run-time predictions from history rank jobs and date expected starts; off: every job runs to its time limit'),
+  GPUNET_RESERVE_BY: z.enum(['limits', 'predictions'], { error: 'must be limits or predictions' }).default('limits').describe('limits: the pass dates its reservations by running work\'s time limits, as EASY does (decision 0020); predictions: by their predicted ends'),
   GPUNET_RESERVATION_DEPTH: z.coerce.number().int().min(0).max(10_000).default(DEFAULT_RESERVATION_DEPTH).describe('how many waiting jobs, highest priority first, hold reservations'),
   GPUNET_BACKFILL: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on').describe('on: lower jobs start where they delay no reservation; off: strict priority order'),
 });
@@ -52,6 +53,7 @@ export function planOptionsOf(config: Partial<PlacementConfig>): PlanOptions {
     reservationAfterMs: c.GPUNET_RESERVATION_AFTER_MS,
     backfill: c.GPUNET_BACKFILL === 'on',
     predictions: c.GPUNET_PREDICTIONS === 'on',
+    reserveByLimits: c.GPUNET_RESERVE_BY === 'limits',
   };
 }
 

@@ -90,7 +90,7 @@ export function estimate(state: PlacementState, request: EstimateRequest, now: n
   const rank = byPriority(candidates, state, t, options.weights ?? DEFAULT_PRIORITY_WEIGHTS).findIndex((r) => r.job === hypothetical) + 1;
   const depth = Math.max(options.reservationDepth ?? DEFAULT_RESERVATION_DEPTH, rank);
   // Every blocked job ahead holds its reservation at once (no waiting period): the conservative date.
-  const entry = plan(state, t, { ...options, reservationDepth: depth, reservationAfterMs: 0 }, candidates).jobs.find((j) => j.job === hypothetical)!;
+  const entry = plan(state, t, { ...options, reservationDepth: depth, reservationAfterMs: 0, reserveByLimits: false }, candidates).jobs.find((j) => j.job === hypothetical)!;
   if (entry.expectedStart === undefined) return { runnable: false, reason: 'Unpredictable' };
   return {
     runnable: true,

@@ -31,7 +31,7 @@ export function forecast(state: PlacementState, now: number | Date, options: For
   const t = typeof now === 'number' ? now : now.getTime();
   const hours = options.hours ?? 24;
   // Reservations as they will stand (every blocked job's at once): what a new job cannot count on.
-  const p = plan(state, t, { ...options, reservationAfterMs: 0 });
+  const p = plan(state, t, { ...options, reservationAfterMs: 0, reserveByLimits: false });
   /** `${nodeId}/${index}` → busy intervals [from, to). */
   const busy = new Map<string, [number, number][]>();
   const mark = (nodeId: string, index: number, from: number, to: number) => {

@@ -60,10 +60,13 @@ describe('run-time predictions', () => {
     expect(expectedEndOf(live, start + 11 * MIN)).toBe(start + HOUR);
     expect(predictionsOutlived(h.state, start + 9 * MIN, start + 10 * MIN)).toBe(true);
     expect(predictionsOutlived(h.state, start + 10 * MIN, start + 11 * MIN)).toBe(false);
-    // A waiting job's reservation follows: at the prediction, then at the limit once outlived.
+    // A waiting job's expected start (status, estimates) follows: at the prediction, then at the limit once outlived.
     h.apply(ev.submitted('wait', 1), ev.staged('wait'));
-    const at = (now: number) => plan(h.state, now, { reservationAfterMs: 0 }).jobs.find((j) => j.job.jobId === 'wait')!.expectedStart;
-    expect(at(start + MIN)).toBe(start + 10 * MIN);
-    expect(at(start + 11 * MIN)).toBe(start + HOUR);
+    const at = (now: number, reserveByLimits: boolean) => plan(h.state, now, { reservationAfterMs: 0, reserveByLimits }).jobs.find((j) => j.job.jobId === 'wait')!.expectedStart;
+    expect(at(start + MIN, false)).toBe(start + 10 * MIN);
+    expect(at(start + 11 * MIN, false)).toBe(start + HOUR);
+    // The pass's own reservation is dated by the limit throughout, as EASY's: the GPUs are sure to be free then.
+    expect(at(start + MIN, true)).toBe(start + HOUR);
+    expect(at(start + 11 * MIN, true)).toBe(start + HOUR);
   });
 });

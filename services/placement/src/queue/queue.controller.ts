@@ -23,7 +23,7 @@ export class QueueController {
     // scheduler's own reservations so that more than the first waiting jobs get a date, as an
     // estimate does: conservative (each holds a reservation), never optimistic.
     const shown = this.scheduler.state.queue.length;
-    const p = plan(this.scheduler.state, now, { ...this.scheduler.planOptions, reservationDepth: Math.max(this.scheduler.planOptions.reservationDepth ?? 1, Math.min(shown, STATUS_DEPTH)), reservationAfterMs: 0 });
+    const p = plan(this.scheduler.state, now, { ...this.scheduler.planOptions, reservationDepth: Math.max(this.scheduler.planOptions.reservationDepth ?? 1, Math.min(shown, STATUS_DEPTH)), reservationAfterMs: 0, reserveByLimits: false });
     // A start shown is a quote: the first one of each job is kept and written into its JobPlaced.
     noteQuotes(this.scheduler.state, p);
     const view = queueView(this.scheduler.state, p);
