@@ -1,6 +1,7 @@
 /** Finding things on this machine: the checkout with its built services, nats-server, free ports. */
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { randomInt } from 'node:crypto';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SERVICE_NAMES, type ServiceName } from '#contracts';
@@ -65,31 +66,65 @@ export function findNatsServer(env: Readonly<Record<string, string | undefined>>
   ]);
 }
 
-/** Ports this process has handed out: the OS may give a port back again once its probe socket closed. */
+/** Ports this process has handed out: never handed out twice, though a closed one is free again. */
 const handedOut = new Set<number>();
 
+/** Lowest port of the range `up` picks from; the range ends just below the kernel's ephemeral ports. */
+const PICK_FROM = 20_000;
+
 /**
- * A TCP port free on 127.0.0.1 right now (the OS picks it), never one this process handed out
- * before: `up` picks a port for nats-server, intake and every process's metrics in a row, and a
- * port closed after its probe can be picked again at once (two processes then fail with EADDRINUSE).
+ * The ports the kernel hands out by itself (`listen(0)`, and the local end of every outgoing
+ * connection): `/proc/sys/net/ipv4/ip_local_port_range`, else Linux's default.
+ */
+function ephemeralRange(): [number, number] {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isSafeInteger(low) && Number.isSafeInteger(high)) return [low!, high!];
+  } catch {
+    // not Linux
+  }
+  return [32_768, 60_999];
+}
+
+/**
+ * A TCP port free on 127.0.0.1 right now, for a process `up` starts a moment later. Picked at
+ * random below the kernel's ephemeral range, where the kernel never assigns one by itself: a port
+ * the OS picked for a probe was free only until the next outgoing connection on the machine took
+ * it, and a process that bound it seconds later (a busy machine starts Node slowly) failed with
+ * EADDRINUSE. Never one this process handed out before; the OS picks when no range is left below.
  */
 export async function freePort(): Promise<number> {
+  const [low] = ephemeralRange();
+  const span = low - PICK_FROM;
+  for (let tries = 0; span > 0 && tries < 200; tries++) {
+    const port = PICK_FROM + randomInt(span);
+    if (handedOut.has(port) || !(await canListen(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
   for (;;) {
-    const port = await probePort();
+    const port = await probePort(0);
     if (handedOut.has(port)) continue;
     handedOut.add(port);
     return port;
   }
 }
 
-function probePort(): Promise<number> {
+function canListen(port: number): Promise<boolean> {
+  return probePort(port).then(
+    () => true,
+    () => false,
+  );
+}
+
+function probePort(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(port, '127.0.0.1', () => {
       const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
+      const bound = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(bound));
     });
   });
 }
