@@ -404,7 +404,7 @@ export const CapacityReply = z
       .optional()
       .describe('How honest recent quotes were: start times quoted by status and estimates against the actual starts, and deadlines kept.'),
     quotas: z
-      .object({ month: QuotaMonth, list: z.array(QuotaUsage) })
+      .object({ month: QuotaMonth, list: z.array(QuotaUsage).describe('By team, then model.') })
       .optional()
       .describe('GPU quotas per team and model with their use (the caller\'s team only, unless its key is `billing`); added by intake.'),
   })

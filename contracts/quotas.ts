@@ -36,7 +36,7 @@ export const QuotaSet = z.object({
   gpus: QuotaGpus.describe('GPUs of the model the team\'s attempts may hold at once; null: no limit.'),
   gpuHours: QuotaGpuHours.describe('GPU-hours of the model the team\'s attempts may hold per calendar month (UTC); null: no limit.'),
   borrow: z.boolean().describe('Past `gpus`, the team may use GPUs of the model that no other team with quota room waits for (never past `gpuHours`).'),
-  by: z.object({ keyId: z.string().min(1), team: TeamId, role: z.string().min(1) }).describe('The API key that set it (id, team, role), never the key.'),
+  by: z.object({ keyId: z.string().min(1).describe('Id of the key (never the key itself).'), team: TeamId, role: z.string().min(1).describe('The key\'s role (`billing`).') }).describe('The API key that set it (id, team, role), never the key.'),
   setAt: Timestamp,
 });
 export type QuotaSet = z.output<typeof QuotaSet>;

@@ -607,7 +607,7 @@ CapacityReplyQuotasListItem = TypedDict("CapacityReplyQuotasListItem", {
 # GPU quotas per team and model with their use (the caller's team only, unless its key is `billing`); added by intake.
 CapacityReplyQuotas = TypedDict("CapacityReplyQuotas", {
     "month": str,  # A calendar month (UTC), e.g. `2026-12`.
-    "list": List[CapacityReplyQuotasListItem],
+    "list": List[CapacityReplyQuotasListItem],  # By team, then model.
 })
 
 # The capacity forecast.
@@ -3085,9 +3085,9 @@ PublishPriceListReply = TypedDict("PublishPriceListReply", {
 
 # The API key that set it (id, team, role), never the key.
 QuotaSetDataBy = TypedDict("QuotaSetDataBy", {
-    "keyId": str,
+    "keyId": str,  # Id of the key (never the key itself).
     "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
-    "role": str,
+    "role": str,  # The key's role (`billing`).
 })
 
 # A team's GPU quota for one model was set (replacing the last): concurrent GPUs, GPU-hours per month, borrowing. Placement honours it from its next pass; running work is never stopped by it.
