@@ -326,7 +326,7 @@ export const EstimateReply = z
     reason: z
       .string()
       .describe(
-        'When runnable: `StartsNow`, or why it would wait (`Resources`, `Reservation`, `Priority`). Otherwise: `NoNodes` (none registered), `NoNodeFits` (the nodes together do not have that many GPUs of one model), `Unpredictable` (behind work whose end is unknown).',
+        'When runnable: `StartsNow`, or why it would wait (`Resources`, `Reservation`, `Priority`). Otherwise: `NoNodes` (none registered), `NoNodeFits` (the nodes together do not have that many GPUs of one model), `Unpredictable` (behind work whose end is unknown), `QuotaExceeded` (the team is at its GPU quota for the model: concurrent GPUs without borrowing room, or GPU-hours this month).',
       ),
     expectedStart: Timestamp.optional().describe('When it is expected to start (when runnable).'),
     expectedEnd: Timestamp.optional().describe('Expected start plus the time limit: the latest it would end (when runnable).'),

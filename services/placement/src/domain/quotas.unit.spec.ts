@@ -1,5 +1,6 @@
 import type { EventData } from '#contracts';
 import { decide } from './decide.js';
+import { estimate } from './estimate.js';
 import { ev, given, T0, type Unpositioned } from './fixtures.js';
 import { plan } from './plan.js';
 import { queueView } from './queue-view.js';
@@ -158,5 +159,20 @@ describe('quotas: what capacity shows', () => {
       { team: 'team-b', gpuModel: 'H100', gpus: 4, gpuHours: null, borrow: false, inUse: 1, borrowed: 0, heldMs: 0, waiting: 1, setAt: new Date(T0).toISOString() },
     ]);
     expect(quotaUsage(h.state, T0 + HOUR, placeable, 'team-b').map((r) => r.team)).toEqual(['team-b']);
+  });
+});
+
+describe('quotas: estimates', () => {
+  it('says QuotaExceeded for a team at its quota, and estimates another team as before', () => {
+    const h = given(ev.node('n1', 8, 'H100'), quota('team-a', 'H100', 0));
+    expect(estimate(h.state, { team: 'team-a', gpus: 1, gpuModel: 'H100', timeLimitMs: HOUR }, T0)).toEqual({ runnable: false, reason: 'QuotaExceeded' });
+    expect(estimate(h.state, { team: 'team-b', gpus: 1, gpuModel: 'H100', timeLimitMs: HOUR }, T0)).toMatchObject({ runnable: true, expectedStart: T0 });
+  });
+
+  it('a job that asks for no model waits with QuotaExceeded only when every model is closed to its team', () => {
+    const h = given(ev.node('n1', 4, 'H100'), ev.node('n2', 4, 'A100'), quota('team-a', 'H100', 0), quota('team-a', 'A100', 0, null, true), ...job('b1', 8, 'team-b', null), ...job('a1', 1, 'team-a', null));
+    // team-b's job (any model, within its quota) waits for 8 GPUs of one model: nobody may borrow.
+    const p = plan(h.state, T0 + MIN);
+    expect(p.jobs.find((j) => j.job.jobId === 'a1')).toMatchObject({ reason: 'QuotaExceeded' });
   });
 });
