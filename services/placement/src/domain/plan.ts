@@ -202,6 +202,10 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
   const reserveAfter = options.reservationAfterMs ?? DEFAULT_RESERVATION_AFTER_MS;
   // Quotas (quotas.ts): none set, no gate, and the plan is exactly what it was without them.
   const gate = QuotaGate.needed(state) ? new QuotaGate(state, t, candidates) : undefined;
+  /** Every model on the registered nodes, for jobs that take any model (computed once per pass). */
+  let allModels: string[] | undefined;
+  /** `team\0gpus` → model → may a job of that team and size take it now (cleared at every start). */
+  const allowed = new Map<string, Map<string, boolean>>();
   let reservations = 0;
   let blocked = false;
 
@@ -216,7 +220,7 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
     const end = t + timeLimitMs;
     // A team at its quota waits whatever is free; it holds no reservation and blocks nobody.
     let allow: ((model: string) => boolean) | undefined;
-    if (gate) {
+    if (gate && state.quotas.has(job.team)) {
       if (gpuModel !== undefined) {
         const c = gate.check(job, gpuModel);
         if (!c.ok) {
@@ -225,13 +229,17 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
           continue;
         }
       } else {
-        const checks = new Map<string, boolean>();
+        // Which models a team may take for a job of this size: the same for all its jobs of that size until the next start.
+        const k = `${job.team}\u0000${gpus}`;
+        let checks = allowed.get(k);
+        if (!checks) allowed.set(k, (checks = new Map()));
+        const cached = checks;
         allow = (model) => {
-          let ok = checks.get(model);
-          if (ok === undefined) checks.set(model, (ok = gate.check(job, model).ok));
+          let ok = cached.get(model);
+          if (ok === undefined) cached.set(model, (ok = gate.check(job, model).ok));
           return ok;
         };
-        const models = modelsOf(lines, undefined);
+        const models = (allModels ??= modelsOf(lines, undefined));
         if (models.length > 0 && !models.some(allow)) {
           entry.reason = 'QuotaExceeded';
           entry.reasonDetail = models.map((m) => (gate.check(job, m) as { detail: string }).detail).join('; ');
@@ -258,7 +266,10 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
           entry.start = found.gangs;
           entry.expectedStart = t;
           const borrowed = gate ? (gate.check(job, found.gangs[0]!.gpuModel) as { borrowed: boolean }).borrowed : false;
-          if (gate) gate.started(job, found.gangs[0]!.gpuModel, borrowed);
+          if (gate) {
+            gate.started(job, found.gangs[0]!.gpuModel, borrowed);
+            allowed.clear();
+          }
           if (borrowed) entry.borrowed = true;
           starts.push(borrowed ? { job, gangs: found.gangs, borrowed } : { job, gangs: found.gangs });
           totalFreeNow -= gpus;
