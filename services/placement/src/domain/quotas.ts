@@ -211,7 +211,7 @@ export interface QuotaUsageView {
 /**
  * Every quota set (and every team holding GPUs of a model, with or without one) with its use at
  * `now`, by team then model; only `team`'s when given. `waiting` counts the team's placeable jobs
- * of that model the quota holds back now.
+ * of that model the quota holds back now (a job that takes any model, under each quota that holds it back).
  */
 export function quotaUsage(state: PlacementState, now: number, placeable: readonly JobRecord[], team?: string): QuotaUsageView[] {
   const gate = new QuotaGate(state, now, placeable);
@@ -230,9 +230,12 @@ export function quotaUsage(state: PlacementState, now: number, placeable: readon
   for (const [t, models] of state.quotas) if (team === undefined || t === team) for (const model of models.keys()) row(t, model);
   for (const live of state.live.values()) if (live.team !== undefined && live.gpuModel !== undefined && (team === undefined || live.team === team)) row(live.team, live.gpuModel);
   for (const job of placeable) {
-    const model = job.request.gpuModel;
-    if (model === undefined || (team !== undefined && job.team !== team) || !quotaOf(state, job.team, model)) continue;
-    if (!gate.check(job, model).ok) row(job.team, model).waiting++;
+    if (team !== undefined && job.team !== team) continue;
+    const quotas = state.quotas.get(job.team);
+    if (!quotas) continue;
+    // A job that takes any model counts under each of its team's quotas that holds it back.
+    const models = job.request.gpuModel !== undefined ? [job.request.gpuModel] : [...quotas.keys()];
+    for (const model of models) if (quotas.has(model) && !gate.check(job, model).ok) row(job.team, model).waiting++;
   }
   return [...rows.values()].sort((a, b) => (a.team < b.team ? -1 : a.team > b.team ? 1 : a.gpuModel < b.gpuModel ? -1 : a.gpuModel > b.gpuModel ? 1 : 0));
 }

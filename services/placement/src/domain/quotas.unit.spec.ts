@@ -159,6 +159,9 @@ describe('quotas: what capacity shows', () => {
       { team: 'team-b', gpuModel: 'H100', gpus: 4, gpuHours: null, borrow: false, inUse: 1, borrowed: 0, heldMs: 0, waiting: 1, setAt: new Date(T0).toISOString() },
     ]);
     expect(quotaUsage(h.state, T0 + HOUR, placeable, 'team-b').map((r) => r.team)).toEqual(['team-b']);
+    // A job of team b that takes any model is held back by its H100 quota too.
+    h.apply(...job('b2', 4, 'team-b', null));
+    expect(quotaUsage(h.state, T0 + HOUR, h.state.queue.filter((j) => j.phase === 'queued'), 'team-b')[0]!.waiting).toBe(2);
   });
 });
 
