@@ -29,6 +29,7 @@ export * from './message.js';
 export * from './primitives.js';
 export * from './principal.js';
 export * from './queries.js';
+export * from './quotas.js';
 export * from './registry.js';
 export * from './reports.js';
 export * from './subjects.js';

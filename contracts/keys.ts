@@ -101,7 +101,7 @@ export const ApiKeyRevoked = z.object({
 });
 export type ApiKeyRevoked = z.output<typeof ApiKeyRevoked>;
 
-export const ADMIN_ACTIONS = ['teams:create', 'teams:disable', 'teams:read', 'keys:create', 'keys:revoke', 'keys:read'] as const;
+export const ADMIN_ACTIONS = ['teams:create', 'teams:disable', 'teams:read', 'keys:create', 'keys:revoke', 'keys:read', 'quotas:set', 'quotas:read'] as const;
 
 export const AdminActionRefused = z.object({
   action: z.enum(ADMIN_ACTIONS).describe('What was tried.'),

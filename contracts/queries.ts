@@ -18,6 +18,7 @@ import { EVERY_SERVICE, defineQuery } from './message.js';
 import { AttemptId, ByteCount, Currency, DurationMs, GpuCount, GpuIndex, GpuIndices, GpuModel, JobId, JobLimit, JobOutcome, Micros, NodeId, TeamId, Timestamp } from './primitives.js';
 import { CallerPrincipal } from './principal.js';
 import { SERVICE_NAMES } from './subjects.js';
+import { QuotaMonth, QuotaUsage } from './quotas.js';
 
 // ── job read model ────────────────────────────────────────────────────────────────────────
 
@@ -273,7 +274,7 @@ export const GetQueueReply = z
           reason: z
             .string()
             .describe(
-              'Why it waits, a Slurm-style code: `Inputs` (not staged yet), `Resources` (no node has enough free GPUs of its model), `Priority` (higher jobs hold every reservation), `Reservation` (it would run into a higher job\'s reservation), `DeadlineUnreachable` (the plan\'s expected start plus its time limit is past its deadline), `NoNodes`, `Requeue`, `Cancelling`; more may be added.',
+              'Why it waits, a Slurm-style code: `Inputs` (not staged yet), `Resources` (no node has enough free GPUs of its model), `Priority` (higher jobs hold every reservation), `Reservation` (it would run into a higher job\'s reservation), `DeadlineUnreachable` (the plan\'s expected start plus its time limit is past its deadline), `QuotaExceeded` (its team is at its GPU quota for the model, concurrent or GPU-hours this month; see `reasonDetail`), `NoNodes`, `Requeue`, `Cancelling`; more may be added.',
             ),
           gpus: z.int().min(1).describe('GPUs requested.'),
           gpuModel: GpuModel.optional().describe('GPU model requested, if any.'),
@@ -281,6 +282,7 @@ export const GetQueueReply = z
           submittedAt: Timestamp.describe('When intake accepted the job.'),
           rank: z.int().min(1).optional().describe('Its rank by priority among the placeable jobs in the current plan.'),
           expectedStart: Timestamp.optional().describe('When the current plan expects it to start, if it can tell (its reservation, or now).'),
+          reasonDetail: z.string().max(1000).optional().describe('The figures behind the reason, when it has some, e.g. for `QuotaExceeded` the quota, what is in use and the GPU-hours used this month.'),
         }),
       )
       .describe('Waiting jobs, first in line first.'),
@@ -324,7 +326,7 @@ export const EstimateReply = z
     reason: z
       .string()
       .describe(
-        'When runnable: `StartsNow`, or why it would wait (`Resources`, `Reservation`, `Priority`). Otherwise: `NoNodes` (none registered), `NoNodeFits` (the nodes together do not have that many GPUs of one model), `Unpredictable` (behind work whose end is unknown).',
+        'When runnable: `StartsNow`, or why it would wait (`Resources`, `Reservation`, `Priority`). Otherwise: `NoNodes` (none registered), `NoNodeFits` (the nodes together do not have that many GPUs of one model), `Unpredictable` (behind work whose end is unknown), `QuotaExceeded` (the team is at its GPU quota for the model: concurrent GPUs without borrowing room, or GPU-hours this month).',
       ),
     expectedStart: Timestamp.optional().describe('When it is expected to start (when runnable).'),
     expectedEnd: Timestamp.optional().describe('Expected start plus the time limit: the latest it would end (when runnable).'),
@@ -401,6 +403,10 @@ export const CapacityReply = z
       })
       .optional()
       .describe('How honest recent quotes were: start times quoted by status and estimates against the actual starts, and deadlines kept.'),
+    quotas: z
+      .object({ month: QuotaMonth, list: z.array(QuotaUsage).describe('By team, then model.') })
+      .optional()
+      .describe('GPU quotas per team and model with their use (the caller\'s team only, unless its key is `billing`); added by intake.'),
   })
   .describe('The capacity forecast.');
 export type CapacityReply = z.output<typeof CapacityReply>;

@@ -17,6 +17,7 @@ import { formatIssues, type FieldIssue } from './issues.js';
 import { keyCommands, keyEvents, keyQueries } from './keys.js';
 import { EVERY_SERVICE, type CommandDefinition, type EventDefinition, type MessageDefinition, type QueryDefinition } from './message.js';
 import { queries } from './queries.js';
+import { quotaCommands, quotaEvents, quotaQueries } from './quotas.js';
 import { reportCommands, reportQueries } from './reports.js';
 import { reportEvents } from './events/reports.js';
 
@@ -32,11 +33,11 @@ function byName<const D extends readonly { name: string }[]>(defs: D): ByName<D>
 }
 
 /** Every event definition by type. */
-export const Events = byName([...jobEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents, ...digestEvents, ...keyEvents, ...reportEvents]);
+export const Events = byName([...jobEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents, ...digestEvents, ...keyEvents, ...reportEvents, ...quotaEvents]);
 /** Every command definition by name. */
-export const Commands = byName([...commands, ...billingCommands, ...digestCommands, ...keyCommands, ...reportCommands]);
+export const Commands = byName([...commands, ...billingCommands, ...digestCommands, ...keyCommands, ...reportCommands, ...quotaCommands]);
 /** Every query definition by name. */
-export const Queries = byName([...queries, ...feedQueries, ...auditQueries, ...billingQueries, ...keyQueries, ...reportQueries]);
+export const Queries = byName([...queries, ...feedQueries, ...auditQueries, ...billingQueries, ...keyQueries, ...reportQueries, ...quotaQueries]);
 
 export type EventType = keyof typeof Events;
 export type CommandName = keyof typeof Commands;

@@ -116,6 +116,10 @@ export const JobPlaced = z
       .max(1000)
       .optional()
       .describe('Set when the job has a deadline that running to its time limit from now would miss: the facts of why (when it starts, against what was quoted).'),
+    borrowed: z
+      .literal(true)
+      .optional()
+      .describe('The attempt takes its team past its concurrent GPU quota for the model, on GPUs no other team with quota room was waiting for (borrowing, decision 0027). Absent: within quota.'),
   })
   .refine((e) => e.nodes === undefined || (e.nodes[0]!.nodeId === e.nodeId && sameIndices(e.nodes[0]!.gpuIndices, e.gpuIndices)), {
     error: withFix('nodes[0] must be the node and GPUs named by nodeId and gpuIndices', 'list the rank-0 node first'),

@@ -223,8 +223,36 @@ describe('gpunet estimate', () => {
       expect(human.text.trim().split('\n').filter((l) => /\d\/4$/.test(l.trim()))).toHaveLength(24);
       const json = await run(['capacity', '--hours', '2', '--json']);
       expect(JSON.parse(json.text).hours).toHaveLength(2);
-      await client.cancel(jobId);
+
+      // GPU quotas (decision 0027): a billing key sets one with `gpunet quota set`; the team's
+      // next job of the model waits with QuotaExceeded and capacity shows the quota in use.
+      const billing = await network().client(network().team, network().adminApiKey).createApiKey({ team: network().team, role: 'billing', name: 'e2e-billing' });
+      const asBilling = async (args: string[]) => {
+        const out = new PassThrough();
+        const chunks: Buffer[] = [];
+        out.on('data', (b: Buffer) => chunks.push(b));
+        const err = new PassThrough();
+        err.resume();
+        const code = await runCli(args, { stdout: out, stderr: err, env: { GPUNET_URL: network().url, GPUNET_API_KEY: billing.apiKey }, cwd: network().dataDir });
+        return { code, text: Buffer.concat(chunks).toString('utf8') };
+      };
+      expect((await run(['quota', 'set', '--team', network().team, '--model', 'sim-gpu', '--gpus', '3'])).code).not.toBe(0);
+      const set = await asBilling(['quota', 'set', '--team', network().team, '--model', 'sim-gpu', '--gpus', '3', '--gpu-hours', '100', '--borrow', 'off']);
+      expect(set.code).toBe(0);
+      expect(set.text).toMatch(new RegExp(`${network().team}\\s+sim-gpu\\s+3\\s+3\\s+0\\s+0\\.\\d/100\\s+off`));
+      const { jobId: over } = await client.submit(scriptJob('echo over', { gpus: 1, timeLimit: '10m' }));
+      const waiting = await until('it waits at its quota', async () => {
+        const q = (await client.queue(over)).pending[0];
+        return q?.reason === 'QuotaExceeded' ? q : undefined;
+      }, { timeoutMs: 20_000 });
+      expect(waiting.reasonDetail).toContain('holds 3 of its 3 sim-gpu GPUs');
+      const withQuotas = await run(['capacity', '--hours', '1']);
+      expect(withQuotas.text).toMatch(/TEAM\s+GPU MODEL\s+QUOTA\s+IN USE\s+BORROWED/);
+      const shown = await run(['quota', 'show', '--json']);
+      expect(JSON.parse(shown.text).quotas).toEqual([expect.objectContaining({ team: network().team, gpuModel: 'sim-gpu', gpus: 3, inUse: 3, waiting: 1 })]);
+      expect((await asBilling(['quota', 'set', '--team', network().team, '--model', 'sim-gpu', '--gpus', 'none', '--gpu-hours', 'none'])).code).toBe(0);
+      await Promise.all([jobId, over].map((id) => client.cancel(id)));
     }),
-    60_000,
+    90_000,
   );
 });

@@ -25,7 +25,7 @@ AdminActionRefusedDataTarget = TypedDict("AdminActionRefusedDataTarget", {
 
 # An authenticated key tried to manage teams or keys beyond its role or team, and was refused: who, what, when, why.
 AdminActionRefusedData = TypedDict("AdminActionRefusedData", {
-    "action": Literal["teams:create", "teams:disable", "teams:read", "keys:create", "keys:revoke", "keys:read"],  # What was tried.
+    "action": Literal["teams:create", "teams:disable", "teams:read", "keys:create", "keys:revoke", "keys:read", "quotas:set", "quotas:read"],  # What was tried.
     "by": AdminActionRefusedDataBy,  # The key that tried (authenticated, so attributable).
     "target": AdminActionRefusedDataTarget,  # What it was tried on.
     "reason": str,  # Why it was refused, as answered.
@@ -590,12 +590,33 @@ CapacityReplyQuotes = TypedDict("CapacityReplyQuotes", {
     "deadlinesMet": int,  # Of those, the ones that finished by their deadline.
 })
 
+# One team's quota for one GPU model, and its use.
+CapacityReplyQuotasListItem = TypedDict("CapacityReplyQuotasListItem", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "gpuModel": str,  # GPU model name as nodes report it, e.g. `A100-80GB`; declared slots use the name given to the agent.
+    "gpus": Union[int, None],  # Concurrent GPU quota; null: no limit.
+    "gpuHours": Union[int, None],  # GPU-hours per month; null: no limit.
+    "borrow": bool,  # Whether the team may borrow idle GPUs past `gpus`.
+    "inUse": int,  # GPUs of the model the team's attempts hold now (placed until released), borrowed ones included.
+    "borrowed": int,  # Of those, GPUs held by attempts placed as borrowed (past the quota).
+    "heldMs": int,  # GPU-ms of the model the team's attempts held this month (UTC) so far, running ones up to now.
+    "waiting": int,  # The team's queued jobs of the model held back by this quota now.
+    "setAt": NotRequired[str],  # When the quota was set; absent for a team with usage but no quota.
+})
+
+# GPU quotas per team and model with their use (the caller's team only, unless its key is `billing`); added by intake.
+CapacityReplyQuotas = TypedDict("CapacityReplyQuotas", {
+    "month": str,  # A calendar month (UTC), e.g. `2026-12`.
+    "list": List[CapacityReplyQuotasListItem],  # By team, then model.
+})
+
 # The capacity forecast.
 CapacityReply = TypedDict("CapacityReply", {
     "totals": List[CapacityReplyTotalsItem],  # GPUs of each model on registered nodes.
     "hours": List[CapacityReplyHoursItem],  # One entry per hour, from now.
     "at": str,  # The plan time this answer is for.
     "quotes": NotRequired[CapacityReplyQuotes],  # How honest recent quotes were: start times quoted by status and estimates against the actual starts, and deadlines kept.
+    "quotas": NotRequired[CapacityReplyQuotas],  # GPU quotas per team and model with their use (the caller's team only, unless its key is `billing`); added by intake.
 })
 
 # A stream's head as of a position.
@@ -1563,6 +1584,7 @@ GetQueueReplyPendingItem = TypedDict("GetQueueReplyPendingItem", {
     "submittedAt": str,  # When intake accepted the job.
     "rank": NotRequired[int],  # Its rank by priority among the placeable jobs in the current plan.
     "expectedStart": NotRequired[str],  # When the current plan expects it to start, if it can tell (its reservation, or now).
+    "reasonDetail": NotRequired[str],  # The figures behind the reason, when it has some, e.g. for `QuotaExceeded` the quota, what is in use and the GPU-hours used this month.
 })
 
 GetQueueReplyNodesItem = TypedDict("GetQueueReplyNodesItem", {
@@ -1579,6 +1601,32 @@ GetQueueReply = TypedDict("GetQueueReply", {
     "totalPending": int,  # All waiting jobs, before the filters and the limit.
     "nodes": List[GetQueueReplyNodesItem],  # Registered nodes, in placement order.
     "at": str,  # When this answer was made.
+})
+
+# GPU quotas and their use (own team; `billing`: any). Same as `GET /v1/quotas`. Subject: `gpunet.qry.intake.GetQuotas`. Schema version 1.
+GetQuotas = TypedDict("GetQuotas", {
+    "team": NotRequired[str],  # Only this team. Keys other than `billing` see their own team only.
+})
+
+# One team's quota for one GPU model, and its use.
+GetQuotasReplyQuotasItem = TypedDict("GetQuotasReplyQuotasItem", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "gpuModel": str,  # GPU model name as nodes report it, e.g. `A100-80GB`; declared slots use the name given to the agent.
+    "gpus": Union[int, None],  # Concurrent GPU quota; null: no limit.
+    "gpuHours": Union[int, None],  # GPU-hours per month; null: no limit.
+    "borrow": bool,  # Whether the team may borrow idle GPUs past `gpus`.
+    "inUse": int,  # GPUs of the model the team's attempts hold now (placed until released), borrowed ones included.
+    "borrowed": int,  # Of those, GPUs held by attempts placed as borrowed (past the quota).
+    "heldMs": int,  # GPU-ms of the model the team's attempts held this month (UTC) so far, running ones up to now.
+    "waiting": int,  # The team's queued jobs of the model held back by this quota now.
+    "setAt": NotRequired[str],  # When the quota was set; absent for a team with usage but no quota.
+})
+
+# GPU quotas and their use.
+GetQuotasReply = TypedDict("GetQuotasReply", {
+    "month": str,  # A calendar month (UTC), e.g. `2026-12`.
+    "quotas": List[GetQuotasReplyQuotasItem],  # By team, then model: every quota set, and every team with GPUs in use on a model.
+    "at": str,  # When this answer was made (placement clock).
 })
 
 # One team (role `operator`, or `admin` for its own). Same as `GET /v1/teams/{team}`. Subject: `gpunet.qry.intake.GetTeam`. Schema version 1.
@@ -1966,6 +2014,7 @@ JobPlacedData = TypedDict("JobPlacedData", {
     "predictedRunMs": NotRequired[int],  # Placement's run-time prediction for this attempt (the mean of the team's last similar runs, at most the time limit): when it expects the job to end. The time li
     "quote": NotRequired[JobPlacedDataQuote],  # The first start time placement quoted for this job, if it quoted one: with `placedAt`, the quote's error.
     "deadlineNote": NotRequired[str],  # Set when the job has a deadline that running to its time limit from now would miss: the facts of why (when it starts, against what was quoted).
+    "borrowed": NotRequired[Literal[true]],  # The attempt takes its team past its concurrent GPU quota for the model, on GPUs no other team with quota room was waiting for (borrowing, decision 0027). Absent
 })
 
 # Metadata every event carries; covered by the hash chain.
@@ -3034,6 +3083,76 @@ PublishPriceListReply = TypedDict("PublishPriceListReply", {
     "publishedBy": NotRequired[str],  # Who asked for it: `<team>/<keyId>` of a `billing` API key; absent for the first list, from the ledger's configuration.
 })
 
+# The API key that set it (id, team, role), never the key.
+QuotaSetDataBy = TypedDict("QuotaSetDataBy", {
+    "keyId": str,  # Id of the key (never the key itself).
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "role": str,  # The key's role (`billing`).
+})
+
+# A team's GPU quota for one model was set (replacing the last): concurrent GPUs, GPU-hours per month, borrowing. Placement honours it from its next pass; running work is never stopped by it.
+QuotaSetData = TypedDict("QuotaSetData", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "gpuModel": str,  # GPU model name as nodes report it, e.g. `A100-80GB`; declared slots use the name given to the agent.
+    "gpus": Union[int, None],  # GPUs of the model the team's attempts may hold at once; null: no limit.
+    "gpuHours": Union[int, None],  # GPU-hours of the model the team's attempts may hold per calendar month (UTC); null: no limit.
+    "borrow": bool,  # Past `gpus`, the team may use GPUs of the model that no other team with quota room waits for (never past `gpuHours`).
+    "by": QuotaSetDataBy,  # The API key that set it (id, team, role), never the key.
+    "setAt": str,  # UTC instant, ISO-8601 with `Z`.
+})
+
+# Metadata every event carries; covered by the hash chain.
+QuotaSetMetadata = TypedDict("QuotaSetMetadata", {
+    "correlationId": str,  # Ties together every event caused by one request.
+    "causationId": str,  # Id of the event or request that directly caused this one.
+    "jobId": NotRequired[str],  # The job the event concerns, if any (indexed for audit).
+    "team": NotRequired[str],  # The team the event concerns, if any (indexed for audit).
+    "producer": str,  # Service or client that produced the event, e.g. `intake`.
+    "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
+    "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
+})
+
+# A team's GPU quota for one model was set (replacing the last): concurrent GPUs, GPU-hours per month, borrowing. Placement honours it from its next pass; running work is never stopped by it. Subject: `gpunet.evt.QuotaSet.*.*`. Schema version 1.
+QuotaSet = TypedDict("QuotaSet", {
+    "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
+    "revision": str,  # 0-based revision within the stream, as decimal text.
+    "position": str,  # Global position in the store, totally ordered, as decimal text.
+    "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
+    "type": Literal["QuotaSet"],  # Always `QuotaSet`.
+    "data": QuotaSetData,  # A team's GPU quota for one model was set (replacing the last): concurrent GPUs, GPU-hours per month, borrowing. Placement honours it from its next pass; running
+    "metadata": QuotaSetMetadata,  # Metadata every event carries; covered by the hash chain.
+    "recordedAt": str,  # When the store recorded the event.
+    "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
+# Internal: quotas and their use from the live state (intake answers `GetQuotas` and `gpunet capacity` with it). Subject: `gpunet.qry.placement.Quotas`. Schema version 1.
+Quotas = TypedDict("Quotas", {
+    "team": NotRequired[str],  # Only this team; absent: every team.
+})
+
+# One team's quota for one GPU model, and its use.
+QuotasReplyQuotasItem = TypedDict("QuotasReplyQuotasItem", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "gpuModel": str,  # GPU model name as nodes report it, e.g. `A100-80GB`; declared slots use the name given to the agent.
+    "gpus": Union[int, None],  # Concurrent GPU quota; null: no limit.
+    "gpuHours": Union[int, None],  # GPU-hours per month; null: no limit.
+    "borrow": bool,  # Whether the team may borrow idle GPUs past `gpus`.
+    "inUse": int,  # GPUs of the model the team's attempts hold now (placed until released), borrowed ones included.
+    "borrowed": int,  # Of those, GPUs held by attempts placed as borrowed (past the quota).
+    "heldMs": int,  # GPU-ms of the model the team's attempts held this month (UTC) so far, running ones up to now.
+    "waiting": int,  # The team's queued jobs of the model held back by this quota now.
+    "setAt": NotRequired[str],  # When the quota was set; absent for a team with usage but no quota.
+})
+
+# GPU quotas and their use.
+QuotasReply = TypedDict("QuotasReply", {
+    "month": str,  # A calendar month (UTC), e.g. `2026-12`.
+    "quotas": List[QuotasReplyQuotasItem],  # By team, then model: every quota set, and every team with GPUs in use on a model.
+    "at": str,  # When this answer was made (placement clock).
+})
+
 # The price of GPUs of a model for a duration at a time, as the ledger would charge it. Subject: `gpunet.qry.ledger.Quote`. Schema version 1.
 Quote = TypedDict("Quote", {
     "gpuModel": str,  # The GPU model it would run on.
@@ -3207,6 +3326,29 @@ RevokeApiKeyReply = TypedDict("RevokeApiKeyReply", {
     "expiresAt": NotRequired[str],  # UTC instant, ISO-8601 with `Z`.
     "revoked": NotRequired[RevokeApiKeyReplyRevoked],  # Present when the key is revoked.
     "state": Literal["active", "revoked", "expired", "team_disabled"],  # Whether intake accepts it now.
+})
+
+# Set a team's GPU quota for one model (role `billing`). Same as `POST /v1/quotas`. Subject: `gpunet.cmd.SetQuota`. Schema version 1.
+SetQuota = TypedDict("SetQuota", {
+    "team": str,  # The team the quota is for.
+    "gpuModel": str,  # The GPU model it limits.
+    "gpus": NotRequired[Union[int, None]],  # GPUs held at once; null or absent: no limit.
+    "gpuHours": NotRequired[Union[int, None]],  # GPU-hours per calendar month (UTC); null or absent: no limit.
+    "borrow": NotRequired[bool],  # Use idle GPUs past `gpus`. Default false.
+})
+
+# One team's quota for one GPU model, and its use.
+SetQuotaReply = TypedDict("SetQuotaReply", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "gpuModel": str,  # GPU model name as nodes report it, e.g. `A100-80GB`; declared slots use the name given to the agent.
+    "gpus": Union[int, None],  # Concurrent GPU quota; null: no limit.
+    "gpuHours": Union[int, None],  # GPU-hours per month; null: no limit.
+    "borrow": bool,  # Whether the team may borrow idle GPUs past `gpus`.
+    "inUse": int,  # GPUs of the model the team's attempts hold now (placed until released), borrowed ones included.
+    "borrowed": int,  # Of those, GPUs held by attempts placed as borrowed (past the quota).
+    "heldMs": int,  # GPU-ms of the model the team's attempts held this month (UTC) so far, running ones up to now.
+    "waiting": int,  # The team's queued jobs of the model held back by this quota now.
+    "setAt": NotRequired[str],  # When the quota was set; absent for a team with usage but no quota.
 })
 
 SignChainHeads = Dict[str, Any]
@@ -3624,6 +3766,8 @@ __all__ = [
     "GetJobReply",
     "GetQueue",
     "GetQueueReply",
+    "GetQuotas",
+    "GetQuotasReply",
     "GetTeam",
     "GetTeamReply",
     "Health",
@@ -3670,6 +3814,9 @@ __all__ = [
     "PriceListPublished",
     "PublishPriceList",
     "PublishPriceListReply",
+    "QuotaSet",
+    "Quotas",
+    "QuotasReply",
     "Quote",
     "QuoteReply",
     "ReadFeed",
@@ -3681,6 +3828,8 @@ __all__ = [
     "RecordedEvent",
     "RevokeApiKey",
     "RevokeApiKeyReply",
+    "SetQuota",
+    "SetQuotaReply",
     "SignChainHeads",
     "SignChainHeadsReply",
     "StageForNode",

@@ -22,6 +22,7 @@ import { keysCreate, keysList, keysRevoke, teamsCreate, teamsDisable, teamsList,
 import { nodesEnroll, nodesList } from './commands/nodes.js';
 import { top, type TopOptions } from './commands/top.js';
 import { pricesList, pricesPublish } from './commands/prices.js';
+import { quotaSet, quotaShow, type QuotaSetFlags } from './commands/quota.js';
 import { up } from './commands/up.js';
 import { wait } from './commands/wait.js';
 import { UsageError } from './errors.js';
@@ -212,6 +213,20 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     )
     .argument('<file>')
     .action(run((ctx, file) => pricesPublish(ctx, file as string)));
+
+  const quota = command('quota').description('GPU quotas per team and GPU model: concurrent GPUs, GPU-hours per month (UTC), borrowing of idle GPUs');
+  withConnection(quota.command('set').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('set a team\'s quota for one GPU model (API key with role billing); it replaces the last one for that team and model')
+    .requiredOption('--team <team>', 'the team')
+    .requiredOption('--model <model>', 'the GPU model, e.g. H100')
+    .option('--gpus <n|none>', 'GPUs of the model the team may hold at once; none: no limit (the default)')
+    .option('--gpu-hours <n|none>', 'GPU-hours of the model per calendar month (UTC); none: no limit (the default)')
+    .option('--borrow <on|off>', 'past --gpus, use GPUs no other team with quota room waits for (default off)')
+    .action(run((ctx, opts) => quotaSet(ctx, opts as QuotaSetFlags)));
+  withConnection(quota.command('show').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('quotas with what is in use, borrowed, GPU-hours used this month and jobs held back (your team; billing: every team)')
+    .option('--team <team>', 'only this team (billing only for another team)')
+    .action(run((ctx, opts) => quotaShow(ctx, opts as { team?: string })));
 
   const ledger = command('ledger').description("the ledger's projections");
   withConnection(ledger.command('rebuild').exitOverride().showHelpAfterError('(add --help for usage)'))

@@ -21,6 +21,8 @@ import {
   ListTeamsReply,
   LogLine,
   PriceListPublished,
+  QuotasReply,
+  QuotaUsage,
   RebuildLedgerReply,
   SubmitJobReply,
   TeamView,
@@ -28,6 +30,7 @@ import {
   type CreateTeam,
   type JobState,
   type PublishPriceList,
+  type SetQuota,
 } from '#contracts';
 import { BlobStore } from '#blobs';
 import { natsAuthOptions } from '#identity';
@@ -132,6 +135,21 @@ export class GpunetClient {
   /** Free GPUs per GPU model per hour for the next `hours` hours (default 24), from the live plan (`GET /v1/capacity`). */
   capacity(options: { hours?: number } = {}): Promise<CapacityReply> {
     return this.http.json({ method: 'GET', path: `/v1/capacity${options.hours !== undefined ? `?hours=${options.hours}` : ''}` }, CapacityReply);
+  }
+
+  /**
+   * Sets a team's GPU quota for one model (`POST /v1/quotas`, an API key with role `billing`):
+   * concurrent GPUs and GPU-hours per calendar month (UTC), null or absent for no limit, and
+   * whether the team may borrow idle GPUs past its concurrent quota. Answers with the quota as
+   * placement shows it. Setting the same values again changes nothing but the record.
+   */
+  setQuota(quota: SetQuota): Promise<QuotaUsage> {
+    return this.http.json({ method: 'POST', path: '/v1/quotas', body: quota, idempotent: true }, QuotaUsage);
+  }
+
+  /** GPU quotas and their use this month (`GET /v1/quotas`): the key's own team, or with role `billing` every team (or `team`). */
+  quotas(options: { team?: string } = {}): Promise<QuotasReply> {
+    return this.http.json({ method: 'GET', path: '/v1/quotas', query: { team: options.team } }, QuotasReply);
   }
 
   /**

@@ -23,6 +23,9 @@ import { JobViewsFeed } from './jobs/job-views.feed.js';
 import { KeysHttpController, TeamsHttpController } from './keys/keys.http.controller.js';
 import { KeysNatsController } from './keys/keys.nats.controller.js';
 import { KeysService } from './keys/keys.service.js';
+import { QuotasHttpController } from './quotas/quotas.http.controller.js';
+import { QuotasNatsController } from './quotas/quotas.nats.controller.js';
+import { QuotasService } from './quotas/quotas.service.js';
 import { JobsHttpController } from './jobs/jobs.http.controller.js';
 import { JobsNatsController } from './jobs/jobs.nats.controller.js';
 import { IntakeMetrics } from './jobs/intake.metrics.js';
@@ -51,7 +54,7 @@ export interface IntakeStartState {
  */
 export function intakeModule(started: () => IntakeStartState): Type<unknown> {
   @Module({
-    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, ChargesNatsController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController, QueueHttpController, CapacityHttpController, AuditHttpController, InvoicesHttpController, PricesHttpController, LedgerHttpController, BillingNatsController, TeamsHttpController, KeysHttpController, KeysNatsController, FeedHttpController, FeedNatsController, UploadsHttpController],
+    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, ChargesNatsController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController, QueueHttpController, CapacityHttpController, AuditHttpController, InvoicesHttpController, PricesHttpController, LedgerHttpController, BillingNatsController, TeamsHttpController, KeysHttpController, KeysNatsController, FeedHttpController, FeedNatsController, UploadsHttpController, QuotasHttpController, QuotasNatsController],
     providers: [
       { provide: Authenticator, useFactory: () => started().authenticator },
       { provide: JobViewsFeed, useFactory: () => started().feed },
@@ -61,6 +64,7 @@ export function intakeModule(started: () => IntakeStartState): Type<unknown> {
       IntakeMetrics,
       Uploads,
       KeysService,
+      QuotasService,
       JobsService,
       EstimateService,
       BillingService,

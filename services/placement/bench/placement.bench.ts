@@ -10,7 +10,9 @@
  * teams with decayed usage. The queue: 70% 1-GPU, 20% 2–4-GPU, 10% 8-GPU jobs, 10% of them
  * asking for H100. Seeded, so every run measures the same state.
  *
- * Environment: GPUNET_BENCH_PASSES (default 40), GPUNET_BENCH_JOBS (10000), GPUNET_BENCH_NODES (1000).
+ * Environment: GPUNET_BENCH_PASSES (default 40), GPUNET_BENCH_JOBS (10000), GPUNET_BENCH_NODES (1000),
+ * GPUNET_BENCH_QUOTAS=1: every team gets a GPU quota on both models (concurrent GPUs near its
+ * share, GPU-hours, borrowing on), so the pass runs the quota gate too (decision 0027).
  * Prints a table, then one JSON line per figure, e.g. {"bench":"placement.pass","value":12.3,"unit":"ms","raw":4.5,"ratio":2.7}
  */
 import type { EventData, JobSpec } from '#contracts';
@@ -97,6 +99,14 @@ function cluster(): PlacementState {
       apply(state, { type: 'JobPlaced', data: { jobId, attemptId, attempt: 1, nodeId, gpuIndices: indices, gpuModel: models[n]!, placedAt: iso(started) } });
       apply(state, { type: 'ComputeHeld', data: { jobId, attemptId, nodeId, gpuIndices: indices, gpuModel: models[n]!, gpus, heldAt: iso(started) } });
       next += gpus;
+    }
+  }
+  if (process.env.GPUNET_BENCH_QUOTAS === '1') {
+    const share = Math.ceil((NODES * GPUS_PER_NODE) / teams.length);
+    for (const team of teams) {
+      for (const gpuModel of ['A100', 'H100']) {
+        apply(state, { type: 'QuotaSet', data: { team, gpuModel, gpus: share, gpuHours: 1_000_000, borrow: true, by: { keyId: 'bench', team: 'ops', role: 'billing' }, setAt: iso(NOW - 86_400_000) } });
+      }
     }
   }
   // The queue.

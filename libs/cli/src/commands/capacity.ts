@@ -1,9 +1,10 @@
-/** `gpunet capacity [--hours N]`: free GPUs per GPU model per hour ahead, from the live plan; a table, or the reply with `--json`. */
+/** `gpunet capacity [--hours N]`: free GPUs per GPU model per hour ahead, from the live plan, and the GPU quotas the key may see; tables, or the reply with `--json`. */
 import type { CapacityReply } from '#contracts';
 import type { CommandContext } from '../context.js';
 import { UsageError } from '../errors.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
 import { table } from '../format.js';
+import { renderQuotas } from './quota.js';
 
 /** One row per hour (its UTC start), one column per model: `free/total`. Pure. */
 export function renderCapacity(c: CapacityReply): string {
@@ -34,5 +35,6 @@ export async function capacity(ctx: CommandContext, opts: { hours?: string }): P
   ctx.out.line(renderCapacity(reply));
   const quotes = renderQuotes(reply);
   if (quotes !== undefined) ctx.out.line(quotes);
+  if (reply.quotas && reply.quotas.list.length > 0) ctx.out.line(renderQuotas(reply.quotas.month, reply.quotas.list));
   return EXIT.ok;
 }

@@ -20,6 +20,7 @@ const NOT_RUNNABLE: Record<string, string> = {
   NoNodes: 'no node is registered',
   NoNodeFits: 'the network does not have that many GPUs of one model (of the requested model), even over several nodes',
   Unpredictable: 'it would wait behind work whose end is unknown',
+  QuotaExceeded: 'your team is at its GPU quota for the model (see `gpunet quota show`)',
 };
 
 /** Why it would wait, for people. */

@@ -30,7 +30,7 @@ const WAITING: ReadonlySet<string> = new Set(['submitted', 'staged']);
 /** A waiting job's place in the live plan, for people: `  queue      #3 in line, Resources; expected start in 12m (…)`. */
 export function renderQueueEntry(entry: GetQueueReply['pending'][number], now: number): string {
   const start = entry.expectedStart === undefined ? 'expected start unknown' : `expected start ${Date.parse(entry.expectedStart) <= now ? 'now' : `in ${formatWait(Date.parse(entry.expectedStart) - now)}`} (${entry.expectedStart})`;
-  return `  queue      #${entry.position} in line, ${entry.reason}; ${start}`;
+  return `  queue      #${entry.position} in line, ${entry.reason}${entry.reasonDetail !== undefined ? ` (${entry.reasonDetail})` : ''}; ${start}`;
 }
 
 /** `--state running,placed` or repeated `--state`: each checked against the job states. */

@@ -28,6 +28,7 @@ import {
 import { z } from 'zod';
 import { JobEvents, JobOutputs } from '#contracts';
 import { INVOICE_STATUSES, InvoiceView, ListInvoicesReply, ListPriceListsReply, PriceListPublished, PublishPriceList, RebuildLedgerReply } from '#contracts';
+import { QuotasReply, QuotaUsage, SetQuota } from '#contracts';
 import { ApiKeyCreated, ApiKeyView, CreateApiKey, CreateTeam, DisableTeam, ListApiKeysReply, ListTeamsReply, RevokeApiKey, TeamView } from '#contracts';
 import { Healthz } from '../jobs/job-records.js';
 import { ErrorBody, RETRY_AFTER_SECONDS } from './http-errors.js';
@@ -65,6 +66,9 @@ const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> 
   ListInvoicesReply: { schema: ListInvoicesReply, io: 'output' },
   InvoiceView: { schema: InvoiceView, io: 'output' },
   PublishPriceList: { schema: PublishPriceList, io: 'input' },
+  SetQuota: { schema: SetQuota, io: 'input' },
+  QuotaUsage: { schema: QuotaUsage, io: 'output' },
+  QuotasReply: { schema: QuotasReply, io: 'output' },
   PriceListPublished: { schema: PriceListPublished, io: 'output' },
   ListPriceListsReply: { schema: ListPriceListsReply, io: 'output' },
   RebuildLedgerReply: { schema: RebuildLedgerReply, io: 'output' },
@@ -156,6 +160,8 @@ export const ROUTES = [
   'GET /v1/prices',
   'POST /v1/prices',
   'POST /v1/ledger/rebuild',
+  'POST /v1/quotas',
+  'GET /v1/quotas',
   'POST /v1/teams',
   'GET /v1/teams',
   'GET /v1/teams/{team}',
@@ -431,6 +437,7 @@ function paths(): Json {
         operationId: 'getCapacity',
         summary: 'Free GPUs per GPU model per hour ahead, from the live plan',
         parameters: [{ name: 'hours', in: 'query', required: false, description: 'Hours ahead, 1–168. Default 24.', schema: { type: 'integer', minimum: 1, maximum: 168, default: 24 } }],
+        description: 'With `quotas`: the GPU quotas per team and model with their use this month — the key\'s own team, every team for role `billing`.',
         responses: { '200': { description: 'Free GPUs per model and hour.', content: json('CapacityReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
       },
     },
@@ -515,6 +522,25 @@ function paths(): Json {
         operationId: 'rebuildLedger',
         summary: 'Recompute the ledger\'s projections from zero and compare every invoice byte for byte (roles `billing`, `admin`)',
         responses: { '200': { description: 'What the rebuild found.', content: json('RebuildLedgerReply') }, ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
+      },
+    },
+    '/v1/quotas': {
+      post: {
+        operationId: 'setQuota',
+        summary: 'Set a team\'s GPU quota for one model (role `billing`)',
+        description:
+          'Records `QuotaSet` (who, when) in `intake-quota-<team>`; it replaces the team\'s previous quota for the model. `gpus`: GPUs of the model the team\'s attempts may hold at once; ' +
+          '`gpuHours`: GPU-hours per calendar month (UTC), counted from held time; null or absent: no limit. `borrow`: past `gpus`, use GPUs no other team with quota room waits for. ' +
+          'Placement honours it from its next pass; running work is never stopped. Any other role is 403, recorded as `AdminActionRefused`. Same as NATS `gpunet.cmd.SetQuota`.',
+        requestBody: { required: true, content: json('SetQuota') },
+        responses: { '200': { description: 'The quota as placement shows it, with its use.', content: json('QuotaUsage') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS, '404': errorResponse('NotFound'), '502': errorResponse('BadGateway') },
+      },
+      get: {
+        operationId: 'listQuotas',
+        summary: 'GPU quotas per team and model, with what is in use, borrowed, GPU-hours used this month and jobs held back',
+        description: 'A key sees its own team\'s (naming another `team` is 403); role `billing` sees every team\'s. Same as NATS `gpunet.qry.intake.GetQuotas`.',
+        parameters: [{ name: 'team', in: 'query', required: false, description: 'Only this team.', schema: jsonSchema(TeamId, 'input') }],
+        responses: { '200': { description: 'The quotas.', content: json('QuotasReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
       },
     },
     '/v1/teams': {
@@ -623,7 +649,7 @@ export function openApiDocument(): Json {
       description:
         'Submit, follow and cancel GPU batch jobs. Authenticate with your team\'s API key: `Authorization: Bearer <key>`. ' +
         'The same commands and queries are on NATS (`gpunet.cmd.SubmitJob`, `gpunet.cmd.CancelJob`, `gpunet.qry.intake.GetJob`, `gpunet.qry.intake.ListJobs`; ' +
-        'teams and keys: `gpunet.cmd.CreateTeam`, `DisableTeam`, `CreateApiKey`, `RevokeApiKey`, `gpunet.qry.intake.ListTeams`, `GetTeam`, `ListApiKeys`) with the same schemas.',
+        'teams and keys: `gpunet.cmd.CreateTeam`, `DisableTeam`, `CreateApiKey`, `RevokeApiKey`, `gpunet.qry.intake.ListTeams`, `GetTeam`, `ListApiKeys`; quotas: `gpunet.cmd.SetQuota`, `gpunet.qry.intake.GetQuotas`) with the same schemas.',
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     security: [{ bearerAuth: [] }],

@@ -183,7 +183,7 @@ export class KeysService {
    * Runs the permission check; a refusal is recorded (`AdminActionRefused`) and logged before it
    * is thrown. A failure to record is logged and does not turn the refusal into an answer.
    */
-  private async guard(principal: Principal, action: AdminAction, target: AdminActionRefused['target'], transport: Transport, check: () => void): Promise<void> {
+  async guard(principal: Principal, action: AdminAction, target: AdminActionRefused['target'], transport: Transport, check: () => void): Promise<void> {
     try {
       check();
     } catch (err) {

@@ -76,7 +76,7 @@ export function decide(state: PlacementState, now: Date, options: DecideOptions 
 
   if (candidates.length === 0 || nodes.length === 0) return out;
   const policy = options.policy ?? (options.plan ? backfill(options.plan) : defaultPolicy);
-  for (const { job, gangs } of policy(candidates, new PassCapacity(nodes), now, state)) {
+  for (const { job, gangs, borrowed } of policy(candidates, new PassCapacity(nodes), now, state)) {
     const attempt = (job.attempts[job.attempts.length - 1]?.attempt ?? 0) + 1;
     const [rank0] = gangs as [Gang, ...Gang[]];
     out.push({
@@ -95,6 +95,7 @@ export function decide(state: PlacementState, now: Date, options: DecideOptions 
         ...(job.predictedRunMs !== undefined && job.predictedRunMs < job.request.timeLimitMs ? { predictedRunMs: job.predictedRunMs } : {}),
         ...(job.quote && attempt === 1 ? { quote: { expectedStart: new Date(job.quote.expectedStart).toISOString(), quotedAt: new Date(job.quote.quotedAt).toISOString() } } : {}),
         ...withDeadlineNote(job, now.getTime()),
+        ...(borrowed ? { borrowed: true as const } : {}),
       },
     });
   }

@@ -24,7 +24,8 @@ export type EstimateWait = NonNullable<PlannedJob['reason']>;
 /**
  * The estimate. `runnable: false` when no registered node can ever hold the job (`NoNodes`: none
  * is registered; `NoNodeFits`: the nodes together do not have that many GPUs of one model, of the requested model)
- * or when its start cannot be predicted (`Unpredictable`: behind work whose end is unknown).
+ * or when its start cannot be predicted (`Unpredictable`: behind work whose end is unknown;
+ * `QuotaExceeded`: its team is at its GPU quota for the model, `quotas.ts`).
  */
 export type Estimate =
   | {
@@ -44,7 +45,7 @@ export type Estimate =
       /** Its priority as it would be now. */
       priority: number;
     }
-  | { runnable: false; reason: 'NoNodes' | 'NoNodeFits' | 'Unpredictable' };
+  | { runnable: false; reason: 'NoNodes' | 'NoNodeFits' | 'Unpredictable' | 'QuotaExceeded' };
 
 /** Job id of the hypothetical job inside the plan (never a real id: job ids start with `job_`). */
 export const ESTIMATE_JOB_ID = '(estimate)';
@@ -91,6 +92,7 @@ export function estimate(state: PlacementState, request: EstimateRequest, now: n
   const depth = Math.max(options.reservationDepth ?? DEFAULT_RESERVATION_DEPTH, rank);
   // Every blocked job ahead holds its reservation at once (no waiting period): the conservative date.
   const entry = plan(state, t, { ...options, reservationDepth: depth, reservationAfterMs: 0, reserveByLimits: false }, candidates).jobs.find((j) => j.job === hypothetical)!;
+  if (entry.reason === 'QuotaExceeded') return { runnable: false, reason: 'QuotaExceeded' };
   if (entry.expectedStart === undefined) return { runnable: false, reason: 'Unpredictable' };
   return {
     runnable: true,

@@ -10,6 +10,7 @@ import { gangGpus, gangOutcome, gangParts, retriesAfter, type EventData, type No
 import { currentAttempt, decayed, type AttemptRecord, type JobRecord, type NodeRecord, type PlacementState } from './state.js';
 import { cacheKey } from './locality.js';
 import { isTellingOutcome, predictRun, recordRun, workKeyOf } from './predict.js';
+import { addHeld } from './quotas.js';
 
 /** The event types placement folds (and consumes from the bus). */
 export const PLACEMENT_EVENT_TYPES = [
@@ -26,6 +27,7 @@ export const PLACEMENT_EVENT_TYPES = [
   'JobFinished',
   'ComputeReleased',
   'NodeLost',
+  'QuotaSet',
 ] as const;
 export type PlacementEventType = (typeof PLACEMENT_EVENT_TYPES)[number];
 
@@ -108,6 +110,8 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
           gpus: gangGpus(d),
           placedAt: Date.parse(d.placedAt),
           finished: false,
+          gpuModel: d.gpuModel,
+          ...(d.borrowed ? { borrowed: true } : {}),
           ...(job ? { team: job.team, timeLimitMs: job.request.timeLimitMs, predictedRunMs: d.predictedRunMs ?? job.predictedRunMs } : {}),
         });
       }
@@ -115,7 +119,7 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
       for (const p of parts) hold(state, p.nodeId, d.attemptId, p.gpuIndices);
       if (job) {
         const quote = d.quote ? { expectedStart: Date.parse(d.quote.expectedStart), quotedAt: Date.parse(d.quote.quotedAt) } : undefined;
-        job.attempts.push({ attemptId: d.attemptId, attempt: d.attempt, nodeId: d.nodeId, gpuIndices: [...d.gpuIndices], parts, ends: [], gpuModel: d.gpuModel, placedAt: d.placedAt, ...(quote ? { quote } : {}) });
+        job.attempts.push({ attemptId: d.attemptId, attempt: d.attempt, nodeId: d.nodeId, gpuIndices: [...d.gpuIndices], parts, ends: [], gpuModel: d.gpuModel, placedAt: d.placedAt, ...(quote ? { quote } : {}), ...(d.borrowed ? { borrowed: true } : {}) });
         if (quote && !job.quote) job.quote = quote;
         if (job.phase !== 'ended') {
           job.phase = 'placed';
@@ -181,6 +185,15 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
       state.registeredCache = undefined;
       return state;
     }
+    case 'QuotaSet': {
+      const d = event.data;
+      let models = state.quotas.get(d.team);
+      if (!models) state.quotas.set(d.team, (models = new Map()));
+      // The latest setting wins; a redelivered older one (earlier setAt) changes nothing.
+      const had = models.get(d.gpuModel);
+      if (!had || had.setAt <= d.setAt) models.set(d.gpuModel, { gpus: d.gpus, gpuHours: d.gpuHours, borrow: d.borrow, setAt: d.setAt });
+      return state;
+    }
     case 'ComputeReleased': {
       const d = event.data;
       release(state, d.attemptId, d.nodeId);
@@ -239,6 +252,18 @@ function foldUsage(state: PlacementState, team: string, attempt: AttemptRecord):
   } else u.gpuMs += decayed(gpuMs, end, u.asOf, state.usageHalfLifeMs);
 }
 
+/**
+ * Adds an ended attempt's held GPU-ms (ComputeHeld until its end, integer ms) to its team's
+ * monthly count for the model, which GPU-hour quotas read (`quotas.ts`).
+ */
+function foldHeld(state: PlacementState, team: string, attempt: AttemptRecord): void {
+  if (attempt.heldAt === undefined || attempt.finishedAt === undefined) return;
+  const from = Date.parse(attempt.heldAt);
+  const to = Date.parse(attempt.finishedAt);
+  if (!Number.isFinite(from) || !Number.isFinite(to)) return;
+  addHeld(state, team, attempt.gpuModel, from, to, attempt.parts.reduce((n, p) => n + p.gpuIndices.length, 0));
+}
+
 /** Frees the attempt's GPUs on `nodeId` (one part of a gang); the attempt stops being live once no part holds GPUs. */
 function release(state: PlacementState, attemptId: string, nodeId: string): void {
   const holders = state.holders.get(attemptId);
@@ -268,6 +293,7 @@ function finishAttempt(state: PlacementState, job: JobRecord, attempt: AttemptRe
   attempt.outcome = outcome;
   attempt.finishedAt = finishedAt;
   foldUsage(state, job.team, attempt);
+  foldHeld(state, job.team, attempt);
   // A run that ended on its own says how long this work takes: the next similar job's prediction.
   if (attempt.heldAt !== undefined && job.workKey !== undefined && isTellingOutcome(outcome)) recordRun(state, job.team, job.workKey, job.request, Date.parse(finishedAt) - Date.parse(attempt.heldAt));
   const live = state.live.get(attempt.attemptId);

@@ -13,6 +13,7 @@ export * from './plan.js';
 export * from './policy.js';
 export * from './predict.js';
 export * from './priority.js';
+export * from './quotas.js';
 export * from './quotes.js';
 export * from './queue-view.js';
 export * from './state.js';

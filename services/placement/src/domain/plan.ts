@@ -22,6 +22,7 @@ import type { Gang } from './capacity.js';
 import { preferLocal } from './locality.js';
 import type { PendingReason } from './queue-view.js';
 import { byPriority, DEFAULT_PRIORITY_WEIGHTS, type PriorityWeights } from './priority.js';
+import { QuotaGate } from './quotas.js';
 import { predictedRunOf, registeredView, submittedMsOf, type JobRecord, type LiveAttempt, type PlacementState } from './state.js';
 
 /** Options of {@link plan} and of the {@link backfill} policy. */
@@ -109,7 +110,11 @@ export interface PlannedJob {
   /** Epoch ms it is expected to start: `now` when it starts, its reservation's start, else undefined (unknown). */
   expectedStart?: number;
   /** Why it waits (undefined when it starts now). */
-  reason?: Extract<PendingReason, 'Resources' | 'Priority' | 'Reservation' | 'DeadlineUnreachable'>;
+  reason?: Extract<PendingReason, 'Resources' | 'Priority' | 'Reservation' | 'DeadlineUnreachable' | 'QuotaExceeded'>;
+  /** The figures behind `QuotaExceeded`. */
+  reasonDetail?: string;
+  /** It starts past its team's concurrent GPU quota, on idle GPUs (`quotas.ts`). */
+  borrowed?: boolean;
 }
 
 /** The plan of one pass. */
@@ -117,8 +122,8 @@ export interface Plan {
   now: number;
   /** Placeable jobs in priority order (with `startsOnly`, those considered before the GPUs ran out). */
   jobs: PlannedJob[];
-  /** The jobs that start now, in priority order (a subset of `jobs`), each with its gangs (rank order). */
-  starts: { job: JobRecord; gangs: Gang[] }[];
+  /** The jobs that start now, in priority order (a subset of `jobs`), each with its gangs (rank order); `borrowed` past its team's quota. */
+  starts: { job: JobRecord; gangs: Gang[]; borrowed?: boolean }[];
 }
 
 interface GpuLine {
@@ -204,6 +209,12 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
   if (startsOnly && totalFreeNow === 0) return { now: t, jobs, starts };
   const ranked = rankJobs(candidates, state, t, options);
   const reserveAfter = options.reservationAfterMs ?? DEFAULT_RESERVATION_AFTER_MS;
+  // Quotas (quotas.ts): none set, no gate, and the plan is exactly what it was without them.
+  const gate = QuotaGate.needed(state) ? new QuotaGate(state, t, candidates) : undefined;
+  /** Every model on the registered nodes, for jobs that take any model (computed once per pass). */
+  let allModels: string[] | undefined;
+  /** `team\0gpus` → model → may a job of that team and size take it now (cleared at every start). */
+  const allowed = new Map<string, Map<string, boolean>>();
   let reservations = 0;
   let blocked = false;
 
@@ -216,6 +227,35 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
     const { gpus, gpuModel, timeLimitMs } = job.request;
     // Safety: a job started now must end before the reservations it passes even if it runs to its limit.
     const end = t + timeLimitMs;
+    // A team at its quota waits whatever is free; it holds no reservation and blocks nobody.
+    let allow: ((model: string) => boolean) | undefined;
+    if (gate && state.quotas.has(job.team)) {
+      if (gpuModel !== undefined) {
+        const c = gate.check(job, gpuModel);
+        if (!c.ok) {
+          entry.reason = 'QuotaExceeded';
+          entry.reasonDetail = c.detail;
+          continue;
+        }
+      } else {
+        // Which models a team may take for a job of this size: the same for all its jobs of that size until the next start.
+        const k = `${job.team}\u0000${gpus}`;
+        let checks = allowed.get(k);
+        if (!checks) allowed.set(k, (checks = new Map()));
+        const cached = checks;
+        allow = (model) => {
+          let ok = cached.get(model);
+          if (ok === undefined) cached.set(model, (ok = gate.check(job, model).ok));
+          return ok;
+        };
+        const models = (allModels ??= modelsOf(lines, undefined));
+        if (models.length > 0 && !models.some(allow)) {
+          entry.reason = 'QuotaExceeded';
+          entry.reasonDetail = models.map((m) => (gate.check(job, m) as { detail: string }).detail).join('; ');
+          continue;
+        }
+      }
+    }
     // Container work goes only where a container runtime is (a node without one would refuse it).
     const eligible = job.needsContainer ? (containerLines ??= lines.filter((l) => (state.nodes.get(l.nodeId)?.containerRuntimes?.length ?? 0) > 0)) : lines;
     const sizes = eligible === lines ? largest : (containerSizes ??= largestPerModel(eligible));
@@ -228,13 +268,19 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
         const tight = reservations > 0;
         // Among nodes that fit, those already holding the job's inputs first (locality.ts).
         const found = multi
-          ? startWhole(eligible, gpus, gpuModel, t, end, tight)
-          : startNow(job.inputs ? preferLocal(eligible, job.team, job.inputs, (id) => state.nodes.get(id)?.cachedData) : eligible, gpus, gpuModel, t, end, tight ? reserved.filter((l) => eligible === lines || eligible.includes(l)) : undefined);
+          ? startWhole(eligible, gpus, gpuModel, t, end, tight, allow)
+          : startNow(job.inputs ? preferLocal(eligible, job.team, job.inputs, (id) => state.nodes.get(id)?.cachedData) : eligible, gpus, gpuModel, t, end, tight ? reserved.filter((l) => eligible === lines || eligible.includes(l)) : undefined, allow);
         fitsIgnoringReservations = found.fitsIgnoringReservations;
         if (found.gangs) {
           entry.start = found.gangs;
           entry.expectedStart = t;
-          starts.push({ job, gangs: found.gangs });
+          const borrowed = gate ? (gate.check(job, found.gangs[0]!.gpuModel) as { borrowed: boolean }).borrowed : false;
+          if (gate) {
+            gate.started(job, found.gangs[0]!.gpuModel, borrowed);
+            allowed.clear();
+          }
+          if (borrowed) entry.borrowed = true;
+          starts.push(borrowed ? { job, gangs: found.gangs, borrowed } : { job, gangs: found.gangs });
           totalFreeNow -= gpus;
           // Stays an upper bound: the node that gave GPUs may have been the fullest.
           continue;
@@ -243,7 +289,7 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
     }
     blocked = true;
     if (reservations < depth && t - submittedMsOf(job) >= reserveAfter) {
-      const r = multi ? reserveWhole(eligible, gpus, gpuModel, t, timeLimitMs) : reserve(eligible, gpus, gpuModel, t, timeLimitMs);
+      const r = multi ? reserveWhole(eligible, gpus, gpuModel, t, timeLimitMs, allow) : reserve(eligible, gpus, gpuModel, t, timeLimitMs, allow);
       if (r) {
         reservations++;
         free.invalidate();
@@ -348,14 +394,14 @@ const tighter = (a: GpuLine, b: GpuLine): number => a.reservedFrom - b.reservedF
  * ending before the reservation takes the reserved GPUs first, so free GPUs no reservation needs
  * stay for longer work), ties to the first node and lowest indices. Marks them busy until `end`.
  */
-function startNow(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, end: number, reservedLines?: readonly NodeLine[]): { gangs?: Gang[]; fitsIgnoringReservations: boolean } {
+function startNow(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, end: number, reservedLines?: readonly NodeLine[], allow?: (model: string) => boolean): { gangs?: Gang[]; fitsIgnoringReservations: boolean } {
   let fitsIgnoringReservations = false;
   // With reservations about, the soonest-reserved GPUs that fit win; only nodes holding a
   // reservation can offer a finite score, so they are looked at first and the rest only in order.
   if (reservedLines && reservedLines.length > 0) {
     let best: { line: NodeLine; model: string; chosen: GpuLine[]; score: number } | undefined;
     for (const line of reservedLines) {
-      const found = usableOn(line, gpus, gpuModel, now, end);
+      const found = usableOn(line, gpus, gpuModel, now, end, allow);
       if (found.fits) fitsIgnoringReservations = true;
       if (!found.usable) continue;
       const chosen = found.usable.sort(tighter).slice(0, gpus);
@@ -365,7 +411,7 @@ function startNow(lines: NodeLine[], gpus: number, gpuModel: string | undefined,
     if (best) return take(best.line, best.model, best.chosen, end, gpus);
   }
   for (const line of lines) {
-    const found = usableOn(line, gpus, gpuModel, now, end);
+    const found = usableOn(line, gpus, gpuModel, now, end, allow);
     if (found.fits) fitsIgnoringReservations = true;
     if (found.usable) return take(line, found.model!, found.usable.slice(0, gpus), end, gpus);
   }
@@ -373,12 +419,12 @@ function startNow(lines: NodeLine[], gpus: number, gpuModel: string | undefined,
 }
 
 /** On one node, the first model (the requested one) with `gpus` GPUs free now, and those of them no reservation needs before `end`. */
-function usableOn(line: NodeLine, gpus: number, gpuModel: string | undefined, now: number, end: number): { fits: boolean; model?: string; usable?: GpuLine[] } {
+function usableOn(line: NodeLine, gpus: number, gpuModel: string | undefined, now: number, end: number, allow?: (model: string) => boolean): { fits: boolean; model?: string; usable?: GpuLine[] } {
   if (line.freeNow < gpus) return { fits: false };
   let models: { model: string; free: number; usable: GpuLine[] }[] | undefined;
   let only: { model: string; free: number; usable: GpuLine[] } | undefined;
   for (const g of line.gpus) {
-    if (g.freeAt > now || (gpuModel !== undefined && g.model !== gpuModel)) continue;
+    if (g.freeAt > now || (gpuModel !== undefined && g.model !== gpuModel) || (allow && !allow(g.model))) continue;
     let m = only?.model === g.model ? only : models?.find((x) => x.model === g.model);
     if (!m) {
       m = { model: g.model, free: 0, usable: [] };
@@ -408,13 +454,13 @@ function take(line: NodeLine, model: string, chosen: GpuLine[], end: number, gpu
  * predicted (only never-ending work). On that node it holds the GPUs that become available
  * latest by its start (busy ones before free ones), so GPUs free now stay free for work beside it.
  */
-function reserve(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, timeLimitMs: number): Reservation | undefined {
+function reserve(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, timeLimitMs: number, allow?: (model: string) => boolean): Reservation | undefined {
   let best: { line: NodeLine; model: string; list: GpuLine[]; start: number } | undefined;
   for (const line of lines) {
     if (line.gpus.length < gpus) continue;
     const byModel = new Map<string, GpuLine[]>();
     for (const g of line.gpus) {
-      if (gpuModel !== undefined && g.model !== gpuModel) continue;
+      if ((gpuModel !== undefined && g.model !== gpuModel) || (allow && !allow(g.model))) continue;
       const list = byModel.get(g.model);
       if (list) list.push(g);
       else byModel.set(g.model, [g]);
@@ -461,11 +507,11 @@ function largestPerModel(lines: readonly NodeLine[]): { byModel: Map<string, num
 }
 
 /** Models in order of first appearance over the nodes (first-fit order), or just the requested one. */
-function modelsOf(lines: readonly NodeLine[], gpuModel: string | undefined): string[] {
+function modelsOf(lines: readonly NodeLine[], gpuModel: string | undefined, allow?: (model: string) => boolean): string[] {
   if (gpuModel !== undefined) return [gpuModel];
   const seen = new Set<string>();
   for (const line of lines) for (const g of line.gpus) seen.add(g.model);
-  return [...seen];
+  return allow ? [...seen].filter(allow) : [...seen];
 }
 
 type Picks = { line: NodeLine; chosen: GpuLine[] }[];
@@ -540,10 +586,10 @@ function canPickWhole(lines: readonly NodeLine[], gpus: number, model: string, u
  * A job larger than any node: whole nodes free now whose reservations begin no earlier than `end`
  * (with reservations about, the soonest-reserved first, as in {@link startNow}). Marks them busy until `end`.
  */
-function startWhole(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, end: number, tight: boolean): { gangs?: Gang[]; fitsIgnoringReservations: boolean } {
+function startWhole(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, end: number, tight: boolean, allow?: (model: string) => boolean): { gangs?: Gang[]; fitsIgnoringReservations: boolean } {
   let fitsIgnoringReservations = false;
   const soonest = (chosen: GpuLine[]) => chosen.reduce((m, g) => Math.min(m, g.reservedFrom), Infinity);
-  for (const model of modelsOf(lines, gpuModel)) {
+  for (const model of modelsOf(lines, gpuModel, allow)) {
     const picks = pickWhole(lines, gpus, model, (g) => g.freeAt <= now && g.reservedFrom >= end, tight ? soonest : undefined);
     if (!picks) {
       if (pickWhole(lines, gpus, model, (g) => g.freeAt <= now)) fitsIgnoringReservations = true;
@@ -564,9 +610,9 @@ function startWhole(lines: NodeLine[], gpus: number, gpuModel: string | undefine
  * (binary search over the instants GPUs become available; more time never makes fewer free).
  * At that instant it holds the nodes that become available latest, as {@link reserve} does.
  */
-function reserveWhole(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, timeLimitMs: number): Reservation | undefined {
+function reserveWhole(lines: NodeLine[], gpus: number, gpuModel: string | undefined, now: number, timeLimitMs: number, allow?: (model: string) => boolean): Reservation | undefined {
   let best: { model: string; start: number; picks: Picks } | undefined;
-  for (const model of modelsOf(lines, gpuModel)) {
+  for (const model of modelsOf(lines, gpuModel, allow)) {
     const all: number[] = [];
     for (const l of lines) for (const g of l.gpus) if (g.model === model) all.push(availableAt(g, now));
     const times = Float64Array.from(all).sort();

@@ -11,6 +11,8 @@ import type { JobRecord, PlacementState } from './state.js';
 export interface Allocation {
   job: JobRecord;
   gangs: Gang[];
+  /** Placed past its team's concurrent GPU quota, on idle GPUs (`quotas.ts`). */
+  borrowed?: boolean;
 }
 
 /**
@@ -29,9 +31,9 @@ export function backfill(options: PlanOptions = {}): PlacementPolicy {
   const passOptions: PlanOptions = { ...options, startsOnly: true };
   return (candidates, capacity, now, state) => {
     if (capacity.totalFree === 0) return [];
-    return plan(state, now, passOptions, candidates).starts.map(({ job, gangs }) => {
+    return plan(state, now, passOptions, candidates).starts.map(({ job, gangs, borrowed }) => {
       capacity.takeAll(gangs);
-      return { job, gangs };
+      return borrowed ? { job, gangs, borrowed } : { job, gangs };
     });
   };
 }
@@ -40,7 +42,7 @@ export function backfill(options: PlanOptions = {}): PlacementPolicy {
 export const defaultPolicy: PlacementPolicy = backfill();
 
 /**
- * First fit in submit order (`fcfs`-like, no priority, no reservations): each candidate, oldest first, goes on the first node with enough free
+ * First fit in submit order (`fcfs`-like, no priority, no reservations, no quotas: a simulator baseline): each candidate, oldest first, goes on the first node with enough free
  * GPUs of its model; a job that does not fit now waits and later, smaller jobs may pass it
  * without limit (a large job can starve while small ones flow).
  */

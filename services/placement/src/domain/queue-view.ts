@@ -18,6 +18,8 @@ export type PendingReason =
   | 'Reservation'
   /** Its deadline cannot be met by the current plan. */
   | 'DeadlineUnreachable'
+  /** Its team is at its GPU quota for the model (concurrent GPUs or GPU-hours this month; `quotas.ts`). */
+  | 'QuotaExceeded'
   /** No node is registered. */
   | 'NoNodes'
   /** Its attempt was lost; it is being requeued. */
@@ -33,6 +35,8 @@ export interface PendingJobView {
   /** With a plan: its priority rank among placeable jobs, and when it is expected to start (epoch ms), if known. */
   rank?: number;
   expectedStart?: number;
+  /** The figures behind the reason (`QuotaExceeded`: the quota and its use). */
+  reasonDetail?: string;
 }
 
 export interface NodeView {
@@ -57,7 +61,7 @@ export function queueView(state: PlacementState, plan?: Plan): { pending: Pendin
     const base: PendingJobView = { job, position: i + 1, reason: reasonOf(job, nodes.length > 0) };
     const p = base.reason === 'Resources' ? planned.get(job.jobId) : undefined;
     if (!p) return base;
-    return { ...base, reason: p.reason ?? 'Resources', rank: p.rank, ...(p.expectedStart !== undefined ? { expectedStart: p.expectedStart } : {}) };
+    return { ...base, reason: p.reason ?? 'Resources', rank: p.rank, ...(p.expectedStart !== undefined ? { expectedStart: p.expectedStart } : {}), ...(p.reasonDetail !== undefined ? { reasonDetail: p.reasonDetail } : {}) };
   });
   return {
     pending,

@@ -99,6 +99,8 @@ export interface AttemptRecord {
   released?: boolean;
   /** From JobPlaced: the start quoted before it (epoch ms) and when. */
   quote?: { expectedStart: number; quotedAt: number };
+  /** From JobPlaced: placed past its team's concurrent GPU quota, on idle GPUs (`quotas.ts`). */
+  borrowed?: boolean;
 }
 
 /** Why a job left placement's hands. */
@@ -164,6 +166,21 @@ export interface LiveAttempt {
   predictedRunMs?: number;
   /** JobFinished applied: its usage is folded, its GPUs wait only for the release. */
   finished: boolean;
+  /** The model of its GPUs, from JobPlaced (quotas count GPUs per team and model). */
+  gpuModel?: string;
+  /** Placed past its team's concurrent GPU quota (`quotas.ts`). */
+  borrowed?: boolean;
+}
+
+/** A team's GPU quota for one model, from its latest QuotaSet (`quotas.ts`). */
+export interface QuotaRecord {
+  /** GPUs held at once; null: no limit. */
+  gpus: number | null;
+  /** GPU-hours per calendar month (UTC); null: no limit. */
+  gpuHours: number | null;
+  /** May borrow idle GPUs past `gpus`. */
+  borrow: boolean;
+  setAt: string;
 }
 
 /** Default fair-share decay half-life: usage a week old counts half. */
@@ -189,6 +206,10 @@ export interface PlacementState {
   runHistory: Map<string, number[]>;
   /** Registered nodes in first-fit order, cached until a registration or a loss changes them. */
   registeredCache?: NodeRecord[];
+  /** Team → GPU model → its quota (`quotas.ts`). */
+  quotas: Map<string, Map<string, QuotaRecord>>;
+  /** `team\0model\0YYYY-MM` → GPU-ms its ended attempts held in that month (integer; `quotas.ts`). */
+  heldMs: Map<string, number>;
 }
 
 export interface StateOptions {
@@ -208,6 +229,8 @@ export function initialState(options: StateOptions = {}): PlacementState {
     live: new Map(),
     usageHalfLifeMs: options.usageHalfLifeMs ?? DEFAULT_USAGE_HALF_LIFE_MS,
     runHistory: new Map(),
+    quotas: new Map(),
+    heldMs: new Map(),
   };
 }
 

@@ -1,8 +1,8 @@
-import { querySubject, type Capacity, type CapacityReply, type Estimate, type EstimateReply, type GetQueue, type GetQueueReply } from '#contracts';
+import { querySubject, type Capacity, type CapacityReply, type Estimate, type EstimateReply, type GetQueue, type GetQueueReply, type Quotas, type QuotasReply } from '#contracts';
 import { CLOCK, type Clock } from '#service-kit';
 import { Controller, Inject } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { estimate, forecast, noteQuotes, plan, quoteAccuracy, queueView } from '../domain/index.js';
+import { estimate, forecast, monthOf, noteQuotes, placeableJobs, plan, quotaUsage, quoteAccuracy, queueView } from '../domain/index.js';
 import { SchedulerService } from '../scheduler/scheduler.service.js';
 
 /** Reservations computed for `gpunet status` at most (the first waiting jobs get a date). */
@@ -41,6 +41,7 @@ export class QueueController {
         submittedAt: p.job.submittedAt,
         ...(p.rank !== undefined ? { rank: p.rank } : {}),
         ...(p.expectedStart !== undefined ? { expectedStart: new Date(p.expectedStart).toISOString() } : {}),
+        ...(p.reasonDetail !== undefined ? { reasonDetail: p.reasonDetail } : {}),
       }));
     return {
       pending,
@@ -72,6 +73,14 @@ export class QueueController {
       nodes: e.nodes,
       at,
     };
+  }
+
+  /** GPU quotas per team and model with their use this month (intake answers `GetQuotas` and `gpunet capacity` with it). */
+  @MessagePattern(querySubject('placement', 'Quotas'))
+  quotas(@Payload() query: Quotas): QuotasReply {
+    const now = this.clock.now();
+    const state = this.scheduler.state;
+    return { month: monthOf(now.getTime()), quotas: quotaUsage(state, now.getTime(), placeableJobs(state), query.team), at: now.toISOString() };
   }
 
   /** Free GPUs per model per hour ahead, from the live plan (`gpunet capacity`). */

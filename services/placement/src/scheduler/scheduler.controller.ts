@@ -56,6 +56,10 @@ export class SchedulerController {
   onJobFinished(@Ctx() ctx: JetStreamContext) {
     return this.handle(ctx);
   }
+  @EventPattern<string>('QuotaSet')
+  onQuotaSet(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
   @EventPattern<string>('ComputeReleased')
   onComputeReleased(@Ctx() ctx: JetStreamContext) {
     return this.handle(ctx);
