@@ -18,6 +18,7 @@ import { EVERY_SERVICE, defineQuery } from './message.js';
 import { AttemptId, ByteCount, Currency, DurationMs, GpuCount, GpuIndex, GpuIndices, GpuModel, JobId, JobLimit, JobOutcome, Micros, NodeId, TeamId, Timestamp } from './primitives.js';
 import { CallerPrincipal } from './principal.js';
 import { SERVICE_NAMES } from './subjects.js';
+import { BudgetFigures } from './budgets.js';
 
 // ── job read model ────────────────────────────────────────────────────────────────────────
 
@@ -337,7 +338,7 @@ export type EstimateReply = z.output<typeof EstimateReply>;
 
 export const Quote = strictObject(
   {
-    gpuModel: GpuModel.describe('The GPU model it would run on.'),
+    gpuModel: GpuModel.optional().describe('The GPU model it would run on; absent: the highest rate of the list in force (the worst case of a job that may land on any model).'),
     gpus: GpuCount,
     durationMs: DurationMs.describe('Billable time to price, in ms.'),
     at: Timestamp.describe('When it would run: the price list in force then applies.'),
@@ -365,6 +366,7 @@ export const EstimateJobReply = EstimateReply.extend({
   deadlineAt: Timestamp.optional().describe('The spec\'s deadline as an instant, if it has one.'),
   charge: QuoteReply.optional()
     .describe('The expected charge at most: its whole time limit, priced by the ledger at the expected start (when runnable; billing counts only the time held).'),
+  budget: BudgetFigures.optional().describe('When the team has a budget: the worst case it would reserve and what would remain this month after it.'),
 }).describe('When the job would start and end, and what it would cost at most; nothing is submitted.');
 export type EstimateJobReply = z.output<typeof EstimateJobReply>;
 
