@@ -39,7 +39,7 @@ const monthlyError = fieldError('monthlyMicros', 'must be a whole number of micr
 const MonthlyMicros = z.int({ error: monthlyError }).min(0, { error: monthlyError }).max(Number.MAX_SAFE_INTEGER, { error: monthlyError });
 
 /** Who did it: the acting API key's id and team. */
-const BudgetActor = z.object({ keyId: z.string().min(1), team: TeamId }).describe('The API key that made the change (its id and team), never the key itself.');
+const BudgetActor = z.object({ keyId: z.string().min(1).describe('Id of the acting API key (never the key itself).'), team: TeamId }).describe('The API key that made the change (its id and team), never the key itself.');
 
 // ── events ────────────────────────────────────────────────────────────────────────────────
 
@@ -65,7 +65,7 @@ const worstCaseShape = {
   gpus: GpuCount,
   timeLimitMs: DurationMs,
   rateMicrosPerGpuHour: Micros.describe('The rate the worst case was priced at (the highest of the list when the job names no GPU model).'),
-  priceListVersion: z.int().min(1),
+  priceListVersion: z.int().min(1).describe('The price list version the rate comes from.'),
 };
 
 export const BudgetReserved = z.object({
@@ -97,7 +97,7 @@ export const BudgetThresholdCrossed = z.object({
   team: TeamId,
   jobId: JobId.optional().describe('The job whose reservation crossed it.'),
   month: z.string().regex(/^\d{4}-\d{2}$/).describe('UTC month, `YYYY-MM`.'),
-  thresholdPercent: z.int().min(1),
+  thresholdPercent: z.int().min(1).describe('The threshold crossed, in percent of the monthly amount.'),
   committedMicros: Micros.describe('Spent this month + reserved, when crossed.'),
   monthlyMicros: Micros,
   currency: Currency,

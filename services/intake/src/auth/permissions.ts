@@ -22,7 +22,9 @@ export type Action =
   | 'teams:read'
   | 'keys:manage'
   | 'keys:read'
-  | 'keys:all-teams';
+  | 'keys:all-teams'
+  | 'budgets:read'
+  | 'budgets:manage';
 
 /**
  * - `producer`: submits, cancels and reads its team's jobs and charges;
@@ -38,14 +40,18 @@ export type Action =
  * `admin`, whose powers stop at its team); `billing` and `admin` may rebuild the ledger's
  * projections (`ledger:rebuild`, which changes no event).
  *
+ * Budgets: every role but `operator` reads its own team's budget (`budgets:read`); only
+ * `billing` sets and clears budgets, of any team, and reads any team's (`budgets:manage`,
+ * network-wide like price lists).
+ *
  * Audit (`audit:read`) is open to every role, within its team; `audit:read-all-teams` is the one
  * cross-team permission: only `compliance` reads every team's audit.
  */
 export const ROLE_ACTIONS: Readonly<Record<ApiRole, readonly Action[]>> = {
-  producer: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'invoices:read', 'prices:read'],
-  compliance: ['jobs:read', 'charges:read', 'audit:read', 'audit:read-all-teams', 'invoices:read', 'prices:read'],
-  billing: ['charges:read', 'audit:read', 'invoices:read', 'prices:read', 'prices:publish', 'ledger:rebuild'],
-  admin: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'invoices:read', 'prices:read', 'ledger:rebuild', 'teams:read', 'keys:manage', 'keys:read'],
+  producer: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'invoices:read', 'prices:read', 'budgets:read'],
+  compliance: ['jobs:read', 'charges:read', 'audit:read', 'audit:read-all-teams', 'invoices:read', 'prices:read', 'budgets:read'],
+  billing: ['charges:read', 'audit:read', 'invoices:read', 'prices:read', 'prices:publish', 'ledger:rebuild', 'budgets:read', 'budgets:manage'],
+  admin: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'invoices:read', 'prices:read', 'ledger:rebuild', 'teams:read', 'keys:manage', 'keys:read', 'budgets:read'],
   operator: ['prices:read', 'teams:manage', 'teams:read', 'keys:manage', 'keys:read', 'keys:all-teams'],
 };
 
