@@ -274,7 +274,7 @@ export const GetQueueReply = z
           reason: z
             .string()
             .describe(
-              'Why it waits, a Slurm-style code: `Inputs` (not staged yet), `Resources` (no node has enough free GPUs of its model), `Priority` (higher jobs hold every reservation), `Reservation` (it would run into a higher job\'s reservation), `DeadlineUnreachable` (the plan\'s expected start plus its time limit is past its deadline), `NoNodes`, `Requeue`, `Cancelling`; more may be added.',
+              'Why it waits, a Slurm-style code: `Inputs` (not staged yet), `Resources` (no node has enough free GPUs of its model), `Priority` (higher jobs hold every reservation), `Reservation` (it would run into a higher job\'s reservation), `DeadlineUnreachable` (the plan\'s expected start plus its time limit is past its deadline), `NoNodes`, `Requeue`, `Cancelling`, `BudgetExceeded` (its worst-case charge does not fit its team\'s budget this month: held under `hold`, or the budget was lowered; it starts when it fits); more may be added.',
             ),
           gpus: z.int().min(1).describe('GPUs requested.'),
           gpuModel: GpuModel.optional().describe('GPU model requested, if any.'),

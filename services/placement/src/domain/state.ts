@@ -7,7 +7,7 @@
  * history must not copy the whole inventory per event); `decide` only reads it.
  */
 
-import type { PartEnd } from '#contracts';
+import type { BudgetAccount, PartEnd } from '#contracts';
 import type { LocalInput } from './locality.js';
 
 /** What a job asks for. Priority inputs sit beside it, not inside it. */
@@ -189,6 +189,8 @@ export interface PlacementState {
   runHistory: Map<string, number[]>;
   /** Registered nodes in first-fit order, cached until a registration or a loss changes them. */
   registeredCache?: NodeRecord[];
+  /** Team → its budget account, folded from intake's budget events (`budget.ts`). */
+  budgets: Map<string, BudgetAccount>;
 }
 
 export interface StateOptions {
@@ -208,6 +210,7 @@ export function initialState(options: StateOptions = {}): PlacementState {
     live: new Map(),
     usageHalfLifeMs: options.usageHalfLifeMs ?? DEFAULT_USAGE_HALF_LIFE_MS,
     runHistory: new Map(),
+    budgets: new Map(),
   };
 }
 
