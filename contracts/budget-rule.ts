@@ -10,7 +10,7 @@
  * - a job fits when spent(now) + reserved before it + its own worst case ≤ monthly, where
  *   "before it" is every reservation that holds compute now and every earlier one in order.
  */
-import type { BudgetOnExceed, BudgetReleased, BudgetReserved, BudgetSet, BudgetThresholdCrossed } from './budgets.js';
+import type { BudgetReleased, BudgetReserved, BudgetSet, BudgetThresholdCrossed } from './budgets.js';
 
 /** One team's budget account at a revision of its stream. */
 export interface BudgetAccount {
@@ -128,6 +128,3 @@ export function thresholdsReached(account: BudgetAccount, month: string, committ
     .sort((a, b) => a - b)
     .filter((t) => !done.has(t) && BigInt(committedMicros) * 100n >= BigInt(t) * BigInt(budget.monthlyMicros));
 }
-
-/** A budget's behaviour, for readers that only need it. */
-export type { BudgetOnExceed };
