@@ -171,6 +171,20 @@ describe.each(['sqlite', 'postgres'] as const)('budgets on %s: two intakes, the 
     // The replayed account is the one the intakes hold.
     const view = await http('/v1/budgets', { key: PRODUCER_A, via: two });
     expect(view.json).toMatchObject({ reservedMicros: 10 * WORST, remainingMicros: MONTHLY - 10 * WORST, thresholdsCrossed: [50, 80], revision: String(log.length - 1) });
+    // The producer follows the thresholds on its team feed; another team never sees them.
+    const feedOf = async (key: string) => {
+      const entries: JsonBody[] = [];
+      let after = '0';
+      for (;;) {
+        const page = (await overNats(Queries.ReadFeed.subject, { after, limit: 1000 }, key)).data as JsonBody;
+        entries.push(...page.entries);
+        if (page.entries.length === 0 || page.caughtUp) return entries;
+        after = page.next;
+      }
+    };
+    const crossings = (await feedOf(PRODUCER_A)).filter((e) => e.type === 'BudgetThresholdCrossed');
+    expect(crossings.map((e) => [e.team, e.data.thresholdPercent])).toEqual([['team-a', 50], ['team-a', 80]]);
+    expect((await feedOf(PRODUCER_B)).filter((e) => String(e.type).startsWith('Budget'))).toEqual([]);
     process.stdout.write(`budgets (${backend}): 50 concurrent submits decided in ${elapsedMs} ms (10 accepted, 40 refused, ${log.length} budget events)\n`);
   }, 120_000);
 
