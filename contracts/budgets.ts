@@ -154,7 +154,7 @@ export const BudgetView = z
     spentMicros: Micros.describe('Billed this month for jobs that ended.'),
     reservedMicros: Micros.describe('Worst cases of jobs that have not ended.'),
     remainingMicros: z.int().describe('monthly − spent − reserved; negative when held jobs wait beyond the budget. Absent budget: 0.'),
-    heldJobs: z.array(JobId).describe('Jobs accepted under `hold` that do not fit yet, in order.'),
+    heldJobs: z.array(JobId).describe('Reserved jobs that have not run and do not fit the budget now, in order: they wait in the queue with reason `BudgetExceeded`.'),
     thresholdsCrossed: z.array(z.int()).describe('Thresholds crossed this month.'),
     revision: z.string().describe('Revision of the budget stream the figures are at (`-1`: nothing recorded).'),
   })

@@ -927,7 +927,7 @@ ClearBudgetReply = TypedDict("ClearBudgetReply", {
     "spentMicros": int,  # Billed this month for jobs that ended.
     "reservedMicros": int,  # Worst cases of jobs that have not ended.
     "remainingMicros": int,  # monthly − spent − reserved; negative when held jobs wait beyond the budget. Absent budget: 0.
-    "heldJobs": List[str],  # Jobs accepted under `hold` that do not fit yet, in order.
+    "heldJobs": List[str],  # Reserved jobs that have not run and do not fit the budget now, in order: they wait in the queue with reason `BudgetExceeded`.
     "thresholdsCrossed": List[int],  # Thresholds crossed this month.
     "revision": str,  # Revision of the budget stream the figures are at (`-1`: nothing recorded).
 })
@@ -1485,7 +1485,7 @@ GetBudgetReply = TypedDict("GetBudgetReply", {
     "spentMicros": int,  # Billed this month for jobs that ended.
     "reservedMicros": int,  # Worst cases of jobs that have not ended.
     "remainingMicros": int,  # monthly − spent − reserved; negative when held jobs wait beyond the budget. Absent budget: 0.
-    "heldJobs": List[str],  # Jobs accepted under `hold` that do not fit yet, in order.
+    "heldJobs": List[str],  # Reserved jobs that have not run and do not fit the budget now, in order: they wait in the queue with reason `BudgetExceeded`.
     "thresholdsCrossed": List[int],  # Thresholds crossed this month.
     "revision": str,  # Revision of the budget stream the figures are at (`-1`: nothing recorded).
 })
@@ -3560,7 +3560,7 @@ SetBudgetReply = TypedDict("SetBudgetReply", {
     "spentMicros": int,  # Billed this month for jobs that ended.
     "reservedMicros": int,  # Worst cases of jobs that have not ended.
     "remainingMicros": int,  # monthly − spent − reserved; negative when held jobs wait beyond the budget. Absent budget: 0.
-    "heldJobs": List[str],  # Jobs accepted under `hold` that do not fit yet, in order.
+    "heldJobs": List[str],  # Reserved jobs that have not run and do not fit the budget now, in order: they wait in the queue with reason `BudgetExceeded`.
     "thresholdsCrossed": List[int],  # Thresholds crossed this month.
     "revision": str,  # Revision of the budget stream the figures are at (`-1`: nothing recorded).
 })

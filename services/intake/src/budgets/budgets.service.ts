@@ -6,6 +6,7 @@ import {
   evolveBudget,
   formatIssues,
   GetBudget,
+  reservationFits,
   Queries,
   SetBudget,
   type BudgetAccount,
@@ -280,6 +281,12 @@ export class BudgetsService implements OnModuleInit, OnModuleDestroy {
     return current.currency;
   }
 
+  /** Whether a job has had an attempt placed (it holds or held compute): placement never holds it back for the budget. */
+  private holdsCompute(jobId: string): boolean {
+    const view = this.feed.get(jobId);
+    return view !== undefined && (view.attempts.length > 0 || view.ended !== undefined);
+  }
+
   private view(account: BudgetAccount): BudgetView {
     const now = this.clock.now();
     const { month, spentMicros, reservedMicros } = budgetTotals(account, now);
@@ -289,7 +296,7 @@ export class BudgetsService implements OnModuleInit, OnModuleDestroy {
       spentMicros,
       reservedMicros,
       remainingMicros: account.budget ? account.budget.monthlyMicros - spentMicros - reservedMicros : 0,
-      heldJobs: heldJobs(account, spentMicros),
+      heldJobs: [...account.reservations.keys()].filter((jobId) => !this.holdsCompute(jobId) && !reservationFits(account, jobId, now, (id) => this.holdsCompute(id))),
       thresholdsCrossed: [...(account.crossed.get(month) ?? [])],
       revision: account.revision.toString(),
     };
@@ -297,17 +304,3 @@ export class BudgetsService implements OnModuleInit, OnModuleDestroy {
     return view;
   }
 }
-
-/** Reserved jobs that do not fit in order (they wait with `BudgetExceeded`), not counting running work. */
-function heldJobs(account: BudgetAccount, spentMicros: number): string[] {
-  const budget = account.budget;
-  if (!budget) return [];
-  let committed = spentMicros;
-  const out: string[] = [];
-  for (const [jobId, r] of account.reservations) {
-    committed += r.worstCaseMicros;
-    if (committed > budget.monthlyMicros) out.push(jobId);
-  }
-  return out;
-}
-
