@@ -11,6 +11,7 @@ import { defineCommand } from './message.js';
 import { OutputFile, RejectedOutput } from './events/data.js';
 import { AttemptId, ByteCount, JobId, NodeId, Sha256, TeamId, Timestamp } from './primitives.js';
 import { JobState } from './queries.js';
+import { BudgetFigures } from './budgets.js';
 
 const idempotencyKeyError = fieldError(
   'idempotencyKey',
@@ -42,6 +43,7 @@ export const SubmitJobReply = z
       .array(FieldIssue)
       .optional()
       .describe('Accepted despite these, e.g. a deadline the current plan cannot meet under `Gpunet-Deadline-Policy: warn`.'),
+    budget: BudgetFigures.optional().describe('When the team has a budget: the job\'s worst case reserved and what remains this month.'),
   })
   .describe('The accepted job.');
 export type SubmitJobReply = z.output<typeof SubmitJobReply>;

@@ -16,6 +16,7 @@ export const ERROR_CODES = {
   forbidden: 'The key\'s role or team may not do this (HTTP 403).',
   not_found: 'The job, team, key, invoice, blob or route does not exist, or not for the caller\'s team (HTTP 404).',
   illegal_state: 'Not allowed in the current state, e.g. cancelling a job that has ended (HTTP 409).',
+  budget_exceeded: 'The job\'s worst-case charge would take the team past its hard monthly budget (HTTP 402); the message names the budget, the figures and the fix.',
   idempotency_conflict: 'An `Idempotency-Key` (or event id) already used with a different request (HTTP 409).',
   payload_too_large: 'The HTTP body is larger than the API takes (HTTP 413).',
   too_large: 'An upload is larger than the size it declared or than the limit.',

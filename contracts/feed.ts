@@ -34,6 +34,9 @@ export const FEED_EVENT_TYPES = [
   'UsageRecorded',
   'DataRemoved',
   'JobEnded',
+  'BudgetReserved',
+  'BudgetReleased',
+  'BudgetThresholdCrossed',
 ] as const;
 export type FeedEventType = (typeof FEED_EVENT_TYPES)[number];
 

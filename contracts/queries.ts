@@ -19,6 +19,7 @@ import { AttemptId, ByteCount, Currency, DurationMs, GpuCount, GpuIndex, GpuIndi
 import { CallerPrincipal } from './principal.js';
 import { SERVICE_NAMES } from './subjects.js';
 import { QuotaMonth, QuotaUsage } from './quotas.js';
+import { BudgetFigures } from './budgets.js';
 
 // ── job read model ────────────────────────────────────────────────────────────────────────
 
@@ -274,7 +275,7 @@ export const GetQueueReply = z
           reason: z
             .string()
             .describe(
-              'Why it waits, a Slurm-style code: `Inputs` (not staged yet), `Resources` (no node has enough free GPUs of its model), `Priority` (higher jobs hold every reservation), `Reservation` (it would run into a higher job\'s reservation), `DeadlineUnreachable` (the plan\'s expected start plus its time limit is past its deadline), `QuotaExceeded` (its team is at its GPU quota for the model, concurrent or GPU-hours this month; see `reasonDetail`), `NoNodes`, `Requeue`, `Cancelling`; more may be added.',
+              'Why it waits, a Slurm-style code: `Inputs` (not staged yet), `Resources` (no node has enough free GPUs of its model), `Priority` (higher jobs hold every reservation), `Reservation` (it would run into a higher job\'s reservation), `DeadlineUnreachable` (the plan\'s expected start plus its time limit is past its deadline), `BudgetExceeded` (its worst-case charge does not fit its team\'s budget this month: held under `hold`, or the budget was lowered; it starts when it fits), `QuotaExceeded` (its team is at its GPU quota for the model, concurrent or GPU-hours this month; see `reasonDetail`), `NoNodes`, `Requeue`, `Cancelling`; more may be added.',
             ),
           gpus: z.int().min(1).describe('GPUs requested.'),
           gpuModel: GpuModel.optional().describe('GPU model requested, if any.'),
@@ -339,7 +340,7 @@ export type EstimateReply = z.output<typeof EstimateReply>;
 
 export const Quote = strictObject(
   {
-    gpuModel: GpuModel.describe('The GPU model it would run on.'),
+    gpuModel: GpuModel.optional().describe('The GPU model it would run on; absent: the highest rate of the list in force (the worst case of a job that may land on any model).'),
     gpus: GpuCount,
     durationMs: DurationMs.describe('Billable time to price, in ms.'),
     at: Timestamp.describe('When it would run: the price list in force then applies.'),
@@ -367,6 +368,7 @@ export const EstimateJobReply = EstimateReply.extend({
   deadlineAt: Timestamp.optional().describe('The spec\'s deadline as an instant, if it has one.'),
   charge: QuoteReply.optional()
     .describe('The expected charge at most: its whole time limit, priced by the ledger at the expected start (when runnable; billing counts only the time held).'),
+  budget: BudgetFigures.optional().describe('When the team has a budget: the worst case it would reserve and what would remain this month after it.'),
 }).describe('When the job would start and end, and what it would cost at most; nothing is submitted.');
 export type EstimateJobReply = z.output<typeof EstimateJobReply>;
 

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { auditEvents, auditQueries } from './audit.js';
 import { billingCommands, billingQueries } from './billing.js';
+import { budgetCommands, budgetEvents, budgetQueries } from './budgets.js';
 import { commands } from './commands.js';
 import { recordedEventSchema } from './envelope.js';
 import { digestCommands, digestEvents } from './digests.js';
@@ -33,11 +34,11 @@ function byName<const D extends readonly { name: string }[]>(defs: D): ByName<D>
 }
 
 /** Every event definition by type. */
-export const Events = byName([...jobEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents, ...digestEvents, ...keyEvents, ...reportEvents, ...quotaEvents]);
+export const Events = byName([...jobEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents, ...digestEvents, ...keyEvents, ...reportEvents, ...quotaEvents, ...budgetEvents]);
 /** Every command definition by name. */
-export const Commands = byName([...commands, ...billingCommands, ...digestCommands, ...keyCommands, ...reportCommands, ...quotaCommands]);
+export const Commands = byName([...commands, ...billingCommands, ...digestCommands, ...keyCommands, ...reportCommands, ...quotaCommands, ...budgetCommands]);
 /** Every query definition by name. */
-export const Queries = byName([...queries, ...feedQueries, ...auditQueries, ...billingQueries, ...keyQueries, ...reportQueries, ...quotaQueries]);
+export const Queries = byName([...queries, ...feedQueries, ...auditQueries, ...billingQueries, ...keyQueries, ...reportQueries, ...quotaQueries, ...budgetQueries]);
 
 export type EventType = keyof typeof Events;
 export type CommandName = keyof typeof Commands;

@@ -547,6 +547,243 @@ BlobObjectRecord = TypedDict("BlobObjectRecord", {
     "options": NotRequired[BlobObjectRecordOptions],
 })
 
+# The API key that made the change (its id and team), never the key itself.
+BudgetClearedDataClearedBy = TypedDict("BudgetClearedDataClearedBy", {
+    "keyId": str,  # Id of the acting API key (never the key itself).
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+})
+
+# A team's budget was removed (role `billing`): its jobs are no longer checked.
+BudgetClearedData = TypedDict("BudgetClearedData", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "clearedBy": BudgetClearedDataClearedBy,  # The API key that made the change (its id and team), never the key itself.
+    "clearedAt": str,  # UTC instant, ISO-8601 with `Z`.
+})
+
+# Metadata every event carries; covered by the hash chain.
+BudgetClearedMetadata = TypedDict("BudgetClearedMetadata", {
+    "correlationId": str,  # Ties together every event caused by one request.
+    "causationId": str,  # Id of the event or request that directly caused this one.
+    "jobId": NotRequired[str],  # The job the event concerns, if any (indexed for audit).
+    "team": NotRequired[str],  # The team the event concerns, if any (indexed for audit).
+    "producer": str,  # Service or client that produced the event, e.g. `intake`.
+    "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
+    "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
+})
+
+# A team's budget was removed (role `billing`): its jobs are no longer checked. Subject: `gpunet.evt.BudgetCleared.*.*`. Schema version 1.
+BudgetCleared = TypedDict("BudgetCleared", {
+    "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
+    "revision": str,  # 0-based revision within the stream, as decimal text.
+    "position": str,  # Global position in the store, totally ordered, as decimal text.
+    "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
+    "type": Literal["BudgetCleared"],  # Always `BudgetCleared`.
+    "data": BudgetClearedData,  # A team's budget was removed (role `billing`): its jobs are no longer checked.
+    "metadata": BudgetClearedMetadata,  # Metadata every event carries; covered by the hash chain.
+    "recordedAt": str,  # When the store recorded the event.
+    "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
+# A submit was refused because its worst case would take the team past its budget; the figures as decided.
+BudgetRefusedData = TypedDict("BudgetRefusedData", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "worstCaseMicros": int,  # The job's charge at most: gpus × time limit × rate, priced by the ledger's rule (`gpunet.qry.ledger.Quote`).
+    "currency": str,  # ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.
+    "gpus": int,  # Number of GPUs, a whole number ≥ 1.
+    "timeLimitMs": int,  # Duration in whole milliseconds.
+    "rateMicrosPerGpuHour": int,  # The rate the worst case was priced at (the highest of the list when the job names no GPU model).
+    "priceListVersion": int,  # The price list version the rate comes from.
+    "monthlyMicros": int,  # Money in integer micro-units (1 unit = 1,000,000 micros); a safe integer, so at most about 9.007e9 units.
+    "spentMicros": int,  # Charged this month by jobs that ended, when refused.
+    "reservedMicros": int,  # Worst cases of the team's jobs that had not ended, when refused.
+    "refusedAt": str,  # UTC instant, ISO-8601 with `Z`.
+})
+
+# Metadata every event carries; covered by the hash chain.
+BudgetRefusedMetadata = TypedDict("BudgetRefusedMetadata", {
+    "correlationId": str,  # Ties together every event caused by one request.
+    "causationId": str,  # Id of the event or request that directly caused this one.
+    "jobId": NotRequired[str],  # The job the event concerns, if any (indexed for audit).
+    "team": NotRequired[str],  # The team the event concerns, if any (indexed for audit).
+    "producer": str,  # Service or client that produced the event, e.g. `intake`.
+    "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
+    "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
+})
+
+# A submit was refused because its worst case would take the team past its budget; the figures as decided. Subject: `gpunet.evt.BudgetRefused.*.*`. Schema version 1.
+BudgetRefused = TypedDict("BudgetRefused", {
+    "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
+    "revision": str,  # 0-based revision within the stream, as decimal text.
+    "position": str,  # Global position in the store, totally ordered, as decimal text.
+    "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
+    "type": Literal["BudgetRefused"],  # Always `BudgetRefused`.
+    "data": BudgetRefusedData,  # A submit was refused because its worst case would take the team past its budget; the figures as decided.
+    "metadata": BudgetRefusedMetadata,  # Metadata every event carries; covered by the hash chain.
+    "recordedAt": str,  # When the store recorded the event.
+    "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
+# A job ended: its reservation is replaced by what it was billed.
+BudgetReleasedData = TypedDict("BudgetReleasedData", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "reservedMicros": int,  # The worst case that was reserved.
+    "chargedMicros": int,  # What the job was billed (its `JobEnded` total in the budget's currency): it counts as spent this month from now.
+    "releasedAt": str,  # UTC instant, ISO-8601 with `Z`.
+})
+
+# Metadata every event carries; covered by the hash chain.
+BudgetReleasedMetadata = TypedDict("BudgetReleasedMetadata", {
+    "correlationId": str,  # Ties together every event caused by one request.
+    "causationId": str,  # Id of the event or request that directly caused this one.
+    "jobId": NotRequired[str],  # The job the event concerns, if any (indexed for audit).
+    "team": NotRequired[str],  # The team the event concerns, if any (indexed for audit).
+    "producer": str,  # Service or client that produced the event, e.g. `intake`.
+    "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
+    "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
+})
+
+# A job ended: its reservation is replaced by what it was billed. Subject: `gpunet.evt.BudgetReleased.*.*`. Schema version 1.
+BudgetReleased = TypedDict("BudgetReleased", {
+    "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
+    "revision": str,  # 0-based revision within the stream, as decimal text.
+    "position": str,  # Global position in the store, totally ordered, as decimal text.
+    "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
+    "type": Literal["BudgetReleased"],  # Always `BudgetReleased`.
+    "data": BudgetReleasedData,  # A job ended: its reservation is replaced by what it was billed.
+    "metadata": BudgetReleasedMetadata,  # Metadata every event carries; covered by the hash chain.
+    "recordedAt": str,  # When the store recorded the event.
+    "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
+# A submitted job's worst-case charge was reserved in its team's budget (recorded before its JobSubmitted); `held` when it waits for the budget.
+BudgetReservedData = TypedDict("BudgetReservedData", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "worstCaseMicros": int,  # The job's charge at most: gpus × time limit × rate, priced by the ledger's rule (`gpunet.qry.ledger.Quote`).
+    "currency": str,  # ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.
+    "gpus": int,  # Number of GPUs, a whole number ≥ 1.
+    "timeLimitMs": int,  # Duration in whole milliseconds.
+    "rateMicrosPerGpuHour": int,  # The rate the worst case was priced at (the highest of the list when the job names no GPU model).
+    "priceListVersion": int,  # The price list version the rate comes from.
+    "held": bool,  # True when the team's budget says `hold` and the job did not fit when submitted: it waits in the queue (reason `BudgetExceeded`) until the reservations before it
+    "reservedAt": str,  # UTC instant, ISO-8601 with `Z`.
+})
+
+# Metadata every event carries; covered by the hash chain.
+BudgetReservedMetadata = TypedDict("BudgetReservedMetadata", {
+    "correlationId": str,  # Ties together every event caused by one request.
+    "causationId": str,  # Id of the event or request that directly caused this one.
+    "jobId": NotRequired[str],  # The job the event concerns, if any (indexed for audit).
+    "team": NotRequired[str],  # The team the event concerns, if any (indexed for audit).
+    "producer": str,  # Service or client that produced the event, e.g. `intake`.
+    "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
+    "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
+})
+
+# A submitted job's worst-case charge was reserved in its team's budget (recorded before its JobSubmitted); `held` when it waits for the budget. Subject: `gpunet.evt.BudgetReserved.*.*`. Schema version 1.
+BudgetReserved = TypedDict("BudgetReserved", {
+    "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
+    "revision": str,  # 0-based revision within the stream, as decimal text.
+    "position": str,  # Global position in the store, totally ordered, as decimal text.
+    "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
+    "type": Literal["BudgetReserved"],  # Always `BudgetReserved`.
+    "data": BudgetReservedData,  # A submitted job's worst-case charge was reserved in its team's budget (recorded before its JobSubmitted); `held` when it waits for the budget.
+    "metadata": BudgetReservedMetadata,  # Metadata every event carries; covered by the hash chain.
+    "recordedAt": str,  # When the store recorded the event.
+    "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
+# The API key that made the change (its id and team), never the key itself.
+BudgetSetDataSetBy = TypedDict("BudgetSetDataSetBy", {
+    "keyId": str,  # Id of the acting API key (never the key itself).
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+})
+
+# A team's monthly budget was set (role `billing`): amount, currency, refuse or hold, soft thresholds, who and when.
+BudgetSetData = TypedDict("BudgetSetData", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "monthlyMicros": int,  # What the team may commit per UTC month (spent + reserved), in micro-units of `currency`.
+    "currency": str,  # The price list's currency the amount is in.
+    "onExceed": Literal["refuse", "hold"],  # What a submit that would take the team past its budget gets: `refuse` (an error naming the figures; the default) or `hold` (accepted, waits in the queue with re
+    "thresholdsPercent": List[int],  # Soft thresholds, ascending, in percent.
+    "setBy": BudgetSetDataSetBy,  # The API key that made the change (its id and team), never the key itself.
+    "setAt": str,  # UTC instant, ISO-8601 with `Z`.
+})
+
+# Metadata every event carries; covered by the hash chain.
+BudgetSetMetadata = TypedDict("BudgetSetMetadata", {
+    "correlationId": str,  # Ties together every event caused by one request.
+    "causationId": str,  # Id of the event or request that directly caused this one.
+    "jobId": NotRequired[str],  # The job the event concerns, if any (indexed for audit).
+    "team": NotRequired[str],  # The team the event concerns, if any (indexed for audit).
+    "producer": str,  # Service or client that produced the event, e.g. `intake`.
+    "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
+    "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
+})
+
+# A team's monthly budget was set (role `billing`): amount, currency, refuse or hold, soft thresholds, who and when. Subject: `gpunet.evt.BudgetSet.*.*`. Schema version 1.
+BudgetSet = TypedDict("BudgetSet", {
+    "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
+    "revision": str,  # 0-based revision within the stream, as decimal text.
+    "position": str,  # Global position in the store, totally ordered, as decimal text.
+    "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
+    "type": Literal["BudgetSet"],  # Always `BudgetSet`.
+    "data": BudgetSetData,  # A team's monthly budget was set (role `billing`): amount, currency, refuse or hold, soft thresholds, who and when.
+    "metadata": BudgetSetMetadata,  # Metadata every event carries; covered by the hash chain.
+    "recordedAt": str,  # When the store recorded the event.
+    "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
+# The team's committed spend this month (spent + reserved) reached a soft threshold of its budget; on the team feed of the job that crossed it.
+BudgetThresholdCrossedData = TypedDict("BudgetThresholdCrossedData", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "jobId": NotRequired[str],  # The job whose reservation crossed it.
+    "month": str,  # UTC month, `YYYY-MM`.
+    "thresholdPercent": int,  # The threshold crossed, in percent of the monthly amount.
+    "committedMicros": int,  # Spent this month + reserved, when crossed.
+    "monthlyMicros": int,  # Money in integer micro-units (1 unit = 1,000,000 micros); a safe integer, so at most about 9.007e9 units.
+    "currency": str,  # ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.
+    "crossedAt": str,  # UTC instant, ISO-8601 with `Z`.
+})
+
+# Metadata every event carries; covered by the hash chain.
+BudgetThresholdCrossedMetadata = TypedDict("BudgetThresholdCrossedMetadata", {
+    "correlationId": str,  # Ties together every event caused by one request.
+    "causationId": str,  # Id of the event or request that directly caused this one.
+    "jobId": NotRequired[str],  # The job the event concerns, if any (indexed for audit).
+    "team": NotRequired[str],  # The team the event concerns, if any (indexed for audit).
+    "producer": str,  # Service or client that produced the event, e.g. `intake`.
+    "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
+    "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
+})
+
+# The team's committed spend this month (spent + reserved) reached a soft threshold of its budget; on the team feed of the job that crossed it. Subject: `gpunet.evt.BudgetThresholdCrossed.*.*`. Schema version 1.
+BudgetThresholdCrossed = TypedDict("BudgetThresholdCrossed", {
+    "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
+    "revision": str,  # 0-based revision within the stream, as decimal text.
+    "position": str,  # Global position in the store, totally ordered, as decimal text.
+    "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
+    "type": Literal["BudgetThresholdCrossed"],  # Always `BudgetThresholdCrossed`.
+    "data": BudgetThresholdCrossedData,  # The team's committed spend this month (spent + reserved) reached a soft threshold of its budget; on the team feed of the job that crossed it.
+    "metadata": BudgetThresholdCrossedMetadata,  # Metadata every event carries; covered by the hash chain.
+    "recordedAt": str,  # When the store recorded the event.
+    "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
 # Cancel one of the caller's jobs. Cancelling an ended job is not an error: the reply says nothing changed. Subject: `gpunet.cmd.CancelJob`. Schema version 1.
 CancelJob = TypedDict("CancelJob", {
     "jobId": str,  # The job to cancel, e.g. `job_01jz8k4m2n`.
@@ -680,6 +917,40 @@ CheckpointFromNodeReply = TypedDict("CheckpointFromNodeReply", {
     "sha256": str,  # Content address: lower-case hex sha256 of the bytes.
     "files": int,
     "copiedBytes": int,  # Bytes copied into the team's bucket (files it held already are not copied).
+})
+
+# Remove a team's budget (role `billing`). Same as `DELETE /v1/budgets/{team}`. Subject: `gpunet.cmd.ClearBudget`. Schema version 1.
+ClearBudget = TypedDict("ClearBudget", {
+    "team": NotRequired[str],  # Default: the caller's team.
+})
+
+# The API key that made the change (its id and team), never the key itself.
+ClearBudgetReplyBudgetSetBy = TypedDict("ClearBudgetReplyBudgetSetBy", {
+    "keyId": str,  # Id of the acting API key (never the key itself).
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+})
+
+# The budget in force; absent: none (jobs are not checked).
+ClearBudgetReplyBudget = TypedDict("ClearBudgetReplyBudget", {
+    "monthlyMicros": int,  # What the team may commit per UTC month (spent + reserved), in micro-units of `currency`.
+    "currency": str,  # The price list's currency the amount is in.
+    "onExceed": Literal["refuse", "hold"],  # What a submit that would take the team past its budget gets: `refuse` (an error naming the figures; the default) or `hold` (accepted, waits in the queue with re
+    "thresholdsPercent": List[int],  # Soft thresholds, ascending, in percent.
+    "setBy": ClearBudgetReplyBudgetSetBy,  # The API key that made the change (its id and team), never the key itself.
+    "setAt": str,  # UTC instant, ISO-8601 with `Z`.
+})
+
+# A team's budget and where it stands this month.
+ClearBudgetReply = TypedDict("ClearBudgetReply", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "month": str,  # The UTC month of the figures, `YYYY-MM`.
+    "budget": NotRequired[ClearBudgetReplyBudget],  # The budget in force; absent: none (jobs are not checked).
+    "spentMicros": int,  # Billed this month for jobs that ended.
+    "reservedMicros": int,  # Worst cases of jobs that have not ended.
+    "remainingMicros": int,  # monthly − spent − reserved; negative when held jobs wait beyond the budget. Absent budget: 0.
+    "heldJobs": List[str],  # Reserved jobs that have not run and do not fit the budget now, in order: they wait in the queue with reason `BudgetExceeded`.
+    "thresholdsCrossed": List[int],  # Thresholds crossed this month.
+    "revision": str,  # Revision of the budget stream the figures are at (`-1`: nothing recorded).
 })
 
 # The agent reserved the GPUs for the attempt. Billable time starts at heldAt.
@@ -1152,6 +1423,18 @@ EstimateJobReplyCharge = TypedDict("EstimateJobReplyCharge", {
     "priceListVersion": int,  # The price list version the rate comes from.
 })
 
+# When the team has a budget: the worst case it would reserve and what would remain this month after it.
+EstimateJobReplyBudget = TypedDict("EstimateJobReplyBudget", {
+    "worstCaseMicros": int,  # The job's charge at most: gpus × time limit × rate.
+    "currency": str,  # ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.
+    "monthlyMicros": NotRequired[int],  # The team's monthly budget; absent: none.
+    "spentMicros": int,  # Billed this month for jobs that ended.
+    "reservedMicros": int,  # Worst cases of the team's other jobs that have not ended.
+    "remainingMicros": NotRequired[int],  # What remains this month after this job: monthly − spent − reserved − this job (absent without a budget).
+    "onExceed": NotRequired[Literal["refuse", "hold"]],  # What a submit that would take the team past its budget gets: `refuse` (an error naming the figures; the default) or `hold` (accepted, waits in the queue with re
+    "held": bool,  # True when the job waits for the budget (reason `BudgetExceeded`).
+})
+
 # When the job would start and end, and what it would cost at most; nothing is submitted.
 EstimateJobReply = TypedDict("EstimateJobReply", {
     "runnable": bool,  # False when no node can ever run it, or its start cannot be predicted.
@@ -1163,13 +1446,14 @@ EstimateJobReply = TypedDict("EstimateJobReply", {
     "at": str,  # The plan time this answer is for.
     "deadlineAt": NotRequired[str],  # The spec's deadline as an instant, if it has one.
     "charge": NotRequired[EstimateJobReplyCharge],  # The expected charge at most: its whole time limit, priced by the ledger at the expected start (when runnable; billing counts only the time held).
+    "budget": NotRequired[EstimateJobReplyBudget],  # When the team has a budget: the worst case it would reserve and what would remain this month after it.
 })
 
 # One entry of a team's feed: an SSE `data` of `GET /v1/feed`, a `ReadFeed` reply entry, a notification on `gpunet.feed.<team>.<jobId>`.
 FeedEntry = TypedDict("FeedEntry", {
     "position": str,  # The event's position in the store: the SSE `id`, and what to pass as `after` (or `Last-Event-ID`) to resume after it.
     "eventId": str,  # The event's id (unique; the same event is never sent under another id).
-    "type": Literal["JobSubmitted", "JobRejected", "JobCancelRequested", "InputsStaged", "StagingFailed", "JobPlaced", "ComputeHeld", "JobStarted", "JobCheckpointed", "JobFinished", "JobRequeued", "ComputeReleased", "JobWithdrawn", "OutputsStored", "UsageRecorded", "DataRemoved", "JobEnded"],  # The event type; `data` is that event's data (`contracts/generated/json-schema/<type>.json`).
+    "type": Literal["JobSubmitted", "JobRejected", "JobCancelRequested", "InputsStaged", "StagingFailed", "JobPlaced", "ComputeHeld", "JobStarted", "JobCheckpointed", "JobFinished", "JobRequeued", "ComputeReleased", "JobWithdrawn", "OutputsStored", "UsageRecorded", "DataRemoved", "JobEnded", "BudgetReserved", "BudgetReleased", "BudgetThresholdCrossed"],  # The event type; `data` is that event's data (`contracts/generated/json-schema/<type>.json`).
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
     "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
     "data": Dict[str, Any],  # The event's data as recorded.
@@ -1191,6 +1475,40 @@ FolderManifestEntriesItem = TypedDict("FolderManifestEntriesItem", {
 FolderManifest = TypedDict("FolderManifest", {
     "format": Literal["gpunet.folder/1"],  # Always `gpunet.folder/1`.
     "entries": List[FolderManifestEntriesItem],  # Every file of the folder, each path once; sorted by path (Unicode code points) in the canonical form.
+})
+
+# A team's budget and this month's figures (own team; `billing` any). Same as `GET /v1/budgets/{team}`. Subject: `gpunet.qry.intake.GetBudget`. Schema version 1.
+GetBudget = TypedDict("GetBudget", {
+    "team": NotRequired[str],  # Default: the caller's team; another team's needs role `billing`.
+})
+
+# The API key that made the change (its id and team), never the key itself.
+GetBudgetReplyBudgetSetBy = TypedDict("GetBudgetReplyBudgetSetBy", {
+    "keyId": str,  # Id of the acting API key (never the key itself).
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+})
+
+# The budget in force; absent: none (jobs are not checked).
+GetBudgetReplyBudget = TypedDict("GetBudgetReplyBudget", {
+    "monthlyMicros": int,  # What the team may commit per UTC month (spent + reserved), in micro-units of `currency`.
+    "currency": str,  # The price list's currency the amount is in.
+    "onExceed": Literal["refuse", "hold"],  # What a submit that would take the team past its budget gets: `refuse` (an error naming the figures; the default) or `hold` (accepted, waits in the queue with re
+    "thresholdsPercent": List[int],  # Soft thresholds, ascending, in percent.
+    "setBy": GetBudgetReplyBudgetSetBy,  # The API key that made the change (its id and team), never the key itself.
+    "setAt": str,  # UTC instant, ISO-8601 with `Z`.
+})
+
+# A team's budget and where it stands this month.
+GetBudgetReply = TypedDict("GetBudgetReply", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "month": str,  # The UTC month of the figures, `YYYY-MM`.
+    "budget": NotRequired[GetBudgetReplyBudget],  # The budget in force; absent: none (jobs are not checked).
+    "spentMicros": int,  # Billed this month for jobs that ended.
+    "reservedMicros": int,  # Worst cases of jobs that have not ended.
+    "remainingMicros": int,  # monthly − spent − reserved; negative when held jobs wait beyond the budget. Absent budget: 0.
+    "heldJobs": List[str],  # Reserved jobs that have not run and do not fit the budget now, in order: they wait in the queue with reason `BudgetExceeded`.
+    "thresholdsCrossed": List[int],  # Thresholds crossed this month.
+    "revision": str,  # Revision of the budget stream the figures are at (`-1`: nothing recorded).
 })
 
 # Who asks, set by intake from the caller's key: the charges of `principal.team` (of every team only with `allTeams`). The subject accepts only intake.
@@ -3155,7 +3473,7 @@ QuotasReply = TypedDict("QuotasReply", {
 
 # The price of GPUs of a model for a duration at a time, as the ledger would charge it. Subject: `gpunet.qry.ledger.Quote`. Schema version 1.
 Quote = TypedDict("Quote", {
-    "gpuModel": str,  # The GPU model it would run on.
+    "gpuModel": NotRequired[str],  # The GPU model it would run on; absent: the highest rate of the list in force (the worst case of a job that may land on any model).
     "gpus": int,  # Number of GPUs, a whole number ≥ 1.
     "durationMs": int,  # Billable time to price, in ms.
     "at": str,  # When it would run: the price list in force then applies.
@@ -3180,7 +3498,7 @@ ReadFeed = TypedDict("ReadFeed", {
 ReadFeedReplyEntriesItem = TypedDict("ReadFeedReplyEntriesItem", {
     "position": str,  # The event's position in the store: the SSE `id`, and what to pass as `after` (or `Last-Event-ID`) to resume after it.
     "eventId": str,  # The event's id (unique; the same event is never sent under another id).
-    "type": Literal["JobSubmitted", "JobRejected", "JobCancelRequested", "InputsStaged", "StagingFailed", "JobPlaced", "ComputeHeld", "JobStarted", "JobCheckpointed", "JobFinished", "JobRequeued", "ComputeReleased", "JobWithdrawn", "OutputsStored", "UsageRecorded", "DataRemoved", "JobEnded"],  # The event type; `data` is that event's data (`contracts/generated/json-schema/<type>.json`).
+    "type": Literal["JobSubmitted", "JobRejected", "JobCancelRequested", "InputsStaged", "StagingFailed", "JobPlaced", "ComputeHeld", "JobStarted", "JobCheckpointed", "JobFinished", "JobRequeued", "ComputeReleased", "JobWithdrawn", "OutputsStored", "UsageRecorded", "DataRemoved", "JobEnded", "BudgetReserved", "BudgetReleased", "BudgetThresholdCrossed"],  # The event type; `data` is that event's data (`contracts/generated/json-schema/<type>.json`).
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
     "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
     "data": Dict[str, Any],  # The event's data as recorded.
@@ -3326,6 +3644,44 @@ RevokeApiKeyReply = TypedDict("RevokeApiKeyReply", {
     "expiresAt": NotRequired[str],  # UTC instant, ISO-8601 with `Z`.
     "revoked": NotRequired[RevokeApiKeyReplyRevoked],  # Present when the key is revoked.
     "state": Literal["active", "revoked", "expired", "team_disabled"],  # Whether intake accepts it now.
+})
+
+# Set a team's monthly budget (role `billing`). Same as `PUT /v1/budgets/{team}`. Subject: `gpunet.cmd.SetBudget`. Schema version 1.
+SetBudget = TypedDict("SetBudget", {
+    "team": NotRequired[str],  # The team. Default: the caller's team.
+    "monthlyMicros": int,  # Per UTC month, in micro-units, e.g. `5000000000` for 5000.00.
+    "currency": NotRequired[str],  # Default: the currency of the price list in force.
+    "onExceed": NotRequired[Literal["refuse", "hold"]],  # What a submit that would take the team past its budget gets: `refuse` (an error naming the figures; the default) or `hold` (accepted, waits in the queue with re
+    "thresholdsPercent": NotRequired[List[int]],  # Soft thresholds in percent of the monthly amount: crossing one (spent + reserved) records `BudgetThresholdCrossed` once per month.
+})
+
+# The API key that made the change (its id and team), never the key itself.
+SetBudgetReplyBudgetSetBy = TypedDict("SetBudgetReplyBudgetSetBy", {
+    "keyId": str,  # Id of the acting API key (never the key itself).
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+})
+
+# The budget in force; absent: none (jobs are not checked).
+SetBudgetReplyBudget = TypedDict("SetBudgetReplyBudget", {
+    "monthlyMicros": int,  # What the team may commit per UTC month (spent + reserved), in micro-units of `currency`.
+    "currency": str,  # The price list's currency the amount is in.
+    "onExceed": Literal["refuse", "hold"],  # What a submit that would take the team past its budget gets: `refuse` (an error naming the figures; the default) or `hold` (accepted, waits in the queue with re
+    "thresholdsPercent": List[int],  # Soft thresholds, ascending, in percent.
+    "setBy": SetBudgetReplyBudgetSetBy,  # The API key that made the change (its id and team), never the key itself.
+    "setAt": str,  # UTC instant, ISO-8601 with `Z`.
+})
+
+# A team's budget and where it stands this month.
+SetBudgetReply = TypedDict("SetBudgetReply", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "month": str,  # The UTC month of the figures, `YYYY-MM`.
+    "budget": NotRequired[SetBudgetReplyBudget],  # The budget in force; absent: none (jobs are not checked).
+    "spentMicros": int,  # Billed this month for jobs that ended.
+    "reservedMicros": int,  # Worst cases of jobs that have not ended.
+    "remainingMicros": int,  # monthly − spent − reserved; negative when held jobs wait beyond the budget. Absent budget: 0.
+    "heldJobs": List[str],  # Reserved jobs that have not run and do not fit the budget now, in order: they wait in the queue with reason `BudgetExceeded`.
+    "thresholdsCrossed": List[int],  # Thresholds crossed this month.
+    "revision": str,  # Revision of the budget stream the figures are at (`-1`: nothing recorded).
 })
 
 # Set a team's GPU quota for one model (role `billing`). Same as `POST /v1/quotas`. Subject: `gpunet.cmd.SetQuota`. Schema version 1.
@@ -3584,6 +3940,18 @@ SubmitJobReplyWarningsItem = TypedDict("SubmitJobReplyWarningsItem", {
     "fix": NotRequired[str],  # What to do about it.
 })
 
+# When the team has a budget: the job's worst case reserved and what remains this month.
+SubmitJobReplyBudget = TypedDict("SubmitJobReplyBudget", {
+    "worstCaseMicros": int,  # The job's charge at most: gpus × time limit × rate.
+    "currency": str,  # ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.
+    "monthlyMicros": NotRequired[int],  # The team's monthly budget; absent: none.
+    "spentMicros": int,  # Billed this month for jobs that ended.
+    "reservedMicros": int,  # Worst cases of the team's other jobs that have not ended.
+    "remainingMicros": NotRequired[int],  # What remains this month after this job: monthly − spent − reserved − this job (absent without a budget).
+    "onExceed": NotRequired[Literal["refuse", "hold"]],  # What a submit that would take the team past its budget gets: `refuse` (an error naming the figures; the default) or `hold` (accepted, waits in the queue with re
+    "held": bool,  # True when the job waits for the budget (reason `BudgetExceeded`).
+})
+
 # The accepted job.
 SubmitJobReply = TypedDict("SubmitJobReply", {
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
@@ -3591,6 +3959,7 @@ SubmitJobReply = TypedDict("SubmitJobReply", {
     "submittedAt": str,  # When intake accepted the job.
     "duplicate": bool,  # True when the idempotency key was seen before and this is the original job.
     "warnings": NotRequired[List[SubmitJobReplyWarningsItem]],  # Accepted despite these, e.g. a deadline the current plan cannot meet under `Gpunet-Deadline-Policy: warn`.
+    "budget": NotRequired[SubmitJobReplyBudget],  # When the team has a budget: the job's worst case reserved and what remains this month.
 })
 
 # The API key that made the change (its id and team), never the key itself.
@@ -3732,6 +4101,12 @@ __all__ = [
     "AuditJobsReply",
     "AuditQueried",
     "BlobObjectRecord",
+    "BudgetCleared",
+    "BudgetRefused",
+    "BudgetReleased",
+    "BudgetReserved",
+    "BudgetSet",
+    "BudgetThresholdCrossed",
     "CancelJob",
     "CancelJobReply",
     "Capacity",
@@ -3739,6 +4114,8 @@ __all__ = [
     "ChainHeadsSigned",
     "CheckpointFromNode",
     "CheckpointFromNodeReply",
+    "ClearBudget",
+    "ClearBudgetReply",
     "ComputeHeld",
     "ComputeReleased",
     "CreateApiKey",
@@ -3758,6 +4135,8 @@ __all__ = [
     "EstimateJobReply",
     "FeedEntry",
     "FolderManifest",
+    "GetBudget",
+    "GetBudgetReply",
     "GetCharges",
     "GetChargesReply",
     "GetInvoice",
@@ -3828,6 +4207,8 @@ __all__ = [
     "RecordedEvent",
     "RevokeApiKey",
     "RevokeApiKeyReply",
+    "SetBudget",
+    "SetBudgetReply",
     "SetQuota",
     "SetQuotaReply",
     "SignChainHeads",

@@ -23,6 +23,7 @@ import { nodesEnroll, nodesList } from './commands/nodes.js';
 import { top, type TopOptions } from './commands/top.js';
 import { pricesList, pricesPublish } from './commands/prices.js';
 import { quotaSet, quotaShow, type QuotaSetFlags } from './commands/quota.js';
+import { BUDGET_ON_EXCEED, budgetClear, budgetSet, budgetShow, type BudgetSetFlags } from './commands/budget.js';
 import { up } from './commands/up.js';
 import { wait } from './commands/wait.js';
 import { UsageError } from './errors.js';
@@ -227,6 +228,25 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .description('quotas with what is in use, borrowed, GPU-hours used this month and jobs held back (your team; billing: every team)')
     .option('--team <team>', 'only this team (billing only for another team)')
     .action(run((ctx, opts) => quotaShow(ctx, opts as { team?: string })));
+  const budget = command('budget').description(
+    "monthly budgets per team, in the price list's currency: every submit reserves its worst case (GPUs × time limit × rate) and is refused, or held with reason BudgetExceeded, when that would pass the budget; running jobs are never stopped",
+  );
+  withConnection(budget.command('set').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('set a team\'s monthly budget (API key with role billing), e.g. `gpunet budget set --team team-ml --monthly 5000.00 --on-exceed hold`')
+    .option('--team <team>', 'the team')
+    .option('--monthly <amount>', "per UTC calendar month, in the price list's currency, e.g. 5000.00 (exact to 6 decimals)")
+    .option('--on-exceed <mode>', `${BUDGET_ON_EXCEED.join('|')}: refuse such submits with the figures (default), or accept and hold them in the queue until the budget allows them`)
+    .option('--thresholds <percents>', 'soft thresholds recorded as BudgetThresholdCrossed on the team feed, e.g. 50,80,100 (the default)')
+    .option('--currency <code>', "default: the price list's currency in force")
+    .action(run((ctx, opts) => budgetSet(ctx, opts as BudgetSetFlags)));
+  withConnection(budget.command('show').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('a team\'s budget and this month\'s figures: spent, reserved, remaining, held jobs, thresholds crossed (your own team; role billing: any)')
+    .option('--team <team>', 'default: your key\'s team')
+    .action(run((ctx, opts) => budgetShow(ctx, opts as { team?: string })));
+  withConnection(budget.command('clear').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('remove a team\'s budget: its jobs are no longer checked (role billing)')
+    .option('--team <team>', 'the team')
+    .action(run((ctx, opts) => budgetClear(ctx, opts as { team?: string })));
 
   const ledger = command('ledger').description("the ledger's projections");
   withConnection(ledger.command('rebuild').exitOverride().showHelpAfterError('(add --help for usage)'))

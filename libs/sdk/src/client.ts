@@ -1,4 +1,6 @@
 import {
+  BudgetView,
+  type SetBudget,
   ApiKeyCreated,
   ApiKeyView,
   AuditJobReport,
@@ -313,6 +315,25 @@ export class GpunetClient {
    */
   publishPriceList(list: PublishPriceList): Promise<PriceListPublished> {
     return this.http.json({ method: 'POST', path: '/v1/prices', body: list }, PriceListPublished);
+  }
+
+  /** A team's budget and this month's figures (`GET /v1/budgets[/{team}]`): default the key's team; another team's needs role `billing`. */
+  budget(team?: string): Promise<BudgetView> {
+    return this.http.json({ method: 'GET', path: team === undefined ? '/v1/budgets' : `/v1/budgets/${enc(team)}` }, BudgetView);
+  }
+
+  /**
+   * Sets a team's monthly budget (`PUT /v1/budgets/{team}`, role `billing`): `monthlyMicros` per
+   * UTC month in the price list's currency, `onExceed` `refuse` (default) or `hold`, soft
+   * `thresholdsPercent` (default 50, 80, 100). Setting the same budget again is harmless.
+   */
+  setBudget(team: string, budget: Partial<Omit<SetBudget, 'team' | 'monthlyMicros'>> & { monthlyMicros: number }): Promise<BudgetView> {
+    return this.http.json({ method: 'PUT', path: `/v1/budgets/${enc(team)}`, idempotent: true, body: budget }, BudgetView);
+  }
+
+  /** Removes a team's budget (`DELETE /v1/budgets/{team}`, role `billing`): its jobs are no longer checked. */
+  clearBudget(team: string): Promise<BudgetView> {
+    return this.http.json({ method: 'DELETE', path: `/v1/budgets/${enc(team)}`, idempotent: true }, BudgetView);
   }
 
   /** Creates a team (`POST /v1/teams`, role `operator`). Not retried: a retry after a lost answer would say it exists. */

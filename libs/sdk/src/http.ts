@@ -28,7 +28,7 @@ export interface HttpTransportOptions {
 
 /** One request. */
 export interface RequestSpec {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** Path under the base URL, e.g. `/v1/jobs/job_1`; segments already encoded. */
   path: string;
   query?: Record<string, string | readonly string[] | undefined>;

@@ -2,6 +2,9 @@ import { Module, type Type } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { AuditHttpController } from './audit/audit.http.controller.js';
 import { Authenticator } from './auth/authenticator.js';
+import { BudgetsHttpController } from './budgets/budgets.http.controller.js';
+import { BudgetsNatsController } from './budgets/budgets.nats.controller.js';
+import { BudgetsService } from './budgets/budgets.service.js';
 import { KeyRingFeed } from './auth/key-ring.feed.js';
 import { ChargesHttpController } from './charges/charges.http.controller.js';
 import { EstimateHttpController } from './estimate/estimate.http.controller.js';
@@ -54,7 +57,7 @@ export interface IntakeStartState {
  */
 export function intakeModule(started: () => IntakeStartState): Type<unknown> {
   @Module({
-    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, ChargesNatsController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController, QueueHttpController, CapacityHttpController, AuditHttpController, InvoicesHttpController, PricesHttpController, LedgerHttpController, BillingNatsController, TeamsHttpController, KeysHttpController, KeysNatsController, FeedHttpController, FeedNatsController, UploadsHttpController, QuotasHttpController, QuotasNatsController],
+    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, ChargesNatsController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController, QueueHttpController, CapacityHttpController, AuditHttpController, InvoicesHttpController, PricesHttpController, LedgerHttpController, BillingNatsController, TeamsHttpController, KeysHttpController, KeysNatsController, FeedHttpController, FeedNatsController, UploadsHttpController, QuotasHttpController, QuotasNatsController, BudgetsHttpController, BudgetsNatsController],
     providers: [
       { provide: Authenticator, useFactory: () => started().authenticator },
       { provide: JobViewsFeed, useFactory: () => started().feed },
@@ -65,6 +68,7 @@ export function intakeModule(started: () => IntakeStartState): Type<unknown> {
       Uploads,
       KeysService,
       QuotasService,
+      BudgetsService,
       JobsService,
       EstimateService,
       BillingService,

@@ -11,6 +11,7 @@ import type { CommandContext } from '../context.js';
 import { UsageError } from '../errors.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
 import { formatMicros, formatWait } from '../format.js';
+import { renderBudgetFigures } from './budget.js';
 import { applyOverrides, type SubmitFlags } from '../spec-from-flags.js';
 
 export type EstimateOptions = Pick<SubmitFlags, 'gpus' | 'gpuModel' | 'timeLimit' | 'deadline'>;
@@ -33,7 +34,7 @@ const WAITS: Record<string, string> = {
 
 /** The estimate as people read it; pure, so it is tested without a network. */
 export function renderEstimate(e: EstimateJobReply): string {
-  if (!e.runnable) return `cannot run: ${NOT_RUNNABLE[e.reason] ?? e.reason} (${e.reason})`;
+  if (!e.runnable) return [`cannot run: ${NOT_RUNNABLE[e.reason] ?? e.reason} (${e.reason})`, ...(e.budget ? [renderBudgetFigures(e.budget)] : [])].join('\n');
   const start = Date.parse(e.expectedStart!);
   const wait = Math.max(0, start - Date.parse(e.at));
   const lines = [
@@ -44,6 +45,7 @@ export function renderEstimate(e: EstimateJobReply): string {
   if (e.charge) {
     lines.push(`charge:   at most ${formatMicros(e.charge.amountMicros)} ${e.charge.currency} (${formatMicros(e.charge.rateMicrosPerGpuHour)} per GPU-hour, price list v${e.charge.priceListVersion})`);
   }
+  if (e.budget) lines.push(renderBudgetFigures(e.budget));
   if (e.deadlineAt) lines.push(`deadline: ${e.deadlineAt} — ${Date.parse(e.expectedEnd!) <= Date.parse(e.deadlineAt) ? 'met' : 'NOT met by the current plan'}`);
   return lines.join('\n');
 }

@@ -15,6 +15,7 @@ import { byteBar } from '../progress.js';
 import { stateText } from '../render.js';
 import { applyOverrides, specFromFlags, type SubmitFlags } from '../spec-from-flags.js';
 import { followJob, waitTimeoutMs } from './wait.js';
+import { renderBudgetFigures } from './budget.js';
 
 export interface SubmitOptions extends SubmitFlags {
   idempotencyKey?: string;
@@ -86,6 +87,7 @@ export async function submit(ctx: CommandContext, operands: string[], opts: Subm
   for (const w of reply.warnings ?? []) out.note(`warning: ${w.path} ${w.message}`);
   const summary = { ...reply, inputs: inputs.map(({ source: _source, ...u }) => u) };
   out.line(`${reply.duplicate ? 'already submitted (same idempotency key)' : 'submitted'}: ${reply.jobId}`);
+  if (reply.budget) out.line(renderBudgetFigures(reply.budget));
   if (!opts.wait) {
     out.doc(summary);
     out.line(`follow it with \`gpunet wait ${reply.jobId}\` or \`gpunet logs ${reply.jobId} -f\``);

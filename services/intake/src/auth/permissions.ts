@@ -25,7 +25,9 @@ export type Action =
   | 'keys:all-teams'
   | 'quotas:set'
   | 'quotas:read'
-  | 'quotas:read-all-teams';
+  | 'quotas:read-all-teams'
+  | 'budgets:read'
+  | 'budgets:manage';
 
 /**
  * - `producer`: submits, cancels and reads its team's jobs and charges;
@@ -44,15 +46,18 @@ export type Action =
  * Quotas (decision 0027): every role reads its team's GPU quotas (`quotas:read`); only `billing`
  * sets them (`quotas:set`, for any team: they bound what a team takes from the shared network, so
  * a team's own `admin` may not raise them) and reads every team's (`quotas:read-all-teams`).
+ * Budgets: every role but `operator` reads its own team's budget (`budgets:read`); only
+ * `billing` sets and clears budgets, of any team, and reads any team's (`budgets:manage`,
+ * network-wide like price lists).
  *
  * Audit (`audit:read`) is open to every role, within its team; `audit:read-all-teams` is the one
  * cross-team permission: only `compliance` reads every team's audit.
  */
 export const ROLE_ACTIONS: Readonly<Record<ApiRole, readonly Action[]>> = {
-  producer: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'invoices:read', 'prices:read', 'quotas:read'],
-  compliance: ['jobs:read', 'charges:read', 'audit:read', 'audit:read-all-teams', 'invoices:read', 'prices:read', 'quotas:read'],
-  billing: ['charges:read', 'audit:read', 'invoices:read', 'prices:read', 'prices:publish', 'ledger:rebuild', 'quotas:read', 'quotas:set', 'quotas:read-all-teams'],
-  admin: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'invoices:read', 'prices:read', 'ledger:rebuild', 'teams:read', 'keys:manage', 'keys:read', 'quotas:read'],
+  producer: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'invoices:read', 'prices:read', 'quotas:read', 'budgets:read'],
+  compliance: ['jobs:read', 'charges:read', 'audit:read', 'audit:read-all-teams', 'invoices:read', 'prices:read', 'quotas:read', 'budgets:read'],
+  billing: ['charges:read', 'audit:read', 'invoices:read', 'prices:read', 'prices:publish', 'ledger:rebuild', 'quotas:read', 'quotas:set', 'quotas:read-all-teams', 'budgets:read', 'budgets:manage'],
+  admin: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'invoices:read', 'prices:read', 'ledger:rebuild', 'teams:read', 'keys:manage', 'keys:read', 'quotas:read', 'budgets:read'],
   operator: ['prices:read', 'teams:manage', 'teams:read', 'keys:manage', 'keys:read', 'keys:all-teams'],
 };
 

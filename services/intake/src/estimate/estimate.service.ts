@@ -7,6 +7,7 @@ import type { Principal } from '../auth/api-keys.js';
 import { authorize } from '../auth/permissions.js';
 import { parseSubmission } from '../domain/submission.js';
 import type { RequestTrace } from '../jobs/jobs.service.js';
+import { BudgetsService } from '../budgets/budgets.service.js';
 
 /**
  * Estimates before submitting, one code path for HTTP and NATS: the spec is validated exactly as
@@ -19,6 +20,7 @@ export class EstimateService {
   constructor(
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     @Inject(CLOCK) private readonly clock: Clock,
+    private readonly budgets: BudgetsService,
   ) {}
 
   /** `body`: a spec or `{ spec }`, as for submit. Needs the right to submit: it answers "what if I submitted this". */
@@ -28,7 +30,8 @@ export class EstimateService {
     const { gpus, timeLimitMs } = submission.spec.request;
     const options = trace.correlationId !== undefined ? { correlationId: trace.correlationId } : {};
     const e = await this.placement(principal.team, submission.spec.request, trace);
-    const deadline = submission.deadlineAt !== undefined ? { deadlineAt: submission.deadlineAt } : {};
+    const figures = await this.budgets.estimate(principal.team, submission.spec.request, trace);
+    const deadline = { ...(submission.deadlineAt !== undefined ? { deadlineAt: submission.deadlineAt } : {}), ...(figures ? { budget: figures } : {}) };
     if (!e.runnable || e.gpuModel === undefined || e.expectedStart === undefined) return { ...e, ...deadline };
     const q = Queries.Quote;
     const charge = await requestQuery<QuoteReply>(

@@ -7,6 +7,7 @@
  * | UnauthorizedError | 401 + `WWW-Authenticate: Bearer` | `unauthorized` |
  * | ForbiddenError | 403 | `forbidden` |
  * | NotFoundError, unknown route | 404 | `not_found` |
+ * | BudgetExceededError | 402 | `budget_exceeded`, with `issues` |
  * | IllegalStateError | 409 | `illegal_state` |
  * | IdempotencyConflictError | 409 | `idempotency_conflict` |
  * | body too large | 413 | `payload_too_large` |
@@ -70,6 +71,8 @@ export function toHttpError(err: unknown): HttpError {
 }
 
 function fromGpunetError(err: GpunetError): HttpError {
+  // Payment Required: the request is valid, the team's budget does not cover its worst case.
+  if (err.code === 'budget_exceeded') return answer(402, err.code, err.message, { issues: (err as ValidationError).issues });
   if (err instanceof ValidationError) return answer(400, err.code, err.message, { issues: err.issues });
   if (err instanceof UnauthorizedError) return answer(401, err.code, err.message, { headers: { 'WWW-Authenticate': 'Bearer realm="gpunet"' } });
   if (err instanceof ForbiddenError) return answer(403, err.code, err.message);

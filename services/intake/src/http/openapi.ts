@@ -29,14 +29,14 @@ import { z } from 'zod';
 import { JobEvents, JobOutputs } from '#contracts';
 import { INVOICE_STATUSES, InvoiceView, ListInvoicesReply, ListPriceListsReply, PriceListPublished, PublishPriceList, RebuildLedgerReply } from '#contracts';
 import { QuotasReply, QuotaUsage, SetQuota } from '#contracts';
-import { ApiKeyCreated, ApiKeyView, CreateApiKey, CreateTeam, DisableTeam, ListApiKeysReply, ListTeamsReply, RevokeApiKey, TeamView } from '#contracts';
+import { ApiKeyCreated, ApiKeyView, BudgetView, CreateApiKey, CreateTeam, DisableTeam, ListApiKeysReply, ListTeamsReply, RevokeApiKey, SetBudget, TeamView } from '#contracts';
 import { Healthz } from '../jobs/job-records.js';
 import { ErrorBody, RETRY_AFTER_SECONDS } from './http-errors.js';
 
 type Json = { [key: string]: unknown };
 
 /** Version of the HTTP API document; bump the minor on additions. */
-export const API_VERSION = '1.2.0';
+export const API_VERSION = '1.3.0';
 
 /** Schemas by component name, and whether they describe what clients send (input) or receive (output). */
 const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> = {
@@ -81,6 +81,8 @@ const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> 
   ApiKeyCreated: { schema: ApiKeyCreated, io: 'output' },
   ApiKeyView: { schema: ApiKeyView, io: 'output' },
   ListApiKeysReply: { schema: ListApiKeysReply, io: 'output' },
+  SetBudgetRequest: { schema: SetBudget.omit({ team: true }), io: 'input' },
+  BudgetView: { schema: BudgetView, io: 'output' },
   Healthz: { schema: Healthz, io: 'output' },
   Error: { schema: ErrorBody, io: 'output' },
 };
@@ -169,6 +171,10 @@ export const ROUTES = [
   'POST /v1/keys',
   'GET /v1/keys',
   'POST /v1/keys/{keyId}/revoke',
+  'GET /v1/budgets',
+  'GET /v1/budgets/{team}',
+  'PUT /v1/budgets/{team}',
+  'DELETE /v1/budgets/{team}',
   'GET /healthz',
   'GET /openapi.json',
 ] as const;
@@ -202,6 +208,7 @@ function paths(): Json {
           '200': { description: 'The Idempotency-Key was used before with the same spec: the original job (`duplicate: true`).', content: json('SubmitJobReply') },
           '400': errorResponse('BadRequest'),
           ...AUTH_ERRORS,
+          '402': errorResponse('BudgetExceeded'),
           '409': errorResponse('Conflict'),
           '413': errorResponse('TooLarge'),
         },
@@ -601,6 +608,37 @@ function paths(): Json {
         responses: { '200': { description: 'The revoked key.', content: json('ApiKeyView') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS },
       },
     },
+    '/v1/budgets': {
+      get: {
+        operationId: 'getOwnBudget',
+        summary: 'The caller\'s team\'s budget and this month\'s figures (spent, reserved, remaining, held jobs, thresholds crossed)',
+        responses: { '200': { description: 'The budget.', content: json('BudgetView') }, ...AUTH_ERRORS },
+      },
+    },
+    '/v1/budgets/{team}': {
+      get: {
+        operationId: 'getBudget',
+        summary: 'A team\'s budget: its own for every role, any team\'s for role `billing`',
+        parameters: [teamParam],
+        responses: { '200': { description: 'The budget.', content: json('BudgetView') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS },
+      },
+      put: {
+        operationId: 'setBudget',
+        summary: 'Set a team\'s monthly budget (role `billing`)',
+        description:
+          'Records `BudgetSet` in the team\'s budget stream. `monthlyMicros` per UTC month in the price list\'s currency (default: the list in force); `onExceed`: `refuse` (default) or `hold`; ' +
+          '`thresholdsPercent` (default 50, 80, 100) record `BudgetThresholdCrossed` once per month each. From then on every submit reserves its worst case (gpus × time limit × rate) or is refused (402) / held.',
+        parameters: [teamParam],
+        requestBody: { required: true, content: json('SetBudgetRequest') },
+        responses: { '200': { description: 'The budget.', content: json('BudgetView') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
+      },
+      delete: {
+        operationId: 'clearBudget',
+        summary: 'Remove a team\'s budget (role `billing`): its jobs are no longer checked',
+        parameters: [teamParam],
+        responses: { '200': { description: 'The team without budget.', content: json('BudgetView') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS },
+      },
+    },
     '/healthz': {
       get: {
         operationId: 'healthz',
@@ -632,6 +670,7 @@ function errorResponses(): Json {
     },
     Forbidden: { description: 'Another team\'s job or keys, or an action the key\'s role may not do (`forbidden`).', content: body },
     NotFound: { description: 'No such job or file (`not_found`).', content: body },
+    BudgetExceeded: { description: 'The job\'s worst case would take the team past its hard monthly budget (`budget_exceeded`): the message names the budget, the figures and the fix. Recorded as `BudgetRefused`; the job was not submitted.', content: body },
     Conflict: { description: 'The Idempotency-Key was used with a different spec (`idempotency_conflict`).', content: body },
     TooLarge: { description: 'The body is too large (`payload_too_large`).', content: body },
     Unavailable: { description: 'A dependency is busy or down; retry after `Retry-After` seconds (`retryable: true`).', headers: retryAfter, content: body },

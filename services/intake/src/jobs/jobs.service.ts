@@ -9,6 +9,7 @@ import type { Principal } from '../auth/api-keys.js';
 import { deadlineIssue, type DeadlinePolicy } from '../domain/deadline-check.js';
 import { eventTime } from '../domain/job-view.js';
 import { EstimateService } from '../estimate/estimate.service.js';
+import { BudgetsService } from '../budgets/budgets.service.js';
 import { decideCancel, decideSubmit, idempotentJobId, intakeStreamId, jobIdFromUuid, parseSubmission } from '../domain/submission.js';
 import type { JobEventRecord, JobEvents, JobOutputs } from '#contracts';
 import { IntakeMetrics } from './intake.metrics.js';
@@ -53,6 +54,7 @@ export class JobsService {
     private readonly feed: JobViewsFeed,
     private readonly metrics: IntakeMetrics,
     private readonly estimates: EstimateService,
+    private readonly budgets: BudgetsService,
   ) {}
 
   /**
@@ -111,6 +113,8 @@ export class JobsService {
       if (issue && issue.path === 'request.deadline' && options.deadlinePolicy !== 'warn') throw new ValidationError(`invalid job spec: ${issue.path} ${issue.message}`, [issue]);
       if (issue) warnings.push(issue);
     }
+    // The budget decides before the job exists: its worst case is reserved (or the submit refused) first.
+    const budget = decision.kind === 'append' ? await this.budgets.admit(principal.team, jobId, submission.spec.request, trace) : undefined;
     if (decision.kind === 'append') {
       try {
         const result = await this.writer.append(streamId, [{ type: 'JobSubmitted', data: decision.event }], {
@@ -120,11 +124,14 @@ export class JobsService {
         });
         await this.feed.waitFor(result.position, READ_YOUR_WRITES_MS);
         this.logger.info({ jobId, team: principal.team, keyId: principal.keyId, correlationId: trace.correlationId }, 'job submitted');
-        const reply: SubmitJobReply = { jobId, state: this.feed.get(jobId)?.state ?? 'submitted', submittedAt: decision.event.submittedAt, duplicate: false };
+        const reply: SubmitJobReply = { jobId, state: this.feed.get(jobId)?.state ?? 'submitted', submittedAt: decision.event.submittedAt, duplicate: false, ...(budget ? { budget } : {}) };
         return { created: true, reply: warnings.length > 0 ? { ...reply, warnings } : reply };
       } catch (err) {
         // A concurrent submit with the same key won the race: answer as its retry.
-        if (key === undefined || !(err instanceof WrongExpectedVersionError || err instanceof IdempotencyConflictError)) throw err;
+        if (key === undefined || !(err instanceof WrongExpectedVersionError || err instanceof IdempotencyConflictError)) {
+          if (budget) await this.budgets.withdraw(principal.team, jobId).catch((e: unknown) => this.logger.warn({ err: e, jobId }, 'budget reservation of an unrecorded job not withdrawn'));
+          throw err;
+        }
         decision = await decide();
         if (decision.kind === 'append') throw err;
       }

@@ -66,6 +66,24 @@ export function rateAt(versions: readonly PriceListVersion[], gpuModel: string, 
   return found;
 }
 
+/**
+ * The highest rate in force at `at` over every model the version names and its default: the
+ * worst case of a job that may land on any model (budgets reserve it). NoPriceError when no
+ * version covers the time or the version has no rate at all.
+ */
+export function highestRateAt(versions: readonly PriceListVersion[], at: number): Rate {
+  let best: PriceListVersion | undefined;
+  for (const v of versions) {
+    if (v.effectiveFrom > at) continue;
+    if (!best || v.effectiveFrom > best.effectiveFrom || (v.effectiveFrom === best.effectiveFrom && v.version > best.version)) best = v;
+  }
+  const rates = best ? [...Object.values(best.ratesMicrosPerGpuHour), ...(best.defaultRateMicrosPerGpuHour !== undefined ? [best.defaultRateMicrosPerGpuHour] : [])] : [];
+  if (!best || rates.length === 0) throw new NoPriceError('(any model)', at);
+  const found: Rate = { priceListVersion: best.version, rateMicrosPerGpuHour: Math.max(...rates), currency: best.currency };
+  if (best.minimumChargeMicros !== undefined) found.minimumChargeMicros = best.minimumChargeMicros;
+  return found;
+}
+
 /** Exact charge in micros for one attempt line, rounded half up. All inputs are non-negative integers. */
 export function chargeMicros(gpus: number, billableMs: number, rateMicrosPerGpuHour: number): number {
   for (const [name, v] of [

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { billableMs, chargeMicros, lineAmountMicros, NoPriceError, rateAt, type PriceListVersion } from './pricing.js';
+import { billableMs, chargeMicros, highestRateAt, lineAmountMicros, NoPriceError, rateAt, type PriceListVersion } from './pricing.js';
 
 const v1: PriceListVersion = { version: 1, currency: 'EUR', effectiveFrom: 0, ratesMicrosPerGpuHour: { A100: 2_000_000 }, defaultRateMicrosPerGpuHour: 1_000_000 };
 const v2: PriceListVersion = { version: 2, currency: 'EUR', effectiveFrom: 1_000, ratesMicrosPerGpuHour: { A100: 3_000_000 } };
@@ -13,6 +13,17 @@ describe('rateAt', () => {
     expect(rateAt([v1], 'T4', 5).rateMicrosPerGpuHour).toBe(1_000_000);
     expect(() => rateAt([v1, v2], 'T4', 2_000)).toThrow(NoPriceError);
     expect(() => rateAt([v2], 'A100', 10)).toThrow(NoPriceError);
+  });
+});
+
+describe('highestRateAt', () => {
+  it('takes the dearest rate of the version in force, the default included', () => {
+    expect(highestRateAt([v1, v2], 999)).toEqual({ priceListVersion: 1, rateMicrosPerGpuHour: 2_000_000, currency: 'EUR' });
+    expect(highestRateAt([v1, { ...v1, version: 3, effectiveFrom: 5, defaultRateMicrosPerGpuHour: 9_000_000 }], 5).rateMicrosPerGpuHour).toBe(9_000_000);
+    expect(highestRateAt([v1, v2], 1_000)).toMatchObject({ priceListVersion: 2, rateMicrosPerGpuHour: 3_000_000 });
+  });
+  it('refuses when no version covers the time', () => {
+    expect(() => highestRateAt([v2], 10)).toThrow(NoPriceError);
   });
 });
 

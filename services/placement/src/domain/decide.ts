@@ -21,6 +21,7 @@ import type { PlanOptions } from './plan.js';
 import { registeredView, type JobRecord, type NodeRecord, type PlacementState } from './state.js';
 import { missingRuntime } from './work-kinds.js';
 import { localityReason } from './locality.js';
+import { budgetAllows } from './budget.js';
 
 /** One event placement decided to append, to the job's placement stream. */
 export type PlacementDecision =
@@ -71,7 +72,8 @@ export function decide(state: PlacementState, now: Date, options: DecideOptions 
       candidates.push(job);
       continue;
     }
-    if (job.phase === 'queued') candidates.push(job);
+    // Checked again before placing: the budget may have changed since intake reserved the job.
+    if (job.phase === 'queued' && budgetAllows(state, job, now)) candidates.push(job);
   }
 
   if (candidates.length === 0 || nodes.length === 0) return out;

@@ -72,7 +72,7 @@ export function estimate(state: PlacementState, request: EstimateRequest, now: n
   if (registeredNodes(state).length === 0) return { runnable: false, reason: 'NoNodes' };
   if (!anyNodeFits(state, request)) return { runnable: false, reason: 'NoNodeFits' };
 
-  const queued = placeableJobs(state);
+  const queued = placeableJobs(state, t);
   let last = state.position;
   for (const j of state.jobs.values()) if (j.submitPosition > last) last = j.submitPosition;
   const hypothetical: JobRecord = {

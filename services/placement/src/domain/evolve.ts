@@ -9,6 +9,7 @@
 import { gangGpus, gangOutcome, gangParts, retriesAfter, type EventData, type NodeHeartbeat } from '#contracts';
 import { currentAttempt, decayed, type AttemptRecord, type JobRecord, type NodeRecord, type PlacementState } from './state.js';
 import { cacheKey } from './locality.js';
+import { evolveBudgets } from './budget.js';
 import { isTellingOutcome, predictRun, recordRun, workKeyOf } from './predict.js';
 import { addHeld } from './quotas.js';
 
@@ -28,6 +29,10 @@ export const PLACEMENT_EVENT_TYPES = [
   'ComputeReleased',
   'NodeLost',
   'QuotaSet',
+  'BudgetSet',
+  'BudgetCleared',
+  'BudgetReserved',
+  'BudgetReleased',
 ] as const;
 export type PlacementEventType = (typeof PLACEMENT_EVENT_TYPES)[number];
 
@@ -45,6 +50,12 @@ export function isPlacementEventType(type: string): type is PlacementEventType {
 export function evolve(state: PlacementState, event: PlacementEvent): PlacementState {
   if (event.position > state.position) state.position = event.position;
   switch (event.type) {
+    case 'BudgetSet':
+    case 'BudgetCleared':
+    case 'BudgetReserved':
+    case 'BudgetReleased':
+      evolveBudgets(state, event);
+      return state;
     case 'JobSubmitted': {
       const d = event.data;
       if (state.jobs.has(d.jobId)) return state;

@@ -21,6 +21,7 @@
 import type { Gang } from './capacity.js';
 import { preferLocal } from './locality.js';
 import type { PendingReason } from './queue-view.js';
+import { budgetAllows } from './budget.js';
 import { byPriority, DEFAULT_PRIORITY_WEIGHTS, type PriorityWeights } from './priority.js';
 import { QuotaGate } from './quotas.js';
 import { predictedRunOf, registeredView, submittedMsOf, type JobRecord, type LiveAttempt, type PlacementState } from './state.js';
@@ -145,9 +146,9 @@ interface NodeLine {
   freeNow: number;
 }
 
-/** The placeable jobs of `state` (staged or requeued, not cancelled) in queue order. */
-export function placeableJobs(state: PlacementState): JobRecord[] {
-  return state.queue.filter((j) => !j.cancelRequested && (j.phase === 'queued' || j.phase === 'lost'));
+/** The placeable jobs of `state` (staged or requeued, not cancelled) in queue order; given `now`, not those their team's budget holds back. */
+export function placeableJobs(state: PlacementState, now?: number | Date): JobRecord[] {
+  return state.queue.filter((j) => !j.cancelRequested && (j.phase === 'queued' || j.phase === 'lost') && (now === undefined || budgetAllows(state, j, now)));
 }
 
 /**
@@ -181,7 +182,7 @@ export function predictionsOutlived(state: PlacementState, since: number, now: n
  * The plan for `candidates` (default: every placeable job of `state`) at `now` (epoch ms or Date):
  * who starts now and on which GPUs, who holds which reservation, and why the others wait.
  */
-export function plan(state: PlacementState, now: number | Date, options: PlanOptions = {}, candidates: readonly JobRecord[] = placeableJobs(state)): Plan {
+export function plan(state: PlacementState, now: number | Date, options: PlanOptions = {}, candidates: readonly JobRecord[] = placeableJobs(state, now)): Plan {
   const t = typeof now === 'number' ? now : now.getTime();
   const depth = options.reservationDepth ?? DEFAULT_RESERVATION_DEPTH;
   const doBackfill = options.backfill ?? true;

@@ -5,6 +5,7 @@
  */
 import type { Plan } from './plan.js';
 import { freeGpuIndices, registeredNodes, type JobRecord, type PlacementState } from './state.js';
+import { budgetAllows } from './budget.js';
 
 /** Why a job waits, as a reason code in the manner of Slurm's. */
 export type PendingReason =
@@ -25,7 +26,9 @@ export type PendingReason =
   /** Its attempt was lost; it is being requeued. */
   | 'Requeue'
   /** A cancel was requested; it is being withdrawn. */
-  | 'Cancelling';
+  | 'Cancelling'
+  /** Its worst-case charge does not fit its team's budget this month (held under `hold`, or the budget was lowered); it starts when it fits. */
+  | 'BudgetExceeded';
 
 export interface PendingJobView {
   job: JobRecord;
@@ -58,7 +61,8 @@ export function queueView(state: PlacementState, plan?: Plan): { pending: Pendin
   const nodes = registeredNodes(state);
   const planned = new Map(plan?.jobs.map((p) => [p.job.jobId, p]));
   const pending = state.queue.map((job, i): PendingJobView => {
-    const base: PendingJobView = { job, position: i + 1, reason: reasonOf(job, nodes.length > 0) };
+    const reason = reasonOf(job, nodes.length > 0);
+    const base: PendingJobView = { job, position: i + 1, reason: reason === 'Resources' && plan && !budgetAllows(state, job, plan.now) ? 'BudgetExceeded' : reason };
     const p = base.reason === 'Resources' ? planned.get(job.jobId) : undefined;
     if (!p) return base;
     return { ...base, reason: p.reason ?? 'Resources', rank: p.rank, ...(p.expectedStart !== undefined ? { expectedStart: p.expectedStart } : {}), ...(p.reasonDetail !== undefined ? { reasonDetail: p.reasonDetail } : {}) };

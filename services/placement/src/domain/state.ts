@@ -7,7 +7,7 @@
  * history must not copy the whole inventory per event); `decide` only reads it.
  */
 
-import type { PartEnd } from '#contracts';
+import type { BudgetAccount, PartEnd } from '#contracts';
 import type { LocalInput } from './locality.js';
 
 /** What a job asks for. Priority inputs sit beside it, not inside it. */
@@ -210,6 +210,8 @@ export interface PlacementState {
   quotas: Map<string, Map<string, QuotaRecord>>;
   /** `team\0model\0YYYY-MM` → GPU-ms its ended attempts held in that month (integer; `quotas.ts`). */
   heldMs: Map<string, number>;
+  /** Team → its budget account, folded from intake's budget events (`budget.ts`). */
+  budgets: Map<string, BudgetAccount>;
 }
 
 export interface StateOptions {
@@ -231,6 +233,7 @@ export function initialState(options: StateOptions = {}): PlacementState {
     runHistory: new Map(),
     quotas: new Map(),
     heldMs: new Map(),
+    budgets: new Map(),
   };
 }
 

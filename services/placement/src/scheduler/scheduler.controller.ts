@@ -69,6 +69,22 @@ export class SchedulerController {
   onNodeLost(@Ctx() ctx: JetStreamContext) {
     return this.handle(ctx);
   }
+  @EventPattern<string>('BudgetSet')
+  onBudgetSet(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+  @EventPattern<string>('BudgetCleared')
+  onBudgetCleared(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+  @EventPattern<string>('BudgetReserved')
+  onBudgetReserved(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+  @EventPattern<string>('BudgetReleased')
+  onBudgetReleased(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
 
   private handle(ctx: JetStreamContext): Promise<void> {
     return this.scheduler.handle(ctx.getEvent(), ctx.getLogger());
