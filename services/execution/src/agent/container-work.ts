@@ -1,7 +1,7 @@
 import type { ContainerRuntime, Work } from '#contracts';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { containerEnv, containerRunArgs, parseImageId, type Launch } from '../domain/index.js';
+import { containerEnv, containerRunArgs, parseImageId, type GpuAccess, type Launch } from '../domain/index.js';
 import { findExecutable, type JobUser, type RunDirs } from '../run/index.js';
 
 const run = promisify(execFile);
@@ -10,17 +10,25 @@ const run = promisify(execFile);
 export const containerName = (attemptId: string) => `gpunet-${attemptId}`;
 
 /**
- * Pulls the image (staging: before compute is held, not billed) and resolves the id it runs
- * by, so the digest recorded in JobStarted is the one that runs.
+ * Resolves the image to the id it runs by, so the digest recorded in JobStarted is the one that
+ * runs: an image the node already holds is used as it is (no registry is asked), any other is
+ * pulled now (staging: before compute is held, not billed).
  */
-export async function pullImage(runtime: ContainerRuntime, image: string): Promise<{ bin: string; imageId: string }> {
+export async function pullImage(runtime: ContainerRuntime, image: string, globalArgs: readonly string[] = []): Promise<{ bin: string; imageId: string; pulled: boolean }> {
   const bin = await findExecutable(runtime, process.env.PATH);
   if (bin === null) throw new Error(`${runtime} is not installed on this node`);
-  await run(bin, ['pull', image], { timeout: 30 * 60_000, maxBuffer: 16 * 1024 * 1024 });
-  const { stdout } = await run(bin, ['image', 'inspect', '--format', '{{.Id}}', image], { timeout: 60_000 });
-  const imageId = parseImageId(stdout);
-  if (imageId === undefined) throw new Error(`${runtime} did not report a sha256 id for ${image}: ${stdout.trim().slice(0, 200)}`);
-  return { bin, imageId };
+  const inspect = () => run(bin, [...globalArgs, 'image', 'inspect', '--format', '{{.Id}}', image], { timeout: 60_000 }).then((r) => r.stdout, () => undefined);
+  let stdout = await inspect();
+  const pulled = stdout === undefined;
+  if (pulled) {
+    await run(bin, [...globalArgs, 'pull', image], { timeout: 30 * 60_000, maxBuffer: 16 * 1024 * 1024 }).catch((err: { stderr?: string; message: string }) => {
+      throw new Error(`${runtime} could not pull ${image}: ${(err.stderr || err.message).trim().split('\n').at(-1)}`);
+    });
+    stdout = await inspect();
+  }
+  const imageId = stdout === undefined ? undefined : parseImageId(stdout);
+  if (imageId === undefined) throw new Error(`${runtime} did not report a sha256 id for ${image}: ${(stdout ?? '').trim().slice(0, 200)}`);
+  return { bin, imageId, pulled };
 }
 
 /** The launch of a container attempt: the runtime's client, which stays attached and forwards signals to the container's init. */
@@ -35,7 +43,10 @@ export function containerLaunch(args: {
   network: boolean;
   memoryBytes?: number;
   maxProcesses?: number;
-  gpus?: readonly number[];
+  gpus?: GpuAccess;
+  globalArgs?: readonly string[];
+  openFiles?: number;
+  tmpfsBytes?: number;
 }): Launch {
   const env = containerEnv({ ...args.work.env, LANG: 'C.UTF-8', TZ: 'UTC', GPUNET_JOB_ID: args.jobId, GPUNET_ATTEMPT_ID: args.attemptId });
   return {
@@ -54,12 +65,15 @@ export function containerLaunch(args: {
       ...(args.memoryBytes !== undefined && { memoryBytes: args.memoryBytes }),
       ...(args.maxProcesses !== undefined && { maxProcesses: args.maxProcesses }),
       ...(args.gpus !== undefined && { gpus: args.gpus }),
+      ...(args.globalArgs !== undefined && { globalArgs: args.globalArgs }),
+      ...(args.openFiles !== undefined && { openFiles: args.openFiles }),
+      ...(args.tmpfsBytes !== undefined && { tmpfsBytes: args.tmpfsBytes }),
     }),
     env: {},
   };
 }
 
 /** Kills and removes the attempt's container if it is still there (the client was killed before it). */
-export async function removeContainer(runtime: string, attemptId: string): Promise<void> {
-  await run(runtime, ['rm', '--force', containerName(attemptId)], { timeout: 60_000 }).catch(() => undefined);
+export async function removeContainer(runtime: string, attemptId: string, globalArgs: readonly string[] = []): Promise<void> {
+  await run(runtime, [...globalArgs, 'rm', '--force', ...(runtime === 'podman' ? ['--time', '0'] : []), containerName(attemptId)], { timeout: 60_000 }).catch(() => undefined);
 }
