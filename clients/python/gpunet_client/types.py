@@ -2165,11 +2165,19 @@ JobSpec = TypedDict("JobSpec", {
     "resources": NotRequired[JobSpecResources],  # Caps on memory and disk; each defaults to the node's share per GPU.
 })
 
+# The GPUs handed to a container and how; absent for scripts and jobs without GPUs.
+JobStartedDataWorkGpus = TypedDict("JobStartedDataWorkGpus", {
+    "mode": Literal["cdi", "devices", "slots"],  # How the held GPUs reached the container: NVIDIA CDI names, `/dev/nvidia*` device nodes, or declared slots in `CUDA_VISIBLE_DEVICES` only.
+    "devices": List[str],  # What was handed over: CDI names (`nvidia.com/gpu=0`), device paths, or slot indices.
+})
+
 # What exactly ran, by content address.
 JobStartedDataWork = TypedDict("JobStartedDataWork", {
     "kind": Literal["script", "container"],  # What ran: a script or a container image.
     "digest": str,  # For the audit: `sha256:` of the script file that ran, or the image digest the container runtime resolved.
     "runtime": NotRequired[str],  # Container runtime that ran the image, e.g. `docker`; absent for scripts.
+    "image": NotRequired[str],  # The image reference the job asked for (for people); `digest` is what ran. Absent for scripts.
+    "gpus": NotRequired[JobStartedDataWorkGpus],  # The GPUs handed to a container and how; absent for scripts and jobs without GPUs.
 })
 
 # The job's process started on the node.
@@ -2801,6 +2809,7 @@ NodeOutputsReportReply = TypedDict("NodeOutputsReportReply", {
 # One GPU (or declared slot) of a node.
 NodeRegisteredDataGpusItem = TypedDict("NodeRegisteredDataGpusItem", {
     "index": int,  # GPU index on its node (as in `CUDA_VISIBLE_DEVICES`).
+    "uuid": NotRequired[str],  # The GPU's UUID as `nvidia-smi` reports it (`GPU-…`): stable where the index is not; absent for declared slots.
     "model": str,  # GPU model name as nodes report it, e.g. `A100-80GB`; declared slots use the name given to the agent.
     "memoryMiB": NotRequired[int],  # GPU memory in MiB, when known.
 })
