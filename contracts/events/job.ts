@@ -155,6 +155,7 @@ export const JobStarted = z.object({
         .describe('For the audit: `sha256:` of the script file that ran, or the image digest the container runtime resolved.'),
       runtime: z.string().optional().describe('Container runtime that ran the image, e.g. `docker`; absent for scripts.'),
       image: z.string().max(512).optional().describe('The image reference the job asked for (for people); `digest` is what ran. Absent for scripts.'),
+      archive: Sha256.optional().describe('sha256 of the image archive staged and loaded for it (`work.archive`), when the image came as data.'),
       gpus: z
         .object({
           mode: z

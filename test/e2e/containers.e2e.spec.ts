@@ -9,7 +9,7 @@
 import type { JobFinished, JobStarted, NodeRegistered, OutputsStored } from '#contracts';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -227,6 +227,85 @@ describe('container jobs on a real agent (podman)', () => {
       expect(lines).toContain('at step 2');
     }),
     120_000,
+  );
+});
+
+describe('images as data (`gpunet image push`, `work.archive`)', () => {
+  /** The agent's log lines of a job with this message. */
+  async function agentLine(jobId: string, msg: string): Promise<Record<string, unknown>> {
+    const text = await readFile(join(network().dataDir, 'logs', `${network().nodeIds[0]}.log`), 'utf8');
+    const line = text
+      .split('\n')
+      .filter((l) => l.includes(`"${msg}"`) && l.includes(jobId))
+      .at(-1);
+    if (!line) throw new Error(`no "${msg}" line for ${jobId} in the agent's log`);
+    return JSON.parse(line) as Record<string, unknown>;
+  }
+
+  it(
+    'pushes an image once per team, stages it like a dataset before compute is held, loads it once per node, and records the archive and image digest',
+    e2e(async () => {
+      const archivePath = join(dir, 'busybox.tar');
+      await run('podman', ['save', '--format', 'oci-archive', '--output', archivePath, image.ref]);
+      const first = await gpunet(['image', 'push', 'busybox.tar']);
+      expect(first.code).toBe(0);
+      const pushed = JSON.parse(first.stdout) as { archive: { sha256: string; size: number }; bytesUploaded: number };
+      expect(pushed.bytesUploaded).toBe(pushed.archive.size);
+      const again = JSON.parse((await gpunet(['image', 'push', 'busybox.tar'])).stdout) as { archive: { sha256: string }; bytesUploaded: number };
+      expect(again).toMatchObject({ archive: { sha256: pushed.archive.sha256 }, bytesUploaded: 0 }); // content-addressed: once per team
+      // This node has never loaded the archive (an earlier run's tag is dropped; the image itself may stay).
+      await run('podman', ['rmi', `localhost/gpunet-image:${pushed.archive.sha256}`]).catch(() => undefined);
+
+      const client = network().client();
+      const job = (name: string) =>
+        ({
+          name,
+          work: { kind: 'container', image: 'busybox-from-archive', archive: { ...pushed.archive, keep: '1h' }, command: ['/bin/sh', '-c', 'echo "ran from the archive"'] },
+          request: { gpus: 1, timeLimit: '1m' },
+        }) as never;
+      const { jobId: a } = await client.submit(job('archive-1'));
+      await settle(network(), [a]);
+      const { jobId: b } = await client.submit(job('archive-2'));
+      const { views, events } = await settle(network(), [a, b]);
+      expect(views.get(a)!.state).toBe('completed');
+      expect(views.get(b)!.state).toBe('completed');
+      expect(await logLines(b, 'stdout')).toContain('ran from the archive');
+
+      // Staged (and so checked) before the hold, like every input.
+      for (const jobId of [a, b]) {
+        const types = events.filter((e) => (e.data as { jobId: string }).jobId === jobId).map((e) => e.type);
+        expect(types.indexOf('InputsStaged')).toBeLessThan(types.indexOf('ComputeHeld'));
+      }
+      const started = data<JobStarted>(events, 'JobStarted');
+      for (const s of started) expect(s.work).toMatchObject({ kind: 'container', runtime: 'podman', image: 'busybox-from-archive', archive: pushed.archive.sha256, digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) });
+      // The first job loaded it; the second found it on the node: no byte fetched, nothing loaded.
+      expect(await agentLine(a, 'container image ready')).toMatchObject({ loaded: true });
+      expect(await agentLine(b, 'container image ready')).toMatchObject({ loaded: false });
+      expect(await agentLine(b, 'inputs staged')).toMatchObject({ downloadedBytes: 0 });
+      const placedB = data<{ jobId: string; reason?: string }>(events, 'JobPlaced').find((p) => p.jobId === b);
+      expect(placedB!.reason).toMatch(/already holds input gpunet-image .* in its cache/);
+    }),
+    180_000,
+  );
+
+  it(
+    'refuses a job whose image archive was never pushed before anything is placed or held, saying how to push it',
+    e2e(async () => {
+      const client = network().client();
+      const { jobId } = await client.submit({
+        work: { kind: 'container', image: 'never-pushed', archive: { sha256: 'e'.repeat(64), size: 1234 } },
+        request: { gpus: 1, timeLimit: '1m' },
+      } as never);
+      const view = await client.waitFor(jobId, { timeoutMs: 60_000 });
+      expect(['rejected', 'failed']).toContain(view.state);
+      const events = await network().events({});
+      const types = events.filter((e) => (e.data as { jobId?: string })?.jobId === jobId).map((e) => e.type);
+      expect(types).not.toContain('JobPlaced');
+      expect(types).not.toContain('ComputeHeld');
+      const failed = events.find((e) => e.type === 'StagingFailed' && (e.data as { jobId: string }).jobId === jobId)!.data as { message: string };
+      expect(failed.message).toMatch(/container image archive \(`work.archive`\).*not in the object store.*gpunet image push/s);
+    }),
+    90_000,
   );
 });
 

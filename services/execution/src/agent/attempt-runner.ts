@@ -1,5 +1,5 @@
 import type { BlobStore } from '#blobs';
-import type { ContainerRuntime, JobCancelRequested, JobSpec, JobStarted, JobSubmitted } from '#contracts';
+import { imageArchivePath, type ContainerRuntime, type JobCancelRequested, type JobSpec, type JobStarted, type JobSubmitted } from '#contracts';
 import { NotFoundError, ValidationError } from '#errors';
 import type { EventStore } from '#event-store';
 import type { Identity } from '#identity';
@@ -21,7 +21,7 @@ import type { AttemptHandle } from './attempt-handle.js';
 import { workCopyStreamId } from '../journal/journal.js';
 import { writeProcessMarker } from './leftover-process.js';
 import { CheckpointKeeper, latestCheckpoint, restoreCheckpoint } from './checkpoints.js';
-import { containerLaunch, pullImage, removeContainer } from './container-work.js';
+import { containerLaunch, loadArchive, pullImage, removeContainer } from './container-work.js';
 import type { AttemptConfinement, NodeConfinement } from './node-confinement.js';
 
 /** What every attempt of this agent shares. */
@@ -366,10 +366,27 @@ export class AttemptRunner {
       if (runtime === undefined) throw new UnsupportedWorkError(missingRuntimeMessage(spec.work.image, this.ctx.nodeId));
       const host = this.ctx.confine.containers;
       const globalArgs = runtime === 'podman' ? host.podmanArgs : [];
-      const { imageId, pulled } = await pullImage(runtime, spec.work.image, globalArgs);
-      this.handle.log.info({ image: spec.work.image, imageId, pulled }, 'container image ready');
+      const archive = spec.work.archive;
+      let imageId: string;
+      if (archive !== undefined) {
+        // Staged with the inputs (content-addressed, cached on this node); loaded once per node.
+        const got = await loadArchive(runtime, join(dirs.inputs, imageArchivePath(archive.sha256)), archive.sha256, globalArgs);
+        imageId = got.imageId;
+        this.handle.log.info({ image: spec.work.image, archive: archive.sha256, imageId, loaded: got.loaded }, 'container image ready');
+      } else {
+        const got = await pullImage(runtime, spec.work.image, globalArgs);
+        imageId = got.imageId;
+        this.handle.log.info({ image: spec.work.image, imageId, pulled: got.pulled }, 'container image ready');
+      }
       const gpus = gpuAccess(host.gpus, gpuIndices);
-      this.work = { kind: 'container', digest: imageId, runtime, image: spec.work.image, ...(gpus && { gpus: { mode: gpus.mode, devices: [...gpus.devices] } }) };
+      this.work = {
+        kind: 'container',
+        digest: imageId,
+        runtime,
+        image: spec.work.image,
+        ...(archive && { archive: archive.sha256 }),
+        ...(gpus && { gpus: { mode: gpus.mode, devices: [...gpus.devices] } }),
+      };
       this.container = { runtime, globalArgs };
       const { user, confinement } = this.confined;
       return containerLaunch({

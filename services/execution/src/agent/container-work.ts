@@ -31,6 +31,38 @@ export async function pullImage(runtime: ContainerRuntime, image: string, global
   return { bin, imageId, pulled };
 }
 
+/** The tag a loaded archive gets on the node: the node's cache of loaded images is keyed by the archive's sha256. */
+export const archiveTag = (sha256: string) => `localhost/gpunet-image:${sha256}`;
+
+/**
+ * Loads an image archive staged among the inputs (`work.archive`) unless the node already
+ * loaded the same archive (its tag {@link archiveTag} exists): then nothing is read at all.
+ * Resolves the id it runs by. Before compute is held, like the staging itself.
+ */
+export async function loadArchive(runtime: ContainerRuntime, file: string, sha256: string, globalArgs: readonly string[] = []): Promise<{ imageId: string; loaded: boolean }> {
+  const bin = await findExecutable(runtime, process.env.PATH);
+  if (bin === null) throw new Error(`${runtime} is not installed on this node`);
+  const tag = archiveTag(sha256);
+  const inspect = () => run(bin, [...globalArgs, 'image', 'inspect', '--format', '{{.Id}}', tag], { timeout: 60_000 }).then((r) => parseImageId(r.stdout), () => undefined);
+  let imageId = await inspect();
+  if (imageId !== undefined) return { imageId, loaded: false };
+  const { stdout } = await run(bin, [...globalArgs, 'load', '--input', file], { timeout: 30 * 60_000, maxBuffer: 16 * 1024 * 1024 }).catch((err: { stderr?: string; message: string }) => {
+    throw new Error(`the image archive sha256:${sha256} could not be loaded: ${(err.stderr || err.message).trim().split('\n').at(-1)}`);
+  });
+  const loaded = loadedImage(stdout);
+  if (loaded === undefined) throw new Error(`${runtime} load named no image for the archive sha256:${sha256}: ${stdout.trim().slice(0, 200)}`);
+  await run(bin, [...globalArgs, 'tag', loaded, tag], { timeout: 60_000 });
+  imageId = await inspect();
+  if (imageId === undefined) throw new Error(`the image loaded from the archive sha256:${sha256} has no sha256 id`);
+  return { imageId, loaded: true };
+}
+
+/** The image `podman load` / `docker load` reports (`Loaded image: ref`, `Loaded image(s): ref`, `Loaded image ID: sha256:…`). */
+export function loadedImage(stdout: string): string | undefined {
+  const m = /Loaded image(?:\(s\)| ID)?:\s*(\S+)/.exec(stdout);
+  return m?.[1]?.split(',')[0];
+}
+
 /** The launch of a container attempt: the runtime's client, which stays attached and forwards signals to the container's init. */
 export function containerLaunch(args: {
   runtime: ContainerRuntime;
