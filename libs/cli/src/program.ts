@@ -130,7 +130,7 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .option('--local <image>', 'save this image of the local runtime and push it')
     .addOption(new Option('--runtime <runtime>', 'runtime that saves --local images').choices(['podman', 'docker']))
     .addOption(new Option('--upload <via>', 'how the bytes travel: nats, http, auto (default)').choices(['auto', 'http', 'nats']))
-    .action(run((ctx, operands, opts) => imagePush(ctx, operands as string[], opts as ImagePushOptions)));
+    .action(run((ctx, archive, opts) => imagePush(ctx, archive as string | undefined, opts as ImagePushOptions)));
 
   withConnection(command('estimate'))
     .description('when a job would start and end and what it would cost at most, without submitting it')

@@ -25,9 +25,9 @@ export interface ImagePushOptions {
   upload?: 'auto' | 'http' | 'nats';
 }
 
-export async function imagePush(ctx: CommandContext, operands: string[], opts: ImagePushOptions): Promise<ExitCode> {
+export async function imagePush(ctx: CommandContext, archive: string | undefined, opts: ImagePushOptions): Promise<ExitCode> {
   const { out } = ctx;
-  if ((operands[0] === undefined) === (opts.local === undefined)) {
+  if ((archive === undefined) === (opts.local === undefined)) {
     throw new UsageError('give an image archive (`gpunet image push image.tar`) or a local image (`gpunet image push --local train:1`), not both');
   }
   const scratch = opts.local !== undefined ? await mkdtemp(join(tmpdir(), 'gpunet-image-')) : undefined;
@@ -42,8 +42,8 @@ export async function imagePush(ctx: CommandContext, operands: string[], opts: I
         throw new UsageError(`${runtime} could not save ${opts.local}: ${(err.stderr || err.message).trim().split('\n').at(-1)}`);
       });
     } else {
-      file = resolve(ctx.io.cwd, operands[0]!);
-      if (!(await stat(file).catch(() => undefined))?.isFile()) throw new UsageError(`${operands[0]} is not a file (an archive from \`podman save\`, \`docker save\` or an OCI archive)`);
+      file = resolve(ctx.io.cwd, archive!);
+      if (!(await stat(file).catch(() => undefined))?.isFile()) throw new UsageError(`${archive} is not a file (an archive from \`podman save\`, \`docker save\` or an OCI archive)`);
     }
     const client = await ctx.client();
     const bar = byteBar(out, '');
@@ -55,10 +55,10 @@ export async function imagePush(ctx: CommandContext, operands: string[], opts: I
     bar.stop();
     const [pushed] = inputs;
     if (!pushed) throw new Error('the archive was not uploaded');
-    const archive = { sha256: pushed.sha256, size: pushed.size };
+    const pushedArchive = { sha256: pushed.sha256, size: pushed.size };
     out.note(`pushed ${formatBytes(pushed.size)}, sent ${formatBytes(pushed.bytesUploaded)} (sha256 ${pushed.sha256})`);
-    out.doc({ archive, bytesUploaded: pushed.bytesUploaded, ...(opts.local !== undefined && { image: opts.local }) });
-    out.line(`use it in a job: work: { kind: container, image: ${opts.local ?? 'NAME'}, archive: { sha256: ${archive.sha256}, size: ${archive.size} } }`);
+    out.doc({ archive: pushedArchive, bytesUploaded: pushed.bytesUploaded, ...(opts.local !== undefined && { image: opts.local }) });
+    out.line(`use it in a job: work: { kind: container, image: ${opts.local ?? 'NAME'}, archive: { sha256: ${pushedArchive.sha256}, size: ${pushedArchive.size} } }`);
     return EXIT.ok;
   } finally {
     if (scratch) await rm(scratch, { recursive: true, force: true });
