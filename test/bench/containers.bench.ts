@@ -16,7 +16,7 @@
 import { BlobStore } from '#blobs';
 import { connect } from '@nats-io/transport-node';
 import { Command, InvalidArgumentError } from 'commander';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, open, rm, statfs, symlink, chmod } from 'node:fs/promises';
