@@ -230,6 +230,34 @@ describe('container jobs on a real agent (podman)', () => {
   );
 });
 
+describe('container jobs and a crashed agent', () => {
+  it(
+    'an agent SIGKILLed while its container runs: after restart the attempt is node_lost, its container is gone, and the job runs again',
+    e2e(async () => {
+      const client = network().client();
+      const script = 'case "$GPUNET_ATTEMPT_ID" in *-a1) echo "first attempt sleeps"; sleep 120;; *) echo "attempt $GPUNET_ATTEMPT_ID finishes";; esac';
+      const { jobId } = await client.submit(containerJob(script, { name: 'crash', timeLimit: '5m' }));
+      const attemptId = `${jobId}-a1`;
+      await until('the first attempt’s container to run', async () => (await containersOf(attemptId)).length === 1 && (await client.getJob(jobId)).state === 'running', {
+        timeoutMs: 60_000,
+        intervalMs: 200,
+      });
+      const nodeId = network().nodeIds[0]!;
+      await network().kill(nodeId, 'SIGKILL');
+      expect(await containersOf(attemptId)).toEqual([`gpunet-${attemptId}`]); // it outlived its agent: recovery must deal with it
+
+      await network().restart(nodeId);
+      const { views, events } = await settle(network(), [jobId], { timeoutMs: 150_000 });
+      const finished = data<JobFinished>(events, 'JobFinished');
+      expect(finished.find((f) => f.attemptId === attemptId)?.outcome).toBe('node_lost');
+      expect(await containersOf(attemptId)).toEqual([]);
+      expect(views.get(jobId)!.state).toBe('completed');
+      expect(await logLines(jobId, 'stdout')).toContain(`attempt ${jobId}-a2 finishes`);
+    }),
+    240_000,
+  );
+});
+
 describe('images as data (`gpunet image push`, `work.archive`)', () => {
   /** The agent's log lines of a job with this message. */
   async function agentLine(jobId: string, msg: string): Promise<Record<string, unknown>> {
