@@ -135,6 +135,7 @@ async function main(): Promise<void> {
     const raw = await timed(() => run('podman', [...globalArgs, 'load', '--input', big.archive], { maxBuffer: 16 * MiB }));
     const rawRef = /Loaded image(?:\(s\))?:\s*(\S+)/.exec(raw.result.stdout)?.[1];
     if (rawRef) await run('podman', ['rmi', '--force', rawRef]).catch(() => undefined);
+    cleanup.push(big.ref);
     console.log(`raw podman load: ${Math.round(raw.ms)} ms`);
 
     const server = await startNatsServer({ storeDir: join(root, 'jetstream') });
@@ -161,6 +162,7 @@ async function main(): Promise<void> {
         const before = nc.stats().inBytes;
         const staged = await timed(() => cache.stage('team-bench', [input], inputs, undefined, { attemptId: `${job}-a1`, jobId: job }));
         const loaded = await timed(() => loadArchive('podman', join(inputs, input.path), input.sha256, globalArgs));
+        cleanup.push(loaded.result.imageId); // the load restores the image's own name too: removed by id
         await nc.flush();
         return { stageMs: staged.ms, loadMs: loaded.ms, downloaded: staged.result.downloadedBytes, received: nc.stats().inBytes - before, loaded: loaded.result.loaded };
       };
