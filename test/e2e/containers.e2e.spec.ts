@@ -312,6 +312,8 @@ describe('images as data (`gpunet image push`, `work.archive`)', () => {
       expect(await agentLine(b, 'inputs staged')).toMatchObject({ downloadedBytes: 0 });
       const placedB = data<{ jobId: string; reason?: string }>(events, 'JobPlaced').find((p) => p.jobId === b);
       expect(placedB!.reason).toMatch(/already holds input gpunet-image .* in its cache/);
+      // Saving an archive is not byte-for-byte repeatable, so each run pushes a new one: its tag goes (the image stays for the next run).
+      await run('podman', ['rmi', `localhost/gpunet-image:${pushed.archive.sha256}`]).catch(() => undefined);
     }),
     180_000,
   );
