@@ -173,6 +173,18 @@ function workSchema(obj: ObjectFactory) {
         .string({ error: imageError })
         .regex(/^\S{1,512}$/, { error: imageError })
         .describe('Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).'),
+      archive: obj(
+        {
+          sha256: Sha256.describe('sha256 of the image archive (`podman save` / `docker save` / OCI archive) as `gpunet image push` stored it in the team\'s blobs.'),
+          size: ByteCount.describe('Size in bytes of the archive.'),
+          keep: Keep.optional().describe('How long the node keeps the staged archive after the job, e.g. `1d`, so later jobs start from its cache; absent: removed at release when no job needs it.'),
+        },
+        'work.archive',
+      )
+        .optional()
+        .describe(
+          'The image as data: an archive the team pushed (`gpunet image push`), staged to the node like an input (content-addressed, cached per node, before compute is held) and loaded there; `image` is then its name for people. Absent: `image` is pulled by the node when it does not hold it.',
+        ),
       command: stringList('work.command', '["python", "train.py"]', 'Overrides the image\'s entrypoint; default: the image\'s own.').optional(),
       args: stringList('work.args', '["--epochs", "3"]', 'Arguments passed after the command.').default([]),
       env: Env.default({}),
@@ -538,7 +550,16 @@ export const JobSpec = z
 export type JobSpec = z.output<typeof JobSpec>;
 export type Work = JobSpec['work'];
 
-/** Normalizes a parsed {@link JobSpecInput}: durations become integer ms. */
+/** Name of the input that carries a container job's image archive (`work.archive`); no input of the job may use it. */
+export const IMAGE_ARCHIVE_INPUT = 'gpunet-image';
+/** Where the image archive is staged, under the inputs directory. */
+export const imageArchivePath = (sha256: string) => `.gpunet-image/${sha256}.tar`;
+
+/**
+ * Normalizes a parsed {@link JobSpecInput}: durations become integer ms, and a container image
+ * archive (`work.archive`) becomes one more input ({@link IMAGE_ARCHIVE_INPUT}), so it is checked,
+ * staged, cached, placed near and removed exactly as the job's data is.
+ */
 export function toJobSpec(input: JobSpecInput): JobSpec {
   const { timeLimit, warning, ...request } = input.request;
   const { checkpoint, resources, ...rest } = input;
@@ -547,7 +568,21 @@ export function toJobSpec(input: JobSpecInput): JobSpec {
   return {
     ...rest,
     data: {
-      inputs: input.data.inputs.map(({ keep, ...rest }) => (keep === undefined ? rest : { ...rest, keepMs: durationMs(keep) })),
+      inputs: [
+        ...input.data.inputs.map(({ keep, ...rest }) => (keep === undefined ? rest : { ...rest, keepMs: durationMs(keep) })),
+        ...(input.work.kind === 'container' && input.work.archive !== undefined
+          ? [
+              {
+                name: IMAGE_ARCHIVE_INPUT,
+                path: imageArchivePath(input.work.archive.sha256),
+                kind: 'file' as const,
+                sha256: input.work.archive.sha256,
+                size: input.work.archive.size,
+                ...(input.work.archive.keep !== undefined && { keepMs: durationMs(input.work.archive.keep) }),
+              },
+            ]
+          : []),
+      ],
     },
     request: {
       ...request,
@@ -572,6 +607,13 @@ function durationMs(text: string): number {
 export function parseJobSpec(raw: unknown): { ok: true; spec: JobSpec } | { ok: false; issues: FieldIssue[] } {
   const parsed = JobSpecInput.safeParse(raw);
   if (!parsed.success) return { ok: false, issues: formatIssues(parsed.error) };
+  const reserved = parsed.data.data.inputs.findIndex((i) => i.name === IMAGE_ARCHIVE_INPUT || placeOf(i.path).split('/')[0] === '.gpunet-image');
+  if (reserved >= 0) {
+    return {
+      ok: false,
+      issues: [{ path: `data.inputs.${reserved}`, message: `the name \`${IMAGE_ARCHIVE_INPUT}\` and the path \`.gpunet-image\` are kept for the container image archive (\`work.archive\`)`, fix: 'give the input another name and path' }],
+    };
+  }
   const spec = toJobSpec(parsed.data);
   if (spec.request.warning !== undefined && spec.request.warning.beforeMs >= spec.request.timeLimitMs) {
     return {

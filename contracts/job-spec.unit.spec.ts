@@ -371,3 +371,24 @@ describe('job spec: input paths that would collide on the node', () => {
     expect(recorded.success).toBe(true);
   });
 });
+
+describe('job spec: a container image as data (`work.archive`)', () => {
+  const sha = 'a'.repeat(64);
+  const container = (extra: Record<string, unknown> = {}) => ({ work: { kind: 'container', image: 'train:1', archive: { sha256: sha, size: 4096, keep: '1d' } }, request: { gpus: 1, timeLimit: '1h' }, ...extra });
+
+  it('becomes one more input, staged and cached like the job’s data, kept as asked', () => {
+    const got = parseJobSpec(container());
+    if (!got.ok) throw new Error(JSON.stringify(got.issues));
+    expect(got.spec.data.inputs).toEqual([{ name: 'gpunet-image', path: `.gpunet-image/${sha}.tar`, kind: 'file', sha256: sha, size: 4096, keepMs: 86_400_000 }]);
+    expect(JobSpec.safeParse(got.spec).success).toBe(true);
+  });
+
+  it('refuses an input that takes the archive’s name or place, and an archive without its size', () => {
+    const clash = parseJobSpec(container({ data: { inputs: [{ name: 'gpunet-image', path: 'x', sha256: 'b'.repeat(64), size: 1 }] } }));
+    expect(clash.ok ? [] : clash.issues.map((i) => i.path)).toEqual(['data.inputs.0']);
+    const place = parseJobSpec(container({ data: { inputs: [{ name: 'mine', path: './.gpunet-image/x.tar', sha256: 'b'.repeat(64), size: 1 }] } }));
+    expect(place.ok).toBe(false);
+    const noSize = parseJobSpec({ work: { kind: 'container', image: 'train:1', archive: { sha256: sha } }, request: { gpus: 1, timeLimit: '1h' } });
+    expect(noSize.ok ? [] : noSize.issues.map((i) => i.path)).toEqual(['work.archive.size']);
+  });
+});

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm test`: everything, from a fresh clone. Installs npm packages, nats-server, promtool and PostgreSQL
+# `npm test`: everything, from a fresh clone. Installs npm packages, nats-server, promtool, podman and PostgreSQL
 # when missing (Debian packages, as root), starts PostgreSQL when stopped, then builds,
 # typechecks, lints and runs the test tiers in order. A backend that cannot be had fails the
 # run; nothing is skipped. See README.md.
@@ -17,6 +17,7 @@ ensure_nats_server
 ensure_postgres
 ensure_python
 ensure_promtool
+ensure_podman
 
 # name|status|seconds|detail, one per check, for the closing summary.
 results=()

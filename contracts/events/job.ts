@@ -158,6 +158,17 @@ export const JobStarted = z.object({
         .regex(/^sha256:[0-9a-f]{64}$/)
         .describe('For the audit: `sha256:` of the script file that ran, or the image digest the container runtime resolved.'),
       runtime: z.string().optional().describe('Container runtime that ran the image, e.g. `docker`; absent for scripts.'),
+      image: z.string().max(512).optional().describe('The image reference the job asked for (for people); `digest` is what ran. Absent for scripts.'),
+      archive: Sha256.optional().describe('sha256 of the image archive staged and loaded for it (`work.archive`), when the image came as data.'),
+      gpus: z
+        .object({
+          mode: z
+            .enum(['cdi', 'devices', 'slots'])
+            .describe('How the held GPUs reached the container: NVIDIA CDI names, `/dev/nvidia*` device nodes, or declared slots in `CUDA_VISIBLE_DEVICES` only.'),
+          devices: z.array(z.string().max(256)).max(1024).describe('What was handed over: CDI names (`nvidia.com/gpu=0`), device paths, or slot indices.'),
+        })
+        .optional()
+        .describe('The GPUs handed to a container and how; absent for scripts and jobs without GPUs.'),
     })
     .optional()
     .describe('What exactly ran, by content address.'),

@@ -13,6 +13,11 @@ export type ContainerRuntime = (typeof CONTAINER_RUNTIMES)[number];
 export const NodeGpu = z
   .object({
     index: GpuIndex,
+    uuid: z
+      .string()
+      .regex(/^GPU-[0-9a-fA-F-]{8,64}$/)
+      .optional()
+      .describe('The GPU\'s UUID as `nvidia-smi` reports it (`GPU-…`): stable where the index is not; absent for declared slots.'),
     model: GpuModel,
     memoryMiB: z.int().min(0).optional().describe('GPU memory in MiB, when known.'),
   })

@@ -298,3 +298,26 @@ ensure_postgres() {
   export GPUNET_TEST_PG_URL
   note "$why at $GPUNET_TEST_PG_URL"
 }
+
+# --- podman (container jobs) -------------------------------------------------------------------
+
+# Container jobs run through Debian's daemonless podman. Where the cgroup hierarchy is v1 or
+# hybrid (as on these machines) crun refuses ("cgroups in hybrid mode not supported"), so runc
+# comes too; uidmap gives rootless podman its subordinate ids; busybox-static is the root file
+# system of the small image the tests build locally (no registry is reached).
+ensure_podman() {
+  step "podman"
+  local missing=()
+  command -v podman >/dev/null 2>&1 || missing+=(podman)
+  command -v runc >/dev/null 2>&1 || [ -x /usr/sbin/runc ] || missing+=(runc)
+  command -v newuidmap >/dev/null 2>&1 || missing+=(uidmap)
+  { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } || missing+=(busybox-static)
+  if [ "${#missing[@]}" -gt 0 ]; then
+    is_root || die "container jobs' tests need Debian's ${missing[*]}." "Install them: sudo apt-get install -y podman runc uidmap busybox-static"
+    note "not installed: ${missing[*]}"
+    apt_install podman runc uidmap busybox-static
+    command -v podman >/dev/null 2>&1 || die "podman was installed but is not on PATH."
+  fi
+  podman info --format '{{.Version.Version}}' >/dev/null 2>&1 || die "podman is installed but 'podman info' fails." "Run 'podman info' to see why (storage under /var/lib/containers, cgroups)."
+  note "podman $(podman info --format '{{.Version.Version}}'), OCI runtime $(command -v runc || echo /usr/sbin/runc), $(/bin/busybox 2>&1 | head -n1 | cut -c1-40)"
+}

@@ -25,7 +25,8 @@ async function stdout(jobId: string): Promise<string[]> {
 beforeAll(async () => {
   // The data directory is a mkdtemp (0700); `gpunet up` itself opens it for passing, not listing
   // (0711), so that job users reach their runs below it.
-  net = await TestNetwork.start({ agents: 1, gpus: 2, env: { GPUNET_KILL_GRACE_MS: '1000', GPUNET_SECRET_FOR_TEST: 'agent-secret-123' } });
+  // No container runtime here: container work is refused at placement (containers.e2e.spec.ts runs it).
+  net = await TestNetwork.start({ agents: 1, gpus: 2, env: { GPUNET_KILL_GRACE_MS: '1000', GPUNET_SECRET_FOR_TEST: 'agent-secret-123', GPUNET_CONTAINER_RUNTIME: 'off' } });
 }, 120_000);
 
 afterAll(async () => {
@@ -45,7 +46,7 @@ describe('isolation of jobs on a real agent', () => {
     'refuses container work at placement, naming the missing runtime, when no node has one: nothing is held',
     e2e(async () => {
       const regs = (await network().events({ types: ['NodeRegistered'] })).map((e) => e.data as NodeRegistered);
-      expect(regs.at(-1)!.containerRuntimes).toEqual([]); // no docker daemon answers on this machine
+      expect(regs.at(-1)!.containerRuntimes).toEqual([]); // GPUNET_CONTAINER_RUNTIME=off
       const client = network().client();
       const { jobId } = await client.submit({ work: { kind: 'container', image: 'ghcr.io/acme/train:1.4' }, request: { gpus: 1, timeLimit: '1m' } } as never);
       await until('the container job to be rejected', async () => (await client.getJob(jobId)).state === 'rejected', { timeoutMs: 30_000, intervalMs: 200 });

@@ -176,10 +176,18 @@ AuditJobReplyJob1WorkSpecWork1 = TypedDict("AuditJobReplyJob1WorkSpecWork1", {
     "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
+# The image as data: an archive the team pushed (`gpunet image push`), staged to the node like an input (content-addressed, cached per node, before compute is held) and loaded there; `image` is then its name for people. Absent: `image` is pulled by the node when it does not hold it.
+AuditJobReplyJob1WorkSpecWork2Archive = TypedDict("AuditJobReplyJob1WorkSpecWork2Archive", {
+    "sha256": str,  # sha256 of the image archive (`podman save` / `docker save` / OCI archive) as `gpunet image push` stored it in the team's blobs.
+    "size": int,  # Size in bytes of the archive.
+    "keep": NotRequired[str],  # How long the node keeps the staged archive after the job, e.g. `1d`, so later jobs start from its cache; absent: removed at release when no job needs it.
+})
+
 # Run a container image on the node.
 AuditJobReplyJob1WorkSpecWork2 = TypedDict("AuditJobReplyJob1WorkSpecWork2", {
     "kind": Literal["container"],  # A container image run on the node.
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
+    "archive": NotRequired[AuditJobReplyJob1WorkSpecWork2Archive],  # The image as data: an archive the team pushed (`gpunet image push`), staged to the node like an input (content-addressed, cached per node, before compute is hel
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
     "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
@@ -1334,10 +1342,18 @@ EstimateJobSpecWork1 = TypedDict("EstimateJobSpecWork1", {
     "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
+# The image as data: an archive the team pushed (`gpunet image push`), staged to the node like an input (content-addressed, cached per node, before compute is held) and loaded there; `image` is then its name for people. Absent: `image` is pulled by the node when it does not hold it.
+EstimateJobSpecWork2Archive = TypedDict("EstimateJobSpecWork2Archive", {
+    "sha256": str,  # sha256 of the image archive (`podman save` / `docker save` / OCI archive) as `gpunet image push` stored it in the team's blobs.
+    "size": int,  # Size in bytes of the archive.
+    "keep": NotRequired[str],  # How long the node keeps the staged archive after the job, e.g. `1d`, so later jobs start from its cache; absent: removed at release when no job needs it.
+})
+
 # Run a container image on the node.
 EstimateJobSpecWork2 = TypedDict("EstimateJobSpecWork2", {
     "kind": Literal["container"],  # A container image run on the node.
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
+    "archive": NotRequired[EstimateJobSpecWork2Archive],  # The image as data: an archive the team pushed (`gpunet image push`), staged to the node like an input (content-addressed, cached per node, before compute is hel
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
     "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
@@ -1697,10 +1713,18 @@ GetJobReplySpecWork1 = TypedDict("GetJobReplySpecWork1", {
     "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
+# The image as data: an archive the team pushed (`gpunet image push`), staged to the node like an input (content-addressed, cached per node, before compute is held) and loaded there; `image` is then its name for people. Absent: `image` is pulled by the node when it does not hold it.
+GetJobReplySpecWork2Archive = TypedDict("GetJobReplySpecWork2Archive", {
+    "sha256": str,  # sha256 of the image archive (`podman save` / `docker save` / OCI archive) as `gpunet image push` stored it in the team's blobs.
+    "size": int,  # Size in bytes of the archive.
+    "keep": NotRequired[str],  # How long the node keeps the staged archive after the job, e.g. `1d`, so later jobs start from its cache; absent: removed at release when no job needs it.
+})
+
 # Run a container image on the node.
 GetJobReplySpecWork2 = TypedDict("GetJobReplySpecWork2", {
     "kind": Literal["container"],  # A container image run on the node.
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
+    "archive": NotRequired[GetJobReplySpecWork2Archive],  # The image as data: an archive the team pushed (`gpunet image push`), staged to the node like an input (content-addressed, cached per node, before compute is hel
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
     "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
@@ -2456,10 +2480,18 @@ JobSpecWork1 = TypedDict("JobSpecWork1", {
     "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
+# The image as data: an archive the team pushed (`gpunet image push`), staged to the node like an input (content-addressed, cached per node, before compute is held) and loaded there; `image` is then its name for people. Absent: `image` is pulled by the node when it does not hold it.
+JobSpecWork2Archive = TypedDict("JobSpecWork2Archive", {
+    "sha256": str,  # sha256 of the image archive (`podman save` / `docker save` / OCI archive) as `gpunet image push` stored it in the team's blobs.
+    "size": int,  # Size in bytes of the archive.
+    "keep": NotRequired[str],  # How long the node keeps the staged archive after the job, e.g. `1d`, so later jobs start from its cache; absent: removed at release when no job needs it.
+})
+
 # Run a container image on the node.
 JobSpecWork2 = TypedDict("JobSpecWork2", {
     "kind": Literal["container"],  # A container image run on the node.
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
+    "archive": NotRequired[JobSpecWork2Archive],  # The image as data: an archive the team pushed (`gpunet image push`), staged to the node like an input (content-addressed, cached per node, before compute is hel
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
     "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
@@ -2532,11 +2564,20 @@ JobSpec = TypedDict("JobSpec", {
     "resources": NotRequired[JobSpecResources],  # Caps on memory and disk; each defaults to the node's share per GPU.
 })
 
+# The GPUs handed to a container and how; absent for scripts and jobs without GPUs.
+JobStartedDataWorkGpus = TypedDict("JobStartedDataWorkGpus", {
+    "mode": Literal["cdi", "devices", "slots"],  # How the held GPUs reached the container: NVIDIA CDI names, `/dev/nvidia*` device nodes, or declared slots in `CUDA_VISIBLE_DEVICES` only.
+    "devices": List[str],  # What was handed over: CDI names (`nvidia.com/gpu=0`), device paths, or slot indices.
+})
+
 # What exactly ran, by content address.
 JobStartedDataWork = TypedDict("JobStartedDataWork", {
     "kind": Literal["script", "container"],  # What ran: a script or a container image.
     "digest": str,  # For the audit: `sha256:` of the script file that ran, or the image digest the container runtime resolved.
     "runtime": NotRequired[str],  # Container runtime that ran the image, e.g. `docker`; absent for scripts.
+    "image": NotRequired[str],  # The image reference the job asked for (for people); `digest` is what ran. Absent for scripts.
+    "archive": NotRequired[str],  # sha256 of the image archive staged and loaded for it (`work.archive`), when the image came as data.
+    "gpus": NotRequired[JobStartedDataWorkGpus],  # The GPUs handed to a container and how; absent for scripts and jobs without GPUs.
 })
 
 # The job's process started on the node.
@@ -2592,10 +2633,18 @@ JobSubmittedDataSpecWork1 = TypedDict("JobSubmittedDataSpecWork1", {
     "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
+# The image as data: an archive the team pushed (`gpunet image push`), staged to the node like an input (content-addressed, cached per node, before compute is held) and loaded there; `image` is then its name for people. Absent: `image` is pulled by the node when it does not hold it.
+JobSubmittedDataSpecWork2Archive = TypedDict("JobSubmittedDataSpecWork2Archive", {
+    "sha256": str,  # sha256 of the image archive (`podman save` / `docker save` / OCI archive) as `gpunet image push` stored it in the team's blobs.
+    "size": int,  # Size in bytes of the archive.
+    "keep": NotRequired[str],  # How long the node keeps the staged archive after the job, e.g. `1d`, so later jobs start from its cache; absent: removed at release when no job needs it.
+})
+
 # Run a container image on the node.
 JobSubmittedDataSpecWork2 = TypedDict("JobSubmittedDataSpecWork2", {
     "kind": Literal["container"],  # A container image run on the node.
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
+    "archive": NotRequired[JobSubmittedDataSpecWork2Archive],  # The image as data: an archive the team pushed (`gpunet image push`), staged to the node like an input (content-addressed, cached per node, before compute is hel
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
     "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
@@ -3168,6 +3217,7 @@ NodeOutputsReportReply = TypedDict("NodeOutputsReportReply", {
 # One GPU (or declared slot) of a node.
 NodeRegisteredDataGpusItem = TypedDict("NodeRegisteredDataGpusItem", {
     "index": int,  # GPU index on its node (as in `CUDA_VISIBLE_DEVICES`).
+    "uuid": NotRequired[str],  # The GPU's UUID as `nvidia-smi` reports it (`GPU-…`): stable where the index is not; absent for declared slots.
     "model": str,  # GPU model name as nodes report it, e.g. `A100-80GB`; declared slots use the name given to the agent.
     "memoryMiB": NotRequired[int],  # GPU memory in MiB, when known.
 })
@@ -3851,10 +3901,18 @@ SubmitJobSpecWork1 = TypedDict("SubmitJobSpecWork1", {
     "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.
 })
 
+# The image as data: an archive the team pushed (`gpunet image push`), staged to the node like an input (content-addressed, cached per node, before compute is held) and loaded there; `image` is then its name for people. Absent: `image` is pulled by the node when it does not hold it.
+SubmitJobSpecWork2Archive = TypedDict("SubmitJobSpecWork2Archive", {
+    "sha256": str,  # sha256 of the image archive (`podman save` / `docker save` / OCI archive) as `gpunet image push` stored it in the team's blobs.
+    "size": int,  # Size in bytes of the archive.
+    "keep": NotRequired[str],  # How long the node keeps the staged archive after the job, e.g. `1d`, so later jobs start from its cache; absent: removed at release when no job needs it.
+})
+
 # Run a container image on the node.
 SubmitJobSpecWork2 = TypedDict("SubmitJobSpecWork2", {
     "kind": Literal["container"],  # A container image run on the node.
     "image": str,  # Container image reference, e.g. `ghcr.io/acme/train:1.4` (pin a digest for reproducible runs).
+    "archive": NotRequired[SubmitJobSpecWork2Archive],  # The image as data: an archive the team pushed (`gpunet image push`), staged to the node like an input (content-addressed, cached per node, before compute is hel
     "command": NotRequired[List[str]],  # Overrides the image's entrypoint; default: the image's own.
     "args": NotRequired[List[str]],  # Arguments passed after the command.
     "env": NotRequired[Dict[str, str]],  # Environment variables for the job, on top of a scrubbed environment. Values are strings without NUL: quote numbers.

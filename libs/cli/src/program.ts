@@ -9,6 +9,7 @@ import { down } from './commands/down.js';
 import { cancel, invoice, list, logs, output, status } from './commands/jobs.js';
 import { simulate, type SimulateFlags } from './commands/simulate.js';
 import { submit } from './commands/submit.js';
+import { imagePush, type ImagePushOptions } from './commands/image.js';
 import { estimate } from './commands/estimate.js';
 import { capacity } from './commands/capacity.js';
 import { AUDIT_FORMATS, auditJob, auditJobs, type AuditFormat, type AuditJobsFlags } from './commands/audit.js';
@@ -123,6 +124,15 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .option('--wait', 'then wait for the job like `gpunet wait` (exit status by its outcome)')
     .option('--timeout <duration>', 'with --wait: give up waiting after this long')
     .action(run((ctx, operands, opts) => submit(ctx, operands as string[], opts as Parameters<typeof submit>[2]), { flagHints: true }));
+
+  const image = command('image').description('container images as data: pushed once per team, content-addressed, staged to nodes before compute is held');
+  withConnection(image.command('push').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('push an image archive (`podman save`, `docker save`, OCI archive) or a local image into your team\'s blobs; prints the `work.archive` to use')
+    .argument('[archive]', 'the archive file')
+    .option('--local <image>', 'save this image of the local runtime and push it')
+    .addOption(new Option('--runtime <runtime>', 'runtime that saves --local images').choices(['podman', 'docker']))
+    .addOption(new Option('--upload <via>', 'how the bytes travel: nats, http, auto (default)').choices(['auto', 'http', 'nats']))
+    .action(run((ctx, archive, opts) => imagePush(ctx, archive as string | undefined, opts as ImagePushOptions)));
 
   withConnection(command('estimate'))
     .description('when a job would start and end and what it would cost at most, without submitting it')

@@ -50,6 +50,12 @@ export const ExecutionConfig = z.object({
   GPUNET_MOUNT_ISOLATION: z.enum(['auto', 'off']).default('auto').describe('auto: each job gets its own mount and IPC namespaces with a private /tmp, /var/tmp, /dev/shm, /run/lock and /dev/mqueue where the agent can make them'),
   GPUNET_CHECKPOINT_INTERVAL_MS: positiveInt('milliseconds between saves of a running job\'s checkpoint directory, unless its spec says otherwise').default(600_000),
   GPUNET_CONTAINER_RUNTIME: z.enum(['auto', 'docker', 'podman', 'off']).default('auto').describe('container runtime for `kind: container` work; auto: docker, else podman, when its daemon answers'),
+  GPUNET_OCI_RUNTIME: z
+    .string()
+    .regex(/^(auto|[A-Za-z0-9_./-]{1,256})$/, { error: 'GPUNET_OCI_RUNTIME must be auto or an OCI runtime name or path, e.g. runc or /usr/sbin/runc' })
+    .default('auto')
+    .describe('OCI runtime podman runs containers with; auto: runc on cgroup v1 / hybrid hosts (where crun refuses), else podman\'s default'),
+  GPUNET_JOB_OPEN_FILES: positiveInt('open files one container job may have (RLIMIT_NOFILE), at most the agent\'s own hard limit').default(65_536),
 });
 
 /** The whole typed configuration an execution agent reads once at start. */

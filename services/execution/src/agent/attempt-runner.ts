@@ -1,5 +1,5 @@
 import type { BlobStore } from '#blobs';
-import type { JobCancelRequested, JobSpec, JobStarted, JobSubmitted } from '#contracts';
+import { imageArchivePath, type ContainerRuntime, type JobCancelRequested, type JobSpec, type JobStarted, type JobSubmitted } from '#contracts';
 import { NotFoundError, ValidationError } from '#errors';
 import type { EventStore } from '#event-store';
 import type { Identity } from '#identity';
@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, open, rmdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { missingRuntimeMessage, needsOutputs, planLaunch, stagingFault, stagingGivesUp, stagingMessage, UnsupportedWorkError, type Launch, type ScriptLocation } from '../domain/index.js';
+import { gpuAccess, missingRuntimeMessage, needsOutputs, planLaunch, stagingFault, stagingGivesUp, stagingMessage, UnsupportedWorkError, type Launch, type ScriptLocation } from '../domain/index.js';
 import type { ExecutionConfig } from '../execution.config.js';
 import { LogStreamer, type LogFiles } from '../logs/log-streamer.js';
 import { selectOutputs, storeOutputs } from '../outputs/output-handover.js';
@@ -21,7 +21,7 @@ import type { AttemptHandle } from './attempt-handle.js';
 import { workCopyStreamId } from '../journal/journal.js';
 import { writeProcessMarker } from './leftover-process.js';
 import { CheckpointKeeper, latestCheckpoint, restoreCheckpoint } from './checkpoints.js';
-import { containerLaunch, pullImage, removeContainer } from './container-work.js';
+import { containerLaunch, loadArchive, pullImage, removeContainer } from './container-work.js';
 import type { AttemptConfinement, NodeConfinement } from './node-confinement.js';
 
 /** What every attempt of this agent shares. */
@@ -86,6 +86,8 @@ export class AttemptRunner {
   /** Sequence of the checkpoint restored into this attempt, if any; and the job's highest sequence so far. */
   private resumedFrom: number | undefined;
   private lastSequence = 0;
+  /** The runtime of a container attempt and its global arguments, to remove the container by name. */
+  private container: { runtime: ContainerRuntime; globalArgs: readonly string[] } | undefined;
   /** Agent notices from before the log stream existed (e.g. the checkpoint restore). */
   private readonly pendingNotices: string[] = [];
 
@@ -262,7 +264,8 @@ export class AttemptRunner {
     }
     // The last checkpoint is recorded before the end, so a requeued attempt always finds it.
     if (savesCheckpoints) await keeper.finish();
-    if (this.work?.runtime !== undefined) await removeContainer(this.work.runtime, attemptId);
+    // The client was killed (after the grace, or the agent stops): the container may outlive it.
+    if (this.container) await removeContainer(this.container.runtime, attemptId, this.container.globalArgs);
     const r = result;
     await h.execute((s) =>
       s.finished
@@ -361,8 +364,30 @@ export class AttemptRunner {
     if (spec.work.kind === 'container') {
       const runtime = this.ctx.confine.containerRuntimes[0];
       if (runtime === undefined) throw new UnsupportedWorkError(missingRuntimeMessage(spec.work.image, this.ctx.nodeId));
-      const { imageId } = await pullImage(runtime, spec.work.image);
-      this.work = { kind: 'container', digest: imageId, runtime };
+      const host = this.ctx.confine.containers;
+      const globalArgs = runtime === 'podman' ? host.podmanArgs : [];
+      const archive = spec.work.archive;
+      let imageId: string;
+      if (archive !== undefined) {
+        // Staged with the inputs (content-addressed, cached on this node); loaded once per node.
+        const got = await loadArchive(runtime, join(dirs.inputs, imageArchivePath(archive.sha256)), archive.sha256, globalArgs);
+        imageId = got.imageId;
+        this.handle.log.info({ image: spec.work.image, archive: archive.sha256, imageId, loaded: got.loaded }, 'container image ready');
+      } else {
+        const got = await pullImage(runtime, spec.work.image, globalArgs);
+        imageId = got.imageId;
+        this.handle.log.info({ image: spec.work.image, imageId, pulled: got.pulled }, 'container image ready');
+      }
+      const gpus = gpuAccess(host.gpus, gpuIndices);
+      this.work = {
+        kind: 'container',
+        digest: imageId,
+        runtime,
+        image: spec.work.image,
+        ...(archive && { archive: archive.sha256 }),
+        ...(gpus && { gpus: { mode: gpus.mode, devices: [...gpus.devices] } }),
+      };
+      this.container = { runtime, globalArgs };
       const { user, confinement } = this.confined;
       return containerLaunch({
         runtime,
@@ -375,8 +400,10 @@ export class AttemptRunner {
         network: spec.request.network,
         memoryBytes: this.confined.memoryBytes,
         maxProcesses: confinement.cgroup?.maxProcesses ?? this.ctx.config.GPUNET_JOB_MAX_PROCESSES,
-        // Declared slots have no device to pass; real GPUs do.
-        gpus: existsSync('/dev/nvidiactl') ? gpuIndices : [],
+        ...(gpus && { gpus }),
+        globalArgs,
+        openFiles: host.openFiles,
+        tmpfsBytes: this.confined.diskBytes,
       });
     }
     const script = await this.scriptLocation(spec, dirs);
@@ -425,13 +452,18 @@ export class AttemptRunner {
     });
   }
 
-  /** Confinement, limits and the time-limit warning of the run (a container's confinement is in its own arguments). */
+  /**
+   * Confinement, limits and the time-limit warning of the run. A container's confinement is in
+   * its own arguments (the runtime's client must run as root, in no namespace of ours); its disk
+   * cap is measured on the run's directories like a script's.
+   */
   private unattended(): Pick<RunSpec, 'confinement' | 'limits' | 'warnSignal' | 'warnBeforeMs' | 'diskLimitBytes'> {
     const spec = this.job!.spec;
     const warning = spec.request.warning;
     const c = spec.work.kind === 'script' ? this.confined : undefined;
     return {
-      ...(c && { confinement: c.confinement, diskLimitBytes: c.diskBytes }),
+      ...(c && { confinement: c.confinement }),
+      ...(this.confined && { diskLimitBytes: this.confined.diskBytes }),
       ...(c?.limits && { limits: c.limits }),
       ...(warning !== undefined && warning.beforeMs < spec.request.timeLimitMs && { warnSignal: warning.signal, warnBeforeMs: warning.beforeMs }),
     };

@@ -1,7 +1,7 @@
 import type { ContainerRuntime, Work } from '#contracts';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { containerEnv, containerRunArgs, parseImageId, type Launch } from '../domain/index.js';
+import { containerEnv, containerRunArgs, parseImageId, type GpuAccess, type Launch } from '../domain/index.js';
 import { findExecutable, type JobUser, type RunDirs } from '../run/index.js';
 
 const run = promisify(execFile);
@@ -10,17 +10,57 @@ const run = promisify(execFile);
 export const containerName = (attemptId: string) => `gpunet-${attemptId}`;
 
 /**
- * Pulls the image (staging: before compute is held, not billed) and resolves the id it runs
- * by, so the digest recorded in JobStarted is the one that runs.
+ * Resolves the image to the id it runs by, so the digest recorded in JobStarted is the one that
+ * runs: an image the node already holds is used as it is (no registry is asked), any other is
+ * pulled now (staging: before compute is held, not billed).
  */
-export async function pullImage(runtime: ContainerRuntime, image: string): Promise<{ bin: string; imageId: string }> {
+export async function pullImage(runtime: ContainerRuntime, image: string, globalArgs: readonly string[] = []): Promise<{ bin: string; imageId: string; pulled: boolean }> {
   const bin = await findExecutable(runtime, process.env.PATH);
   if (bin === null) throw new Error(`${runtime} is not installed on this node`);
-  await run(bin, ['pull', image], { timeout: 30 * 60_000, maxBuffer: 16 * 1024 * 1024 });
-  const { stdout } = await run(bin, ['image', 'inspect', '--format', '{{.Id}}', image], { timeout: 60_000 });
-  const imageId = parseImageId(stdout);
-  if (imageId === undefined) throw new Error(`${runtime} did not report a sha256 id for ${image}: ${stdout.trim().slice(0, 200)}`);
-  return { bin, imageId };
+  const inspect = () => run(bin, [...globalArgs, 'image', 'inspect', '--format', '{{.Id}}', image], { timeout: 60_000 }).then((r) => r.stdout, () => undefined);
+  let stdout = await inspect();
+  const pulled = stdout === undefined;
+  if (pulled) {
+    await run(bin, [...globalArgs, 'pull', image], { timeout: 30 * 60_000, maxBuffer: 16 * 1024 * 1024 }).catch((err: { stderr?: string; message: string }) => {
+      throw new Error(`${runtime} could not pull ${image}: ${(err.stderr || err.message).trim().split('\n').at(-1)}`);
+    });
+    stdout = await inspect();
+  }
+  const imageId = stdout === undefined ? undefined : parseImageId(stdout);
+  if (imageId === undefined) throw new Error(`${runtime} did not report a sha256 id for ${image}: ${(stdout ?? '').trim().slice(0, 200)}`);
+  return { bin, imageId, pulled };
+}
+
+/** The tag a loaded archive gets on the node: the node's cache of loaded images is keyed by the archive's sha256. */
+export const archiveTag = (sha256: string) => `localhost/gpunet-image:${sha256}`;
+
+/**
+ * Loads an image archive staged among the inputs (`work.archive`) unless the node already
+ * loaded the same archive (its tag {@link archiveTag} exists): then nothing is read at all.
+ * Resolves the id it runs by. Before compute is held, like the staging itself.
+ */
+export async function loadArchive(runtime: ContainerRuntime, file: string, sha256: string, globalArgs: readonly string[] = []): Promise<{ imageId: string; loaded: boolean }> {
+  const bin = await findExecutable(runtime, process.env.PATH);
+  if (bin === null) throw new Error(`${runtime} is not installed on this node`);
+  const tag = archiveTag(sha256);
+  const inspect = () => run(bin, [...globalArgs, 'image', 'inspect', '--format', '{{.Id}}', tag], { timeout: 60_000 }).then((r) => parseImageId(r.stdout), () => undefined);
+  let imageId = await inspect();
+  if (imageId !== undefined) return { imageId, loaded: false };
+  const { stdout } = await run(bin, [...globalArgs, 'load', '--input', file], { timeout: 30 * 60_000, maxBuffer: 16 * 1024 * 1024 }).catch((err: { stderr?: string; message: string }) => {
+    throw new Error(`the image archive sha256:${sha256} could not be loaded: ${(err.stderr || err.message).trim().split('\n').at(-1)}`);
+  });
+  const loaded = loadedImage(stdout);
+  if (loaded === undefined) throw new Error(`${runtime} load named no image for the archive sha256:${sha256}: ${stdout.trim().slice(0, 200)}`);
+  await run(bin, [...globalArgs, 'tag', loaded, tag], { timeout: 60_000 });
+  imageId = await inspect();
+  if (imageId === undefined) throw new Error(`the image loaded from the archive sha256:${sha256} has no sha256 id`);
+  return { imageId, loaded: true };
+}
+
+/** The image `podman load` / `docker load` reports (`Loaded image: ref`, `Loaded image(s): ref`, `Loaded image ID: sha256:…`). */
+export function loadedImage(stdout: string): string | undefined {
+  const m = /Loaded image(?:\(s\)| ID)?:\s*(\S+)/.exec(stdout);
+  return m?.[1]?.split(',')[0];
 }
 
 /** The launch of a container attempt: the runtime's client, which stays attached and forwards signals to the container's init. */
@@ -35,7 +75,10 @@ export function containerLaunch(args: {
   network: boolean;
   memoryBytes?: number;
   maxProcesses?: number;
-  gpus?: readonly number[];
+  gpus?: GpuAccess;
+  globalArgs?: readonly string[];
+  openFiles?: number;
+  tmpfsBytes?: number;
 }): Launch {
   const env = containerEnv({ ...args.work.env, LANG: 'C.UTF-8', TZ: 'UTC', GPUNET_JOB_ID: args.jobId, GPUNET_ATTEMPT_ID: args.attemptId });
   return {
@@ -54,12 +97,15 @@ export function containerLaunch(args: {
       ...(args.memoryBytes !== undefined && { memoryBytes: args.memoryBytes }),
       ...(args.maxProcesses !== undefined && { maxProcesses: args.maxProcesses }),
       ...(args.gpus !== undefined && { gpus: args.gpus }),
+      ...(args.globalArgs !== undefined && { globalArgs: args.globalArgs }),
+      ...(args.openFiles !== undefined && { openFiles: args.openFiles }),
+      ...(args.tmpfsBytes !== undefined && { tmpfsBytes: args.tmpfsBytes }),
     }),
     env: {},
   };
 }
 
 /** Kills and removes the attempt's container if it is still there (the client was killed before it). */
-export async function removeContainer(runtime: string, attemptId: string): Promise<void> {
-  await run(runtime, ['rm', '--force', containerName(attemptId)], { timeout: 60_000 }).catch(() => undefined);
+export async function removeContainer(runtime: string, attemptId: string, globalArgs: readonly string[] = []): Promise<void> {
+  await run(runtime, [...globalArgs, 'rm', '--force', ...(runtime === 'podman' ? ['--time', '0'] : []), containerName(attemptId)], { timeout: 60_000 }).catch(() => undefined);
 }

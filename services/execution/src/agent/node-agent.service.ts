@@ -37,6 +37,7 @@ import { NodeData } from '../staging/node-data.js';
 import { AttemptHandle } from './attempt-handle.js';
 import { AttemptRunner, readJobFacts, type AgentContext } from './attempt-runner.js';
 import { killLeftoverGroup } from './leftover-process.js';
+import { removeContainer } from './container-work.js';
 import { NodeConfinement } from './node-confinement.js';
 import { checkpointAfter, recoveryCheckpointId, scanForRecovery } from './recovery-scan.js';
 import { workCopyStreamId } from '../journal/journal.js';
@@ -222,6 +223,8 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
       if (step === 'abandon') {
         const runRoot = join(this.workDir, 'runs', jobId, attemptId);
         const leftover = await killLeftoverGroup(runRoot, attemptId);
+        // A container outlives its killed client: removed by its name (nothing happens when there is none).
+        for (const runtime of this.ctx!.confine.containerRuntimes) await removeContainer(runtime, attemptId, runtime === 'podman' ? this.ctx!.confine.containers.podmanArgs : []);
         // What escaped the process group dies with the run's cgroups. Only this run's: an agent
         // removes no group its own journal does not name (another agent may share the node id).
         if ((await removeStaleCgroups(this.ctx!.confine.cgroupBases, this.nodeId, new Set([attemptId]))) > 0) alog.warn('removed the cgroups the previous agent left for this run');

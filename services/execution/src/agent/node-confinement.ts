@@ -1,6 +1,8 @@
 import type { ContainerRuntime, JobSpec } from '#contracts';
-import { spawn } from 'node:child_process';
-import { chmod, chown, mkdir, stat, statfs } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, chown, mkdir, readdir, readFile, stat, statfs } from 'node:fs/promises';
+import { podmanGlobalArgs, type GpuHost } from '../domain/index.js';
 import { tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
@@ -89,6 +91,8 @@ export class NodeConfinement {
     /** Whether each job gets its own mount and IPC namespaces with a private /tmp, /var/tmp, /dev/shm, /run/lock. */
     readonly mountIsolation: boolean,
     readonly caps: NodeCaps,
+    /** How containers are run here: podman's global arguments, the GPU hand-over, the open-file cap. */
+    readonly containers: ContainerHost,
   ) {}
 
   static async detect(config: ExecutionConfig, workDir: string, log: Logger, gpuCount = 1): Promise<NodeConfinement> {
@@ -106,6 +110,7 @@ export class NodeConfinement {
     // knows from the journal exactly which runs those were.
     const cgroupBases = await detectCgroups();
     const containerRuntimes = await detectContainerRuntimes(config.GPUNET_CONTAINER_RUNTIME, pathVar);
+    const containers = await detectContainerHost(config, pathVar);
 
     let users: JobUserPool | undefined;
     let noJobUsers: string | undefined;
@@ -133,7 +138,7 @@ export class NodeConfinement {
     await chmod(join(workDir, 'cache'), 0o700);
     if (!users) log.error({ reason: noJobUsers }, 'jobs run as the agent\'s own user: their directories are not closed to each other');
     const caps = await nodeCaps(config, workDir, gpuCount);
-    const node = new NodeConfinement(config, networkIsolation, cgroupBases, containerRuntimes, users, noJobUsers, mountIsolation, caps);
+    const node = new NodeConfinement(config, networkIsolation, cgroupBases, containerRuntimes, users, noJobUsers, mountIsolation, caps, containers);
     log.info(
       {
         jobUsers: users ? config.GPUNET_JOB_UIDS : false,
@@ -143,6 +148,7 @@ export class NodeConfinement {
         cgroups: Object.keys(cgroupBases),
         ...caps,
         containerRuntimes,
+        ...(containerRuntimes.length > 0 && { podmanArgs: containers.podmanArgs, gpuHandOver: containers.gpus.cdi ? 'cdi' : containers.gpus.deviceNodes.length > 0 ? 'devices' : 'slots' }),
       },
       'job confinement',
     );
@@ -260,6 +266,38 @@ async function closedAncestor(dir: string): Promise<string | undefined> {
   }
 }
 
+/** How this node runs containers, found once at start. */
+export interface ContainerHost {
+  /** podman's global arguments (OCI runtime, cgroup manager) for this host. */
+  readonly podmanArgs: readonly string[];
+  /** NVIDIA's CDI spec and device nodes, for handing GPUs over. */
+  readonly gpus: GpuHost;
+  /** The container's RLIMIT_NOFILE: at most the agent's own hard limit (podman's default of 1048576 fails above it). */
+  readonly openFiles: number;
+}
+
+/** CDI specs NVIDIA's toolkit writes (`nvidia-ctk cdi generate`). */
+const NVIDIA_CDI_SPECS = ['/etc/cdi/nvidia.yaml', '/etc/cdi/nvidia.json', '/var/run/cdi/nvidia.yaml', '/var/run/cdi/nvidia.json'] as const;
+
+async function detectContainerHost(config: ExecutionConfig, pathVar: string | undefined): Promise<ContainerHost> {
+  const cgroupV2 = (await statfs('/sys/fs/cgroup').catch(() => undefined))?.type === CGROUP2_MAGIC;
+  const podmanArgs = podmanGlobalArgs({ cgroupV2, systemd: existsSync('/run/systemd/system'), runc: await findExecutable('runc', `${pathVar ?? ''}:/usr/sbin:/sbin`), ociRuntime: config.GPUNET_OCI_RUNTIME });
+  let cdi = NVIDIA_CDI_SPECS.some((f) => existsSync(f));
+  if (!cdi) {
+    const ctk = await findExecutable('nvidia-ctk', pathVar);
+    if (ctk !== null) cdi = await new Promise<boolean>((res) => execFile(ctk, ['cdi', 'list'], { timeout: 10_000 }, (err, out) => res(err === null && /nvidia\.com\/gpu=/.test(out))));
+  }
+  const deviceNodes = (await readdir('/dev').catch(() => [] as string[])).filter((n) => /^nvidia(\d+|ctl|-uvm|-uvm-tools|-modeset)$/.test(n)).map((n) => `/dev/${n}`);
+  const hardNofile = /^Max open files\s+\S+\s+(\d+)/m.exec(await readFile('/proc/self/limits', 'utf8').catch(() => ''));
+  const openFiles = Math.min(config.GPUNET_JOB_OPEN_FILES, hardNofile ? Number(hardNofile[1]) : config.GPUNET_JOB_OPEN_FILES);
+  return { podmanArgs, gpus: { cdi, deviceNodes }, openFiles };
+}
+
+const CGROUP2_MAGIC = 0x63677270;
+
+/** The format string that makes `<runtime> info` answer only when the runtime works. */
+const INFO_FORMAT: Record<ContainerRuntime, string> = { docker: '{{.ServerVersion}}', podman: '{{.Version.Version}}' };
+
 /** Runtimes whose daemon answers (`<runtime> info`), in preference order. */
 export async function detectContainerRuntimes(setting: ExecutionConfig['GPUNET_CONTAINER_RUNTIME'], pathVar: string | undefined): Promise<ContainerRuntime[]> {
   if (setting === 'off') return [];
@@ -267,14 +305,14 @@ export async function detectContainerRuntimes(setting: ExecutionConfig['GPUNET_C
   const found: ContainerRuntime[] = [];
   for (const runtime of candidates) {
     const bin = await findExecutable(runtime, pathVar);
-    if (bin !== null && (await answers(bin))) found.push(runtime);
+    if (bin !== null && (await answers(bin, INFO_FORMAT[runtime]))) found.push(runtime);
   }
   return found;
 }
 
-function answers(bin: string): Promise<boolean> {
+function answers(bin: string, format: string): Promise<boolean> {
   return new Promise((res) => {
-    const child = spawn(bin, ['info', '--format', '{{.ServerVersion}}'], { stdio: 'ignore', timeout: 5_000 });
+    const child = spawn(bin, ['info', '--format', format], { stdio: 'ignore', timeout: 15_000 });
     child.once('error', () => res(false));
     child.once('exit', (code) => res(code === 0));
   });

@@ -34,20 +34,107 @@ export interface ContainerRun {
   readonly network: boolean;
   readonly memoryBytes?: number;
   readonly maxProcesses?: number;
-  /** GPU indices to expose; empty or absent: none. Only for real devices (declared slots have nothing to expose). */
-  readonly gpus?: readonly number[];
+  /** How the held GPUs reach the container (see {@link gpuAccess}); absent: none. */
+  readonly gpus?: GpuAccess;
+  /**
+   * Arguments before `run`: podman's OCI runtime and cgroup manager for this host (see
+   * {@link podmanGlobalArgs}). Empty for docker, whose daemon has its own.
+   */
+  readonly globalArgs?: readonly string[];
+  /** `RLIMIT_NOFILE` of the container (soft = hard). podman's default is above the hard limit of many hosts, where the run fails on `setrlimit`. */
+  readonly openFiles?: number;
+  /**
+   * Size in bytes of each private tmpfs (`/tmp`, `/var/tmp`, `/dev/shm`) over the read-only root
+   * file system: the image cannot be written to, so whatever the job writes is either in the
+   * run's measured directories or in these bounded, memory-charged mounts.
+   */
+  readonly tmpfsBytes?: number;
 }
 
 /**
- * `run` arguments for the runtime (after the binary name): removed on exit, an init process that
- * forwards signals and reaps, no capabilities, no privilege gain, the run's directories mounted
- * (inputs read-only), and the image by its id.
+ * How a container gets its GPUs: NVIDIA's CDI names (`nvidia.com/gpu=N`, the toolkit's spec
+ * injects the device nodes and driver libraries), the raw device nodes, or nothing but the
+ * declared slots in `CUDA_VISIBLE_DEVICES` / `NVIDIA_VISIBLE_DEVICES` (no device exists).
+ */
+export interface GpuAccess {
+  readonly mode: 'cdi' | 'devices' | 'slots';
+  /** What was handed over: CDI names, device paths, or the slot indices as strings. Recorded in JobStarted. */
+  readonly devices: readonly string[];
+  /** Variables the container gets for it (the platform's: the job cannot override them). */
+  readonly env: Readonly<Record<string, string>>;
+}
+
+/** What a node offers for handing GPUs to containers, found once at start. */
+export interface GpuHost {
+  /** NVIDIA's CDI spec is installed (`/etc/cdi/nvidia.yaml`, `/var/run/cdi/nvidia.yaml`, or `nvidia-ctk cdi list` names devices). */
+  readonly cdi: boolean;
+  /** `/dev/nvidia*` nodes present (e.g. `/dev/nvidia0`, `/dev/nvidiactl`, `/dev/nvidia-uvm`). */
+  readonly deviceNodes: readonly string[];
+}
+
+/** The per-GPU device nodes and the shared ones every CUDA process needs. */
+const SHARED_NVIDIA_NODES = ['/dev/nvidiactl', '/dev/nvidia-uvm', '/dev/nvidia-uvm-tools', '/dev/nvidia-modeset'] as const;
+
+/**
+ * How the held GPUs `indices` reach a container on `host`: CDI when the node has NVIDIA's spec,
+ * else the device nodes of exactly those GPUs plus the shared control nodes, else the declared
+ * slots through the environment only. Pure.
+ */
+export function gpuAccess(host: GpuHost, indices: readonly number[]): GpuAccess | undefined {
+  if (indices.length === 0) return undefined;
+  const list = indices.join(',');
+  if (host.cdi) return { mode: 'cdi', devices: indices.map((i) => `nvidia.com/gpu=${i}`), env: { NVIDIA_VISIBLE_DEVICES: list } };
+  const present = new Set(host.deviceNodes);
+  if (indices.every((i) => present.has(`/dev/nvidia${i}`))) {
+    // Inside, only the handed GPUs exist; CUDA numbers them from 0, so CUDA_VISIBLE_DEVICES is left to it.
+    return { mode: 'devices', devices: [...indices.map((i) => `/dev/nvidia${i}`), ...SHARED_NVIDIA_NODES.filter((n) => present.has(n))], env: { NVIDIA_VISIBLE_DEVICES: list } };
+  }
+  return { mode: 'slots', devices: indices.map(String), env: { CUDA_VISIBLE_DEVICES: list, NVIDIA_VISIBLE_DEVICES: list } };
+}
+
+/** What {@link podmanGlobalArgs} needs to know of the host. */
+export interface PodmanHost {
+  /** `/sys/fs/cgroup` is the unified cgroup v2 hierarchy (crun works there). */
+  readonly cgroupV2: boolean;
+  /** systemd is the init (`/run/systemd/system` exists): podman's default cgroup manager works. */
+  readonly systemd: boolean;
+  /** Absolute path of `runc`, when installed. */
+  readonly runc: string | null;
+  /** Operator's choice (`GPUNET_OCI_RUNTIME`); `auto`: decided here. */
+  readonly ociRuntime: string;
+}
+
+/**
+ * podman's global arguments for this host. On cgroup v1 or hybrid hierarchies podman's default
+ * crun refuses ("cgroups in hybrid mode not supported"), so runc is used; without systemd as
+ * init the `systemd` cgroup manager cannot work, so `cgroupfs`. Pure.
+ */
+export function podmanGlobalArgs(host: PodmanHost): string[] {
+  const args: string[] = [];
+  const runtime = host.ociRuntime !== 'auto' ? host.ociRuntime : !host.cgroupV2 && host.runc !== null ? host.runc : undefined;
+  if (runtime !== undefined) args.push('--runtime', runtime);
+  if (!host.systemd) args.push('--cgroup-manager', 'cgroupfs');
+  return args;
+}
+
+/**
+ * Arguments for the runtime (after the binary name): the global ones, then `run`: removed on
+ * exit, an init process that forwards signals and reaps, no capabilities, no privilege gain, the
+ * job user, memory / pids / open-file caps, a read-only root file system with bounded tmpfs
+ * mounts, the run's directories mounted (inputs read-only), the GPUs handed over, and the image
+ * by its id. Nothing of the job's spec becomes a flag: it only fills values.
  */
 export function containerRunArgs(c: ContainerRun): string[] {
-  const args = ['run', '--rm', '--init', '--name', c.name, '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges', '--network', c.network ? 'bridge' : 'none'];
+  const args = [...(c.globalArgs ?? []), 'run', '--rm', '--init', '--name', c.name, '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges', '--network', c.network ? 'bridge' : 'none'];
   if (c.user) args.push('--user', `${c.user.uid}:${c.user.gid}`);
   if (c.memoryBytes !== undefined) args.push('--memory', String(c.memoryBytes), '--memory-swap', String(c.memoryBytes));
-  if (c.maxProcesses !== undefined) args.push('--pids-limit', String(c.maxProcesses));
+  if (c.maxProcesses !== undefined) args.push('--pids-limit', String(c.maxProcesses), '--ulimit', `nproc=${c.maxProcesses}:${c.maxProcesses}`);
+  if (c.openFiles !== undefined) args.push('--ulimit', `nofile=${c.openFiles}:${c.openFiles}`);
+  if (c.tmpfsBytes !== undefined) {
+    args.push('--read-only', '--read-only-tmpfs=false');
+    for (const path of ['/tmp', '/var/tmp', '/run']) args.push('--tmpfs', `${path}:rw,nosuid,nodev,size=${c.tmpfsBytes},mode=1777`);
+    args.push('--shm-size', String(c.tmpfsBytes));
+  }
   args.push(
     '--volume', `${c.dirs.inputs}:${CONTAINER_DIRS.inputs}:ro`,
     '--volume', `${c.dirs.work}:${CONTAINER_DIRS.work}`,
@@ -55,13 +142,15 @@ export function containerRunArgs(c: ContainerRun): string[] {
     '--volume', `${c.dirs.checkpoints}:${CONTAINER_DIRS.checkpoints}`,
     '--workdir', CONTAINER_DIRS.work,
   );
-  for (const [name, value] of Object.entries(c.env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) args.push('--env', `${name}=${value}`);
-  if (c.gpus !== undefined && c.gpus.length > 0) {
-    if (c.runtime === 'docker') args.push('--gpus', `"device=${c.gpus.join(',')}"`);
-    else for (const i of c.gpus) args.push('--device', `nvidia.com/gpu=${i}`);
+  const env = { ...c.env, ...c.gpus?.env };
+  for (const [name, value] of Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) args.push('--env', `${name}=${value}`);
+  if (c.gpus !== undefined && c.gpus.mode !== 'slots') {
+    if (c.runtime === 'docker' && c.gpus.mode === 'cdi') args.push('--gpus', `"device=${c.gpus.env.NVIDIA_VISIBLE_DEVICES}"`);
+    else for (const d of c.gpus.devices) args.push('--device', d);
   }
   const [entrypoint, ...rest] = c.command ?? [];
-  if (entrypoint !== undefined) args.push('--entrypoint', entrypoint);
+  // One argument, so an entrypoint that starts with a dash can never be read as a flag.
+  if (entrypoint !== undefined) args.push(`--entrypoint=${entrypoint}`);
   args.push(c.imageId, ...rest, ...c.args);
   return args;
 }
@@ -82,9 +171,10 @@ export function containerEnv(hostEnv: Readonly<Record<string, string>>): Record<
   return env;
 }
 
-/** An image id as `docker image inspect --format {{.Id}}` prints it, checked: `sha256:<64 hex>`, else undefined. */
+/** An image id as `docker|podman image inspect --format {{.Id}}` prints it (podman without the `sha256:`), as `sha256:<64 hex>`, else undefined. */
 export function parseImageId(text: string): string | undefined {
   const id = text.trim();
+  if (/^[0-9a-f]{64}$/.test(id)) return `sha256:${id}`;
   return /^sha256:[0-9a-f]{64}$/.test(id) ? id : undefined;
 }
 

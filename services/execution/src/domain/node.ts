@@ -7,6 +7,7 @@ import type { ContainerRuntime, NodeGpu, NodeHeartbeat, NodeRegistered } from '#
 /** A GPU found by `nvidia-smi` (see the run engine's `detectGpus`). */
 export interface FoundGpu {
   readonly index: number;
+  readonly uuid?: string;
   readonly name: string;
   readonly memoryMiB: number | null;
 }
@@ -28,7 +29,7 @@ export function nodeGpus(found: readonly FoundGpu[], declaredCount: number, decl
       simulated: false,
       gpus: [...found]
         .sort((a, b) => a.index - b.index)
-        .map((g) => ({ index: g.index, model: g.name, ...(g.memoryMiB !== null && { memoryMiB: g.memoryMiB }) })),
+        .map((g) => ({ index: g.index, ...(g.uuid !== undefined && { uuid: g.uuid }), model: g.name, ...(g.memoryMiB !== null && { memoryMiB: g.memoryMiB }) })),
     };
   }
   return { simulated: true, gpus: Array.from({ length: declaredCount }, (_, index) => ({ index, model: declaredModel })) };

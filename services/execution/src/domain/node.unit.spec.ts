@@ -15,14 +15,14 @@ describe('node GPUs', () => {
 
   it('offers the GPUs nvidia-smi found instead of the declared ones', () => {
     const found = [
-      { index: 1, name: 'NVIDIA H100', memoryMiB: 81559 },
+      { index: 1, uuid: 'GPU-1f0c9e3b-2b0e-2d0e-9f5c-8b2a7c1e4d22', name: 'NVIDIA H100', memoryMiB: 81559 },
       { index: 0, name: 'NVIDIA H100', memoryMiB: null },
     ];
     expect(nodeGpus(found, 8, 'sim')).toEqual({
       simulated: false,
       gpus: [
         { index: 0, model: 'NVIDIA H100' },
-        { index: 1, model: 'NVIDIA H100', memoryMiB: 81559 },
+        { index: 1, uuid: 'GPU-1f0c9e3b-2b0e-2d0e-9f5c-8b2a7c1e4d22', model: 'NVIDIA H100', memoryMiB: 81559 },
       ],
     });
   });

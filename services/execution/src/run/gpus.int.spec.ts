@@ -25,14 +25,15 @@ describe('detectGpus', () => {
     const smi = await fakeSmi(
       'nvidia-smi',
       [
-        'if [ "$*" != "--query-gpu=index,name,memory.total --format=csv,noheader" ]; then echo "unexpected args: $*" >&2; exit 9; fi',
-        'echo "0, NVIDIA A100-SXM4-80GB, 81920 MiB"',
-        'echo "1, NVIDIA A100-SXM4-80GB, 81920 MiB"',
+        'if [ "$*" != "--query-gpu=index,uuid,name,memory.total --format=csv" ]; then echo "unexpected args: $*" >&2; exit 9; fi',
+        'echo "index, uuid, name, memory.total [MiB]"',
+        'echo "0, GPU-5b9d1a6e-87a0-3c4f-41e2-0c7e2b8f9d10, NVIDIA A100-SXM4-80GB, 81920 MiB"',
+        'echo "1, GPU-77e0e8a2-10b4-1a2e-44d0-6d3c4c2a1b99, NVIDIA A100-SXM4-80GB, 81920 MiB"',
       ].join('\n'),
     );
     expect(await detectGpus({ command: smi })).toEqual([
-      { index: 0, name: 'NVIDIA A100-SXM4-80GB', memoryMiB: 81920 },
-      { index: 1, name: 'NVIDIA A100-SXM4-80GB', memoryMiB: 81920 },
+      { index: 0, uuid: 'GPU-5b9d1a6e-87a0-3c4f-41e2-0c7e2b8f9d10', name: 'NVIDIA A100-SXM4-80GB', memoryMiB: 81920 },
+      { index: 1, uuid: 'GPU-77e0e8a2-10b4-1a2e-44d0-6d3c4c2a1b99', name: 'NVIDIA A100-SXM4-80GB', memoryMiB: 81920 },
     ]);
   });
 

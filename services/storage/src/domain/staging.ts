@@ -3,7 +3,7 @@
  * either every input is there and intact (`InputsStaged`, placement may now hold compute) or
  * the job cannot run (`StagingFailed`, naming what is wrong and what to do).
  */
-import type { InputsStaged, JobSubmitted, StagingFailed } from '#contracts';
+import { IMAGE_ARCHIVE_INPUT, type InputsStaged, type JobSubmitted, type StagingFailed } from '#contracts';
 
 /** What the object store says about one input (or, for a folder, about one of its blobs). */
 export type InputCheck =
@@ -64,6 +64,7 @@ export function decideStaging(job: JobSubmitted, checks: readonly InputCheck[], 
 }
 
 function what(p: StagingProblem): string {
+  if (p.input === IMAGE_ARCHIVE_INPUT) return 'the container image archive (`work.archive`)';
   return 'file' in p && p.file !== undefined ? `file \`${p.file}\` of input \`${p.input}\`` : `input \`${p.input}\``;
 }
 
@@ -83,6 +84,7 @@ function describe(p: StagingProblem): string {
 function fixFor(p: StagingProblem): string {
   switch (p.status) {
     case 'missing':
+      if (p.input === IMAGE_ARCHIVE_INPUT) return 'Push the image first (`gpunet image push image.tar`, or `--local NAME` for an image on this machine), put the sha256 and size it prints in `work.archive`, and submit the job again.';
       return 'Upload the inputs (`gpunet submit` does it before submitting, skipping what is already stored) and submit the job again.';
     case 'size_mismatch':
       return 'Check the size in the spec (`stat -c %s FILE`), or upload the file again, and submit the job again.';
