@@ -319,6 +319,34 @@ describe('images as data (`gpunet image push`, `work.archive`)', () => {
   );
 
   it(
+    'removes the image loaded from an archive when the node\'s cache lets the archive go (no keep, no job needs it)',
+    e2e(async () => {
+      const archivePath = join(dir, 'busybox-no-keep.tar');
+      await run('podman', ['save', '--format', 'oci-archive', '--output', archivePath, image.ref]);
+      const pushed = JSON.parse((await gpunet(['image', 'push', 'busybox-no-keep.tar'])).stdout) as { archive: { sha256: string; size: number } };
+      const tag = `localhost/gpunet-image:${pushed.archive.sha256}`;
+      const exists = () => run('podman', ['image', 'exists', tag]).then(() => true, () => false);
+      const client = network().client();
+      const { jobId } = await client.submit({
+        name: 'archive-no-keep',
+        work: { kind: 'container', image: 'busybox-from-archive', archive: pushed.archive, command: ['/bin/sh', '-c', 'echo "ran once"'] },
+        request: { gpus: 1, timeLimit: '1m' },
+      } as never);
+      const { views } = await settle(network(), [jobId]);
+      expect(views.get(jobId)!.state).toBe('completed');
+      expect(await agentLine(jobId, 'container image ready')).toMatchObject({ loaded: true });
+      // Released with no keep: the node removes the cached archive (DataRemoved, node_cache) and the image loaded from it.
+      await until(`${tag} removed`, async () => !(await exists()), { timeoutMs: 60_000 });
+      const removal = (await network().events({ types: ['DataRemoved'] })).find((e) => {
+        const d = e.data as { scope: string; blobs: { sha256: string }[] };
+        return d.scope === 'node_cache' && d.blobs.some((b) => b.sha256 === pushed.archive.sha256);
+      });
+      expect(removal).toBeDefined();
+    }),
+    180_000,
+  );
+
+  it(
     'refuses a job whose image archive was never pushed before anything is placed or held, saying how to push it',
     e2e(async () => {
       const client = network().client();

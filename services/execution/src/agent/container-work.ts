@@ -106,6 +106,31 @@ export function containerLaunch(args: {
 }
 
 /** Kills and removes the attempt's container if it is still there (the client was killed before it). */
+/**
+ * Removes the images loaded from archives whose cached copy was just removed from this node
+ * (`removed`: their sha256s), so the node's image storage does not keep what its cache let go.
+ * One listing per call; an image a running container still uses is refused by the runtime and
+ * stays (its next removal takes it). Returns the sha256s whose image went.
+ */
+export async function removeLoadedArchives(runtime: string, removed: readonly string[], globalArgs: readonly string[] = []): Promise<string[]> {
+  if (removed.length === 0) return [];
+  const listed = await run(runtime, [...globalArgs, 'images', '--format', '{{.Repository}}:{{.Tag}}'], { timeout: 60_000 }).then(
+    (r) => r.stdout.split('\n').map((l) => l.trim()),
+    () => [] as string[],
+  );
+  const loaded = new Set(listed.filter((l) => l.startsWith(`${archiveTag('')}`)).map((l) => l.slice(archiveTag('').length)));
+  const gone: string[] = [];
+  for (const sha of removed) {
+    if (!loaded.has(sha)) continue;
+    const ok = await run(runtime, [...globalArgs, 'rmi', archiveTag(sha)], { timeout: 60_000 }).then(
+      () => true,
+      () => false,
+    );
+    if (ok) gone.push(sha);
+  }
+  return gone;
+}
+
 export async function removeContainer(runtime: string, attemptId: string, globalArgs: readonly string[] = []): Promise<void> {
   await run(runtime, [...globalArgs, 'rm', '--force', ...(runtime === 'podman' ? ['--time', '0'] : []), containerName(attemptId)], { timeout: 60_000 }).catch(() => undefined);
 }

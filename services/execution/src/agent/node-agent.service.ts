@@ -37,7 +37,7 @@ import { NodeData } from '../staging/node-data.js';
 import { AttemptHandle } from './attempt-handle.js';
 import { AttemptRunner, readJobFacts, type AgentContext } from './attempt-runner.js';
 import { killLeftoverGroup } from './leftover-process.js';
-import { removeContainer } from './container-work.js';
+import { removeContainer, removeLoadedArchives } from './container-work.js';
 import { NodeConfinement } from './node-confinement.js';
 import { checkpointAfter, recoveryCheckpointId, scanForRecovery } from './recovery-scan.js';
 import { workCopyStreamId } from '../journal/journal.js';
@@ -189,6 +189,11 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
 
   /** A node cache removal as `DataRemoved` (scope `node_cache`) on the node's stream. */
   private async recordCacheRemoval(r: CacheRemoval): Promise<void> {
+    // An image archive that leaves the cache takes the image loaded from it along (decision 0019).
+    for (const runtime of this.ctx?.confine.containerRuntimes ?? []) {
+      const gone = await removeLoadedArchives(runtime, r.blobs.map((b) => b.sha256), runtime === 'podman' ? this.ctx!.confine.containers.podmanArgs : []);
+      if (gone.length > 0) this.logger.info({ runtime, archives: gone, reason: r.reason }, 'loaded images removed with their cached archives');
+    }
     await this.writer.append(nodeStreamId(this.nodeId), [
       { type: 'DataRemoved', data: { ...(r.jobId ? { jobId: r.jobId } : {}), scope: 'node_cache', nodeId: this.nodeId, blobs: [...r.blobs], reason: r.reason, removedAt: this.now() } },
     ], { team: r.team });
