@@ -15,7 +15,10 @@ import {
   GetQueueReply,
   HEADERS,
   GetChargesReply,
+  JOB_OUTCOMES,
   JOB_STATES,
+  GpuModel,
+  NodeId,
   JobId,
   JobSpecInput,
   JobView,
@@ -30,12 +33,14 @@ import { JobEvents, JobOutputs } from '#contracts';
 import { INVOICE_STATUSES, InvoiceView, ListInvoicesReply, ListPriceListsReply, PriceListPublished, PublishPriceList, RebuildLedgerReply } from '#contracts';
 import { ApiKeyCreated, ApiKeyView, CreateApiKey, CreateTeam, DisableTeam, ListApiKeysReply, ListTeamsReply, RevokeApiKey, TeamView } from '#contracts';
 import { Healthz } from '../jobs/job-records.js';
+import { WhoAmI } from '../auth/whoami.http.controller.js';
+import { AuditQueriesReply } from '../audit/audit.http.controller.js';
 import { ErrorBody, RETRY_AFTER_SECONDS } from './http-errors.js';
 
 type Json = { [key: string]: unknown };
 
 /** Version of the HTTP API document; bump the minor on additions. */
-export const API_VERSION = '1.2.0';
+export const API_VERSION = '1.3.0';
 
 /** Schemas by component name, and whether they describe what clients send (input) or receive (output). */
 const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> = {
@@ -78,6 +83,8 @@ const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> 
   ApiKeyView: { schema: ApiKeyView, io: 'output' },
   ListApiKeysReply: { schema: ListApiKeysReply, io: 'output' },
   Healthz: { schema: Healthz, io: 'output' },
+  WhoAmI: { schema: WhoAmI, io: 'output' },
+  AuditQueriesReply: { schema: AuditQueriesReply, io: 'output' },
   Error: { schema: ErrorBody, io: 'output' },
 };
 
@@ -146,11 +153,13 @@ export const ROUTES = [
   'HEAD /v1/uploads/{upload}',
   'PATCH /v1/uploads/{upload}',
   'DELETE /v1/uploads/{upload}',
+  'GET /v1/queue',
   'POST /v1/estimate',
   'GET /v1/capacity',
   'GET /v1/charges',
   'GET /v1/audit/jobs',
   'GET /v1/audit/jobs/{jobId}',
+  'GET /v1/audit/queries',
   'GET /v1/invoices',
   'GET /v1/invoices/{invoiceId}',
   'GET /v1/prices',
@@ -163,6 +172,7 @@ export const ROUTES = [
   'POST /v1/keys',
   'GET /v1/keys',
   'POST /v1/keys/{keyId}/revoke',
+  'GET /v1/whoami',
   'GET /healthz',
   'GET /openapi.json',
 ] as const;
@@ -215,8 +225,17 @@ function paths(): Json {
           },
           { name: 'limit', in: 'query', required: false, description: 'Most jobs per page, 1–500. Default 50.', schema: { type: 'integer', minimum: 1, maximum: 500, default: 50 } },
           { name: 'cursor', in: 'query', required: false, description: '`nextCursor` of the previous page.', schema: { type: 'string', minLength: 1, maxLength: 512 } },
+          { name: 'gpuModel', in: 'query', required: false, description: 'Only jobs that requested this GPU model or ran on it.', schema: jsonSchema(GpuModel, 'input') },
+          { name: 'nodeId', in: 'query', required: false, description: 'Only jobs with an attempt on this node.', schema: jsonSchema(NodeId, 'input') },
+          { name: 'outcome', in: 'query', required: false, description: 'Only jobs whose last attempt ended so.', schema: { type: 'string', enum: [...JOB_OUTCOMES] } },
+          { name: 'submittedFrom', in: 'query', required: false, description: 'Only jobs submitted at or after this UTC instant, e.g. `2025-06-01T00:00:00Z`.', schema: { type: 'string', format: 'date-time' } },
+          { name: 'submittedTo', in: 'query', required: false, description: 'Only jobs submitted before this UTC instant.', schema: { type: 'string', format: 'date-time' } },
         ],
-        responses: { '200': { description: 'One page of jobs.', content: json('ListJobsReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS },
+        responses: {
+          '200': { description: 'One page of jobs, with the count per state of every job the other filters match (`countsByState`).', content: json('ListJobsReply') },
+          '400': errorResponse('BadRequest'),
+          ...AUTH_ERRORS,
+        },
       },
     },
     '/v1/jobs/{jobId}': {
@@ -415,6 +434,14 @@ function paths(): Json {
         responses: { '200': { description: 'The team\'s view of the queue around the job.', content: json('GetQueueReply') }, ...JOB_ERRORS, '502': errorResponse('BadGateway') },
       },
     },
+    '/v1/queue': {
+      get: {
+        operationId: 'getTeamQueue',
+        summary: 'The team\'s waiting jobs in line (reason, expected start) and the nodes with their free GPUs',
+        description: 'At most 200 jobs, first in line first; `position` is the place in the whole queue. Another team\'s jobs are never listed.',
+        responses: { '200': { description: 'The team\'s view of the queue.', content: json('GetQueueReply') }, ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
+      },
+    },
     '/v1/estimate': {
       post: {
         operationId: 'estimateJob',
@@ -573,6 +600,23 @@ function paths(): Json {
         parameters: [{ name: 'keyId', in: 'path', required: true, description: 'The key\'s id, e.g. `key_3f9c2a7d1e4b8a60`.', schema: { type: 'string' } }],
         requestBody: { required: false, content: json('RevokeApiKeyRequest') },
         responses: { '200': { description: 'The revoked key.', content: json('ApiKeyView') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS },
+      },
+    },
+    '/v1/audit/queries': {
+      get: {
+        operationId: 'auditQueries',
+        summary: 'The record of audit queries: who asked what, when, and whether it was refused',
+        description: 'The AuditQueried events of the store, newest first; every team\'s, so only a key with role compliance may read it (`audit:read-all-teams`).',
+        parameters: [{ name: 'limit', in: 'query', required: false, description: 'Most records, 1–500. Default 100.', schema: { type: 'integer', minimum: 1, maximum: 500, default: 100 } }],
+        responses: { '200': { description: 'The records.', content: json('AuditQueriesReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS },
+      },
+    },
+    '/v1/whoami': {
+      get: {
+        operationId: 'whoAmI',
+        summary: 'The caller\'s key: its id, team, role and what the role may do',
+        description: 'For clients that show only what the key may do (the web console). Any valid key may ask; nothing of another key is ever shown.',
+        responses: { '200': { description: 'The key.', content: json('WhoAmI') }, ...AUTH_ERRORS },
       },
     },
     '/healthz': {
