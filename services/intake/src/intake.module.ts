@@ -3,13 +3,15 @@ import { APP_FILTER } from '@nestjs/core';
 import { AuditHttpController } from './audit/audit.http.controller.js';
 import { Authenticator } from './auth/authenticator.js';
 import { KeyRingFeed } from './auth/key-ring.feed.js';
+import { ConsoleHttpController } from './console/console.http.controller.js';
+import { WhoAmIHttpController } from './auth/whoami.http.controller.js';
 import { ChargesHttpController } from './charges/charges.http.controller.js';
 import { EstimateHttpController } from './estimate/estimate.http.controller.js';
 import { EstimateNatsController } from './estimate/estimate.nats.controller.js';
 import { ChargesNatsController } from './charges/charges.nats.controller.js';
 import { CapacityHttpController } from './estimate/capacity.http.controller.js';
 import { EstimateService } from './estimate/estimate.service.js';
-import { QueueHttpController } from './estimate/queue.http.controller.js';
+import { QueueHttpController, TeamQueueHttpController } from './estimate/queue.http.controller.js';
 import { FeedHub } from './feed/feed-hub.js';
 import { FeedHttpController } from './feed/feed.http.controller.js';
 import { FeedNatsController } from './feed/feed.nats.controller.js';
@@ -51,7 +53,7 @@ export interface IntakeStartState {
  */
 export function intakeModule(started: () => IntakeStartState): Type<unknown> {
   @Module({
-    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, ChargesNatsController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController, QueueHttpController, CapacityHttpController, AuditHttpController, InvoicesHttpController, PricesHttpController, LedgerHttpController, BillingNatsController, TeamsHttpController, KeysHttpController, KeysNatsController, FeedHttpController, FeedNatsController, UploadsHttpController],
+    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, ChargesNatsController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController, QueueHttpController, CapacityHttpController, AuditHttpController, InvoicesHttpController, PricesHttpController, LedgerHttpController, BillingNatsController, TeamsHttpController, KeysHttpController, KeysNatsController, FeedHttpController, FeedNatsController, UploadsHttpController, ConsoleHttpController, WhoAmIHttpController, TeamQueueHttpController],
     providers: [
       { provide: Authenticator, useFactory: () => started().authenticator },
       { provide: JobViewsFeed, useFactory: () => started().feed },
