@@ -1,15 +1,17 @@
 /** The console's shell: login, navigation by what the key may do, and the pages. */
-import { useEffect, useState, type FormEvent } from 'react';
-import { apiClient, must, storedKey, storeKey } from './api/client';
+import { lazy, Suspense, useEffect, useState, type FormEvent } from 'react';
+import { apiClient, must, storedKey, storedMe, storeKey } from './api/client';
 import { ErrorBox, Loading } from './components/common';
-import { AuditPage } from './pages/audit';
-import { InvoicesPage } from './pages/invoices';
 import { JobPage } from './pages/job';
 import { JobsPage } from './pages/jobs';
-import { PricesPage } from './pages/prices';
-import { QueuePage } from './pages/queue';
 import { viewerZone } from './format/time';
 import { Link, makeSession, navigate, SessionContext, usePath, useSession as useContextSession, type Session } from './session';
+
+// The pages people open first load with the shell; the rest (and the chart library) when opened.
+const QueuePage = lazy(() => import('./pages/queue').then((m) => ({ default: m.QueuePage })));
+const InvoicesPage = lazy(() => import('./pages/invoices').then((m) => ({ default: m.InvoicesPage })));
+const AuditPage = lazy(() => import('./pages/audit').then((m) => ({ default: m.AuditPage })));
+const PricesPage = lazy(() => import('./pages/prices').then((m) => ({ default: m.PricesPage })));
 
 const PAGES: { to: string; label: string; needs: string }[] = [
   { to: '/', label: 'Jobs', needs: 'jobs:read' },
@@ -33,10 +35,11 @@ export function App() {
     setError(undefined);
     try {
       const me = await must(apiClient(key).GET('/v1/whoami'));
-      storeKey(key);
-      setSession(makeSession(key, me, logout));
+      storeKey(key, me);
+      setSession((s) => (s && s.key === key && JSON.stringify(s.me) === JSON.stringify(me) ? s : makeSession(key, me, logout)));
     } catch (err) {
       storeKey(null);
+      setSession(undefined);
       setError(err);
     } finally {
       setBusy(false);
@@ -45,7 +48,11 @@ export function App() {
 
   useEffect(() => {
     const key = storedKey();
-    if (key) void login(key);
+    if (!key) return;
+    // This tab already checked the key: show the pages at once, and check it again in the background.
+    const me = storedMe();
+    if (me) setSession(makeSession(key, me, logout));
+    void login(key);
   }, []);
 
   if (!session) return <Login onLogin={login} error={error} busy={busy} />;
@@ -118,7 +125,7 @@ function Shell() {
         </button>
       </header>
       <main id="main" tabIndex={-1}>
-        {page}
+        <Suspense fallback={<Loading label="Loading the page" />}>{page}</Suspense>
       </main>
     </>
   );

@@ -27,14 +27,22 @@ export class ApiError extends Error {
 }
 
 const KEY_STORAGE = 'gpunet.apiKey';
+const ME_STORAGE = 'gpunet.whoami';
 
 /** The key of this browser tab's session (sessionStorage: gone when the tab closes). */
 export function storedKey(): string | null {
   return sessionStorage.getItem(KEY_STORAGE);
 }
-export function storeKey(key: string | null): void {
+/** What `GET /v1/whoami` last said of the stored key (only to show the pages at once; the API decides). */
+export function storedMe(): Schemas['WhoAmI'] | null {
+  const text = sessionStorage.getItem(ME_STORAGE);
+  return text ? (JSON.parse(text) as Schemas['WhoAmI']) : null;
+}
+export function storeKey(key: string | null, me?: Schemas['WhoAmI']): void {
+  sessionStorage.removeItem(ME_STORAGE);
   if (key === null) sessionStorage.removeItem(KEY_STORAGE);
   else sessionStorage.setItem(KEY_STORAGE, key);
+  if (key !== null && me) sessionStorage.setItem(ME_STORAGE, JSON.stringify(me));
 }
 
 /** Turns an error answer's body into an ApiError. */
