@@ -193,7 +193,7 @@ export const ListJobsReply = z
     jobs: z.array(JobSummary).describe('Jobs, newest first.'),
     nextCursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page.'),
     countsByState: z
-      .array(z.object({ state: JobState, count: z.int().min(0) }))
+      .array(z.object({ state: JobState, count: z.int().min(0).describe('Jobs in that state.') }))
       .optional()
       .describe('How many of the jobs that match every filter but `states` are in each state (states with none left out), over every page: the group-by of a jobs table.'),
   })

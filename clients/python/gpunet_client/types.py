@@ -2529,7 +2529,7 @@ ListJobsReplyJobsItem = TypedDict("ListJobsReplyJobsItem", {
 
 ListJobsReplyCountsByStateItem = TypedDict("ListJobsReplyCountsByStateItem", {
     "state": Literal["submitted", "staged", "placed", "running", "finishing", "completed", "failed", "timeout", "cancelled", "node_lost", "deadline", "rejected"],  # `submitted`: waiting for inputs to stage; `staged`: waiting for a node; `placed`: GPUs chosen or held; `running`: the process runs; `finishing`: ended, outputs 
-    "count": int,
+    "count": int,  # Jobs in that state.
 })
 
 # One page of jobs.

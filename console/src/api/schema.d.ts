@@ -1312,6 +1312,7 @@ export interface components {
                  * @enum {string}
                  */
                 state: "submitted" | "staged" | "placed" | "running" | "finishing" | "completed" | "failed" | "timeout" | "cancelled" | "node_lost" | "deadline" | "rejected";
+                /** @description Jobs in that state. */
                 count: number;
             }[];
         };
