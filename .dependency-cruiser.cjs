@@ -64,6 +64,13 @@ module.exports = {
       to: { dependencyTypes: ['core'], path: NODE_IO },
     },
     {
+      name: 'console-only-http',
+      comment: 'The web console knows gpunet only through its public HTTP API (the client generated from /openapi.json): no service, lib or contract code in the browser.',
+      severity: 'error',
+      from: { path: '^console/' },
+      to: { path: '^(services|libs|contracts|test|scripts)/' },
+    },
+    {
       name: 'not-to-unresolvable',
       comment:
         'Every import must resolve; an unresolved #subpath import would hide its edges from the rules above.',
@@ -82,7 +89,7 @@ module.exports = {
     enhancedResolveOptions: {
       exportsFields: ['exports'],
       conditionNames: ['types', 'import', 'node', 'default'],
-      extensions: ['.ts', '.js', '.cjs', '.mjs', '.json', '.d.ts'],
+      extensions: ['.ts', '.tsx', '.js', '.cjs', '.mjs', '.json', '.d.ts'],
       mainFields: ['module', 'main', 'types', 'typings'],
     },
     skipAnalysisNotInRules: true,

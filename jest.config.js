@@ -2,6 +2,7 @@
 //   unit  *.unit.spec.ts  pure logic, no I/O beyond temp files
 //   int   *.int.spec.ts   against a real nats-server / PostgreSQL / SQLite
 //   e2e   test/**/*.e2e.spec.ts  real service processes
+//   browser test/browser/*.browser.spec.ts  the web console in Debian's Chromium against a real network
 const swc = [
   '@swc/jest',
   {
@@ -49,5 +50,6 @@ export default {
       globalSetup: '<rootDir>/test/support/bus/e2e-setup.ts',
       globalTeardown: '<rootDir>/test/support/bus/bus-contract.ts',
     },
+    { ...common, displayName: 'browser', testMatch: ['<rootDir>/test/browser/**/*.browser.spec.ts'], slowTestThreshold: 180 },
   ],
 };

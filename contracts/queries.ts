@@ -156,6 +156,7 @@ export const JobSummary = z
     outcome: JobOutcome.optional(),
     gpus: z.int().min(1).describe('GPUs requested.'),
     gpuModel: GpuModel.optional().describe('GPU model requested, if any.'),
+    nodeId: NodeId.optional().describe('Node of the last attempt, once placed.'),
     submittedAt: Timestamp.describe('When intake accepted the job.'),
     updatedAt: Timestamp.describe('Time of the latest event of the job.'),
   })
@@ -179,6 +180,11 @@ export const ListJobs = strictObject(
       .describe('Only jobs in one of these states, e.g. `["running", "placed"]`. Default: all.'),
     limit: z.int({ error: limitError }).min(1, { error: limitError }).max(500, { error: limitError }).default(50).describe('Most jobs per page, 1–500. Default 50.'),
     cursor: z.string({ error: cursorError }).min(1, { error: cursorError }).max(512, { error: cursorError }).optional().describe('Where to continue: `nextCursor` of the previous page.'),
+    gpuModel: GpuModel.optional().describe('Only jobs that requested this GPU model, or ran an attempt on it, e.g. `A100-80GB`.'),
+    nodeId: NodeId.optional().describe('Only jobs with an attempt placed on this node, e.g. `node-1`.'),
+    outcome: JobOutcome.optional().describe('Only jobs whose last attempt ended so, e.g. `failed`.'),
+    submittedFrom: Timestamp.optional().describe('Only jobs submitted at or after this instant.'),
+    submittedTo: Timestamp.optional().describe('Only jobs submitted before this instant.'),
   },
   'ListJobs',
 ).describe('List the caller\'s jobs, newest first.');
@@ -188,6 +194,10 @@ export const ListJobsReply = z
   .object({
     jobs: z.array(JobSummary).describe('Jobs, newest first.'),
     nextCursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page.'),
+    countsByState: z
+      .array(z.object({ state: JobState, count: z.int().min(0).describe('Jobs in that state.') }))
+      .optional()
+      .describe('How many of the jobs that match every filter but `states` are in each state (states with none left out), over every page: the group-by of a jobs table.'),
   })
   .describe('One page of jobs.');
 export type ListJobsReply = z.output<typeof ListJobsReply>;

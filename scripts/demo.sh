@@ -19,6 +19,7 @@ ensure_nats_server # exports GPUNET_NATS_SERVER_BIN, which `gpunet up` reads
 
 step "build"
 npm run -s build
+npm run -s build:console
 note "done"
 
 # A demo left behind by a killed run is stopped and cleared, so every run starts the same.
@@ -77,4 +78,5 @@ done
 gpunet invoice --job "$job" --data-dir "$DEMO_DIR"
 
 step "done in $((SECONDS - started)) s"
+note "the web console was at $(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).url' "$DEMO_DIR/state.json")/console (log in with the key in $DEMO_DIR/state.json; \`gpunet up\` keeps one running)"
 note "the job's outputs are in ${DEMO_DIR#"$GPUNET_ROOT"/}/output/"

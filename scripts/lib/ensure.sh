@@ -143,6 +143,26 @@ ensure_nats_server() {
 # Debian's python3 with python3-pytest and python3-venv (the client is standard library only,
 # and CI cannot reach PyPI). `npm run test:python` runs clients/python/tests with it.
 GPUNET_PYTHON="${GPUNET_PYTHON:-/usr/bin/python3}"
+# Debian's Chromium for the console's browser tier and `npm run bench:console` (playwright-core
+# drives it; no browser is downloaded). GPUNET_CHROMIUM points at another build.
+ensure_chromium() {
+  step "chromium"
+  local bin="${GPUNET_CHROMIUM:-/usr/bin/chromium}"
+  if [ ! -x "$bin" ]; then
+    if [ -n "${GPUNET_CHROMIUM:-}" ]; then
+      die "GPUNET_CHROMIUM=$GPUNET_CHROMIUM is not an executable Chromium." "Point it at a Chromium binary, or unset it to use /usr/bin/chromium."
+    fi
+    is_root || die "chromium is not installed (the web console's browser tests drive it)." \
+      "Install it (Debian/Ubuntu): sudo apt-get install -y chromium"
+    note "not installed: installing Debian's chromium (a few minutes)"
+    apt_install chromium
+    [ -x "$bin" ] || die "chromium was installed but $bin is missing."
+  fi
+  GPUNET_CHROMIUM="$bin"
+  export GPUNET_CHROMIUM
+  note "$("$bin" --headless --no-sandbox --version 2>/dev/null | head -n1) at $bin"
+}
+
 ensure_python() {
   step "python3 + pytest"
   local missing=()

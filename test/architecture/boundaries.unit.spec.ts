@@ -51,6 +51,7 @@ describe('architecture boundaries (dependency-cruiser)', () => {
       .sort();
     expect(found).toEqual(
       [
+        'console-only-http: console/src/page.tsx -> services/alpha/src/alpha.service.ts',
         'contracts-import-nothing-of-ours: contracts/index.ts -> libs/widgets/src/index.ts',
         'contracts-only-zod: contracts/index.ts -> node_modules/pino/pino.js',
         'domain-no-framework: libs/widgets/src/domain/policy.ts -> node_modules/pg/esm/index.mjs',

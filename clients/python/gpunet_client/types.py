@@ -2923,6 +2923,11 @@ ListJobs = TypedDict("ListJobs", {
     "states": NotRequired[List[Literal["submitted", "staged", "placed", "running", "finishing", "completed", "failed", "timeout", "cancelled", "node_lost", "deadline", "rejected"]]],  # Only jobs in one of these states, e.g. `["running", "placed"]`. Default: all.
     "limit": NotRequired[int],  # Most jobs per page, 1–500. Default 50.
     "cursor": NotRequired[str],  # Where to continue: `nextCursor` of the previous page.
+    "gpuModel": NotRequired[str],  # Only jobs that requested this GPU model, or ran an attempt on it, e.g. `A100-80GB`.
+    "nodeId": NotRequired[str],  # Only jobs with an attempt placed on this node, e.g. `node-1`.
+    "outcome": NotRequired[Literal["completed", "failed", "timeout", "cancelled", "node_lost", "deadline"]],  # Only jobs whose last attempt ended so, e.g. `failed`.
+    "submittedFrom": NotRequired[str],  # Only jobs submitted at or after this instant.
+    "submittedTo": NotRequired[str],  # Only jobs submitted before this instant.
 })
 
 # One line of a job list.
@@ -2933,14 +2938,21 @@ ListJobsReplyJobsItem = TypedDict("ListJobsReplyJobsItem", {
     "outcome": NotRequired[Literal["completed", "failed", "timeout", "cancelled", "node_lost", "deadline"]],  # How the attempt ended: `completed` (exit 0), `failed` (non-zero exit or could not start), `timeout` (time limit hit, killed), `cancelled` (on request), `node_lo
     "gpus": int,  # GPUs requested.
     "gpuModel": NotRequired[str],  # GPU model requested, if any.
+    "nodeId": NotRequired[str],  # Node of the last attempt, once placed.
     "submittedAt": str,  # When intake accepted the job.
     "updatedAt": str,  # Time of the latest event of the job.
+})
+
+ListJobsReplyCountsByStateItem = TypedDict("ListJobsReplyCountsByStateItem", {
+    "state": Literal["submitted", "staged", "placed", "running", "finishing", "completed", "failed", "timeout", "cancelled", "node_lost", "deadline", "rejected"],  # `submitted`: waiting for inputs to stage; `staged`: waiting for a node; `placed`: GPUs chosen or held; `running`: the process runs; `finishing`: ended, outputs 
+    "count": int,  # Jobs in that state.
 })
 
 # One page of jobs.
 ListJobsReply = TypedDict("ListJobsReply", {
     "jobs": List[ListJobsReplyJobsItem],  # Jobs, newest first.
     "nextCursor": Union[str, None],  # Pass as `cursor` for the next page; null on the last page.
+    "countsByState": NotRequired[List[ListJobsReplyCountsByStateItem]],  # How many of the jobs that match every filter but `states` are in each state (states with none left out), over every page: the group-by of a jobs table.
 })
 
 ListNodes = Dict[str, Any]

@@ -11,7 +11,7 @@ import { startService, type RunningService } from '#service-kit';
 import { jetstream } from '@nats-io/jetstream';
 import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
@@ -42,6 +42,7 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     GPUNET_LOG_LEVEL: 'silent',
     GPUNET_HTTP_PORT: '0',
     GPUNET_API_KEYS_FILE: join(dir, 'keys.yaml'),
+    GPUNET_CONSOLE_DIR: join(dir, 'console'),
   });
 
   beforeAll(async () => {
@@ -55,6 +56,10 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
         `- { id: ci-b, key: ${KEY_B}, team: team-b, role: producer }`,
       ].join('\n'),
     );
+    await mkdir(join(dir, 'console', 'assets'), { recursive: true });
+    await writeFile(join(dir, 'console', 'index.html'), '<!doctype html><title>console</title>');
+    await writeFile(join(dir, 'console', 'assets', 'index-abc.js'), 'console.log(1)');
+    await writeFile(join(dir, 'secret.txt'), 'not for the web');
     svc = await startService(intakeService({ env: env() }));
     store = svc.ctx.store;
     url = svc.httpUrl!;
@@ -182,6 +187,47 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     expect((await http(`/v1/jobs/${jobId}/cancel`, { method: 'POST', key: KEY_A_AUDIT })).status).toBe(403);
     // Team B does not see team A's jobs in its list.
     expect((await http('/v1/jobs', { key: KEY_B })).json.jobs.map((j: { jobId: string }) => j.jobId)).not.toContain(jobId);
+  });
+
+  it('serves the console: its assets, the page itself for any other path below /console, nothing outside its directory', async () => {
+    const page = await http('/console', { key: null });
+    expect([page.status, page.text]).toEqual([200, '<!doctype html><title>console</title>']);
+    expect((await http('/console/jobs/job_123', { key: null })).text).toContain('<title>console</title>');
+    const asset = await http('/console/assets/index-abc.js', { key: null });
+    expect([asset.status, asset.text, asset.headers.get('cache-control')]).toEqual([200, 'console.log(1)', 'public, max-age=31536000, immutable']);
+    for (const attack of ['/console/..%2fsecret.txt', '/console/assets/..%2f..%2fsecret.txt', '/console/%2e%2e/secret.txt']) {
+      const res = await http(attack, { key: null });
+      expect([attack, res.text]).not.toEqual([attack, expect.stringContaining('not for the web')]);
+    }
+  });
+
+  it('who a key is, and the record of audit queries for compliance only (a producer is refused, recorded nowhere)', async () => {
+    expect((await http('/v1/whoami')).json).toMatchObject({ keyId: 'ci-a', team: 'team-a', role: 'producer', actions: expect.arrayContaining(['jobs:submit']) });
+    expect((await http('/v1/whoami', { key: KEY_A_AUDIT })).json).toMatchObject({ role: 'compliance', actions: expect.arrayContaining(['audit:read-all-teams']) });
+    expect((await http('/v1/whoami', { key: null })).status).toBe(401);
+    for (const key of [KEY_A, KEY_B]) {
+      const refused = await http('/v1/audit/queries', { key });
+      expect(refused.status).toBe(403);
+      expect(refused.json.error.message).toMatch(/needs a key with role compliance/);
+    }
+    const record = await http('/v1/audit/queries', { key: KEY_A_AUDIT });
+    expect(record.status).toBe(200);
+    expect(record.json.queries).toEqual(expect.any(Array));
+    expect((await http('/v1/audit/queries?limit=0', { key: KEY_A_AUDIT })).json.error.issues[0]).toMatchObject({ path: 'limit' });
+  });
+
+  it('filters the jobs list and counts per state over every filter but the state; a bad filter names its parameter', async () => {
+    const jobId = await submitted();
+    const all = await http('/v1/jobs?limit=1');
+    expect(all.json.countsByState.reduce((n: number, c: { count: number }) => n + c.count, 0)).toBeGreaterThanOrEqual(1);
+    expect((await http(`/v1/jobs?submittedFrom=${encodeURIComponent('2999-01-01T00:00:00Z')}`)).json.jobs).toEqual([]);
+    expect((await http('/v1/jobs?nodeId=node-nowhere')).json).toMatchObject({ jobs: [], countsByState: [] });
+    expect((await http('/v1/jobs?limit=500')).json.jobs.map((j: { jobId: string }) => j.jobId)).toContain(jobId);
+    // Team B's list and counts never include team A's job.
+    expect((await http('/v1/jobs?limit=500', { key: KEY_B })).json.jobs.map((j: { jobId: string }) => j.jobId)).not.toContain(jobId);
+    const bad = await http('/v1/jobs?outcome=exploded&submittedTo=yesterday');
+    expect(bad.status).toBe(400);
+    expect(bad.json.error.issues.map((i: { path: string }) => i.path).sort()).toEqual(['outcome', 'submittedTo']);
   });
 
   // ── submit ─────────────────────────────────────────────────────────────────────────────

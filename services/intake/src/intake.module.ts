@@ -6,13 +6,15 @@ import { BudgetsHttpController } from './budgets/budgets.http.controller.js';
 import { BudgetsNatsController } from './budgets/budgets.nats.controller.js';
 import { BudgetsService } from './budgets/budgets.service.js';
 import { KeyRingFeed } from './auth/key-ring.feed.js';
+import { ConsoleHttpController } from './console/console.http.controller.js';
+import { WhoAmIHttpController } from './auth/whoami.http.controller.js';
 import { ChargesHttpController } from './charges/charges.http.controller.js';
 import { EstimateHttpController } from './estimate/estimate.http.controller.js';
 import { EstimateNatsController } from './estimate/estimate.nats.controller.js';
 import { ChargesNatsController } from './charges/charges.nats.controller.js';
 import { CapacityHttpController } from './estimate/capacity.http.controller.js';
 import { EstimateService } from './estimate/estimate.service.js';
-import { QueueHttpController } from './estimate/queue.http.controller.js';
+import { QueueHttpController, TeamQueueHttpController } from './estimate/queue.http.controller.js';
 import { FeedHub } from './feed/feed-hub.js';
 import { FeedHttpController } from './feed/feed.http.controller.js';
 import { FeedNatsController } from './feed/feed.nats.controller.js';
@@ -57,7 +59,7 @@ export interface IntakeStartState {
  */
 export function intakeModule(started: () => IntakeStartState): Type<unknown> {
   @Module({
-    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, ChargesNatsController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController, QueueHttpController, CapacityHttpController, AuditHttpController, InvoicesHttpController, PricesHttpController, LedgerHttpController, BillingNatsController, TeamsHttpController, KeysHttpController, KeysNatsController, FeedHttpController, FeedNatsController, UploadsHttpController, QuotasHttpController, QuotasNatsController, BudgetsHttpController, BudgetsNatsController],
+    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, ChargesNatsController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController, QueueHttpController, CapacityHttpController, AuditHttpController, InvoicesHttpController, PricesHttpController, LedgerHttpController, BillingNatsController, TeamsHttpController, KeysHttpController, KeysNatsController, FeedHttpController, FeedNatsController, UploadsHttpController, QuotasHttpController, QuotasNatsController, BudgetsHttpController, BudgetsNatsController, ConsoleHttpController, WhoAmIHttpController, TeamQueueHttpController],
     providers: [
       { provide: Authenticator, useFactory: () => started().authenticator },
       { provide: JobViewsFeed, useFactory: () => started().feed },

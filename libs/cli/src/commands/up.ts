@@ -301,6 +301,8 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     out.doc({ ...state, healthyAfterMs: tookMs });
     out.line(`gpunet is up: ${started.length} processes healthy in ${(tookMs / 1000).toFixed(1)} s`);
     out.line(`  API     ${state.url}  (team ${LOCAL_TEAM}; key in ${show(ctx.statePath)})`);
+    const consoleBuilt = existsSync(join(root, 'dist', 'console', 'index.html'));
+    out.line(`  console ${state.url}/console  ${consoleBuilt ? '(log in with that key)' : '(not built yet: run `npm run build:console`)'}`);
     out.line(`  NATS    ${natsUrl}${state.natsManaged ? `  (data in ${show(natsDir)})` : ''}; every connection authenticates (keys in ${show(keysDir)}/, permissions in ${show(natsConfig)})`);
     out.line(`  store   ${opts.postgres ? 'PostgreSQL' : show(join(dataDir, 'events.db'))}`);
     out.line(`  signing ${state.signingPublicKey}  (chain heads signed by the ledger; seed in ${show(signing.file)}, 0600)`);

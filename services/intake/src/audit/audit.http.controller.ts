@@ -1,7 +1,10 @@
 import { AuditJobsFilter, Queries, formatIssues, type AuditJobReply, type AuditJobReport, type AuditJobsReply, type AuditRequester } from '#contracts';
 import { NotFoundError, ValidationError } from '#errors';
 import { RemoteQueryError, requestQuery } from '#messaging';
-import { NATS_CONNECTION } from '#service-kit';
+import { EVENT_STORE, NATS_CONNECTION } from '#service-kit';
+import type { EventStore } from '#event-store';
+import { z } from 'zod';
+import { AuditQueried } from '#contracts';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Controller, Get, Inject, Param, Req } from '@nestjs/common';
 import type { Request } from 'express';
@@ -19,12 +22,25 @@ export function requesterOf(principal: Principal): AuditRequester {
   return callerPrincipal(principal, allows(principal, 'audit:read-all-teams'));
 }
 
+/** Most records in one answer of `GET /v1/audit/queries`. */
+const QUERIES_MAX = 500;
+
+export const AuditQueriesReply = z
+  .object({
+    queries: z
+      .array(AuditQueried.extend({ eventId: z.string().describe('Id of the AuditQueried event (what an audit answer names as `recordedAs`).'), position: z.string().describe('Its store position (decimal).') }))
+      .describe('Newest first.'),
+  })
+  .describe('The record of audit queries: who asked what, when, and whether it was refused.');
+export type AuditQueriesReply = z.output<typeof AuditQueriesReply>;
+
 /**
  * The audit over HTTP, asked of the ledger's audit projection over NATS (`AuditJobs`, `AuditJob`),
  * which records every query (who, what, when) before answering it:
  *
  * - `GET /v1/audit/jobs?team=&from=&to=&node=&gpuModel=&outcome=&limit=&offset=`: jobs for an audit, a page at a time;
- * - `GET /v1/audit/jobs/{jobId}`: one job's full audit across every service.
+ * - `GET /v1/audit/jobs/{jobId}`: one job's full audit across every service;
+ * - `GET /v1/audit/queries?limit=`: the record of those queries (the AuditQueried events, read from the store), compliance only.
  *
  * A team key sees its own team only (naming another team is 403, recorded as refused); a `compliance` key sees every team.
  */
@@ -33,7 +49,29 @@ export class AuditHttpController {
   constructor(
     private readonly auth: Authenticator,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
   ) {}
+
+  /** Who asked which audit query, newest first: every team's, so only for a key that may read every team's audit. */
+  @Get('queries')
+  async queries(@Req() req: Request): Promise<AuditQueriesReply> {
+    const principal = this.auth.fromHttp(req.headers.authorization);
+    authorize(principal, 'audit:read-all-teams');
+    const raw = single((req.query as Record<string, string | string[] | undefined>).limit);
+    const limit = raw === undefined ? 100 : /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
+    if (!(limit >= 1 && limit <= QUERIES_MAX)) {
+      throw new ValidationError('invalid query: limit', [{ path: 'limit', message: `must be a whole number from 1 to ${QUERIES_MAX}`, fix: 'write e.g. `limit=100`' }]);
+    }
+    const found: AuditQueriesReply['queries'] = [];
+    let from = 0n;
+    for (;;) {
+      const batch = await this.store.readAll({ fromPosition: from, maxCount: 1_000, filter: { types: ['AuditQueried'] } });
+      if (batch.length === 0) break;
+      for (const e of batch) found.push({ ...(e.data as AuditQueried), eventId: e.eventId, position: e.position.toString() });
+      from = batch.at(-1)!.position;
+    }
+    return { queries: found.reverse().slice(0, limit) };
+  }
 
   @Get('jobs')
   async jobs(@Req() req: Request): Promise<AuditJobsReply> {

@@ -126,6 +126,8 @@ export function toSummary(view: JobView): JobSummary {
   if (view.name !== undefined) summary.name = view.name;
   if (view.outcome !== undefined) summary.outcome = view.outcome;
   if (view.spec.request.gpuModel !== undefined) summary.gpuModel = view.spec.request.gpuModel;
+  const last = view.attempts.at(-1);
+  if (last !== undefined) summary.nodeId = last.nodeId;
   return summary;
 }
 

@@ -3,7 +3,7 @@
  * team-scoped list over them. Pure: the caller feeds events (fold at start, then follow).
  */
 import { ValidationError } from '#errors';
-import type { JobState, JobView, ListJobsReply } from '#contracts';
+import type { JobOutcome, JobState, JobView, ListJobsReply } from '#contracts';
 import { evolveJob, jobIdOf, toSummary, type JobEvent, type JobRecord } from './job-view.js';
 
 /** What `JobViews.list` takes: the parsed `ListJobs` request. */
@@ -11,6 +11,22 @@ export interface ListQuery {
   states?: readonly JobState[] | undefined;
   limit: number;
   cursor?: string | undefined;
+  gpuModel?: string | undefined;
+  nodeId?: string | undefined;
+  outcome?: JobOutcome | undefined;
+  /** ISO instants; `submittedAt` strings of one format compare in time order. */
+  submittedFrom?: string | undefined;
+  submittedTo?: string | undefined;
+}
+
+/** Whether a job matches every filter of the query except its states (those make the group-by counts). */
+function matches(view: JobView, q: ListQuery): boolean {
+  if (q.outcome !== undefined && view.outcome !== q.outcome) return false;
+  if (q.gpuModel !== undefined && view.spec.request.gpuModel !== q.gpuModel && !view.attempts.some((a) => a.gpuModel === q.gpuModel)) return false;
+  if (q.nodeId !== undefined && !view.attempts.some((a) => a.nodeId === q.nodeId || a.nodes?.some((n) => n.nodeId === q.nodeId))) return false;
+  if (q.submittedFrom !== undefined && Date.parse(view.submittedAt) < Date.parse(q.submittedFrom)) return false;
+  if (q.submittedTo !== undefined && Date.parse(view.submittedAt) >= Date.parse(q.submittedTo)) return false;
+  return true;
 }
 
 const CURSOR = /^p(0|[1-9][0-9]{0,19})$/;
@@ -84,26 +100,33 @@ export class JobViews {
     return this.records.get(jobId)?.view;
   }
 
-  /** One page of a team's jobs, newest first, optionally only those in some states. */
+  /**
+   * One page of a team's jobs, newest first, filtered; with the count per state of every job that
+   * matches the other filters (all pages), so a table can show its group-by without a second walk.
+   */
   list(team: string, query: ListQuery): ListJobsReply {
     const ids = this.byTeam.get(team) ?? [];
     const before = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
     const states = query.states && query.states.length > 0 ? new Set(query.states) : undefined;
+    const counts = new Map<JobState, number>();
     const page: JobRecord[] = [];
     let more = false;
     for (let i = ids.length - 1; i >= 0; i--) {
       const record = this.records.get(ids[i]!)!;
+      if (!matches(record.view, query)) continue;
+      counts.set(record.view.state, (counts.get(record.view.state) ?? 0) + 1);
       if (before !== undefined && record.submittedPosition >= before) continue;
       if (states && !states.has(record.view.state)) continue;
       if (page.length === query.limit) {
         more = true;
-        break;
+        continue;
       }
       page.push(record);
     }
     return {
       jobs: page.map((r) => toSummary(r.view)),
       nextCursor: more ? encodeCursor(page.at(-1)!.submittedPosition) : null,
+      countsByState: [...counts].map(([state, count]) => ({ state, count })),
     };
   }
 }

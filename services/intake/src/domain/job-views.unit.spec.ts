@@ -48,7 +48,7 @@ describe('JobViews (all jobs in memory)', () => {
     for (const e of [submit('j1'), submit('x1', 'team-b'), submit('j2'), submit('j3')]) views.apply(e);
     expect(views.list('team-a', { limit: 50 }).jobs.map((j) => j.jobId)).toEqual(['j3', 'j2', 'j1']);
     expect(views.list('team-b', { limit: 50 }).jobs.map((j) => j.jobId)).toEqual(['x1']);
-    expect(views.list('team-c', { limit: 50 })).toEqual({ jobs: [], nextCursor: null });
+    expect(views.list('team-c', { limit: 50 })).toEqual({ jobs: [], nextCursor: null, countsByState: [] });
   });
 
   it('filters by state', () => {
@@ -68,6 +68,25 @@ describe('JobViews (all jobs in memory)', () => {
     expect(second.jobs.map((j) => j.jobId)).toEqual(['j3', 'j2']);
     const last = views.list('team-a', { limit: 2, cursor: second.nextCursor! });
     expect(last).toMatchObject({ jobs: [{ jobId: 'j1' }], nextCursor: null });
+  });
+
+  it('filters by GPU model, node, outcome and submit time, and counts every matching job per state over all pages', () => {
+    const at = (jobId: string, submittedAt: string, gpuModel?: string) =>
+      event('JobSubmitted', jobId, { team: 'team-a', spec: { ...spec, request: { ...spec.request, ...(gpuModel ? { gpuModel } : {}) } }, submittedAt });
+    views.apply(at('j1', '2025-06-01T00:00:00.000Z', 'A100'));
+    views.apply(at('j2', '2025-06-02T00:00:00.000Z', 'H100'));
+    views.apply(at('j3', '2025-06-03T00:00:00.000Z', 'A100'));
+    views.apply(stage('j3'));
+    expect(views.list('team-a', { limit: 50, gpuModel: 'A100' }).jobs.map((j) => j.jobId)).toEqual(['j3', 'j1']);
+    expect(views.list('team-a', { limit: 50, submittedFrom: '2025-06-02T00:00:00.000Z' }).jobs.map((j) => j.jobId)).toEqual(['j3', 'j2']);
+    expect(views.list('team-a', { limit: 50, submittedTo: '2025-06-02T00:00:00.000Z' }).jobs.map((j) => j.jobId)).toEqual(['j1']);
+    expect(views.list('team-a', { limit: 50, nodeId: 'node-1' }).jobs).toEqual([]);
+    expect(views.list('team-a', { limit: 50, outcome: 'failed' }).jobs).toEqual([]);
+    // The counts ignore the state filter and the page: they are the group-by of the whole filtered table.
+    const page = views.list('team-a', { limit: 1, states: ['submitted'] });
+    expect(page.jobs.map((j) => j.jobId)).toEqual(['j2']);
+    expect(page.countsByState).toEqual(expect.arrayContaining([{ state: 'submitted', count: 2 }, { state: 'staged', count: 1 }]));
+    expect(page.countsByState).toHaveLength(2);
   });
 
   it('a full last page has no next cursor', () => {

@@ -34,3 +34,24 @@ export class QueueHttpController {
     );
   }
 }
+
+/**
+ * `GET /v1/queue`: the caller's team's waiting jobs in line (reason, expected start; their place
+ * stays global) and the nodes with their free GPUs, asked of placement (`GetQueue`). Another
+ * team's jobs are never listed; nodes are the network's, shown to every team that may read jobs.
+ */
+@Controller('v1/queue')
+export class TeamQueueHttpController {
+  constructor(
+    private readonly auth: Authenticator,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+  ) {}
+
+  @Get()
+  queue(@Req() req: Request): Promise<GetQueueReply> {
+    const principal = this.auth.fromHttp(req.headers.authorization);
+    authorize(principal, 'jobs:read');
+    const q = Queries.GetQueue;
+    return requestQuery<GetQueueReply>(this.nc, q.subject, { team: principal.team, limit: 200 }, { request: q.schema, response: q.replySchema }, { correlationId: correlationIdOf(req.headers) });
+  }
+}

@@ -15,7 +15,10 @@ import {
   GetQueueReply,
   HEADERS,
   GetChargesReply,
+  JOB_OUTCOMES,
   JOB_STATES,
+  GpuModel,
+  NodeId,
   JobId,
   JobSpecInput,
   JobView,
@@ -31,6 +34,8 @@ import { INVOICE_STATUSES, InvoiceView, ListInvoicesReply, ListPriceListsReply, 
 import { QuotasReply, QuotaUsage, SetQuota } from '#contracts';
 import { ApiKeyCreated, ApiKeyView, BudgetView, CreateApiKey, CreateTeam, DisableTeam, ListApiKeysReply, ListTeamsReply, RevokeApiKey, SetBudget, TeamView } from '#contracts';
 import { Healthz } from '../jobs/job-records.js';
+import { WhoAmI } from '../auth/whoami.http.controller.js';
+import { AuditQueriesReply } from '../audit/audit.http.controller.js';
 import { ErrorBody, RETRY_AFTER_SECONDS } from './http-errors.js';
 
 type Json = { [key: string]: unknown };
@@ -84,6 +89,8 @@ const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> 
   SetBudgetRequest: { schema: SetBudget.omit({ team: true }), io: 'input' },
   BudgetView: { schema: BudgetView, io: 'output' },
   Healthz: { schema: Healthz, io: 'output' },
+  WhoAmI: { schema: WhoAmI, io: 'output' },
+  AuditQueriesReply: { schema: AuditQueriesReply, io: 'output' },
   Error: { schema: ErrorBody, io: 'output' },
 };
 
@@ -152,11 +159,13 @@ export const ROUTES = [
   'HEAD /v1/uploads/{upload}',
   'PATCH /v1/uploads/{upload}',
   'DELETE /v1/uploads/{upload}',
+  'GET /v1/queue',
   'POST /v1/estimate',
   'GET /v1/capacity',
   'GET /v1/charges',
   'GET /v1/audit/jobs',
   'GET /v1/audit/jobs/{jobId}',
+  'GET /v1/audit/queries',
   'GET /v1/invoices',
   'GET /v1/invoices/{invoiceId}',
   'GET /v1/prices',
@@ -175,6 +184,7 @@ export const ROUTES = [
   'GET /v1/budgets/{team}',
   'PUT /v1/budgets/{team}',
   'DELETE /v1/budgets/{team}',
+  'GET /v1/whoami',
   'GET /healthz',
   'GET /openapi.json',
 ] as const;
@@ -228,8 +238,17 @@ function paths(): Json {
           },
           { name: 'limit', in: 'query', required: false, description: 'Most jobs per page, 1–500. Default 50.', schema: { type: 'integer', minimum: 1, maximum: 500, default: 50 } },
           { name: 'cursor', in: 'query', required: false, description: '`nextCursor` of the previous page.', schema: { type: 'string', minLength: 1, maxLength: 512 } },
+          { name: 'gpuModel', in: 'query', required: false, description: 'Only jobs that requested this GPU model or ran on it.', schema: jsonSchema(GpuModel, 'input') },
+          { name: 'nodeId', in: 'query', required: false, description: 'Only jobs with an attempt on this node.', schema: jsonSchema(NodeId, 'input') },
+          { name: 'outcome', in: 'query', required: false, description: 'Only jobs whose last attempt ended so.', schema: { type: 'string', enum: [...JOB_OUTCOMES] } },
+          { name: 'submittedFrom', in: 'query', required: false, description: 'Only jobs submitted at or after this UTC instant, e.g. `2025-06-01T00:00:00Z`.', schema: { type: 'string', format: 'date-time' } },
+          { name: 'submittedTo', in: 'query', required: false, description: 'Only jobs submitted before this UTC instant.', schema: { type: 'string', format: 'date-time' } },
         ],
-        responses: { '200': { description: 'One page of jobs.', content: json('ListJobsReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS },
+        responses: {
+          '200': { description: 'One page of jobs, with the count per state of every job the other filters match (`countsByState`).', content: json('ListJobsReply') },
+          '400': errorResponse('BadRequest'),
+          ...AUTH_ERRORS,
+        },
       },
     },
     '/v1/jobs/{jobId}': {
@@ -426,6 +445,14 @@ function paths(): Json {
         summary: 'Where a waiting job stands in the live plan: rank, reason and expected start',
         parameters: [jobIdParam],
         responses: { '200': { description: 'The team\'s view of the queue around the job.', content: json('GetQueueReply') }, ...JOB_ERRORS, '502': errorResponse('BadGateway') },
+      },
+    },
+    '/v1/queue': {
+      get: {
+        operationId: 'getTeamQueue',
+        summary: 'The team\'s waiting jobs in line (reason, expected start) and the nodes with their free GPUs',
+        description: 'At most 200 jobs, first in line first; `position` is the place in the whole queue. Another team\'s jobs are never listed.',
+        responses: { '200': { description: 'The team\'s view of the queue.', content: json('GetQueueReply') }, ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
       },
     },
     '/v1/estimate': {
@@ -637,6 +664,23 @@ function paths(): Json {
         summary: 'Remove a team\'s budget (role `billing`): its jobs are no longer checked',
         parameters: [teamParam],
         responses: { '200': { description: 'The team without budget.', content: json('BudgetView') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS },
+      },
+    },
+    '/v1/audit/queries': {
+      get: {
+        operationId: 'auditQueries',
+        summary: 'The record of audit queries: who asked what, when, and whether it was refused',
+        description: 'The AuditQueried events of the store, newest first; every team\'s, so only a key with role compliance may read it (`audit:read-all-teams`).',
+        parameters: [{ name: 'limit', in: 'query', required: false, description: 'Most records, 1–500. Default 100.', schema: { type: 'integer', minimum: 1, maximum: 500, default: 100 } }],
+        responses: { '200': { description: 'The records.', content: json('AuditQueriesReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS },
+      },
+    },
+    '/v1/whoami': {
+      get: {
+        operationId: 'whoAmI',
+        summary: 'The caller\'s key: its id, team, role and what the role may do',
+        description: 'For clients that show only what the key may do (the web console). Any valid key may ask; nothing of another key is ever shown.',
+        responses: { '200': { description: 'The key.', content: json('WhoAmI') }, ...AUTH_ERRORS },
       },
     },
     '/healthz': {

@@ -1,4 +1,5 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { readFileSync } from 'node:fs';
 import { openApiDocument, ROUTES } from './openapi.js';
 
 type Json = { [key: string]: unknown };
@@ -28,6 +29,11 @@ describe('OpenAPI document', () => {
     expect(result.errors ?? []).toEqual([]);
     expect(result.valid).toBe(true);
     expect(validator.version).toBe('3.1');
+  });
+
+  it('is the one the web console\'s client is generated from (else: npm run console:api)', () => {
+    const copy = JSON.parse(readFileSync(new URL('../../../../console/src/api/openapi.json', import.meta.url), 'utf8')) as Json;
+    expect(copy).toEqual(JSON.parse(JSON.stringify(doc)));
   });
 
   it('lists every route, and nothing else', () => {

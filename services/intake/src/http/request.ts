@@ -33,14 +33,21 @@ export function flag(value: QueryValue): boolean {
 }
 
 /**
- * `GET /v1/jobs?state=running&state=placed&limit=20&cursor=…` as a `ListJobs` request; `state`
- * may also be comma-separated. Errors name the query parameters.
+ * `GET /v1/jobs?state=running&state=placed&limit=20&cursor=…&gpuModel=&nodeId=&outcome=&submittedFrom=&submittedTo=`
+ * as a `ListJobs` request; `state` may also be comma-separated. Errors name the query parameters.
  */
 export function listQuery(query: Record<string, QueryValue>): ListJobs {
   const states = [query.state ?? []].flat().flatMap((s) => s.split(',')).map((s) => s.trim()).filter((s) => s !== '');
   const limit = single(query.limit);
   const cursor = single(query.cursor);
+  const filters = Object.fromEntries(
+    (['gpuModel', 'nodeId', 'outcome', 'submittedFrom', 'submittedTo'] as const).flatMap((name) => {
+      const value = single(query[name]);
+      return value === undefined || value === '' ? [] : [[name, value]];
+    }),
+  );
   const raw = {
+    ...filters,
     ...(states.length > 0 ? { states: states as JobState[] } : {}),
     ...(limit !== undefined ? { limit: /^\d{1,6}$/.test(limit) ? Number(limit) : limit } : {}),
     ...(cursor !== undefined ? { cursor } : {}),

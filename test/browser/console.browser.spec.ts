@@ -1,0 +1,198 @@
+/**
+ * The web console in a real browser (Debian's Chromium via playwright-core) against a real local
+ * network (`gpunet up` in a temp dir): log in, submit from the CLI and watch the job go through
+ * its timeline live, its logs and outputs; a producer key refused what is not its role's; a
+ * compliance key's audit query found in the record of audit queries; a billing key's invoice.
+ * Every page is checked by axe-core (no serious or critical violation) and screenshotted.
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, loggedIn, screenshotDir, seriousA11yViolations } from '../support/browser.js';
+import { TestNetwork } from '../support/network.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+function gpunet(args: string[], cwd: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [join(ROOT, 'bin', 'gpunet.js'), ...args], { cwd, env: { ...process.env, GPUNET_URL: '', GPUNET_API_KEY: '' } }, (err, stdout, stderr) =>
+      err ? reject(new Error(`gpunet ${args.join(' ')}: ${stderr}`)) : resolve(stdout),
+    );
+  });
+}
+
+describe('web console', () => {
+  let net: TestNetwork;
+  let browser: Browser;
+  let closeBrowser: () => Promise<void>;
+  let dir: string;
+  let shots: string;
+  const keys: Record<'compliance' | 'billing', string> = { compliance: '', billing: '' };
+  let jobId = '';
+
+  async function issueKey(role: string): Promise<string> {
+    const res = await fetch(`${net.url}/v1/keys`, { method: 'POST', headers: { Authorization: `Bearer ${net.adminApiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ team: net.team, role }) });
+    expect(res.status).toBe(201);
+    return ((await res.json()) as { apiKey: string }).apiKey;
+  }
+
+  async function check(page: Page, name: string): Promise<void> {
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+  }
+
+  beforeAll(async () => {
+    // The console as intake serves it: built from console/ now, so the test never sees a stale build.
+    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'console/vite.config.ts'], { cwd: ROOT, stdio: 'pipe' });
+    dir = await mkdtemp(join(tmpdir(), 'gpunet-console-'));
+    shots = await screenshotDir();
+    net = await TestNetwork.start({ agents: 1, gpus: 2, dirPrefix: 'gpunet-console-' });
+    keys.compliance = await issueKey('compliance');
+    keys.billing = await issueKey('billing');
+    ({ browser, close: closeBrowser } = await launchChromium());
+  }, 180_000);
+
+  afterAll(async () => {
+    await closeBrowser?.();
+    await net?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('a producer logs in, submits from the CLI and watches the job live: new row, timeline phases, billed span, logs, outputs, charge', async () => {
+    const { context, page } = await loggedIn(browser, net.url, net.apiKey);
+    await page.getByRole('heading', { name: 'Jobs' }).waitFor();
+    await page.getByText('● live').waitFor();
+    await check(page, 'jobs-empty');
+
+    await writeFile(
+      join(dir, 'job.yaml'),
+      [
+        'name: console-watch',
+        'work:',
+        '  kind: script',
+        '  interpreter: bash',
+        '  script:',
+        '    inline: |',
+        '      echo "training on GPUs $CUDA_VISIBLE_DEVICES"',
+        '      for i in 1 2 3; do echo "step $i"; sleep 1; done',
+        '      echo \'{"loss": 0.125}\' > "$GPUNET_OUTPUT_DIR/metrics.json"',
+        'request: { gpus: 1, timeLimit: 1m }',
+        'outputs: { globs: ["*.json"] }',
+        '',
+      ].join('\n'),
+    );
+    jobId = (JSON.parse(await gpunet(['submit', 'job.yaml', '--data-dir', net.dataDir, '--json'], dir)) as { jobId: string }).jobId;
+
+    // Live: the row appears without a reload, from the team feed.
+    const row = page.locator(`tr[data-job="${jobId}"]`);
+    await row.waitFor({ timeout: 20_000 });
+    await row.getByRole('link').click();
+    await page.getByRole('heading', { name: new RegExp(`Job ${jobId}`) }).waitFor();
+
+    // The timeline grows while the page stays open: running (with its billed span), then output and released.
+    await page.locator('[data-phase="running"]').first().waitFor({ timeout: 30_000 });
+    await page.locator('[data-billed="1"]').waitFor();
+    await page.locator('.log-stdout', { hasText: 'step 1' }).waitFor({ timeout: 20_000 });
+    await page.screenshot({ path: join(shots, 'job-running.png'), fullPage: true });
+    await page.locator('.badge.state-completed').first().waitFor({ timeout: 40_000 });
+    await page.locator('[data-phase="released"]').first().waitFor({ timeout: 20_000 });
+    for (const phase of ['staging', 'queued', 'held', 'running', 'output']) expect(await page.locator(`[data-phase="${phase}"]`).count()).toBeGreaterThan(0);
+    await page.locator('.log-stdout', { hasText: 'step 3' }).waitFor();
+
+    // Outputs: size and sha256 listed, and the download is the file's bytes.
+    const outputs = page.getByRole('table', { name: 'Outputs' });
+    await outputs.getByText('metrics.json').waitFor({ timeout: 20_000 });
+    const [download] = await Promise.all([page.waitForEvent('download'), outputs.getByRole('button', { name: 'Download metrics.json' }).click()]);
+    expect(await readFile((await download.path())!, 'utf8')).toBe('{"loss": 0.125}\n');
+
+    // The charge, line by line, once the ledger billed it.
+    await page.getByRole('table', { name: 'Charge lines' }).waitFor({ timeout: 30_000 });
+    expect(await page.getByRole('table', { name: 'Charge lines' }).locator('tfoot').innerText()).toMatch(/Total/);
+    await check(page, 'job');
+
+    // Times are the viewer's, UTC on hover.
+    expect(await page.locator('time').first().getAttribute('title')).toMatch(/UTC$/);
+
+    // Readable on a narrow screen too.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await check(page, 'job-narrow');
+    await context.close();
+  }, 180_000);
+
+  it('filters, groups and pages the jobs on the server, and exports CSV', async () => {
+    const { context, page } = await loggedIn(browser, net.url, net.apiKey);
+    await page.locator(`tr[data-job="${jobId}"]`).waitFor();
+    await page.getByRole('list', { name: 'Jobs per state' }).getByRole('button', { name: /completed/ }).click();
+    await page.locator(`tr[data-job="${jobId}"]`).waitFor();
+    await page.getByRole('textbox', { name: 'Node' }).fill('node-nowhere');
+    await page.getByText('No job matches.').waitFor();
+    await page.getByRole('button', { name: 'Clear' }).click();
+    const [csv] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
+    const text = await readFile((await csv.path())!, 'utf8');
+    expect(text.split('\n')[0]).toBe('jobId,name,state,outcome,gpus,gpuModel,nodeId,submittedAt,updatedAt');
+    expect(text).toContain(`${jobId},console-watch,completed,completed,1,,node-1,`);
+    await check(page, 'jobs');
+    await context.close();
+  }, 60_000);
+
+  it('shows the queue, the free GPUs per model for 24 h as a chart, and the nodes', async () => {
+    const { context, page } = await loggedIn(browser, net.url, net.apiKey);
+    await page.getByRole('link', { name: 'Queue & capacity' }).click();
+    await page.locator('.chart canvas').waitFor({ timeout: 20_000 });
+    await page.getByRole('table', { name: 'Nodes' }).getByText('node-1').waitFor();
+    await check(page, 'queue');
+    await context.close();
+  }, 60_000);
+
+  it('refuses a producer key what its role may not do, and shows the API\'s error with its fix', async () => {
+    const { context, page } = await loggedIn(browser, net.url, net.apiKey);
+    // The nav shows only what the role may do: no audit record for a producer, and the API refuses it.
+    const refused = await page.evaluate(async (key) => (await fetch('/v1/audit/queries', { headers: { Authorization: `Bearer ${key}` } })).status, net.apiKey);
+    expect(refused).toBe(403);
+    await page.getByRole('link', { name: 'Prices' }).click();
+    await page.getByLabel('GPU model').fill('sim-gpu');
+    await page.getByLabel('Rate per GPU-hour').fill('2.50');
+    await page.getByRole('button', { name: 'Publish' }).click();
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.innerText()).toMatch(/403 forbidden.*needs a key with role billing/s);
+    await check(page, 'prices-refused');
+    await context.close();
+  }, 60_000);
+
+  it('a compliance key runs an audit query and finds it in the record of audit queries', async () => {
+    const { context, page } = await loggedIn(browser, net.url, keys.compliance);
+    await page.getByRole('link', { name: 'Audit' }).click();
+    await page.getByLabel('Outcome').selectOption('completed');
+    await page.getByRole('button', { name: 'Run audit query' }).click();
+    const recordedAs = await page.getByTestId('recorded-as').innerText();
+    await page.getByRole('table', { name: 'Audited jobs' }).getByText(jobId).waitFor();
+    const record = page.locator(`tr[data-event="${recordedAs}"]`);
+    await record.waitFor({ timeout: 20_000 });
+    expect(await record.innerText()).toMatch(/compliance[\s\S]*AuditJobs[\s\S]*outcome=completed[\s\S]*answered/);
+    await check(page, 'audit');
+    await context.close();
+  }, 60_000);
+
+  it('a billing key reads the month\'s invoice with its lines and their events, and publishes a price list', async () => {
+    const { context, page } = await loggedIn(browser, net.url, keys.billing);
+    await page.getByRole('link', { name: 'Invoices' }).click();
+    const invoices = page.getByRole('table', { name: 'Invoices' });
+    await invoices.getByRole('button').first().click();
+    const lines = page.getByRole('table', { name: /^Lines of / });
+    await lines.getByRole('link', { name: jobId }).waitFor({ timeout: 20_000 });
+    await check(page, 'invoices');
+
+    await page.getByRole('link', { name: 'Prices' }).click();
+    await page.getByLabel('GPU model').fill('sim-gpu');
+    await page.getByLabel('Rate per GPU-hour').fill('2.50');
+    await page.getByRole('button', { name: 'Publish' }).click();
+    await page.getByText(/Published version \d+/).waitFor();
+    await page.getByText('EUR 2.500000').first().waitFor();
+    await check(page, 'prices');
+    await context.close();
+  }, 60_000);
+});
