@@ -12,6 +12,7 @@ const QueuePage = lazy(() => import('./pages/queue').then((m) => ({ default: m.Q
 const InvoicesPage = lazy(() => import('./pages/invoices').then((m) => ({ default: m.InvoicesPage })));
 const AuditPage = lazy(() => import('./pages/audit').then((m) => ({ default: m.AuditPage })));
 const PricesPage = lazy(() => import('./pages/prices').then((m) => ({ default: m.PricesPage })));
+const BudgetsPage = lazy(() => import('./pages/budgets').then((m) => ({ default: m.BudgetsPage })));
 
 const PAGES: { to: string; label: string; needs: string }[] = [
   { to: '/', label: 'Jobs', needs: 'jobs:read' },
@@ -19,6 +20,7 @@ const PAGES: { to: string; label: string; needs: string }[] = [
   { to: '/invoices', label: 'Invoices', needs: 'invoices:read' },
   { to: '/audit', label: 'Audit', needs: 'audit:read' },
   { to: '/prices', label: 'Prices', needs: 'prices:read' },
+  { to: '/budgets', label: 'Budgets & quotas', needs: 'budgets:read' },
 ];
 
 export function App() {
@@ -97,6 +99,7 @@ function Shell() {
   else if (path === '/invoices') page = <InvoicesPage />;
   else if (path === '/audit') page = <AuditPage />;
   else if (path === '/prices') page = <PricesPage />;
+  else if (path === '/budgets') page = <BudgetsPage />;
   else if (path === '/' || path === '') page = s.can('jobs:read') ? <JobsPage /> : <NoJobs />;
   else page = <p>No such page. <Link to="/">Back to the jobs</Link></p>;
   return (

@@ -195,4 +195,34 @@ describe('web console', () => {
     await check(page, 'prices');
     await context.close();
   }, 60_000);
+
+  it('a billing key sets the team\'s monthly budget; a producer of the team sees it with the month\'s figures and is refused changing it', async () => {
+    const billing = await loggedIn(browser, net.url, keys.billing);
+    await billing.page.getByRole('link', { name: 'Budgets & quotas' }).click();
+    await billing.page.getByText('No budget').waitFor();
+    await billing.page.getByLabel('Monthly amount').fill('5000.00');
+    await billing.page.getByLabel('Past the budget').selectOption('hold');
+    await billing.page.getByRole('button', { name: 'Set', exact: true }).click();
+    await billing.page.getByText(`Budget of ${net.team} set.`).waitFor();
+    const table = billing.page.getByRole('table', { name: new RegExp(`^Budget of ${net.team}`) });
+    await table.waitFor();
+    expect(await table.innerText()).toMatch(/Monthly[\s\S]*5,000\.00[\s\S]*held in the queue/);
+    await check(billing.page, 'budgets');
+    await billing.context.close();
+
+    const producer = await loggedIn(browser, net.url, net.apiKey);
+    await producer.page.getByRole('link', { name: 'Budgets & quotas' }).click();
+    const seen = producer.page.getByRole('table', { name: new RegExp(`^Budget of ${net.team}`) });
+    await seen.waitFor();
+    expect(await seen.innerText()).toMatch(/5,000\.00/);
+    await producer.page.getByLabel('Monthly amount').fill('999999.00');
+    await producer.page.getByRole('button', { name: 'Set', exact: true }).click();
+    const alert = producer.page.getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.innerText()).toMatch(/403/);
+    // Nothing changed: the budget the API reports is still billing's.
+    const after = await producer.page.evaluate(async (key) => (await (await fetch('/v1/budgets', { headers: { Authorization: `Bearer ${key}` } })).json()) as { budget?: { monthlyMicros: number } }, net.apiKey);
+    expect(after.budget?.monthlyMicros).toBe(5_000_000_000);
+    await producer.context.close();
+  }, 90_000);
 });
