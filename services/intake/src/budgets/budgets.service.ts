@@ -4,7 +4,6 @@ import {
   ClearBudget,
   emptyBudgetAccount,
   evolveBudget,
-  formatIssues,
   GetBudget,
   reservationFits,
   Queries,
@@ -28,6 +27,7 @@ import { allows, authorize } from '../auth/permissions.js';
 import { ForbiddenError } from '../common/errors.js';
 import { budgetFigures, decideAdmission, decideRelease, type Admission, type BudgetStreamEvent, type WorstCase } from '../domain/budget.js';
 import { JobViewsFeed } from '../jobs/job-views.feed.js';
+import { parsed } from '../common/parsed.js';
 
 /** Appends a budget decision retries when another intake decided on the same account first. */
 const DECIDE_ATTEMPTS = 50;
@@ -48,13 +48,6 @@ export interface BudgetRequest {
   gpus: number;
   gpuModel?: string | undefined;
   timeLimitMs: number;
-}
-
-function parsed<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: Parameters<typeof formatIssues>[0] } }, value: unknown, what: string): T {
-  const result = schema.safeParse(value ?? {});
-  if (result.success) return result.data;
-  const issues = formatIssues(result.error);
-  throw new ValidationError(`invalid ${what}: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, issues);
 }
 
 /**
@@ -98,7 +91,7 @@ export class BudgetsService implements OnModuleInit, OnModuleDestroy {
   /** A team's budget and this month's figures: its own team for every role, any team for `billing`. */
   async get(principal: Principal, body: unknown): Promise<BudgetView> {
     authorize(principal, 'budgets:read');
-    const team = parsed(GetBudget, body, 'request').team ?? principal.team;
+    const team = parsed(GetBudget, body ?? {}, 'request').team ?? principal.team;
     this.assertScope(principal, team, 'read the budget');
     await this.sweep(team);
     return this.view(await this.catchUp(team));
@@ -107,7 +100,7 @@ export class BudgetsService implements OnModuleInit, OnModuleDestroy {
   /** Sets a team's budget (role `billing`); the currency defaults to the price list's in force. */
   async set(principal: Principal, body: unknown, trace: { correlationId?: string | undefined } = {}): Promise<BudgetView> {
     authorize(principal, 'budgets:manage');
-    const request = parsed(SetBudget, body, 'budget');
+    const request = parsed(SetBudget, body ?? {}, 'budget');
     const team = request.team ?? principal.team;
     const currency = request.currency ?? (await this.currentCurrency(trace));
     const data: BudgetSet = {
@@ -127,7 +120,7 @@ export class BudgetsService implements OnModuleInit, OnModuleDestroy {
   /** Removes a team's budget (role `billing`). */
   async clear(principal: Principal, body: unknown, trace: { correlationId?: string | undefined } = {}): Promise<BudgetView> {
     authorize(principal, 'budgets:manage');
-    const team = parsed(ClearBudget, body, 'request').team ?? principal.team;
+    const team = parsed(ClearBudget, body ?? {}, 'request').team ?? principal.team;
     const account = await this.decide(team, (a) => (a.budget ? [{ type: 'BudgetCleared', data: { team, clearedBy: { keyId: principal.keyId, team: principal.team }, clearedAt: this.clock.now().toISOString() } }] : []), trace);
     this.logger.info({ team, keyId: principal.keyId, correlationId: trace.correlationId }, 'budget cleared');
     return this.view(account);

@@ -7,7 +7,6 @@ import {
   ListApiKeys,
   RevokeApiKey,
   TeamId,
-  formatIssues,
   type AdminActionRefused,
   type ApiKeyCreated,
   type ApiKeyView,
@@ -28,6 +27,7 @@ import { TEAM_ADMIN_ISSUABLE, allows, assertTeamScope, authorize } from '../auth
 import { ForbiddenError } from '../common/errors.js';
 import { decideCreateTeam, decideDisableTeam, decideIssueKey, decideRevokeKey, type Actor, type KeyDirectory } from '../domain/key-directory.js';
 import type { RequestTrace } from '../jobs/jobs.service.js';
+import { parsed } from '../common/parsed.js';
 
 /** How long a change waits for the ring to include its own event before answering. */
 const READ_YOUR_WRITES_MS = 2_000;
@@ -47,13 +47,6 @@ export function newKeyId(): string {
 
 export type Transport = 'http' | 'nats';
 type AdminAction = AdminActionRefused['action'];
-
-function parsed<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: Parameters<typeof formatIssues>[0] } }, value: unknown, what: string): T {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issues = formatIssues(result.error);
-  throw new ValidationError(`invalid ${what}: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, issues);
-}
 
 /**
  * Teams and API keys, one code path for HTTP and NATS. Each change is decided against the ring's

@@ -1,5 +1,4 @@
-import { GetQuotas, Queries, SetQuota, formatIssues, type QuotaSet, type QuotaUsage, type QuotasReply } from '#contracts';
-import { ValidationError } from '#errors';
+import { GetQuotas, Queries, SetQuota, type QuotaSet, type QuotaUsage, type QuotasReply } from '#contracts';
 import { requestQuery } from '#messaging';
 import { CLOCK, EVENT_WRITER, LOGGER, NATS_CONNECTION, type Clock, type EventWriter } from '#service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -11,19 +10,13 @@ import { allows, authorize } from '../auth/permissions.js';
 import { ForbiddenError } from '../common/errors.js';
 import type { RequestTrace } from '../jobs/jobs.service.js';
 import { KeysService, type Transport } from '../keys/keys.service.js';
+import { parsed } from '../common/parsed.js';
 
 /** `intake-quota-<team>`: the team's QuotaSet events (intake writes them, placement folds them). */
 export const quotaStreamId = (team: string) => `intake-quota-${team}`;
 
 /** How long a setting waits for placement to show it before answering anyway. */
 const READ_YOUR_WRITES_MS = 2_000;
-
-function parsed<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: Parameters<typeof formatIssues>[0] } }, value: unknown, what: string): T {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issues = formatIssues(result.error);
-  throw new ValidationError(`invalid ${what}: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, issues);
-}
 
 /**
  * GPU quotas per team and model (decision 0027), one code path for HTTP and NATS. A `billing`
