@@ -2356,7 +2356,7 @@ JobPlacedData = TypedDict("JobPlacedData", {
     "predictedRunMs": NotRequired[int],  # Placement's run-time prediction for this attempt (the mean of the team's last similar runs, at most the time limit): when it expects the job to end. The time li
     "quote": NotRequired[JobPlacedDataQuote],  # The first start time placement quoted for this job, if it quoted one: with `placedAt`, the quote's error.
     "deadlineNote": NotRequired[str],  # Set when the job has a deadline that running to its time limit from now would miss: the facts of why (when it starts, against what was quoted).
-    "borrowed": NotRequired[Literal[true]],  # The attempt takes its team past its concurrent GPU quota for the model, on GPUs no other team with quota room was waiting for (borrowing, decision 0027). Absent
+    "borrowed": NotRequired[Literal[True]],  # The attempt takes its team past its concurrent GPU quota for the model, on GPUs no other team with quota room was waiting for (borrowing, decision 0027). Absent
 })
 
 # Metadata every event carries; covered by the hash chain.

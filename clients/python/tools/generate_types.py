@@ -37,6 +37,17 @@ from typing import Any, Dict, List, Literal, NotRequired, TypedDict, Union
 '''
 
 
+
+def py_literal(value: object) -> str:
+    """A JSON value as Python source: strings quoted, true/false/null as True/False/None."""
+    if value is True:
+        return "True"
+    if value is False:
+        return "False"
+    if value is None:
+        return "None"
+    return json.dumps(value)
+
 def class_name(*parts: str) -> str:
     words = []
     for part in parts:
@@ -64,9 +75,9 @@ class Generator:
         if schema is True or schema == {} or not isinstance(schema, dict):
             return "Any"
         if "const" in schema:
-            return f"Literal[{json.dumps(schema['const'])}]"
+            return f"Literal[{py_literal(schema['const'])}]"
         if "enum" in schema:
-            return f"Literal[{', '.join(json.dumps(v) for v in schema['enum'])}]"
+            return f"Literal[{', '.join(py_literal(v) for v in schema['enum'])}]"
         for key in ("oneOf", "anyOf"):
             if key in schema:
                 variants = [self.type_of(v, f"{name}{i + 1}" if len(schema[key]) > 1 else name) for i, v in enumerate(schema[key])]
