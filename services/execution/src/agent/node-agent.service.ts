@@ -151,6 +151,7 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
       identity: await loadIdentityFile(this.config.GPUNET_NATS_NKEY_FILE!),
       cache: new InputCache(blobs, join(this.workDir, 'cache'), {
         onRemoved: (r) => this.recordCacheRemoval(r),
+        onAdded: () => this.beatSoon(),
         prepare: async (_team, attempt, shas) => void (await nodeData.stage(attempt.jobId, attempt.attemptId, shas)),
         ...(this.config.GPUNET_CACHE_MAX_BYTES !== undefined && { maxBytes: this.config.GPUNET_CACHE_MAX_BYTES }),
       }),
@@ -189,6 +190,7 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
 
   /** A node cache removal as `DataRemoved` (scope `node_cache`) on the node's stream. */
   private async recordCacheRemoval(r: CacheRemoval): Promise<void> {
+    this.beatSoon();
     // An image archive that leaves the cache takes the image loaded from it along (decision 0019).
     for (const runtime of this.ctx?.confine.containerRuntimes ?? []) {
       const gone = await removeLoadedArchives(runtime, r.blobs.map((b) => b.sha256), runtime === 'podman' ? this.ctx!.confine.containers.podmanArgs : []);
@@ -197,6 +199,18 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
     await this.writer.append(nodeStreamId(this.nodeId), [
       { type: 'DataRemoved', data: { ...(r.jobId ? { jobId: r.jobId } : {}), scope: 'node_cache', nodeId: this.nodeId, blobs: [...r.blobs], reason: r.reason, removedAt: this.now() } },
     ], { team: r.team });
+  }
+
+  private beatPending = false;
+
+  /** One heartbeat on the next turn, however many changes ask for it in this one (a folder input adds many blobs). */
+  private beatSoon(): void {
+    if (this.beatPending) return;
+    this.beatPending = true;
+    setImmediate(() => {
+      this.beatPending = false;
+      this.beat();
+    });
   }
 
   private beat(): void {

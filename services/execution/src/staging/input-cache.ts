@@ -30,6 +30,11 @@ export interface InputCacheOptions {
   readonly concurrency?: number;
   /** Called after blobs were removed from the cache (the agent records `DataRemoved`). */
   readonly onRemoved?: (removal: CacheRemoval) => Promise<void>;
+  /**
+   * Called after a blob came into the cache (the agent heartbeats at once, so placement learns
+   * what this node holds without waiting for the next beat).
+   */
+  readonly onAdded?: () => void;
   /** Clock (epoch ms) for keeps. Default `Date.now`. */
   readonly now?: () => number;
   /**
@@ -84,6 +89,7 @@ export class InputCache {
   /** `<team>/<sha256>` → its users and keep, for the blobs staged by this agent run. */
   private readonly uses = new Map<string, Use>();
   private readonly onRemoved: InputCacheOptions['onRemoved'];
+  private readonly onAdded: InputCacheOptions['onAdded'];
   private readonly now: () => number;
   private readonly maxBytes: number;
   /** `<team>/<sha256>` → size and last use (epoch ms) of every complete blob in the cache, for the cap. */
@@ -99,6 +105,7 @@ export class InputCache {
   ) {
     this.concurrency = options.concurrency ?? 4;
     this.onRemoved = options.onRemoved;
+    this.onAdded = options.onAdded;
     this.now = options.now ?? Date.now;
     this.maxBytes = options.maxBytes ?? Infinity;
     this.prepareBlobs = options.prepare;
@@ -303,6 +310,7 @@ export class InputCache {
     if (this.prepareBlobs) await this.blobs.remove(team, sha256).catch(() => false);
     this.present.add(key);
     this.sizes.set(key, { size, lastUsed: this.now() });
+    this.onAdded?.();
     return true;
   }
 }
