@@ -410,6 +410,9 @@ export const CapacityReply = z
         started: z.int().min(0).describe('Jobs that started in the window with a start quoted before.'),
         medianStartErrorMs: z.int().describe('Median of (actual start − quoted start), ms: positive when jobs started later than quoted.').optional(),
         p90StartErrorMs: z.int().describe('90th percentile of the absolute start error, ms.').optional(),
+        ended: z.int().min(0).default(0).describe('Jobs that completed in the window with an end quoted before (the estimate their deadline was accepted on).'),
+        medianEndErrorMs: z.int().describe('Median of (actual end − quoted end), ms: negative when jobs ended earlier than quoted (a quoted end runs to the time limit).').optional(),
+        p90EndErrorMs: z.int().describe('90th percentile of the absolute end error, ms.').optional(),
         deadlinesAccepted: z.int().min(0).describe('Jobs with a deadline (accepted at submit) that ended in the window.'),
         deadlinesMet: z.int().min(0).describe('Of those, the ones that finished by their deadline.'),
       })

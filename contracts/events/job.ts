@@ -37,6 +37,17 @@ export const JobSubmitted = z.object({
   deadlineAt: Timestamp.optional().describe('The spec\'s deadline resolved to an instant at submission; absent when the spec has none.'),
   idempotencyKey: z.string().optional().describe('The `Idempotency-Key` the job was submitted with, if any.'),
   submittedBy: z.string().optional().describe('Id of the API key (not the key itself) that submitted the job.'),
+  quote: z
+    .object({
+      expectedStart: Timestamp.describe('When the plan expected the job to start.'),
+      expectedEnd: Timestamp.describe('Its expected start plus the time limit: the latest the plan expected it to end.'),
+      quotedAt: Timestamp.describe('When placement gave the estimate.'),
+    })
+    .optional()
+    .describe(
+      'The plan\'s estimate intake checked the deadline against when it accepted the job (jobs with a deadline): ' +
+        'with the job\'s actual start and end, the quote\'s error. Absent without a deadline, or when placement did not answer in time.',
+    ),
 });
 export type JobSubmitted = z.output<typeof JobSubmitted>;
 
@@ -108,6 +119,7 @@ export const JobPlaced = z
       .object({
         expectedStart: Timestamp.describe('The start placement quoted.'),
         quotedAt: Timestamp.describe('When it first quoted it (to `gpunet status` or an estimate of this job).'),
+        expectedEnd: Timestamp.optional().describe('The end it quoted with it, when it quoted one (the estimate a deadline was accepted on).'),
       })
       .optional()
       .describe('The first start time placement quoted for this job, if it quoted one: with `placedAt`, the quote\'s error.'),

@@ -143,6 +143,10 @@ describe('web console', () => {
     await page.getByRole('link', { name: 'Queue & capacity' }).click();
     await page.locator('.chart canvas').waitFor({ timeout: 20_000 });
     await page.getByRole('table', { name: 'Nodes' }).getByText('node-1').waitFor();
+    // The network's recent quote accuracy, as `gpunet capacity` prints it.
+    const quotes = page.getByRole('table', { name: 'Quote accuracy' });
+    await quotes.getByRole('rowheader', { name: /Starts/ }).waitFor();
+    expect(await quotes.getByRole('row', { name: /Deadlines met/ }).innerText()).toMatch(/Deadlines met\s+(no job with a deadline ended|\d+ of \d+)/);
     await check(page, 'queue');
     await context.close();
   }, 60_000);

@@ -138,6 +138,14 @@ describe('gpunet estimate', () => {
       // A deadline the plan meets is accepted without warnings.
       const fine = await client.submit({ ...late, request: { ...late.request, deadline: '+1h' } });
       expect(fine.warnings).toBeUndefined();
+      // The estimate each deadline was accepted on is in the job's record, to be held against its actual start and end.
+      const quoteOf = async (jobId: string) =>
+        ((await network().events({ types: ['JobSubmitted'] })).find((e) => (e.data as { jobId: string }).jobId === jobId)!.data as { deadlineAt: string; quote?: { expectedStart: string; expectedEnd: string; quotedAt: string } });
+      const warnedRecord = await quoteOf(warned.jobId);
+      expect(Date.parse(warnedRecord.quote!.expectedEnd)).toBeGreaterThan(Date.parse(warnedRecord.deadlineAt));
+      const fineRecord = await quoteOf(fine.jobId);
+      expect(Date.parse(fineRecord.quote!.expectedEnd)).toBeLessThanOrEqual(Date.parse(fineRecord.deadlineAt));
+      expect(Date.parse(fineRecord.quote!.expectedEnd) - Date.parse(fineRecord.quote!.expectedStart)).toBe(MINUTE);
       await Promise.all([blocker, warned.jobId, fine.jobId].map((id) => client.cancel(id)));
     }),
     60_000,

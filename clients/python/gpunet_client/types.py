@@ -831,6 +831,9 @@ CapacityReplyQuotes = TypedDict("CapacityReplyQuotes", {
     "started": int,  # Jobs that started in the window with a start quoted before.
     "medianStartErrorMs": NotRequired[int],  # Median of (actual start − quoted start), ms: positive when jobs started later than quoted.
     "p90StartErrorMs": NotRequired[int],  # 90th percentile of the absolute start error, ms.
+    "ended": NotRequired[int],  # Jobs that completed in the window with an end quoted before (the estimate their deadline was accepted on).
+    "medianEndErrorMs": NotRequired[int],  # Median of (actual end − quoted end), ms: negative when jobs ended earlier than quoted (a quoted end runs to the time limit).
+    "p90EndErrorMs": NotRequired[int],  # 90th percentile of the absolute end error, ms.
     "deadlinesAccepted": int,  # Jobs with a deadline (accepted at submit) that ended in the window.
     "deadlinesMet": int,  # Of those, the ones that finished by their deadline.
 })
@@ -2340,6 +2343,7 @@ JobPlacedDataNodesItem = TypedDict("JobPlacedDataNodesItem", {
 JobPlacedDataQuote = TypedDict("JobPlacedDataQuote", {
     "expectedStart": str,  # The start placement quoted.
     "quotedAt": str,  # When it first quoted it (to `gpunet status` or an estimate of this job).
+    "expectedEnd": NotRequired[str],  # The end it quoted with it, when it quoted one (the estimate a deadline was accepted on).
 })
 
 # Placement chose a node and concrete GPU indices for one attempt of the job.
@@ -2717,6 +2721,13 @@ JobSubmittedDataSpec = TypedDict("JobSubmittedDataSpec", {
     "resources": NotRequired[JobSubmittedDataSpecResources],  # Memory and disk caps the job asked for; absent: the node's defaults.
 })
 
+# The plan's estimate intake checked the deadline against when it accepted the job (jobs with a deadline): with the job's actual start and end, the quote's error. Absent without a deadline, or when placement did not answer in time.
+JobSubmittedDataQuote = TypedDict("JobSubmittedDataQuote", {
+    "expectedStart": str,  # When the plan expected the job to start.
+    "expectedEnd": str,  # Its expected start plus the time limit: the latest the plan expected it to end.
+    "quotedAt": str,  # When placement gave the estimate.
+})
+
 # Intake accepted a valid job spec from a team. The job waits for its inputs to be staged.
 JobSubmittedData = TypedDict("JobSubmittedData", {
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
@@ -2726,6 +2737,7 @@ JobSubmittedData = TypedDict("JobSubmittedData", {
     "deadlineAt": NotRequired[str],  # The spec's deadline resolved to an instant at submission; absent when the spec has none.
     "idempotencyKey": NotRequired[str],  # The `Idempotency-Key` the job was submitted with, if any.
     "submittedBy": NotRequired[str],  # Id of the API key (not the key itself) that submitted the job.
+    "quote": NotRequired[JobSubmittedDataQuote],  # The plan's estimate intake checked the deadline against when it accepted the job (jobs with a deadline): with the job's actual start and end, the quote's error.
 })
 
 # Metadata every event carries; covered by the hash chain.

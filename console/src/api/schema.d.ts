@@ -1790,6 +1790,15 @@ export interface components {
                 medianStartErrorMs?: number;
                 /** @description 90th percentile of the absolute start error, ms. */
                 p90StartErrorMs?: number;
+                /**
+                 * @description Jobs that completed in the window with an end quoted before (the estimate their deadline was accepted on).
+                 * @default 0
+                 */
+                ended: number;
+                /** @description Median of (actual end − quoted end), ms: negative when jobs ended earlier than quoted (a quoted end runs to the time limit). */
+                medianEndErrorMs?: number;
+                /** @description 90th percentile of the absolute end error, ms. */
+                p90EndErrorMs?: number;
                 /** @description Jobs with a deadline (accepted at submit) that ended in the window. */
                 deadlinesAccepted: number;
                 /** @description Of those, the ones that finished by their deadline. */

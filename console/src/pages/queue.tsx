@@ -1,7 +1,8 @@
 /** Queue & capacity: the team's waiting jobs (why, expected start), free GPUs per model per hour for 24 h, the nodes. */
-import { must } from '../api/client';
+import { must, type Schemas } from '../api/client';
 import { CapacityChart } from '../components/capacity-chart';
 import { ErrorBox, Loading, Section, Time, useLoad } from '../components/common';
+import { formatDuration } from '../format/money';
 import { Link, useSession } from '../session';
 
 export function QueuePage() {
@@ -36,6 +37,9 @@ export function QueuePage() {
         {capacity.loading && <Loading label="Asking placement for the plan" />}
         {capacity.data && <CapacityChart capacity={capacity.data} />}
       </Section>
+      <Section title="How honest recent quotes were">
+        {capacity.data?.quotes ? <QuoteAccuracy quotes={capacity.data.quotes} /> : capacity.data && <p className="muted">Placement gave no figures.</p>}
+      </Section>
       <Section title="Nodes">
         {queue.data && (
           <table className="grid" aria-label="Nodes">
@@ -51,5 +55,27 @@ export function QueuePage() {
         )}
       </Section>
     </>
+  );
+}
+
+type Quotes = NonNullable<Schemas['CapacityReply']['quotes']>;
+
+/** A signed error: `+4.2 s` late, `−3 min 05 s` early. */
+function signed(ms: number | undefined): string {
+  if (ms === undefined) return 'n/a';
+  return `${ms > 0 ? '+' : ms < 0 ? '−' : ''}${formatDuration(Math.abs(ms))}`;
+}
+
+/** Start and end errors of the quotes given (status, estimates, deadlines accepted at submit) and deadlines kept, since the window's start. */
+function QuoteAccuracy({ quotes: q }: { quotes: Quotes }) {
+  return (
+    <table className="grid" aria-label="Quote accuracy">
+      <thead><tr><th scope="col">Since</th><th scope="col">Quoted</th><th scope="col">Median error</th><th scope="col">p90 |error|</th></tr></thead>
+      <tbody>
+        <tr><th scope="row">Starts (<Time iso={q.since} />)</th><td className="num">{q.started}</td><td className="num">{signed(q.medianStartErrorMs)}</td><td className="num">{q.p90StartErrorMs === undefined ? 'n/a' : formatDuration(q.p90StartErrorMs)}</td></tr>
+        <tr><th scope="row">Ends</th><td className="num">{q.ended ?? 0}</td><td className="num">{signed(q.medianEndErrorMs)}</td><td className="num">{q.p90EndErrorMs === undefined ? 'n/a' : formatDuration(q.p90EndErrorMs)}</td></tr>
+        <tr><th scope="row">Deadlines met</th><td className="num" colSpan={3}>{q.deadlinesAccepted === 0 ? 'no job with a deadline ended' : `${q.deadlinesMet} of ${q.deadlinesAccepted}`}</td></tr>
+      </tbody>
+    </table>
   );
 }

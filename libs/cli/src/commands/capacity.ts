@@ -20,8 +20,10 @@ export function renderQuotes(c: CapacityReply): string | undefined {
   if (!q) return undefined;
   const s = (ms: number | undefined) => (ms === undefined ? 'n/a' : `${ms >= 0 ? '+' : ''}${(ms / 1000).toFixed(0)} s`);
   const starts = q.started === 0 ? 'no quoted job started' : `${q.started} quoted job(s) started: median start error ${s(q.medianStartErrorMs)}, p90 |error| ${s(q.p90StartErrorMs).replace('+', '')}`;
+  const ended = q.ended ?? 0;
+  const ends = ended === 0 ? '' : `; ${ended} with a quoted end ended: median end error ${s(q.medianEndErrorMs)}, p90 |error| ${s(q.p90EndErrorMs).replace('+', '')}`;
   const deadlines = q.deadlinesAccepted === 0 ? 'no job with a deadline ended' : `deadlines met ${q.deadlinesMet}/${q.deadlinesAccepted} (${((100 * q.deadlinesMet) / q.deadlinesAccepted).toFixed(0)} %)`;
-  return `quotes since ${q.since.slice(0, 16).replace('T', ' ')} UTC: ${starts}; ${deadlines}`;
+  return `quotes since ${q.since.slice(0, 16).replace('T', ' ')} UTC: ${starts}${ends}; ${deadlines}`;
 }
 
 export async function capacity(ctx: CommandContext, opts: { hours?: string }): Promise<ExitCode> {

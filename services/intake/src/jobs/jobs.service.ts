@@ -1,4 +1,4 @@
-import type { CancelJobReply, EventData, FieldIssue, JobView, ListJobs, ListJobsReply, SubmitJobReply } from '#contracts';
+import type { CancelJobReply, EventData, FieldIssue, JobSubmitted, JobView, ListJobs, ListJobsReply, SubmitJobReply } from '#contracts';
 import { isRetryable, NotFoundError, TransientError, ValidationError } from '#errors';
 import { IdempotencyConflictError, WrongExpectedVersionError, type EventStore, type RecordedEvent } from '#event-store';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, newId, type Clock, type EventWriter } from '#service-kit';
@@ -109,9 +109,11 @@ export class JobsService {
     let decision = await decide();
     const warnings: FieldIssue[] = [];
     if (decision.kind === 'append' && submission.deadlineAt !== undefined) {
-      const issue = await this.deadlineCheck(principal.team, submission, trace);
+      const { issue, quote } = await this.deadlineCheck(principal.team, submission, trace);
       if (issue && issue.path === 'request.deadline' && options.deadlinePolicy !== 'warn') throw new ValidationError(`invalid job spec: ${issue.path} ${issue.message}`, [issue]);
       if (issue) warnings.push(issue);
+      // The estimate the deadline was accepted on is part of the job's record: its error is known when the job starts and ends.
+      if (quote) decision = { ...decision, event: { ...decision.event, quote } };
     }
     // The budget decides before the job exists: its worst case is reserved (or the submit refused) first.
     const budget = decision.kind === 'append' ? await this.budgets.admit(principal.team, jobId, submission.spec.request, trace) : undefined;
@@ -152,13 +154,20 @@ export class JobsService {
    * the job is accepted with a `request.deadlineCheck` warning rather than refused: placement's
    * own pass still ends it `deadline` if the deadline passes while it waits.
    */
-  private async deadlineCheck(team: string, submission: { spec: { request: { gpus: number; gpuModel?: string | undefined; timeLimitMs: number } }; deadlineAt?: string | undefined }, trace: RequestTrace): Promise<FieldIssue | undefined> {
+  private async deadlineCheck(
+    team: string,
+    submission: { spec: { request: { gpus: number; gpuModel?: string | undefined; timeLimitMs: number } }; deadlineAt?: string | undefined },
+    trace: RequestTrace,
+  ): Promise<{ issue?: FieldIssue | undefined; quote?: JobSubmitted['quote'] }> {
     try {
-      return deadlineIssue(submission.deadlineAt!, await this.estimates.placement(team, submission.spec.request, trace));
+      const quotedAt = this.clock.now().toISOString();
+      const estimate = await this.estimates.placement(team, submission.spec.request, trace);
+      const quote = estimate.runnable && estimate.expectedStart !== undefined && estimate.expectedEnd !== undefined ? { expectedStart: estimate.expectedStart, expectedEnd: estimate.expectedEnd, quotedAt } : undefined;
+      return { issue: deadlineIssue(submission.deadlineAt!, estimate), ...(quote ? { quote } : {}) };
     } catch (err) {
       if (!isRetryable(err)) throw err;
       this.logger.warn({ err, team }, 'deadline not checked: placement did not answer the estimate');
-      return { path: 'request.deadlineCheck', message: 'not checked: placement did not answer in time', fix: 'run `gpunet estimate` to see the expected finish' };
+      return { issue: { path: 'request.deadlineCheck', message: 'not checked: placement did not answer in time', fix: 'run `gpunet estimate` to see the expected finish' } };
     }
   }
 

@@ -95,7 +95,15 @@ export function decide(state: PlacementState, now: Date, options: DecideOptions 
         ...(gangs.length > 1 ? { nodes: gangs.map((g) => ({ nodeId: g.nodeId, gpuIndices: g.gpuIndices })) } : {}),
         // Only a prediction from history says more than the time limit.
         ...(job.predictedRunMs !== undefined && job.predictedRunMs < job.request.timeLimitMs ? { predictedRunMs: job.predictedRunMs } : {}),
-        ...(job.quote && attempt === 1 ? { quote: { expectedStart: new Date(job.quote.expectedStart).toISOString(), quotedAt: new Date(job.quote.quotedAt).toISOString() } } : {}),
+        ...(job.quote && attempt === 1
+          ? {
+              quote: {
+                expectedStart: new Date(job.quote.expectedStart).toISOString(),
+                quotedAt: new Date(job.quote.quotedAt).toISOString(),
+                ...(job.quote.expectedEnd !== undefined ? { expectedEnd: new Date(job.quote.expectedEnd).toISOString() } : {}),
+              },
+            }
+          : {}),
         ...withDeadlineNote(job, now.getTime()),
         ...(borrowed ? { borrowed: true as const } : {}),
       },

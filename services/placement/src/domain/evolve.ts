@@ -80,6 +80,7 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
         cancelRequested: false,
         attempts: [],
         ...(d.deadlineAt !== undefined ? { deadlineAt: Date.parse(d.deadlineAt) } : {}),
+        ...(d.quote !== undefined ? { quote: { expectedStart: Date.parse(d.quote.expectedStart), expectedEnd: Date.parse(d.quote.expectedEnd), quotedAt: Date.parse(d.quote.quotedAt) } } : {}),
         ...(d.spec.retry !== undefined ? { retry: d.spec.retry } : {}),
         ...(d.spec.data.inputs.length > 0 ? { inputs: d.spec.data.inputs.map((i) => ({ name: i.name, sha256: i.sha256, size: i.size })) } : {}),
         ...(d.spec.work.kind === 'container' ? { needsContainer: true } : {}),
@@ -129,7 +130,9 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
       const parts = gangParts(d).map((p) => ({ nodeId: p.nodeId, gpuIndices: [...p.gpuIndices] }));
       for (const p of parts) hold(state, p.nodeId, d.attemptId, p.gpuIndices);
       if (job) {
-        const quote = d.quote ? { expectedStart: Date.parse(d.quote.expectedStart), quotedAt: Date.parse(d.quote.quotedAt) } : undefined;
+        const quote = d.quote
+          ? { expectedStart: Date.parse(d.quote.expectedStart), ...(d.quote.expectedEnd !== undefined ? { expectedEnd: Date.parse(d.quote.expectedEnd) } : {}), quotedAt: Date.parse(d.quote.quotedAt) }
+          : undefined;
         job.attempts.push({ attemptId: d.attemptId, attempt: d.attempt, nodeId: d.nodeId, gpuIndices: [...d.gpuIndices], parts, ends: [], gpuModel: d.gpuModel, placedAt: d.placedAt, ...(quote ? { quote } : {}), ...(d.borrowed ? { borrowed: true } : {}) });
         if (quote && !job.quote) job.quote = quote;
         if (job.phase !== 'ended') {

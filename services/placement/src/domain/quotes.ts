@@ -6,8 +6,9 @@
  * A job's first quote is kept ({@link noteQuote}) and written into its first JobPlaced
  * (`quote`), so its error, actual start − quoted start, is in the job's record from the moment
  * it starts, and is folded again after a restart. {@link quoteAccuracy} sums up a recent window
- * for `gpunet capacity`: median and p90 of the start errors, and how many jobs with an accepted
- * deadline (intake refuses a deadline the plan cannot meet) finished by it.
+ * for `gpunet capacity`: median and p90 of the start errors, of the end errors where an end was
+ * quoted (the estimate a deadline was accepted on, recorded in JobSubmitted), and how many jobs
+ * with an accepted deadline (intake refuses a deadline the plan cannot meet) finished by it.
  */
 import { currentAttempt, type PlacementState } from './state.js';
 import type { Plan } from './plan.js';
@@ -32,6 +33,11 @@ export interface QuoteAccuracy {
   started: number;
   medianStartErrorMs?: number;
   p90StartErrorMs?: number;
+  /** Jobs that completed in the window with an end quoted before (the estimate a deadline was accepted on). */
+  ended: number;
+  /** Median of actual end − quoted end: negative when jobs ended earlier than quoted (a quoted end runs to the time limit). */
+  medianEndErrorMs?: number;
+  p90EndErrorMs?: number;
   deadlinesAccepted: number;
   deadlinesMet: number;
 }
@@ -40,11 +46,17 @@ export interface QuoteAccuracy {
 export function quoteAccuracy(state: PlacementState, now: number, windowMs = QUOTE_WINDOW_MS): QuoteAccuracy {
   const since = now - windowMs;
   const errors: number[] = [];
+  const endErrors: number[] = [];
   let deadlinesAccepted = 0;
   let deadlinesMet = 0;
   for (const job of state.jobs.values()) {
     const first = job.attempts[0];
     if (first?.quote && Date.parse(first.placedAt) >= since) errors.push(Date.parse(first.placedAt) - first.quote.expectedStart);
+    const quotedEnd = job.quote?.expectedEnd;
+    const done = currentAttempt(job);
+    if (quotedEnd !== undefined && job.phase === 'ended' && done?.outcome === 'completed' && done.finishedAt !== undefined && Date.parse(done.finishedAt) >= since) {
+      endErrors.push(Date.parse(done.finishedAt) - quotedEnd);
+    }
     if (job.deadlineAt === undefined || job.phase !== 'ended' || job.end === 'rejected' || job.cancelRequested) continue;
     const last = currentAttempt(job);
     const endedAt = last?.finishedAt !== undefined ? Date.parse(last.finishedAt) : job.end === 'withdrawn' ? job.deadlineAt : undefined;
@@ -52,13 +64,15 @@ export function quoteAccuracy(state: PlacementState, now: number, windowMs = QUO
     deadlinesAccepted++;
     if (last?.outcome === 'completed' && endedAt <= job.deadlineAt) deadlinesMet++;
   }
-  const sorted = [...errors].sort((a, b) => a - b);
-  const abs = errors.map(Math.abs).sort((a, b) => a - b);
   const rank = (xs: number[], p: number) => xs[Math.max(0, Math.ceil((p / 100) * xs.length) - 1)]!;
+  const median = (xs: number[]) => Math.round(rank([...xs].sort((a, b) => a - b), 50));
+  const p90abs = (xs: number[]) => Math.round(rank(xs.map(Math.abs).sort((a, b) => a - b), 90));
   return {
     since,
     started: errors.length,
-    ...(errors.length > 0 ? { medianStartErrorMs: Math.round(rank(sorted, 50)), p90StartErrorMs: Math.round(rank(abs, 90)) } : {}),
+    ...(errors.length > 0 ? { medianStartErrorMs: median(errors), p90StartErrorMs: p90abs(errors) } : {}),
+    ended: endErrors.length,
+    ...(endErrors.length > 0 ? { medianEndErrorMs: median(endErrors), p90EndErrorMs: p90abs(endErrors) } : {}),
     deadlinesAccepted,
     deadlinesMet,
   };

@@ -44,4 +44,25 @@ describe('quotes', () => {
     expect(h.state.jobs.get('gone')!.end).toBe('withdrawn');
     expect(quoteAccuracy(h.state, T0 + HOUR)).toMatchObject({ deadlinesAccepted: 2, deadlinesMet: 1 });
   });
+
+  it('keeps the estimate a deadline was accepted on (JobSubmitted) as the quote, across a restart, and knows its start and end errors', () => {
+    const quote = { expectedStart: new Date(T0).toISOString(), expectedEnd: new Date(T0 + HOUR).toISOString(), quotedAt: new Date(T0 - MIN).toISOString() };
+    const e = ev.submitted('dl', 1) as Extract<ReturnType<typeof ev.submitted>, { type: 'JobSubmitted' }>;
+    const submitted = { ...e, data: { ...e.data, deadlineAt: new Date(T0 + 2 * HOUR).toISOString(), quote } };
+    // Folded from the record: a placement started after the submit has the same quote, before anything asked for a status.
+    const h = given(ev.node('n1', 1), submitted, ev.staged('dl'));
+    expect(h.state.jobs.get('dl')!.quote).toEqual({ expectedStart: T0, expectedEnd: T0 + HOUR, quotedAt: T0 - MIN });
+    // A status quote later does not replace it.
+    noteQuotes(h.state, plan(h.state, T0 + MIN, { reservationAfterMs: 0 }));
+    expect(h.state.jobs.get('dl')!.quote!.quotedAt).toBe(T0 - MIN);
+    const placed = decide(h.state, new Date(T0 + MIN)).find((d) => d.type === 'JobPlaced')!;
+    expect(placed.data).toMatchObject({ jobId: 'dl', quote });
+    h.apply(placed, ev.held('dl', 1, 'n1', [0]));
+    expect(quoteAccuracy(h.state, T0 + HOUR)).toMatchObject({ started: 1, medianStartErrorMs: MIN, ended: 0 });
+    h.apply(ev.finished('dl', 1, 'n1'), ev.released('dl', 1, 'n1', [0]));
+    const finishedAt = Date.parse((h.state.jobs.get('dl')!.attempts[0]!.finishedAt)!);
+    // Ended well before the quoted end (which runs to the time limit): a negative end error.
+    expect(quoteAccuracy(h.state, T0 + HOUR)).toMatchObject({ ended: 1, medianEndErrorMs: finishedAt - (T0 + HOUR), p90EndErrorMs: T0 + HOUR - finishedAt, deadlinesAccepted: 1, deadlinesMet: 1 });
+    expect(finishedAt - (T0 + HOUR)).toBeLessThan(0);
+  });
 });

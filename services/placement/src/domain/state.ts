@@ -97,8 +97,8 @@ export interface AttemptRecord {
   finishedAt?: string;
   /** From ComputeReleased: the GPUs are free again. */
   released?: boolean;
-  /** From JobPlaced: the start quoted before it (epoch ms) and when. */
-  quote?: { expectedStart: number; quotedAt: number };
+  /** From JobPlaced: the start (and end, when one was quoted) quoted before it (epoch ms) and when. */
+  quote?: Quote;
   /** From JobPlaced: placed past its team's concurrent GPU quota, on idle GPUs (`quotas.ts`). */
   borrowed?: boolean;
 }
@@ -138,8 +138,19 @@ export interface JobRecord {
   needsContainer?: boolean;
   /** Why a job in phase `lost` goes back to the queue. */
   requeueReason?: 'node_lost' | 'retry';
-  /** The first start placement quoted for it (epoch ms) and when; written into its JobPlaced (`quotes.ts`). */
-  quote?: { expectedStart: number; quotedAt: number };
+  /**
+   * The first start placement quoted for it (epoch ms) and when: the estimate its deadline was
+   * accepted on (JobSubmitted), else the first start `gpunet status` showed. Written into its
+   * JobPlaced (`quotes.ts`).
+   */
+  quote?: Quote;
+}
+
+/** A quote: expected start, expected end when one was given (a deadline's estimate), when it was given; epoch ms. */
+export interface Quote {
+  expectedStart: number;
+  expectedEnd?: number;
+  quotedAt: number;
 }
 
 /** Fair-share usage of one team: GPU-ms of its ended attempts, decayed to `asOf` (epoch ms). */
