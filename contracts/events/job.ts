@@ -235,6 +235,13 @@ export const ComputeReleased = z.object({
 export type ComputeReleased = z.output<typeof ComputeReleased>;
 
 export const JOB_WITHDRAWAL_OUTCOMES = ['cancelled', 'deadline'] as const;
+export const JobQuoted = z.object({
+  jobId: JobId,
+  expectedStart: Timestamp.describe('The start placement quoted: the live plan\'s expected start for the waiting job.'),
+  quotedAt: Timestamp.describe('When it was quoted (shown by `gpunet status`, the queue API or the console).'),
+});
+export type JobQuoted = z.output<typeof JobQuoted>;
+
 export const JobWithdrawn = z.object({
   jobId: JobId,
   team: TeamId,
@@ -341,6 +348,15 @@ export const jobEvents = [
     producers: ['placement'],
     description: 'An attempt was lost through no fault of the job; the job waits for a new placement.',
     schema: JobRequeued,
+  }),
+  defineEvent({
+    name: 'JobQuoted',
+    version: 1,
+    producers: ['placement'],
+    description:
+      'The first start placement showed for a waiting job (status, the queue API, the console): recorded when shown, so the quote survives a restart ' +
+      'and, with the JobPlaced that follows, its error is known. Later quotes of the same job are not recorded; an accepted deadline\'s estimate is in JobSubmitted.',
+    schema: JobQuoted,
   }),
   defineEvent({
     name: 'JobWithdrawn',

@@ -196,7 +196,16 @@ describe('gpunet estimate', () => {
       err.resume();
       expect(await runCli(['status', jobId], { stdout: out, stderr: err, env, cwd: network().dataDir })).toBe(0);
       expect(Buffer.concat(chunks).toString('utf8')).toMatch(new RegExp(`queue {6}#\\d+ in line, Resources; expected start in .+ \\(${entry.expectedStart!.replace(/\./g, '\\.')}\\)`));
-      await Promise.all([blocker, jobId].map((id) => client.cancel(id)));
+      // The first start shown is recorded as the job's quote, once; later ones are not.
+      const quoted = (await network().events({ types: ['JobQuoted'] })).filter((e) => (e.data as { jobId: string }).jobId === jobId);
+      expect(quoted).toHaveLength(1);
+      const quote = quoted[0]!.data as { expectedStart: string; quotedAt: string };
+      expect(Date.parse(quote.quotedAt)).toBeGreaterThanOrEqual(Date.parse(held));
+      // Cancelling the blocker frees its GPUs: the job starts, and its JobPlaced carries the quote it was given.
+      await client.cancel(blocker);
+      const placed = await until('the job is placed', async () => (await network().events({ types: ['JobPlaced'] })).find((e) => (e.data as { jobId: string }).jobId === jobId), { timeoutMs: 30_000 });
+      expect((placed.data as { quote?: unknown }).quote).toEqual({ expectedStart: new Date(Date.parse(quote.expectedStart)).toISOString(), quotedAt: new Date(Date.parse(quote.quotedAt)).toISOString() });
+      await client.cancel(jobId);
     }),
     60_000,
   );

@@ -2389,6 +2389,39 @@ JobPlaced = TypedDict("JobPlaced", {
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
+# The first start placement showed for a waiting job (status, the queue API, the console): recorded when shown, so the quote survives a restart and, with the JobPlaced that follows, its error is known. Later quotes of the same job are not recorded; an accepted deadline's estimate is in JobSubmitted.
+JobQuotedData = TypedDict("JobQuotedData", {
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "expectedStart": str,  # The start placement quoted: the live plan's expected start for the waiting job.
+    "quotedAt": str,  # When it was quoted (shown by `gpunet status`, the queue API or the console).
+})
+
+# Metadata every event carries; covered by the hash chain.
+JobQuotedMetadata = TypedDict("JobQuotedMetadata", {
+    "correlationId": str,  # Ties together every event caused by one request.
+    "causationId": str,  # Id of the event or request that directly caused this one.
+    "jobId": NotRequired[str],  # The job the event concerns, if any (indexed for audit).
+    "team": NotRequired[str],  # The team the event concerns, if any (indexed for audit).
+    "producer": str,  # Service or client that produced the event, e.g. `intake`.
+    "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
+    "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
+})
+
+# The first start placement showed for a waiting job (status, the queue API, the console): recorded when shown, so the quote survives a restart and, with the JobPlaced that follows, its error is known. Later quotes of the same job are not recorded; an accepted deadline's estimate is in JobSubmitted. S
+JobQuoted = TypedDict("JobQuoted", {
+    "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
+    "revision": str,  # 0-based revision within the stream, as decimal text.
+    "position": str,  # Global position in the store, totally ordered, as decimal text.
+    "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
+    "type": Literal["JobQuoted"],  # Always `JobQuoted`.
+    "data": JobQuotedData,  # The first start placement showed for a waiting job (status, the queue API, the console): recorded when shown, so the quote survives a restart and, with the JobP
+    "metadata": JobQuotedMetadata,  # Metadata every event carries; covered by the hash chain.
+    "recordedAt": str,  # When the store recorded the event.
+    "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
 # One problem with an input: where, what, and how to fix it.
 JobRejectedDataIssuesItem = TypedDict("JobRejectedDataIssuesItem", {
     "path": str,  # Dotted path of the field, e.g. `request.gpus`; empty for the whole input.
@@ -4240,6 +4273,7 @@ __all__ = [
     "JobEnded",
     "JobFinished",
     "JobPlaced",
+    "JobQuoted",
     "JobRejected",
     "JobRequeued",
     "JobSpec",

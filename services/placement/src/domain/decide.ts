@@ -28,7 +28,8 @@ export type PlacementDecision =
   | { type: 'JobPlaced'; data: EventData<'JobPlaced'> }
   | { type: 'JobRequeued'; data: EventData<'JobRequeued'> }
   | { type: 'JobWithdrawn'; data: EventData<'JobWithdrawn'> }
-  | { type: 'JobRejected'; data: EventData<'JobRejected'> };
+  | { type: 'JobRejected'; data: EventData<'JobRejected'> }
+  | { type: 'JobQuoted'; data: EventData<'JobQuoted'> };
 
 export interface DecideOptions {
   /** Default: {@link backfill} with `plan` (or default) options. */

@@ -23,6 +23,7 @@ export const PLACEMENT_EVENT_TYPES = [
   'JobPlaced',
   'JobRequeued',
   'JobWithdrawn',
+  'JobQuoted',
   'NodeRegistered',
   'ComputeHeld',
   'JobFinished',
@@ -110,6 +111,12 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
       return endIfQueued(state, event.data.jobId, 'rejected');
     case 'JobWithdrawn':
       return endIfQueued(state, event.data.jobId, 'withdrawn');
+    case 'JobQuoted': {
+      // The first quote stands (an accepted deadline's estimate, from JobSubmitted, comes before any).
+      const job = state.jobs.get(event.data.jobId);
+      if (job && !job.quote && job.attempts.length === 0) job.quote = { expectedStart: Date.parse(event.data.expectedStart), quotedAt: Date.parse(event.data.quotedAt) };
+      return state;
+    }
     case 'JobPlaced': {
       const d = event.data;
       const job = state.jobs.get(d.jobId);

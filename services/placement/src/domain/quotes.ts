@@ -3,28 +3,34 @@
  * shows, an estimate of a submitted job), recorded with the job, and how far off they were.
  * Pure: `now` is an argument.
  *
- * A job's first quote is kept ({@link noteQuote}) and written into its first JobPlaced
- * (`quote`), so its error, actual start − quoted start, is in the job's record from the moment
- * it starts, and is folded again after a restart. {@link quoteAccuracy} sums up a recent window
+ * A job's first quote is recorded when it is given: the estimate a deadline was accepted on in
+ * its JobSubmitted, else the first start shown for it in a JobQuoted ({@link quotesToRecord}).
+ * Its first JobPlaced repeats it (`quote`), so its error, actual start − quoted start, is in the
+ * job's record from the moment it starts. {@link quoteAccuracy} sums up a recent window
  * for `gpunet capacity`: median and p90 of the start errors, of the end errors where an end was
  * quoted (the estimate a deadline was accepted on, recorded in JobSubmitted), and how many jobs
  * with an accepted deadline (intake refuses a deadline the plan cannot meet) finished by it.
  */
+import type { EventData } from '#contracts';
 import { currentAttempt, type PlacementState } from './state.js';
 import type { Plan } from './plan.js';
 
 /** Default window of {@link quoteAccuracy}: the last 7 days. */
 export const QUOTE_WINDOW_MS = 7 * 24 * 3_600_000;
 
-/** Keeps the first expected start `plan` gives each waiting job as its quote (at `plan.now`). */
-export function noteQuotes(state: PlacementState, plan: Plan): void {
-  for (const p of plan.jobs) if (p.expectedStart !== undefined) noteQuote(state, p.job.jobId, p.expectedStart, plan.now);
-}
-
-/** Keeps `expectedStart` as the job's quote unless it has one. */
-export function noteQuote(state: PlacementState, jobId: string, expectedStart: number, at: number): void {
-  const job = state.jobs.get(jobId);
-  if (job && !job.quote && job.attempts.length === 0) job.quote = { expectedStart, quotedAt: at };
+/**
+ * The quotes to record for the waiting jobs `shown` (by id) with an expected start in `plan`:
+ * a JobQuoted for each that has no quote yet and never ran. Recorded before the answer is given
+ * (the scheduler's `recordQuotes`), so every start shown is in the job's record.
+ */
+export function quotesToRecord(state: PlacementState, plan: Plan, shown: ReadonlySet<string>): { type: 'JobQuoted'; data: EventData<'JobQuoted'> }[] {
+  const out: { type: 'JobQuoted'; data: EventData<'JobQuoted'> }[] = [];
+  for (const p of plan.jobs) {
+    const job = state.jobs.get(p.job.jobId);
+    if (p.expectedStart === undefined || !shown.has(p.job.jobId) || !job || job.quote || job.attempts.length > 0) continue;
+    out.push({ type: 'JobQuoted', data: { jobId: p.job.jobId, expectedStart: new Date(p.expectedStart).toISOString(), quotedAt: new Date(plan.now).toISOString() } });
+  }
+  return out;
 }
 
 /** Recent quote accuracy; see the module comment. Errors in integer ms. */

@@ -1,7 +1,7 @@
 import { decide } from './decide.js';
 import { ev, given, T0 } from './fixtures.js';
 import { plan } from './plan.js';
-import { noteQuotes, quoteAccuracy } from './quotes.js';
+import { quoteAccuracy, quotesToRecord } from './quotes.js';
 
 const HOUR = 3_600_000;
 const MIN = 60_000;
@@ -12,12 +12,19 @@ describe('quotes', () => {
 
   it('keeps the first start quoted for a job and writes it, with the error it turned out to have, into its JobPlaced', () => {
     const h = history();
-    noteQuotes(h.state, plan(h.state, T0 + MIN, { reservationAfterMs: 0 }));
+    const shown = new Set(['wait']);
+    // Only a start shown is recorded.
+    expect(quotesToRecord(h.state, plan(h.state, T0 + MIN, { reservationAfterMs: 0 }), new Set())).toEqual([]);
+    const recorded = quotesToRecord(h.state, plan(h.state, T0 + MIN, { reservationAfterMs: 0 }), shown);
+    expect(recorded).toEqual([{ type: 'JobQuoted', data: { jobId: 'wait', expectedStart: expect.any(String), quotedAt: new Date(T0 + MIN).toISOString() } }]);
+    h.apply(...recorded);
     const quote = h.state.jobs.get('wait')!.quote!;
-    expect(quote.quotedAt).toBe(T0 + MIN);
-    // A later, different quote does not replace the first.
-    noteQuotes(h.state, plan(h.state, T0 + 2 * MIN, { reservationAfterMs: 0 }));
+    expect(quote).toEqual({ expectedStart: Date.parse(recorded[0]!.data.expectedStart), quotedAt: T0 + MIN });
+    // A later, different quote is not recorded, nor would it replace the first; a restart folds the same quote.
+    expect(quotesToRecord(h.state, plan(h.state, T0 + 2 * MIN, { reservationAfterMs: 0 }), shown)).toEqual([]);
+    h.apply({ type: 'JobQuoted', data: { jobId: 'wait', expectedStart: new Date(T0 + 5 * HOUR).toISOString(), quotedAt: new Date(T0 + 2 * MIN).toISOString() } });
     expect(h.state.jobs.get('wait')!.quote).toEqual(quote);
+    expect(history().apply(...recorded).state.jobs.get('wait')!.quote).toEqual(quote);
     h.apply(ev.finished('run', 1, 'n1'), ev.released('run', 1, 'n1', [0]));
     const startAt = quote.expectedStart + 10 * MIN;
     const placed = decide(h.state, new Date(startAt)).find((d) => d.type === 'JobPlaced')!;
@@ -52,9 +59,8 @@ describe('quotes', () => {
     // Folded from the record: a placement started after the submit has the same quote, before anything asked for a status.
     const h = given(ev.node('n1', 1), submitted, ev.staged('dl'));
     expect(h.state.jobs.get('dl')!.quote).toEqual({ expectedStart: T0, expectedEnd: T0 + HOUR, quotedAt: T0 - MIN });
-    // A status quote later does not replace it.
-    noteQuotes(h.state, plan(h.state, T0 + MIN, { reservationAfterMs: 0 }));
-    expect(h.state.jobs.get('dl')!.quote!.quotedAt).toBe(T0 - MIN);
+    // A start shown later is not recorded as a second quote.
+    expect(quotesToRecord(h.state, plan(h.state, T0 + MIN, { reservationAfterMs: 0 }), new Set(['dl']))).toEqual([]);
     const placed = decide(h.state, new Date(T0 + MIN)).find((d) => d.type === 'JobPlaced')!;
     expect(placed.data).toMatchObject({ jobId: 'dl', quote });
     h.apply(placed, ev.held('dl', 1, 'n1', [0]));

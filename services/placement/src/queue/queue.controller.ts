@@ -1,8 +1,9 @@
 import { querySubject, type Capacity, type CapacityReply, type Estimate, type EstimateReply, type GetQueue, type GetQueueReply, type Quotas, type QuotasReply } from '#contracts';
-import { CLOCK, type Clock } from '#service-kit';
+import { CLOCK, LOGGER, type Clock } from '#service-kit';
 import { Controller, Inject } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { estimate, forecast, monthOf, noteQuotes, placeableJobs, plan, quotaUsage, quoteAccuracy, queueView } from '../domain/index.js';
+import type { Logger } from 'pino';
+import { estimate, forecast, monthOf, placeableJobs, plan, quotaUsage, quoteAccuracy, quotesToRecord, queueView } from '../domain/index.js';
 import { SchedulerService } from '../scheduler/scheduler.service.js';
 
 /** Reservations computed for `gpunet status` at most (the first waiting jobs get a date). */
@@ -14,18 +15,17 @@ export class QueueController {
   constructor(
     private readonly scheduler: SchedulerService,
     @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   @MessagePattern(querySubject('placement', 'GetQueue'))
-  getQueue(@Payload() query: GetQueue): GetQueueReply {
+  async getQueue(@Payload() query: GetQueue): Promise<GetQueueReply> {
     const now = this.clock.now();
     // The live plan gives placeable jobs their reason, rank and expected start. Deeper than the
     // scheduler's own reservations so that more than the first waiting jobs get a date, as an
     // estimate does: conservative (each holds a reservation), never optimistic.
     const shown = this.scheduler.state.queue.length;
     const p = plan(this.scheduler.state, now, { ...this.scheduler.planOptions, reservationDepth: Math.max(this.scheduler.planOptions.reservationDepth ?? 1, Math.min(shown, STATUS_DEPTH)), reservationAfterMs: 0, reserveByLimits: false });
-    // A start shown is a quote: the first one of each job is kept and written into its JobPlaced.
-    noteQuotes(this.scheduler.state, p);
     const view = queueView(this.scheduler.state, p);
     const pending = view.pending
       .filter((p) => (query.team === undefined || p.job.team === query.team) && (query.jobId === undefined || p.job.jobId === query.jobId))
@@ -43,6 +43,10 @@ export class QueueController {
         ...(p.expectedStart !== undefined ? { expectedStart: new Date(p.expectedStart).toISOString() } : {}),
         ...(p.reasonDetail !== undefined ? { reasonDetail: p.reasonDetail } : {}),
       }));
+    // A start shown is a quote: the first one of each job is recorded (JobQuoted) before it is
+    // answered. Answering matters more than the record: a store that refuses the write is logged.
+    const quotes = quotesToRecord(this.scheduler.state, p, new Set(pending.filter((e) => e.expectedStart !== undefined).map((e) => e.jobId)));
+    if (quotes.length > 0) await this.scheduler.recordQuotes(quotes).catch((err: unknown) => this.logger.warn({ err, jobs: quotes.length }, 'quotes shown but not recorded'));
     return {
       pending,
       totalPending: view.pending.length,

@@ -44,6 +44,10 @@ export class SchedulerController {
   onJobWithdrawn(@Ctx() ctx: JetStreamContext) {
     return this.handle(ctx);
   }
+  @EventPattern<string>('JobQuoted')
+  onJobQuoted(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
   @EventPattern<string>('NodeRegistered')
   onNodeRegistered(@Ctx() ctx: JetStreamContext) {
     return this.handle(ctx);

@@ -183,6 +183,21 @@ export class SchedulerService implements OnModuleInit {
     return count;
   }
 
+  /**
+   * Records the quotes just shown (JobQuoted, `quotes.ts`) before they are answered, so a quote
+   * given is a fact of the job's record; one already quoted, or placed meanwhile, is skipped.
+   */
+  recordQuotes(decisions: readonly PlacementDecision[]): Promise<void> {
+    return this.serially(async () => {
+      for (const d of decisions) {
+        const job = this.state.jobs.get(d.data.jobId);
+        if (!job || job.quote || job.attempts.length > 0) continue;
+        // A conflict means the stream moved on (caught up): the job may be placed by now, so no retry.
+        await this.record(d, undefined, this.log);
+      }
+    });
+  }
+
   /** Applies one recorded event to the state and to the bookkeeping of placement's own streams. */
   private apply(e: Pick<RecordedEvent, 'type' | 'data' | 'position' | 'streamId' | 'revision' | 'metadata'>): void {
     if (!isPlacementEventType(e.type) || e.position === undefined) return;
@@ -278,6 +293,8 @@ function summary(d: PlacementDecision): Record<string, unknown> {
       return { outcome: d.data.outcome };
     case 'JobRejected':
       return { reason: d.data.reason, message: d.data.message };
+    case 'JobQuoted':
+      return { expectedStart: d.data.expectedStart };
   }
 }
 
@@ -291,5 +308,7 @@ function describe(d: PlacementDecision): string {
       return 'queued job withdrawn';
     case 'JobRejected':
       return 'job rejected: no node can hold it';
+    case 'JobQuoted':
+      return 'expected start quoted';
   }
 }
