@@ -30,6 +30,7 @@ export const FEED_EVENT_TYPES = [
   'JobRequeued',
   'ComputeReleased',
   'JobWithdrawn',
+  'JobQuoted',
   'OutputsStored',
   'UsageRecorded',
   'DataRemoved',

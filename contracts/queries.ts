@@ -67,6 +67,8 @@ export const AttemptView = z
     exitCode: z.int().nullable().optional().describe('Exit code, null when killed by a signal; absent until finished.'),
     limit: JobLimit.optional().describe('Set when the agent stopped the attempt at one of its caps, e.g. `disk_limit`.'),
     message: z.string().optional().describe('What the agent said of how the attempt ended, e.g. why it could not start or which cap stopped it.'),
+    predictedRunMs: DurationMs.optional().describe('Placement\'s run-time prediction for the attempt when it placed it (the time limit still stops it).'),
+    deadlineNote: z.string().optional().describe('Set when, at placement, running to the time limit would pass the job\'s deadline: the facts of why, in the job\'s record.'),
     nodes: z
       .array(
         z
@@ -104,6 +106,17 @@ export const JobView = z
     spec: JobSpec,
     submittedAt: Timestamp.describe('When intake accepted the job.'),
     deadlineAt: Timestamp.optional().describe('The deadline as an instant, if the spec has one.'),
+    quote: z
+      .object({
+        expectedStart: Timestamp.describe('The start quoted.'),
+        expectedEnd: Timestamp.optional().describe('The end quoted with it (the estimate a deadline was accepted on: start plus the time limit).'),
+        quotedAt: Timestamp.describe('When it was quoted.'),
+      })
+      .optional()
+      .describe(
+        'The first start quoted for the job, as recorded: the estimate its deadline was accepted on (JobSubmitted), else the first start shown while it waited (JobQuoted). ' +
+          'With the first attempt\'s placedAt and the last attempt\'s finishedAt, how far off it was.',
+      ),
     updatedAt: Timestamp.describe('Time of the latest event applied to this view.'),
     attempts: z.array(AttemptView).describe('Run attempts, oldest first.'),
     outputs: z

@@ -1472,7 +1472,7 @@ EstimateJobReply = TypedDict("EstimateJobReply", {
 FeedEntry = TypedDict("FeedEntry", {
     "position": str,  # The event's position in the store: the SSE `id`, and what to pass as `after` (or `Last-Event-ID`) to resume after it.
     "eventId": str,  # The event's id (unique; the same event is never sent under another id).
-    "type": Literal["JobSubmitted", "JobRejected", "JobCancelRequested", "InputsStaged", "StagingFailed", "JobPlaced", "ComputeHeld", "JobStarted", "JobCheckpointed", "JobFinished", "JobRequeued", "ComputeReleased", "JobWithdrawn", "OutputsStored", "UsageRecorded", "DataRemoved", "JobEnded", "BudgetReserved", "BudgetReleased", "BudgetThresholdCrossed"],  # The event type; `data` is that event's data (`contracts/generated/json-schema/<type>.json`).
+    "type": Literal["JobSubmitted", "JobRejected", "JobCancelRequested", "InputsStaged", "StagingFailed", "JobPlaced", "ComputeHeld", "JobStarted", "JobCheckpointed", "JobFinished", "JobRequeued", "ComputeReleased", "JobWithdrawn", "JobQuoted", "OutputsStored", "UsageRecorded", "DataRemoved", "JobEnded", "BudgetReserved", "BudgetReleased", "BudgetThresholdCrossed"],  # The event type; `data` is that event's data (`contracts/generated/json-schema/<type>.json`).
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
     "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
     "data": Dict[str, Any],  # The event's data as recorded.
@@ -1800,6 +1800,13 @@ GetJobReplySpec = TypedDict("GetJobReplySpec", {
     "resources": NotRequired[GetJobReplySpecResources],  # Memory and disk caps the job asked for; absent: the node's defaults.
 })
 
+# The first start quoted for the job, as recorded: the estimate its deadline was accepted on (JobSubmitted), else the first start shown while it waited (JobQuoted). With the first attempt's placedAt and the last attempt's finishedAt, how far off it was.
+GetJobReplyQuote = TypedDict("GetJobReplyQuote", {
+    "expectedStart": str,  # The start quoted.
+    "expectedEnd": NotRequired[str],  # The end quoted with it (the estimate a deadline was accepted on: start plus the time limit).
+    "quotedAt": str,  # When it was quoted.
+})
+
 # One node's part of a multi-node attempt.
 GetJobReplyAttemptsItemNodesItem = TypedDict("GetJobReplyAttemptsItemNodesItem", {
     "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
@@ -1828,6 +1835,8 @@ GetJobReplyAttemptsItem = TypedDict("GetJobReplyAttemptsItem", {
     "exitCode": NotRequired[Union[int, None]],  # Exit code, null when killed by a signal; absent until finished.
     "limit": NotRequired[Literal["disk_limit", "memory_limit"]],  # Set when the agent stopped the attempt at one of its caps, e.g. `disk_limit`.
     "message": NotRequired[str],  # What the agent said of how the attempt ended, e.g. why it could not start or which cap stopped it.
+    "predictedRunMs": NotRequired[int],  # Placement's run-time prediction for the attempt when it placed it (the time limit still stops it).
+    "deadlineNote": NotRequired[str],  # Set when, at placement, running to the time limit would pass the job's deadline: the facts of why, in the job's record.
     "nodes": NotRequired[List[GetJobReplyAttemptsItemNodesItem]],  # Multi-node attempts only: every part in rank order (rank 0 first). The attempt's nodeId/gpuIndices are rank 0's; its heldAt is the first part's hold, its finish
 })
 
@@ -1903,6 +1912,7 @@ GetJobReply = TypedDict("GetJobReply", {
     "spec": GetJobReplySpec,  # A job spec as messages carry it: defaults filled, durations in integer ms.
     "submittedAt": str,  # When intake accepted the job.
     "deadlineAt": NotRequired[str],  # The deadline as an instant, if the spec has one.
+    "quote": NotRequired[GetJobReplyQuote],  # The first start quoted for the job, as recorded: the estimate its deadline was accepted on (JobSubmitted), else the first start shown while it waited (JobQuoted
     "updatedAt": str,  # Time of the latest event applied to this view.
     "attempts": List[GetJobReplyAttemptsItem],  # Run attempts, oldest first.
     "outputs": NotRequired[GetJobReplyOutputs],  # Stored outputs, once OutputsStored.
@@ -3605,7 +3615,7 @@ ReadFeed = TypedDict("ReadFeed", {
 ReadFeedReplyEntriesItem = TypedDict("ReadFeedReplyEntriesItem", {
     "position": str,  # The event's position in the store: the SSE `id`, and what to pass as `after` (or `Last-Event-ID`) to resume after it.
     "eventId": str,  # The event's id (unique; the same event is never sent under another id).
-    "type": Literal["JobSubmitted", "JobRejected", "JobCancelRequested", "InputsStaged", "StagingFailed", "JobPlaced", "ComputeHeld", "JobStarted", "JobCheckpointed", "JobFinished", "JobRequeued", "ComputeReleased", "JobWithdrawn", "OutputsStored", "UsageRecorded", "DataRemoved", "JobEnded", "BudgetReserved", "BudgetReleased", "BudgetThresholdCrossed"],  # The event type; `data` is that event's data (`contracts/generated/json-schema/<type>.json`).
+    "type": Literal["JobSubmitted", "JobRejected", "JobCancelRequested", "InputsStaged", "StagingFailed", "JobPlaced", "ComputeHeld", "JobStarted", "JobCheckpointed", "JobFinished", "JobRequeued", "ComputeReleased", "JobWithdrawn", "JobQuoted", "OutputsStored", "UsageRecorded", "DataRemoved", "JobEnded", "BudgetReserved", "BudgetReleased", "BudgetThresholdCrossed"],  # The event type; `data` is that event's data (`contracts/generated/json-schema/<type>.json`).
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
     "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
     "data": Dict[str, Any],  # The event's data as recorded.

@@ -1215,6 +1215,24 @@ export interface components {
              * @description The deadline as an instant, if the spec has one.
              */
             deadlineAt?: string;
+            /** @description The first start quoted for the job, as recorded: the estimate its deadline was accepted on (JobSubmitted), else the first start shown while it waited (JobQuoted). With the first attempt's placedAt and the last attempt's finishedAt, how far off it was. */
+            quote?: {
+                /**
+                 * Format: date-time
+                 * @description The start quoted.
+                 */
+                expectedStart: string;
+                /**
+                 * Format: date-time
+                 * @description The end quoted with it (the estimate a deadline was accepted on: start plus the time limit).
+                 */
+                expectedEnd?: string;
+                /**
+                 * Format: date-time
+                 * @description When it was quoted.
+                 */
+                quotedAt: string;
+            };
             /**
              * Format: date-time
              * @description Time of the latest event applied to this view.
@@ -1271,6 +1289,10 @@ export interface components {
                 limit?: "disk_limit" | "memory_limit";
                 /** @description What the agent said of how the attempt ended, e.g. why it could not start or which cap stopped it. */
                 message?: string;
+                /** @description Placement's run-time prediction for the attempt when it placed it (the time limit still stops it). */
+                predictedRunMs?: number;
+                /** @description Set when, at placement, running to the time limit would pass the job's deadline: the facts of why, in the job's record. */
+                deadlineNote?: string;
                 /** @description Multi-node attempts only: every part in rank order (rank 0 first). The attempt's nodeId/gpuIndices are rank 0's; its heldAt is the first part's hold, its finishedAt/outcome are decided once every part ended (see contracts/gang.ts), its releasedAt is the last part's release. */
                 nodes?: {
                     /** @description Execution node (one agent process) id, e.g. `node-a100-01`. */
@@ -1537,7 +1559,7 @@ export interface components {
              * @description The event type; `data` is that event's data (`contracts/generated/json-schema/<type>.json`).
              * @enum {string}
              */
-            type: "JobSubmitted" | "JobRejected" | "JobCancelRequested" | "InputsStaged" | "StagingFailed" | "JobPlaced" | "ComputeHeld" | "JobStarted" | "JobCheckpointed" | "JobFinished" | "JobRequeued" | "ComputeReleased" | "JobWithdrawn" | "OutputsStored" | "UsageRecorded" | "DataRemoved" | "JobEnded" | "BudgetReserved" | "BudgetReleased" | "BudgetThresholdCrossed";
+            type: "JobSubmitted" | "JobRejected" | "JobCancelRequested" | "InputsStaged" | "StagingFailed" | "JobPlaced" | "ComputeHeld" | "JobStarted" | "JobCheckpointed" | "JobFinished" | "JobRequeued" | "ComputeReleased" | "JobWithdrawn" | "JobQuoted" | "OutputsStored" | "UsageRecorded" | "DataRemoved" | "JobEnded" | "BudgetReserved" | "BudgetReleased" | "BudgetThresholdCrossed";
             /** @description Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`. */
             jobId: string;
             /** @description Team that owns the job and pays for it; taken from the API key, never from the spec. */

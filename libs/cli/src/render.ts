@@ -19,6 +19,8 @@ export function renderJob(view: JobView): string {
   lines.push(`  state      ${stateText(view)}`);
   lines.push(`  submitted  ${view.submittedAt}`);
   lines.push(`  request    ${req.gpus} × ${req.gpuModel ?? 'any GPU'}, time limit ${formatDuration(req.timeLimitMs)}${view.deadlineAt ? `, deadline ${view.deadlineAt}` : ''}`);
+  const quote = quoteLine(view);
+  if (quote) lines.push(`  quoted     ${quote}`);
   for (const a of view.attempts) {
     const ran = msBetween(a.heldAt, a.finishedAt);
     lines.push(
@@ -27,6 +29,7 @@ export function renderJob(view: JobView): string {
         `${ran !== undefined ? ` (${formatMs(ran)} held)` : ''}${a.outcome ? `  ${a.outcome}` : ''}${a.limit ? ` (${a.limit})` : ''}`,
     );
     if (a.message && a.outcome !== 'completed') lines.push(`    ${a.message}`);
+    if (a.deadlineNote) lines.push(`    deadline: ${a.deadlineNote}`);
   }
   if (view.outputs) lines.push(`  outputs    ${view.outputs.files.length} file(s), ${formatBytes(view.outputs.totalBytes)}${view.outputs.truncated ? ' (truncated at maxBytes)' : ''}`);
   if (view.rejection) {
@@ -36,6 +39,21 @@ export function renderJob(view: JobView): string {
   const start = view.timeline[0]?.at;
   if (start) lines.push(`  timeline   ${view.timeline.map((t) => `${t.type} ${offset(start, t.at)}`).join(' → ')}`);
   return lines.join('\n');
+}
+
+/** `start 14:05:00 (quoted 13:58:12), started 4 s later; end 15:05:00, ended 52 min 10 s earlier`: the first quote and how far off it was. */
+export function quoteLine(view: Pick<JobView, 'quote' | 'attempts' | 'state'>): string | undefined {
+  const q = view.quote;
+  if (!q) return undefined;
+  const off = (actual: string | undefined, quoted: string, what: string) => {
+    const ms = msBetween(quoted, actual);
+    if (ms === undefined) return '';
+    return `, ${what} ${ms === 0 ? 'on time' : `${formatMs(Math.abs(ms))} ${ms > 0 ? 'later' : 'earlier'}`}`;
+  };
+  const first = view.attempts[0];
+  const last = view.attempts.at(-1);
+  const end = q.expectedEnd === undefined ? '' : `; end ${clockTime(q.expectedEnd)}${view.state === 'completed' ? off(last?.finishedAt, q.expectedEnd, 'ended') : ''}`;
+  return `start ${clockTime(q.expectedStart)} (quoted ${clockTime(q.quotedAt)})${off(first?.placedAt, q.expectedStart, 'started')}${end}`;
 }
 
 /** `gpunet status --timeline`: every event with its time, offset from the first, and producer. */

@@ -1,5 +1,5 @@
 import type { GetChargesReply } from '#contracts';
-import { renderInvoice, renderTimeline, stateText } from './render.js';
+import { quoteLine, renderInvoice, renderTimeline, stateText } from './render.js';
 
 const line = (attempt: number, amountMicros: number, billableMs: number) => ({
   jobId: 'job_1',
@@ -50,5 +50,15 @@ describe('timeline text', () => {
     expect(stateText({ state: 'timeout', exitCode: null, cancelRequested: false })).toBe('timeout (killed by a signal)');
     expect(stateText({ state: 'running', cancelRequested: true })).toBe('running, cancel requested');
     expect(stateText({ state: 'failed', exitCode: null, cancelRequested: false, limit: 'disk_limit' })).toBe('failed (killed by a signal, stopped at its disk limit)');
+  });
+});
+
+describe('quote line', () => {
+  const attempt = { placedAt: '2025-06-01T12:00:04.000Z', finishedAt: '2025-06-01T12:30:00.000Z' } as never;
+  it('says how far the first quote was from the actual start and, for a completed job with a quoted end, the end', () => {
+    const quote = { expectedStart: '2025-06-01T12:00:00.000Z', expectedEnd: '2025-06-01T13:00:00.000Z', quotedAt: '2025-06-01T11:59:00.000Z' };
+    expect(quoteLine({ state: 'completed', quote, attempts: [attempt] })).toBe('start 12:00:00.000 (quoted 11:59:00.000), started 4.000 s later; end 13:00:00.000, ended 1800.000 s earlier');
+    expect(quoteLine({ state: 'staged', quote: { expectedStart: quote.expectedStart, quotedAt: quote.quotedAt }, attempts: [] })).toBe('start 12:00:00.000 (quoted 11:59:00.000)');
+    expect(quoteLine({ state: 'staged', attempts: [] })).toBeUndefined();
   });
 });

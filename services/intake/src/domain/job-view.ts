@@ -62,6 +62,7 @@ const TIME_FIELD: Readonly<Record<string, string>> = {
   JobFinished: 'finishedAt',
   JobRequeued: 'requeuedAt',
   JobWithdrawn: 'withdrawnAt',
+  JobQuoted: 'quotedAt',
   ComputeReleased: 'releasedAt',
   OutputsStored: 'storedAt',
   DataRemoved: 'removedAt',
@@ -145,6 +146,7 @@ function submitted(data: EventData<'JobSubmitted'>, event: JobEvent): JobRecord 
   };
   if (data.spec.name !== undefined) view.name = data.spec.name;
   if (data.deadlineAt !== undefined) view.deadlineAt = data.deadlineAt;
+  if (data.quote !== undefined) view.quote = { ...data.quote };
   return { view, submittedPosition: event.position, lastPosition: event.position };
 }
 
@@ -164,6 +166,10 @@ function applyChange(view: JobView, event: JobEvent): JobView {
     }
     case 'JobCancelRequested':
       return { ...view, cancelRequested: true };
+    case 'JobQuoted': {
+      const d = event.data as EventData<'JobQuoted'>;
+      return view.quote !== undefined ? view : { ...view, quote: { expectedStart: d.expectedStart, quotedAt: d.quotedAt } };
+    }
     case 'InputsStaged':
       return !final && view.state === 'submitted' ? { ...view, state: 'staged' } : view;
     case 'StagingFailed':
@@ -178,9 +184,13 @@ function applyChange(view: JobView, event: JobEvent): JobView {
         gpuIndices: d.gpuIndices,
         gpuModel: d.gpuModel,
         placedAt: d.placedAt,
+        ...(d.predictedRunMs !== undefined ? { predictedRunMs: d.predictedRunMs } : {}),
+        ...(d.deadlineNote !== undefined ? { deadlineNote: d.deadlineNote } : {}),
         ...(d.nodes !== undefined ? { nodes: d.nodes.map((n) => ({ nodeId: n.nodeId, gpuIndices: n.gpuIndices })) } : {}),
       };
-      return { ...view, state: 'placed', attempts: [...view.attempts.filter((a) => a.attemptId !== d.attemptId), attempt] };
+      // The first quote stands; a JobPlaced repeats it (and is the only record of a quote given before JobQuoted existed).
+      const quote = view.quote ?? (d.quote !== undefined ? { ...d.quote } : undefined);
+      return { ...view, state: 'placed', attempts: [...view.attempts.filter((a) => a.attemptId !== d.attemptId), attempt], ...(quote ? { quote } : {}) };
     }
     case 'ComputeHeld': {
       const d = event.data as EventData<'ComputeHeld'>;

@@ -266,4 +266,17 @@ describe('a multi-node attempt', () => {
     expect(r.view.attempts[0]!.releasedAt).toBe(at(9));
     expect(JobViewSchema.safeParse(r.view).success).toBe(true);
   });
+
+  it('shows the first quote recorded for the job — a deadline\'s estimate, else the first start shown — and what placement said of the deadline', () => {
+    const quoted = (start: number) => ev('JobQuoted', { jobId: JOB, expectedStart: at(start), quotedAt: at(1) });
+    const note = 'starts at …: running to its time limit it would end after its deadline';
+    const placedWithNote = () => ev('JobPlaced', { jobId: JOB, attemptId: A1, attempt: 1, nodeId: 'node-1', gpuIndices: [0, 1], gpuModel: 'A100', placedAt: at(2), predictedRunMs: 5_000, deadlineNote: note });
+    const shown = given(submitted(), staged(), quoted(20), quoted(30), placedWithNote());
+    expect(shown.quote).toEqual({ expectedStart: at(20), quotedAt: at(1) });
+    expect(shown.attempts[0]).toMatchObject({ predictedRunMs: 5_000, deadlineNote: note });
+    const quote = { expectedStart: at(10), expectedEnd: at(40), quotedAt: at(0) };
+    const withDeadline = ev('JobSubmitted', { jobId: JOB, team: 'team-ml', spec, submittedAt: at(0), deadlineAt: at(50), quote });
+    expect(given(withDeadline, staged(), quoted(20), placed()).quote).toEqual(quote);
+    expect(given(submitted(), staged(), placed()).quote).toBeUndefined();
+  });
 });
