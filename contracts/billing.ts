@@ -112,6 +112,114 @@ export const GetInvoice = strictObject(
 ).describe('One invoice with its lines and credit notes.');
 export type GetInvoice = z.output<typeof GetInvoice>;
 
+// ── replay, what-if and dispute bundle ────────────────────────────────────────────────────
+
+export const WhatIfPriceList = strictObject(
+  {
+    currency: Currency,
+    effectiveFrom: Timestamp.optional().describe('From when this list applies in the what-if (inclusive). Default: since ever, so one list prices every line.'),
+    ratesMicrosPerGpuHour: priceListShape.ratesMicrosPerGpuHour,
+    defaultRateMicrosPerGpuHour: priceListShape.defaultRateMicrosPerGpuHour,
+    minimumChargeMicros: priceListShape.minimumChargeMicros,
+  },
+  'prices',
+).describe('A what-if price list: priced the same way as a published one, never recorded.');
+export type WhatIfPriceList = z.output<typeof WhatIfPriceList>;
+
+/** What the HTTP body of a replay may hold: nothing, or a what-if price list. */
+export const ReplayInvoiceBody = strictObject(
+  {
+    prices: WhatIfPriceList.optional().describe('A what-if price list: the invoice is re-derived with these rates instead of the published ones (one list for the whole month unless `effectiveFrom` says otherwise). Nothing is written.'),
+  },
+  'replay request',
+).describe('Replay an invoice from the store; with `prices`, a what-if.');
+export type ReplayInvoiceBody = z.output<typeof ReplayInvoiceBody>;
+
+export const ReplayInvoice = strictObject(
+  {
+    invoiceId: InvoiceId,
+    principal: CallerPrincipal.describe('Who asks, set by intake from the caller\'s key: another team\'s invoice is not found unless `allTeams`. The subject accepts only intake.'),
+    prices: ReplayInvoiceBody.shape.prices,
+  },
+  'ReplayInvoice',
+).describe('Re-derive an invoice from the event store as of the position recorded on it and compare it line by line with the recorded one; with `prices`, a what-if.');
+export type ReplayInvoice = z.output<typeof ReplayInvoice>;
+
+export const REPLAY_LINE_STATUSES = ['same', 'changed', 'missing', 'extra'] as const;
+
+export const ReplayedLine = z
+  .object({
+    lineId: z.string().min(1).describe('`<attemptId>@<nodeId>`.'),
+    status: z.enum(REPLAY_LINE_STATUSES).describe('`same`: identical field by field; `changed`: some field differs (`changes`); `missing`: recorded but not re-derived; `extra`: re-derived but not recorded.'),
+    identical: z.boolean().describe('`status` is `same`.'),
+    jobId: z.string().min(1).describe('The job billed.'),
+    attemptId: z.string().min(1).describe('Its run attempt.'),
+    nodeId: z.string().min(1).describe('The node the attempt held GPUs on.'),
+    gpuModel: GpuModel,
+    gpus: z.int().min(1).describe('GPUs held.'),
+    billableMs: DurationMs.describe('Of the replayed line (the recorded one when it is missing now).'),
+    currency: Currency,
+    recordedAmountMicros: Micros.optional().describe('Absent for an `extra` line.'),
+    replayedAmountMicros: Micros.optional().describe('Absent for a `missing` line.'),
+    recordedRateMicrosPerGpuHour: Micros.optional(),
+    replayedRateMicrosPerGpuHour: Micros.optional(),
+    changes: z
+      .array(z.object({ field: z.string().min(1).describe('The invoice line field, e.g. `amountMicros`.'), recorded: z.string().describe('JSON text of the recorded value.'), replayed: z.string().describe('JSON text of the replayed value.') }))
+      .describe('Each field that differs (changed lines only).'),
+    eventIds: z.array(z.string().min(1)).describe('Events the line comes from (the replayed line\'s, or the recorded one\'s when it is missing now).'),
+  })
+  .describe('One invoice line: recorded against replayed.');
+export type ReplayedLine = z.output<typeof ReplayedLine>;
+
+export const ReplayInvoiceReply = z
+  .object({
+    invoiceId: InvoiceId,
+    invoiceStatus: InvoiceStatus.describe('`finalized`: compared with the copy its InvoiceFinalized event recorded; `draft`: with the ledger\'s current draft.'),
+    asOfPosition: DecimalString.describe('Store position the recorded invoice was derived at, and the replay with it.'),
+    whatIf: z.boolean().describe('True when priced with the request\'s what-if list: nothing is written, and differences are expected.'),
+    identical: z.boolean().describe('The replayed invoice is byte-identical to the recorded one (canonical JSON).'),
+    lines: z.array(ReplayedLine).describe('Every line, recorded and replayed, in the recorded order, then lines only the replay has.'),
+    totals: z
+      .array(z.object({ currency: Currency, recordedMicros: Micros, replayedMicros: Micros, identical: z.boolean().describe('Both totals are equal.') }))
+      .describe('Per currency, recorded and replayed (0 where one side has none).'),
+    otherChanges: z.array(z.string()).describe('Other top-level fields that differ (period, rounding, postings, …).'),
+    summary: z.string().describe('One sentence for people: identical, or how many lines differ.'),
+  })
+  .describe('An invoice replayed from the event store, line by line.');
+export type ReplayInvoiceReply = z.output<typeof ReplayInvoiceReply>;
+
+export const GetDisputeBundle = strictObject(
+  {
+    invoiceId: InvoiceId,
+    principal: CallerPrincipal.describe('Who asks, set by intake from the caller\'s key: another team\'s invoice is not found unless `allTeams`. The subject accepts only intake.'),
+  },
+  'GetDisputeBundle',
+).describe('The dispute bundle of an invoice, as `gpunet dispute-bundle` writes it.');
+export type GetDisputeBundle = z.output<typeof GetDisputeBundle>;
+
+/**
+ * The bundle itself is checked by `gpunet verify --bundle` byte for byte (hashes over every event's
+ * content), so this schema only names its outline and lets every field through unchanged.
+ */
+export const DisputeBundleReply = z
+  .object({
+    fileName: z.string().min(1).describe('`<invoiceId>.bundle.json`.'),
+    bundle: z
+      .looseObject({
+        format: z.literal('gpunet.dispute-bundle/1').describe('The bundle format and its version.'),
+        createdAt: Timestamp,
+        chain: z.enum(['sha256', 'hmac-sha256']).describe('`hmac-sha256`: the checker needs the store\'s chain key (`GPUNET_CHAIN_KEY`).'),
+        invoice: z.looseObject({ invoiceId: InvoiceId }).describe('The invoice (InvoiceBody).'),
+        invoiceStatus: InvoiceStatus,
+        contributingEventIds: z.array(z.string()).describe('Ids of the events the invoice comes from.'),
+        streams: z.array(z.looseObject({ streamId: z.string().describe('The stream.'), head: z.looseObject({}).describe('Its last revision, position and hash.'), events: z.array(z.looseObject({})).describe('Every event from revision 0 to the head, with its hash.') })).describe('Whole streams, revision 0 to their head, with every hash.'),
+        proves: z.string().describe('What a successful `gpunet verify --bundle` proves, and what it does not.'),
+      })
+      .describe('A dispute bundle (`gpunet.dispute-bundle/1`): check it offline with `gpunet verify --bundle FILE --public-key KEY`.'),
+  })
+  .describe('A dispute bundle and the file name to save it under.');
+export type DisputeBundleReply = z.output<typeof DisputeBundleReply>;
+
 // ── rebuild ───────────────────────────────────────────────────────────────────────────────
 
 export const RebuildLedger = strictObject({ principal: CallerPrincipal.describe('Who asks, set by intake from the caller\'s key (logged by the ledger). The subject accepts only intake.') }, 'RebuildLedger').describe('Recompute every ledger projection from position 0 and compare the invoices.');
@@ -192,5 +300,21 @@ export const billingQueries = [
     description: 'One invoice: lines, totals, postings, status, credit notes.',
     schema: GetInvoice,
     replySchema: InvoiceView,
+  }),
+  defineQuery({
+    name: 'ReplayInvoice',
+    version: 1,
+    service: 'ledger',
+    description: 'Re-derive an invoice from the event store as of its recorded position and diff it line by line; with `prices`, a what-if that writes nothing.',
+    schema: ReplayInvoice,
+    replySchema: ReplayInvoiceReply,
+  }),
+  defineQuery({
+    name: 'GetDisputeBundle',
+    version: 1,
+    service: 'ledger',
+    description: 'An invoice\'s dispute bundle (its events in whole hash-chained streams, the signed heads), as `gpunet dispute-bundle` writes it.',
+    schema: GetDisputeBundle,
+    replySchema: DisputeBundleReply,
   }),
 ] as const;

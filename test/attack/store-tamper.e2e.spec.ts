@@ -105,7 +105,11 @@ describe('a store rewritten with a recomputed chain, against signed chain heads'
       expect(ok.out).toMatch(/signed heads hold: \d+ digest\(s\) checked \(\d+ exported earlier, every one still in the store\)/);
       expect((await cli(['replay', 'job', jobId])).code).toBe(0);
 
-      const invoice = (await network().client().invoice(invoiceId)) as InvoiceView;
+      // Invoices are a billing key's (a producer reads charges): the operator issues one.
+      const issued = await fetch(`${network().url}/v1/keys`, { method: 'POST', headers: { Authorization: `Bearer ${network().adminApiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ team: network().team, role: 'billing' }) });
+      expect(issued.status).toBe(201);
+      const billingKey = ((await issued.json()) as { apiKey: string }).apiKey;
+      const invoice = (await network().client(network().team, billingKey).invoice(invoiceId)) as InvoiceView;
       await writeFile(path('invoice.json'), JSON.stringify(invoice));
       expect((await cli(['replay', 'invoice', invoiceId, '--invoice', 'invoice.json'])).code).toBe(0);
 

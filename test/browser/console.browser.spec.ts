@@ -2,7 +2,9 @@
  * The web console in a real browser (Debian's Chromium via playwright-core) against a real local
  * network (`gpunet up` in a temp dir): log in, submit from the CLI and watch the job go through
  * its timeline live, its logs and outputs; a producer key refused what is not its role's; a
- * compliance key's audit query found in the record of audit queries; a billing key's invoice.
+ * compliance key's audit query found in the record of audit queries; a billing key's invoice,
+ * replayed identical, priced by a what-if list, and its dispute bundle downloaded and verified;
+ * a producer key refused the invoices page.
  * Every page is checked by axe-core (no serious or critical violation) and screenshotted.
  */
 import { execFile, execFileSync } from 'node:child_process';
@@ -164,6 +166,12 @@ describe('web console', () => {
     await alert.waitFor();
     expect(await alert.innerText()).toMatch(/403 forbidden.*needs a key with role billing/s);
     await check(page, 'prices-refused');
+    // Invoices are billing's (and a team's admin and compliance): not in a producer's nav, and refused when opened directly.
+    expect(await page.getByRole('link', { name: 'Invoices' }).count()).toBe(0);
+    await page.goto(`${net.url}/console/invoices`);
+    const invoicesRefused = page.getByRole('alert');
+    await invoicesRefused.waitFor();
+    expect(await invoicesRefused.innerText()).toMatch(/403 forbidden.*may not do invoices:read.*role compliance or billing or admin/s);
     await context.close();
   }, 60_000);
 
@@ -181,7 +189,7 @@ describe('web console', () => {
     await context.close();
   }, 60_000);
 
-  it('a billing key reads the month\'s invoice with its lines and their events, and publishes a price list', async () => {
+  it('a billing key reads the month\'s invoice with its lines and their events, replays it, runs a what-if, downloads its dispute bundle, and publishes a price list', async () => {
     const { context, page } = await loggedIn(browser, net.url, keys.billing);
     await page.getByRole('link', { name: 'Invoices' }).click();
     const invoices = page.getByRole('table', { name: 'Invoices' });
@@ -189,6 +197,31 @@ describe('web console', () => {
     const lines = page.getByRole('table', { name: /^Lines of / });
     await lines.getByRole('link', { name: jobId }).waitFor({ timeout: 20_000 });
     await check(page, 'invoices');
+
+    // Replayed from the event store: identical, line by line.
+    const invoiceId = (await invoices.getByRole('button').first().innerText()).trim();
+    await page.getByRole('button', { name: 'Replay this invoice' }).click();
+    const summary = page.getByTestId('replay-summary');
+    await summary.waitFor({ timeout: 20_000 });
+    expect(await summary.innerText()).toMatch(/identical: \d+ line\(s\)/);
+    const replayed = page.getByRole('table', { name: `Replay of ${invoiceId}` });
+    expect(await replayed.locator('tbody tr').count()).toBeGreaterThan(0);
+    expect(await replayed.locator('tbody tr:not([data-status="same"])').count()).toBe(0);
+    // A what-if price list: other totals beside the recorded ones, the lines highlighted.
+    await page.getByLabel('sim-gpu: EUR per GPU-hour').fill('900.00');
+    await page.getByRole('button', { name: 'Run what-if' }).click();
+    await page.getByRole('table', { name: 'What-if totals' }).waitFor({ timeout: 20_000 });
+    expect(await summary.innerText()).toMatch(/^what-if \(nothing written\)/);
+    const [, recorded, whatIf] = await page.getByRole('table', { name: 'What-if totals' }).locator('tbody tr').first().locator('td').allInnerTexts();
+    expect(whatIf).not.toBe(recorded);
+    expect(await page.getByRole('table', { name: `What-if lines of ${invoiceId}` }).locator('tbody tr[data-status="changed"]').count()).toBeGreaterThan(0);
+    await check(page, 'invoices-replay');
+    // The dispute bundle downloads as the file `gpunet verify --bundle` checks offline.
+    const [bundle] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download dispute bundle' }).click()]);
+    expect(bundle.suggestedFilename()).toBe(`${invoiceId}.bundle.json`);
+    const saved = join(dir, bundle.suggestedFilename());
+    await bundle.saveAs(saved);
+    expect(await gpunet(['verify', '--bundle', saved], dir)).toMatch(new RegExp(`holds: invoice ${invoiceId}`));
 
     await page.getByRole('link', { name: 'Prices' }).click();
     await page.getByLabel('GPU model').fill('sim-gpu');

@@ -2,10 +2,13 @@
  * Billing across real processes (`gpunet up`: one agent of 2 simulated GPUs): a `billing` key
  * publishes a price list with the CLI (and over NATS), a producer key may not; a job runs under
  * it; its monthly invoice (a draft: this month is open) shows the attempt's line as the CLI and
- * HTTP give it, equal to the ledger's usage line; `gpunet ledger rebuild` recomputes the ledger's
- * projections with byte-identical invoices.
+ * HTTP give it to a billing key, equal to the ledger's usage line; it replays identically over
+ * HTTP, a what-if price list reprices it, and its dispute bundle downloads and checks with
+ * `gpunet verify --bundle`; a producer key is refused every invoice route, another team's billing
+ * key finds none of them; `gpunet ledger rebuild` recomputes the ledger's projections with
+ * byte-identical invoices.
  */
-import { Commands, HEADERS, type InvoiceView, type ListInvoicesReply, type ListPriceListsReply, type PriceListPublished, type RebuildLedgerReply } from '#contracts';
+import { Commands, HEADERS, type InvoiceView, type ListInvoicesReply, type ListPriceListsReply, type PriceListPublished, type RebuildLedgerReply, type ReplayInvoiceReply } from '#contracts';
 import { requestQuery } from '#messaging';
 import { GpunetClient } from '#sdk';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -52,7 +55,7 @@ beforeAll(async () => {
   const state = await readState(net.dataDir);
   await appendFile(
     state!.apiKeysFile,
-    `- { id: billing-desk, sha256: ${sha(billingKey)}, team: ${net.team}, role: billing }\n- { id: team-b-ci, sha256: ${sha(otherTeamKey)}, team: team-b, role: producer }\n`,
+    `- { id: billing-desk, sha256: ${sha(billingKey)}, team: ${net.team}, role: billing }\n- { id: team-b-billing, sha256: ${sha(otherTeamKey)}, team: team-b, role: billing }\n`,
   );
   await net.kill('intake', 'SIGTERM');
   await net.restart('intake');
@@ -117,12 +120,12 @@ describe('billing', () => {
       const [usage] = (await network().client().charges({ jobId })).lines;
       expect(usage).toMatchObject({ priceListVersion: 3, rateMicrosPerGpuHour: 7_200_000, amountMicros: 5_000_000 });
 
-      const list = JSON.parse((await cli(['invoices', 'list', '--json'])).out) as ListInvoicesReply;
+      const list = JSON.parse((await cli(['invoices', 'list', '--json'], billingKey)).out) as ListInvoicesReply;
       const month = new Date().toISOString().slice(0, 7);
       const id = `inv-${network().team}-${month}`;
       expect(list.invoices.find((i) => i.invoiceId === id)).toMatchObject({ status: 'draft', month, lines: 1, totals: [{ currency: 'EUR', amountMicros: 5_000_000 }] });
 
-      const shown = await cli(['invoice', 'show', id, '--json']);
+      const shown = await cli(['invoice', 'show', id, '--json'], billingKey);
       expect(shown.code).toBe(0);
       const invoice = JSON.parse(shown.out) as InvoiceView;
       expect(invoice.lines).toEqual([
@@ -146,18 +149,71 @@ describe('billing', () => {
         ['revenue:compute', 'credit', 5_000_000],
       ]);
       // The text form, and `gpunet invoice <id>` is the same invoice; `gpunet invoice <job-id>` keeps the charges.
-      expect((await cli(['invoice', id])).out).toMatch(/draft/);
+      expect((await cli(['invoice', id], billingKey)).out).toMatch(/draft/);
       expect((await cli(['invoice', jobId])).out).toMatch(/total 5\.000000 EUR/);
-      // Another team's invoice is not found.
+      // Another team's invoice is not found, even by its billing key.
       await expect(clientWith(otherTeamKey).invoice(id)).rejects.toMatchObject({ status: 404 });
     }),
     90_000,
   );
 
   it(
+    'a producer key is refused the invoices, their replay and their bundle, naming the roles that may; another team\'s billing key finds none of them; a billing key replays, runs a what-if and downloads a bundle that verifies',
+    e2e(async () => {
+      const id = `inv-${network().team}-${new Date().toISOString().slice(0, 7)}`;
+      const call = (key: string, method: string, path: string, body?: unknown) =>
+        fetch(`${network().url}${path}`, { method, headers: { Authorization: `Bearer ${key}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+      // The recorded line is the 5.00 minimum: a what-if minimum of 8.00 makes it 8.00.
+      const whatIf = { prices: { currency: 'EUR', ratesMicrosPerGpuHour: { 'sim-gpu': 36_000_000 }, minimumChargeMicros: 8_000_000 } };
+      const routes: [string, string, unknown?][] = [
+        ['GET', '/v1/invoices'],
+        ['GET', `/v1/invoices/${id}`],
+        ['POST', `/v1/invoices/${id}/replay`, {}],
+        ['POST', `/v1/invoices/${id}/replay`, whatIf],
+        ['GET', `/v1/invoices/${id}/dispute-bundle`],
+      ];
+      for (const [method, path, body] of routes) {
+        const res = await call(network().apiKey, method, path, body);
+        expect([method, path, res.status]).toEqual([method, path, 403]);
+        const { error } = (await res.json()) as { error: { code: string; message: string } };
+        expect(error.code).toBe('forbidden');
+        expect(error.message).toMatch(/role producer, which may not do invoices:read; that needs a key with role compliance or billing or admin/);
+      }
+      // Team b's billing key: team a's invoice does not exist for it (the list is its own team's).
+      for (const [method, path, body] of routes.slice(1)) {
+        const res = await call(otherTeamKey, method, path, body);
+        expect([method, path, res.status]).toEqual([method, path, 404]);
+      }
+      expect(((await (await call(otherTeamKey, 'GET', '/v1/invoices')).json()) as ListInvoicesReply).invoices.map((i) => i.invoiceId)).not.toContain(id);
+
+      // The billing key: identical, then a what-if, then the bundle as a file.
+      const same = (await (await call(billingKey, 'POST', `/v1/invoices/${id}/replay`)).json()) as ReplayInvoiceReply;
+      expect(same).toMatchObject({ invoiceId: id, invoiceStatus: 'draft', whatIf: false, identical: true });
+      expect(same.lines.every((l) => l.identical && l.recordedAmountMicros === l.replayedAmountMicros)).toBe(true);
+      const priced = (await (await call(billingKey, 'POST', `/v1/invoices/${id}/replay`, whatIf)).json()) as ReplayInvoiceReply;
+      expect(priced).toMatchObject({ whatIf: true, identical: false });
+      expect(priced.totals).toEqual([{ currency: 'EUR', recordedMicros: 5_000_000, replayedMicros: 8_000_000, identical: false }]);
+      const bad = await call(billingKey, 'POST', `/v1/invoices/${id}/replay`, { prices: { currency: 'EUR', ratesMicrosPerGpuHour: { 'sim-gpu': '2.50' } } });
+      expect(bad.status).toBe(400);
+      expect(JSON.stringify(await bad.json())).toMatch(/prices\.ratesMicrosPerGpuHour/);
+
+      const res = await call(billingKey, 'GET', `/v1/invoices/${id}/dispute-bundle`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-disposition')).toBe(`attachment; filename="${id}.bundle.json"`);
+      const file = join(network().dataDir, `${id}.bundle.json`);
+      await writeFile(file, await res.text());
+      const checked = await cli(['verify', '--bundle', file]);
+      expect(checked.err).toBe('');
+      expect(checked.code).toBe(0);
+      expect(checked.out).toMatch(new RegExp(`holds: invoice ${id}`));
+    }),
+    60_000,
+  );
+
+  it(
     'gpunet ledger rebuild recomputes the projections from zero with byte-identical invoices',
     e2e(async () => {
-      const before = await network().client().invoices();
+      const before = await clientWith(billingKey).invoices();
       const denied = await cli(['ledger', 'rebuild']);
       expect(denied.code).toBe(2);
       const run = await cli(['ledger', 'rebuild', '--json'], billingKey);

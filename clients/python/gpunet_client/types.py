@@ -1580,6 +1580,49 @@ GetChargesReply = TypedDict("GetChargesReply", {
 })
 
 # Who asks, set by intake from the caller's key: another team's invoice is not found unless `allTeams`. The subject accepts only intake.
+GetDisputeBundlePrincipal = TypedDict("GetDisputeBundlePrincipal", {
+    "keyId": str,  # Id of the API key that asked (never the key itself).
+    "team": str,  # The key's team.
+    "role": str,  # The key's role, e.g. `producer`, `billing`, `compliance`.
+    "allTeams": bool,  # True when the answer may cover every team (a compliance key's audit, or the operator); false confines it to `team`.
+})
+
+# An invoice's dispute bundle (its events in whole hash-chained streams, the signed heads), as `gpunet dispute-bundle` writes it. Subject: `gpunet.qry.ledger.GetDisputeBundle`. Schema version 1.
+GetDisputeBundle = TypedDict("GetDisputeBundle", {
+    "invoiceId": str,  # Invoice id: `inv-<team>-<YYYY-MM>`, e.g. `inv-team-ml-2025-06`.
+    "principal": GetDisputeBundlePrincipal,  # Who asks, set by intake from the caller's key: another team's invoice is not found unless `allTeams`. The subject accepts only intake.
+})
+
+# The invoice (InvoiceBody).
+GetDisputeBundleReplyBundleInvoice = TypedDict("GetDisputeBundleReplyBundleInvoice", {
+    "invoiceId": str,  # Invoice id: `inv-<team>-<YYYY-MM>`, e.g. `inv-team-ml-2025-06`.
+})
+
+GetDisputeBundleReplyBundleStreamsItem = TypedDict("GetDisputeBundleReplyBundleStreamsItem", {
+    "streamId": str,  # The stream.
+    "head": Dict[str, Any],  # Its last revision, position and hash.
+    "events": List[Dict[str, Any]],  # Every event from revision 0 to the head, with its hash.
+})
+
+# A dispute bundle (`gpunet.dispute-bundle/1`): check it offline with `gpunet verify --bundle FILE --public-key KEY`.
+GetDisputeBundleReplyBundle = TypedDict("GetDisputeBundleReplyBundle", {
+    "format": Literal["gpunet.dispute-bundle/1"],  # The bundle format and its version.
+    "createdAt": str,  # UTC instant, ISO-8601 with `Z`.
+    "chain": Literal["sha256", "hmac-sha256"],  # `hmac-sha256`: the checker needs the store's chain key (`GPUNET_CHAIN_KEY`).
+    "invoice": GetDisputeBundleReplyBundleInvoice,  # The invoice (InvoiceBody).
+    "invoiceStatus": Literal["draft", "finalized"],  # `draft`: the month is open or inside its late-event cutoff, it may still change; `finalized`: frozen, corrected only by credit notes.
+    "contributingEventIds": List[str],  # Ids of the events the invoice comes from.
+    "streams": List[GetDisputeBundleReplyBundleStreamsItem],  # Whole streams, revision 0 to their head, with every hash.
+    "proves": str,  # What a successful `gpunet verify --bundle` proves, and what it does not.
+})
+
+# A dispute bundle and the file name to save it under.
+GetDisputeBundleReply = TypedDict("GetDisputeBundleReply", {
+    "fileName": str,  # `<invoiceId>.bundle.json`.
+    "bundle": GetDisputeBundleReplyBundle,  # A dispute bundle (`gpunet.dispute-bundle/1`): check it offline with `gpunet verify --bundle FILE --public-key KEY`.
+})
+
+# Who asks, set by intake from the caller's key: another team's invoice is not found unless `allTeams`. The subject accepts only intake.
 GetInvoicePrincipal = TypedDict("GetInvoicePrincipal", {
     "keyId": str,  # Id of the API key that asked (never the key itself).
     "team": str,  # The key's team.
@@ -3724,6 +3767,76 @@ RecordedEvent = TypedDict("RecordedEvent", {
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
+# Who asks, set by intake from the caller's key: another team's invoice is not found unless `allTeams`. The subject accepts only intake.
+ReplayInvoicePrincipal = TypedDict("ReplayInvoicePrincipal", {
+    "keyId": str,  # Id of the API key that asked (never the key itself).
+    "team": str,  # The key's team.
+    "role": str,  # The key's role, e.g. `producer`, `billing`, `compliance`.
+    "allTeams": bool,  # True when the answer may cover every team (a compliance key's audit, or the operator); false confines it to `team`.
+})
+
+# A what-if price list: the invoice is re-derived with these rates instead of the published ones (one list for the whole month unless `effectiveFrom` says otherwise). Nothing is written.
+ReplayInvoicePrices = TypedDict("ReplayInvoicePrices", {
+    "currency": str,  # ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.
+    "effectiveFrom": NotRequired[str],  # From when this list applies in the what-if (inclusive). Default: since ever, so one list prices every line.
+    "ratesMicrosPerGpuHour": Dict[str, int],  # Price per GPU per hour in micro-units by GPU model, e.g. `{ "A100-80GB": 2500000 }` for 2.50 per GPU-hour.
+    "defaultRateMicrosPerGpuHour": NotRequired[int],  # Price for models the list does not name; absent: such models cannot be priced.
+    "minimumChargeMicros": NotRequired[int],  # Least amount of a charged attempt line; absent: no minimum.
+})
+
+# Re-derive an invoice from the event store as of its recorded position and diff it line by line; with `prices`, a what-if that writes nothing. Subject: `gpunet.qry.ledger.ReplayInvoice`. Schema version 1.
+ReplayInvoice = TypedDict("ReplayInvoice", {
+    "invoiceId": str,  # Invoice id: `inv-<team>-<YYYY-MM>`, e.g. `inv-team-ml-2025-06`.
+    "principal": ReplayInvoicePrincipal,  # Who asks, set by intake from the caller's key: another team's invoice is not found unless `allTeams`. The subject accepts only intake.
+    "prices": NotRequired[ReplayInvoicePrices],  # A what-if price list: the invoice is re-derived with these rates instead of the published ones (one list for the whole month unless `effectiveFrom` says otherwi
+})
+
+ReplayInvoiceReplyLinesItemChangesItem = TypedDict("ReplayInvoiceReplyLinesItemChangesItem", {
+    "field": str,  # The invoice line field, e.g. `amountMicros`.
+    "recorded": str,  # JSON text of the recorded value.
+    "replayed": str,  # JSON text of the replayed value.
+})
+
+# One invoice line: recorded against replayed.
+ReplayInvoiceReplyLinesItem = TypedDict("ReplayInvoiceReplyLinesItem", {
+    "lineId": str,  # `<attemptId>@<nodeId>`.
+    "status": Literal["same", "changed", "missing", "extra"],  # `same`: identical field by field; `changed`: some field differs (`changes`); `missing`: recorded but not re-derived; `extra`: re-derived but not recorded.
+    "identical": bool,  # `status` is `same`.
+    "jobId": str,  # The job billed.
+    "attemptId": str,  # Its run attempt.
+    "nodeId": str,  # The node the attempt held GPUs on.
+    "gpuModel": str,  # GPU model name as nodes report it, e.g. `A100-80GB`; declared slots use the name given to the agent.
+    "gpus": int,  # GPUs held.
+    "billableMs": int,  # Of the replayed line (the recorded one when it is missing now).
+    "currency": str,  # ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.
+    "recordedAmountMicros": NotRequired[int],  # Absent for an `extra` line.
+    "replayedAmountMicros": NotRequired[int],  # Absent for a `missing` line.
+    "recordedRateMicrosPerGpuHour": NotRequired[int],  # Money in integer micro-units (1 unit = 1,000,000 micros); a safe integer, so at most about 9.007e9 units.
+    "replayedRateMicrosPerGpuHour": NotRequired[int],  # Money in integer micro-units (1 unit = 1,000,000 micros); a safe integer, so at most about 9.007e9 units.
+    "changes": List[ReplayInvoiceReplyLinesItemChangesItem],  # Each field that differs (changed lines only).
+    "eventIds": List[str],  # Events the line comes from (the replayed line's, or the recorded one's when it is missing now).
+})
+
+ReplayInvoiceReplyTotalsItem = TypedDict("ReplayInvoiceReplyTotalsItem", {
+    "currency": str,  # ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.
+    "recordedMicros": int,  # Money in integer micro-units (1 unit = 1,000,000 micros); a safe integer, so at most about 9.007e9 units.
+    "replayedMicros": int,  # Money in integer micro-units (1 unit = 1,000,000 micros); a safe integer, so at most about 9.007e9 units.
+    "identical": bool,  # Both totals are equal.
+})
+
+# An invoice replayed from the event store, line by line.
+ReplayInvoiceReply = TypedDict("ReplayInvoiceReply", {
+    "invoiceId": str,  # Invoice id: `inv-<team>-<YYYY-MM>`, e.g. `inv-team-ml-2025-06`.
+    "invoiceStatus": Literal["draft", "finalized"],  # `finalized`: compared with the copy its InvoiceFinalized event recorded; `draft`: with the ledger's current draft.
+    "asOfPosition": str,  # Store position the recorded invoice was derived at, and the replay with it.
+    "whatIf": bool,  # True when priced with the request's what-if list: nothing is written, and differences are expected.
+    "identical": bool,  # The replayed invoice is byte-identical to the recorded one (canonical JSON).
+    "lines": List[ReplayInvoiceReplyLinesItem],  # Every line, recorded and replayed, in the recorded order, then lines only the replay has.
+    "totals": List[ReplayInvoiceReplyTotalsItem],  # Per currency, recorded and replayed (0 where one side has none).
+    "otherChanges": List[str],  # Other top-level fields that differ (period, rounding, postings, …).
+    "summary": str,  # One sentence for people: identical, or how many lines differ.
+})
+
 # Revoke an API key (role `operator`, or `admin` for its own team). Same as `POST /v1/keys/{keyId}/revoke`. Subject: `gpunet.cmd.RevokeApiKey`. Schema version 1.
 RevokeApiKey = TypedDict("RevokeApiKey", {
     "keyId": str,  # Id of an API key (never the key itself), e.g. `key_3f9c2a7d1e4b8a60`.
@@ -4264,6 +4377,8 @@ __all__ = [
     "GetBudgetReply",
     "GetCharges",
     "GetChargesReply",
+    "GetDisputeBundle",
+    "GetDisputeBundleReply",
     "GetInvoice",
     "GetInvoiceReply",
     "GetJob",
@@ -4331,6 +4446,8 @@ __all__ = [
     "RecordPriceList",
     "RecordPriceListReply",
     "RecordedEvent",
+    "ReplayInvoice",
+    "ReplayInvoiceReply",
     "RevokeApiKey",
     "RevokeApiKeyReply",
     "SetBudget",

@@ -379,6 +379,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/invoices/{invoiceId}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay an invoice from the event store and diff it line by line; with `prices`, a what-if (roles `billing`, `admin`, `compliance`)
+         * @description Re-derives the invoice from the store's events as of the position recorded on it (a finalized invoice: the copy its `InvoiceFinalized` event holds; a draft: the ledger's current draft) and compares every line: recorded and replayed amounts in micro-units, identical or not, the fields that differ, the contributing event ids. With `prices` the invoice is priced with that list instead (`whatIf: true`): nothing is written. The same as `gpunet replay invoice <id> [--prices FILE]` beside the store. Another team's invoice is 404.
+         */
+        post: operations["replayInvoice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/invoices/{invoiceId}/dispute-bundle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an invoice's dispute bundle, for `gpunet verify --bundle FILE --public-key KEY` offline (roles `billing`, `admin`, `compliance`)
+         * @description The file `gpunet dispute-bundle <id>` writes: the invoice, every event it comes from in whole hash-chained streams with their heads, the latest signed chain heads with a Merkle proof per stream, and what a check proves. Sent as an attachment (`Content-Disposition: attachment; filename="<invoiceId>.bundle.json"`). Another team's invoice is 404; a draft without lines is 404; a bundle larger than one bus message is 409 (make it with the CLI beside the store).
+         */
+        get: operations["getDisputeBundle"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/prices": {
         parameters: {
             query?: never;
@@ -2571,6 +2611,154 @@ export interface components {
                 amountMicros: number;
             }[];
         };
+        /** @description Replay an invoice from the store; with `prices`, a what-if. */
+        ReplayInvoiceRequest: {
+            /** @description A what-if price list: the invoice is re-derived with these rates instead of the published ones (one list for the whole month unless `effectiveFrom` says otherwise). Nothing is written. */
+            prices?: {
+                /** @description ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`. */
+                currency: string;
+                /**
+                 * Format: date-time
+                 * @description From when this list applies in the what-if (inclusive). Default: since ever, so one list prices every line.
+                 */
+                effectiveFrom?: string;
+                /** @description Price per GPU per hour in micro-units by GPU model, e.g. `{ "A100-80GB": 2500000 }` for 2.50 per GPU-hour. */
+                ratesMicrosPerGpuHour: {
+                    [key: string]: number;
+                };
+                /** @description Price for models the list does not name; absent: such models cannot be priced. */
+                defaultRateMicrosPerGpuHour?: number;
+                /** @description Least amount of a charged attempt line; absent: no minimum. */
+                minimumChargeMicros?: number;
+            };
+        };
+        /** @description An invoice replayed from the event store, line by line. */
+        ReplayInvoiceReply: {
+            /** @description Invoice id: `inv-<team>-<YYYY-MM>`, e.g. `inv-team-ml-2025-06`. */
+            invoiceId: string;
+            /**
+             * @description `finalized`: compared with the copy its InvoiceFinalized event recorded; `draft`: with the ledger's current draft.
+             * @enum {string}
+             */
+            invoiceStatus: "draft" | "finalized";
+            /** @description Store position the recorded invoice was derived at, and the replay with it. */
+            asOfPosition: string;
+            /** @description True when priced with the request's what-if list: nothing is written, and differences are expected. */
+            whatIf: boolean;
+            /** @description The replayed invoice is byte-identical to the recorded one (canonical JSON). */
+            identical: boolean;
+            /** @description Every line, recorded and replayed, in the recorded order, then lines only the replay has. */
+            lines: {
+                /** @description `<attemptId>@<nodeId>`. */
+                lineId: string;
+                /**
+                 * @description `same`: identical field by field; `changed`: some field differs (`changes`); `missing`: recorded but not re-derived; `extra`: re-derived but not recorded.
+                 * @enum {string}
+                 */
+                status: "same" | "changed" | "missing" | "extra";
+                /** @description `status` is `same`. */
+                identical: boolean;
+                /** @description The job billed. */
+                jobId: string;
+                /** @description Its run attempt. */
+                attemptId: string;
+                /** @description The node the attempt held GPUs on. */
+                nodeId: string;
+                /** @description GPU model name as nodes report it, e.g. `A100-80GB`; declared slots use the name given to the agent. */
+                gpuModel: string;
+                /** @description GPUs held. */
+                gpus: number;
+                /** @description Of the replayed line (the recorded one when it is missing now). */
+                billableMs: number;
+                /** @description ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`. */
+                currency: string;
+                /** @description Absent for an `extra` line. */
+                recordedAmountMicros?: number;
+                /** @description Absent for a `missing` line. */
+                replayedAmountMicros?: number;
+                /** @description Money in integer micro-units (1 unit = 1,000,000 micros); a safe integer, so at most about 9.007e9 units. */
+                recordedRateMicrosPerGpuHour?: number;
+                /** @description Money in integer micro-units (1 unit = 1,000,000 micros); a safe integer, so at most about 9.007e9 units. */
+                replayedRateMicrosPerGpuHour?: number;
+                /** @description Each field that differs (changed lines only). */
+                changes: {
+                    /** @description The invoice line field, e.g. `amountMicros`. */
+                    field: string;
+                    /** @description JSON text of the recorded value. */
+                    recorded: string;
+                    /** @description JSON text of the replayed value. */
+                    replayed: string;
+                }[];
+                /** @description Events the line comes from (the replayed line's, or the recorded one's when it is missing now). */
+                eventIds: string[];
+            }[];
+            /** @description Per currency, recorded and replayed (0 where one side has none). */
+            totals: {
+                /** @description ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`. */
+                currency: string;
+                /** @description Money in integer micro-units (1 unit = 1,000,000 micros); a safe integer, so at most about 9.007e9 units. */
+                recordedMicros: number;
+                /** @description Money in integer micro-units (1 unit = 1,000,000 micros); a safe integer, so at most about 9.007e9 units. */
+                replayedMicros: number;
+                /** @description Both totals are equal. */
+                identical: boolean;
+            }[];
+            /** @description Other top-level fields that differ (period, rounding, postings, …). */
+            otherChanges: string[];
+            /** @description One sentence for people: identical, or how many lines differ. */
+            summary: string;
+        };
+        /** @description A dispute bundle (`gpunet.dispute-bundle/1`): check it offline with `gpunet verify --bundle FILE --public-key KEY`. */
+        DisputeBundle: {
+            /**
+             * @description The bundle format and its version.
+             * @constant
+             */
+            format: "gpunet.dispute-bundle/1";
+            /**
+             * Format: date-time
+             * @description UTC instant, ISO-8601 with `Z`.
+             */
+            createdAt: string;
+            /**
+             * @description `hmac-sha256`: the checker needs the store's chain key (`GPUNET_CHAIN_KEY`).
+             * @enum {string}
+             */
+            chain: "sha256" | "hmac-sha256";
+            /** @description The invoice (InvoiceBody). */
+            invoice: {
+                /** @description Invoice id: `inv-<team>-<YYYY-MM>`, e.g. `inv-team-ml-2025-06`. */
+                invoiceId: string;
+            } & {
+                [key: string]: unknown;
+            };
+            /**
+             * @description `draft`: the month is open or inside its late-event cutoff, it may still change; `finalized`: frozen, corrected only by credit notes.
+             * @enum {string}
+             */
+            invoiceStatus: "draft" | "finalized";
+            /** @description Ids of the events the invoice comes from. */
+            contributingEventIds: string[];
+            /** @description Whole streams, revision 0 to their head, with every hash. */
+            streams: ({
+                /** @description The stream. */
+                streamId: string;
+                /** @description Its last revision, position and hash. */
+                head: {
+                    [key: string]: unknown;
+                };
+                /** @description Every event from revision 0 to the head, with its hash. */
+                events: {
+                    [key: string]: unknown;
+                }[];
+            } & {
+                [key: string]: unknown;
+            })[];
+            /** @description What a successful `gpunet verify --bundle` proves, and what it does not. */
+            proves: string;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description A new price list version (the ledger numbers it). Needs an API key with role `billing`. */
         PublishPriceList: {
             /** @description ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`. */
@@ -4072,6 +4260,79 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    replayInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `inv-<team>-<YYYY-MM>`, e.g. `inv-team-ml-2026-12`. */
+                invoiceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ReplayInvoiceRequest"];
+            };
+        };
+        responses: {
+            /** @description The line-by-line comparison. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplayInvoiceReply"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            502: components["responses"]["BadGateway"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getDisputeBundle: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `inv-<team>-<YYYY-MM>`, e.g. `inv-team-ml-2026-12`. */
+                invoiceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bundle, as a file. */
+            200: {
+                headers: {
+                    /** @description `attachment; filename="<invoiceId>.bundle.json"`. */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DisputeBundle"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The bundle is larger than one bus message (`illegal_state`): make it with `gpunet dispute-bundle <id>` beside the store. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             502: components["responses"]["BadGateway"];
             503: components["responses"]["Unavailable"];
         };

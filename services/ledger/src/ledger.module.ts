@@ -16,10 +16,11 @@ import { BillingMetrics } from './usage/billing.metrics.js';
 import { UsageRecorderService } from './usage/usage-recorder.service.js';
 import { JobEndController } from './job-end/job-end.controller.js';
 import { JobEndRecorderService } from './job-end/job-end-recorder.service.js';
+import { InvoiceReplayController } from './replay/invoice-replay.controller.js';
 
 /** The ledger: price lists, one usage line per finished attempt, each job's JobEnded, charges by query, and the notary of the chain heads. */
 @Module({
-  controllers: [UsageController, JobEndController, PricesController, ChargesController, QuoteController, AuditController, InvoicesController, PriceListsController, DigestsController],
+  controllers: [UsageController, JobEndController, PricesController, ChargesController, QuoteController, AuditController, InvoicesController, PriceListsController, DigestsController, InvoiceReplayController],
   providers: [BillingMetrics, PriceBookService, UsageRecorderService, JobEndRecorderService, AuditProjectionService, BillingProjectionService, InvoiceCloserService, NotaryService],
 })
 export class LedgerModule {}

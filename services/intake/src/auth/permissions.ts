@@ -30,15 +30,18 @@ export type Action =
   | 'budgets:manage';
 
 /**
- * - `producer`: submits, cancels and reads its team's jobs and charges;
+ * - `producer`: submits, cancels and reads its team's jobs and charges (not its invoices);
  * - `compliance`: reads jobs (state, timeline, logs, outputs) and charges, changes nothing;
- * - `billing`: reads charges only;
+ * - `billing`: reads charges and invoices, publishes price lists, sets quotas and budgets;
  * - `admin`: everything within its team, including its team's keys (issuing only roles
  *   {@link TEAM_ADMIN_ISSUABLE}: the others reach beyond one team);
  * - `operator`: the network's: creates and disables teams, issues and revokes every team's keys
  *   with any role (`teams:manage`, `keys:all-teams`), and nothing else (no jobs, no charges).
  *
- * Billing: every role reads its team's invoices (`invoices:read`) and the price lists
+ * Billing: invoices are for the people who settle them (issue 13: "billing role, and a team its
+ * own"): `billing`, `admin` and `compliance` read their team's invoices, replay them (a what-if
+ * price list included) and download their dispute bundles (`invoices:read`); a `producer` does
+ * not (it reads its jobs' charges, `charges:read`). Every role reads the price lists
  * (`prices:read`); only `billing` publishes a price list (`prices:publish`, network-wide, so not
  * `admin`, whose powers stop at its team); `billing` and `admin` may rebuild the ledger's
  * projections (`ledger:rebuild`, which changes no event).
@@ -54,7 +57,7 @@ export type Action =
  * cross-team permission: only `compliance` reads every team's audit.
  */
 export const ROLE_ACTIONS: Readonly<Record<ApiRole, readonly Action[]>> = {
-  producer: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'invoices:read', 'prices:read', 'quotas:read', 'budgets:read'],
+  producer: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'prices:read', 'quotas:read', 'budgets:read'],
   compliance: ['jobs:read', 'charges:read', 'audit:read', 'audit:read-all-teams', 'invoices:read', 'prices:read', 'quotas:read', 'budgets:read'],
   billing: ['charges:read', 'audit:read', 'invoices:read', 'prices:read', 'prices:publish', 'ledger:rebuild', 'quotas:read', 'quotas:set', 'quotas:read-all-teams', 'budgets:read', 'budgets:manage'],
   admin: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'invoices:read', 'prices:read', 'ledger:rebuild', 'teams:read', 'keys:manage', 'keys:read', 'quotas:read', 'budgets:read'],

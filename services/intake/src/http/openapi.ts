@@ -31,6 +31,7 @@ import {
 import { z } from 'zod';
 import { JobEvents, JobOutputs } from '#contracts';
 import { INVOICE_STATUSES, InvoiceView, ListInvoicesReply, ListPriceListsReply, PriceListPublished, PublishPriceList, RebuildLedgerReply } from '#contracts';
+import { DisputeBundleReply, ReplayInvoiceBody, ReplayInvoiceReply } from '#contracts';
 import { QuotasReply, QuotaUsage, SetQuota } from '#contracts';
 import { ApiKeyCreated, ApiKeyView, BudgetView, CreateApiKey, CreateTeam, DisableTeam, ListApiKeysReply, ListTeamsReply, RevokeApiKey, SetBudget, TeamView } from '#contracts';
 import { Healthz } from '../jobs/job-records.js';
@@ -41,7 +42,7 @@ import { ErrorBody, RETRY_AFTER_SECONDS } from './http-errors.js';
 type Json = { [key: string]: unknown };
 
 /** Version of the HTTP API document; bump the minor on additions. */
-export const API_VERSION = '1.3.0';
+export const API_VERSION = '1.4.0';
 
 /** Schemas by component name, and whether they describe what clients send (input) or receive (output). */
 const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> = {
@@ -70,6 +71,9 @@ const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> 
   },
   ListInvoicesReply: { schema: ListInvoicesReply, io: 'output' },
   InvoiceView: { schema: InvoiceView, io: 'output' },
+  ReplayInvoiceRequest: { schema: ReplayInvoiceBody, io: 'input' },
+  ReplayInvoiceReply: { schema: ReplayInvoiceReply, io: 'output' },
+  DisputeBundle: { schema: DisputeBundleReply.shape.bundle, io: 'output' },
   PublishPriceList: { schema: PublishPriceList, io: 'input' },
   SetQuota: { schema: SetQuota, io: 'input' },
   QuotaUsage: { schema: QuotaUsage, io: 'output' },
@@ -123,6 +127,8 @@ const jobIdParam = {
   schema: jsonSchema(JobId, 'input'),
 };
 
+const invoiceIdParam = { name: 'invoiceId', in: 'path', required: true, description: '`inv-<team>-<YYYY-MM>`, e.g. `inv-team-ml-2026-12`.', schema: { type: 'string' } };
+
 const teamParam = { name: 'team', in: 'path', required: true, description: 'The team, e.g. `team-ml`.', schema: jsonSchema(TeamId, 'input') };
 
 const deadlinePolicyParam = {
@@ -168,6 +174,8 @@ export const ROUTES = [
   'GET /v1/audit/queries',
   'GET /v1/invoices',
   'GET /v1/invoices/{invoiceId}',
+  'POST /v1/invoices/{invoiceId}/replay',
+  'GET /v1/invoices/{invoiceId}/dispute-bundle',
   'GET /v1/prices',
   'POST /v1/prices',
   'POST /v1/ledger/rebuild',
@@ -535,6 +543,50 @@ function paths(): Json {
         description: 'Another team\'s invoice is 404. The store position it was derived at is `derivedAtPosition`.',
         parameters: [{ name: 'invoiceId', in: 'path', required: true, description: '`inv-<team>-<YYYY-MM>`.', schema: { type: 'string' } }],
         responses: { '200': { description: 'The invoice.', content: json('InvoiceView') }, ...JOB_ERRORS, '502': errorResponse('BadGateway') },
+      },
+    },
+    '/v1/invoices/{invoiceId}/replay': {
+      post: {
+        operationId: 'replayInvoice',
+        summary: 'Replay an invoice from the event store and diff it line by line; with `prices`, a what-if (roles `billing`, `admin`, `compliance`)',
+        description:
+          'Re-derives the invoice from the store\'s events as of the position recorded on it (a finalized invoice: the copy its `InvoiceFinalized` event holds; a draft: the ledger\'s current draft) and compares every line: ' +
+          'recorded and replayed amounts in micro-units, identical or not, the fields that differ, the contributing event ids. With `prices` the invoice is priced with that list instead (`whatIf: true`): nothing is written. ' +
+          'The same as `gpunet replay invoice <id> [--prices FILE]` beside the store. Another team\'s invoice is 404.',
+        parameters: [invoiceIdParam],
+        requestBody: {
+          required: false,
+          content: {
+            'application/json': {
+              schema: ref('ReplayInvoiceRequest'),
+              examples: {
+                replay: { summary: 'Replay as recorded', value: {} },
+                whatIf: { summary: 'What if sim-gpu had cost 9.00 per GPU-hour', value: { prices: { currency: 'EUR', ratesMicrosPerGpuHour: { 'sim-gpu': 9_000_000 } } } },
+              },
+            },
+          },
+        },
+        responses: { '200': { description: 'The line-by-line comparison.', content: json('ReplayInvoiceReply') }, ...JOB_ERRORS, '502': errorResponse('BadGateway') },
+      },
+    },
+    '/v1/invoices/{invoiceId}/dispute-bundle': {
+      get: {
+        operationId: 'getDisputeBundle',
+        summary: 'Download an invoice\'s dispute bundle, for `gpunet verify --bundle FILE --public-key KEY` offline (roles `billing`, `admin`, `compliance`)',
+        description:
+          'The file `gpunet dispute-bundle <id>` writes: the invoice, every event it comes from in whole hash-chained streams with their heads, the latest signed chain heads with a Merkle proof per stream, and what a check proves. ' +
+          'Sent as an attachment (`Content-Disposition: attachment; filename="<invoiceId>.bundle.json"`). Another team\'s invoice is 404; a draft without lines is 404; a bundle larger than one bus message is 409 (make it with the CLI beside the store).',
+        parameters: [invoiceIdParam],
+        responses: {
+          '200': {
+            description: 'The bundle, as a file.',
+            headers: { 'Content-Disposition': { description: '`attachment; filename="<invoiceId>.bundle.json"`.', schema: { type: 'string' } } },
+            content: json('DisputeBundle'),
+          },
+          ...JOB_ERRORS,
+          '409': { description: 'The bundle is larger than one bus message (`illegal_state`): make it with `gpunet dispute-bundle <id>` beside the store.', content: json('Error') },
+          '502': errorResponse('BadGateway'),
+        },
       },
     },
     '/v1/prices': {

@@ -1,16 +1,21 @@
 import {
   Commands,
   formatIssues,
+  GetDisputeBundle,
   GetInvoice,
   InvoiceId,
   ListInvoices,
   PublishPriceList,
   Queries,
+  ReplayInvoice,
+  ReplayInvoiceBody,
+  type DisputeBundleReply,
   type InvoiceView,
   type ListInvoicesReply,
   type ListPriceListsReply,
   type PriceListPublished,
   type RebuildLedgerReply,
+  type ReplayInvoiceReply,
 } from '#contracts';
 import { ValidationError } from '#errors';
 import { requestQuery } from '#messaging';
@@ -23,6 +28,8 @@ import type { RequestTrace } from '../jobs/jobs.service.js';
 
 /** A rebuild folds the whole store: give it time. */
 const REBUILD_TIMEOUT_MS = 600_000;
+/** A replay or a bundle reads the month's events from the store: more than a projection lookup. */
+const REPLAY_TIMEOUT_MS = 60_000;
 
 function trace(t: RequestTrace): { correlationId?: string } {
   return t.correlationId !== undefined ? { correlationId: t.correlationId } : {};
@@ -72,6 +79,24 @@ export class BillingService {
     const id = parsed(InvoiceId, invoiceId, 'invoice id');
     const q = Queries.GetInvoice;
     return requestQuery<InvoiceView>(this.nc, q.subject, parsed(GetInvoice, { invoiceId: id, principal: callerPrincipal(principal) }, 'query'), { request: q.schema, response: q.replySchema }, trace(t));
+  }
+
+  /** Replays the team's invoice from the store, line by line; with `body.prices`, a what-if (nothing written). */
+  async replayInvoice(principal: Principal, invoiceId: string, body: unknown, t: RequestTrace): Promise<ReplayInvoiceReply> {
+    authorize(principal, 'invoices:read');
+    const id = parsed(InvoiceId, invoiceId, 'invoice id');
+    const request = parsed(ReplayInvoiceBody, body ?? {}, 'replay request');
+    const q = Queries.ReplayInvoice;
+    const query = parsed(ReplayInvoice, { invoiceId: id, principal: callerPrincipal(principal), ...(request.prices !== undefined ? { prices: request.prices } : {}) }, 'query');
+    return requestQuery<ReplayInvoiceReply>(this.nc, q.subject, query, { request: q.schema, response: q.replySchema }, { ...trace(t), timeoutMs: REPLAY_TIMEOUT_MS });
+  }
+
+  /** The team's invoice's dispute bundle, as `gpunet dispute-bundle` writes it. */
+  async disputeBundle(principal: Principal, invoiceId: string, t: RequestTrace): Promise<DisputeBundleReply> {
+    authorize(principal, 'invoices:read');
+    const id = parsed(InvoiceId, invoiceId, 'invoice id');
+    const q = Queries.GetDisputeBundle;
+    return requestQuery<DisputeBundleReply>(this.nc, q.subject, parsed(GetDisputeBundle, { invoiceId: id, principal: callerPrincipal(principal) }, 'query'), { request: q.schema, response: q.replySchema }, { ...trace(t), timeoutMs: REPLAY_TIMEOUT_MS });
   }
 
   async rebuild(principal: Principal, t: RequestTrace): Promise<RebuildLedgerReply> {

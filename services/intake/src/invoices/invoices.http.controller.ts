@@ -1,13 +1,17 @@
-import type { InvoiceView, ListInvoicesReply, ListPriceListsReply, PriceListPublished, RebuildLedgerReply } from '#contracts';
-import { Body, Controller, Get, HttpCode, Param, Post, Req } from '@nestjs/common';
-import type { Request } from 'express';
+import type { InvoiceView, ListInvoicesReply, ListPriceListsReply, PriceListPublished, RebuildLedgerReply, ReplayInvoiceReply } from '#contracts';
+import { Body, Controller, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
+import type { Request, Response } from 'express';
 import { Authenticator } from '../auth/authenticator.js';
 import { correlationIdOf, single } from '../http/request.js';
 import { BillingService } from './billing.service.js';
 
 type Query = Record<string, string | string[] | undefined>;
 
-/** `GET /v1/invoices?month=&status=`, `GET /v1/invoices/:invoiceId`: the caller's team's invoices. */
+/**
+ * `GET /v1/invoices?month=&status=`, `GET /v1/invoices/:invoiceId`: the caller's team's invoices;
+ * `POST /v1/invoices/:invoiceId/replay` (optional `{ prices }`: a what-if) and
+ * `GET /v1/invoices/:invoiceId/dispute-bundle` (a file to download).
+ */
 @Controller('v1/invoices')
 export class InvoicesHttpController {
   constructor(
@@ -24,6 +28,21 @@ export class InvoicesHttpController {
   @Get(':invoiceId')
   get(@Req() req: Request, @Param('invoiceId') invoiceId: string): Promise<InvoiceView> {
     return this.billing.invoice(this.auth.fromHttp(req.headers.authorization), invoiceId, { correlationId: correlationIdOf(req.headers) });
+  }
+
+  @Post(':invoiceId/replay')
+  @HttpCode(200)
+  replay(@Req() req: Request, @Param('invoiceId') invoiceId: string, @Body() body: unknown): Promise<ReplayInvoiceReply> {
+    // An empty body is `{}` to express: a plain replay.
+    return this.billing.replayInvoice(this.auth.fromHttp(req.headers.authorization), invoiceId, body, { correlationId: correlationIdOf(req.headers) });
+  }
+
+  @Get(':invoiceId/dispute-bundle')
+  async bundle(@Req() req: Request, @Res() res: Response, @Param('invoiceId') invoiceId: string): Promise<void> {
+    const { fileName, bundle } = await this.billing.disputeBundle(this.auth.fromHttp(req.headers.authorization), invoiceId, { correlationId: correlationIdOf(req.headers) });
+    // The file `gpunet dispute-bundle` writes, byte for byte in layout too.
+    res.status(200).type('application/json').setHeader('Content-Disposition', `attachment; filename="${fileName}"`);
+    res.send(`${JSON.stringify(bundle, null, 2)}\n`);
   }
 }
 

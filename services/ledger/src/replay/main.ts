@@ -15,16 +15,17 @@
  * `{ error: { code, message, issues } }` with exit 2 (bad request, unknown invoice) or 1.
  */
 import { ChainHeadsSigned, InvoiceBody, type EventData, type InvoiceFinalized } from '#contracts';
-import { GpunetError, IssuesError } from '#errors';
-import { openEventStore, type EventStore, type ReadAllFilter, type RecordedEvent } from '#event-store';
+import { GpunetError, IssuesError, NotFoundError } from '#errors';
+import { openEventStore, type EventStore, type RecordedEvent } from '#event-store';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { BILLING_EVENT_TYPES, deriveInvoice, nodesOfAttempts, parseInvoiceId, placementNodeStreamId } from '../domain/index.js';
+import { BILLING_EVENT_TYPES, nodesOfAttempts, placementNodeStreamId } from '../domain/index.js';
 import { linkProblem, signatureProblem } from '../digests/digest.js';
-import { latestDigestHeads, readDigests, verifyStoreDigests, type DigestCheck } from '../digests/store-digests.js';
-import { buildBundle, verifyBundle } from './bundle.js';
+import { readDigests, verifyStoreDigests, type DigestCheck } from '../digests/store-digests.js';
+import { verifyBundle } from './bundle.js';
+import { disputeBundleOf, readUpTo } from './store-replay.js';
 import { renderInvoiceReplay, replayInvoice, whatIfPrices } from './invoice-replay.js';
 import { renderJobReplay, replayJob, replayJobEnd } from './job-replay.js';
 
@@ -50,20 +51,6 @@ interface Output {
 /** A request the tool cannot do as asked (unknown invoice, unreadable file). Exit 2. */
 class ToolUsageError extends IssuesError {
   readonly code = 'usage';
-}
-
-const PAGE = 5_000;
-
-/** Every event matching `filter` up to `toPosition`, in position order. */
-async function readUpTo(store: EventStore, toPosition: bigint, filter: ReadAllFilter = {}): Promise<RecordedEvent[]> {
-  const all: RecordedEvent[] = [];
-  let from = 0n;
-  for (;;) {
-    const page = await store.readAll({ fromPosition: from, toPosition, maxCount: PAGE, filter });
-    all.push(...page);
-    if (page.length < PAGE) return all;
-    from = page[page.length - 1]!.position;
-  }
 }
 
 async function readDoc(path: string, flag: string): Promise<unknown> {
@@ -214,38 +201,19 @@ async function disputeBundleCommand(store: EventStore, r: Extract<Request, { com
   if (!checked.ok) return refused(`dispute bundle of invoice ${r.invoiceId}`, checked);
   const head = await store.headPosition();
   const recorded = await recordedInvoice(store, head, r.invoiceId, r.invoiceFile);
-  const { team, month } = parseInvoiceId(r.invoiceId);
-  const billing = await readUpTo(store, head, { types: BILLING_EVENT_TYPES });
-  const invoice = recorded?.invoice ?? deriveInvoice(billing, { team, month, asOf: head });
-  if (invoice.lines.length === 0 && !recorded) {
-    throw new ToolUsageError(`invoice ${r.invoiceId} has no lines (as of position ${head}): nothing to dispute`, [{ path: 'invoice-id', message: 'no billed attempt of that team in that month', fix: 'check the id with `gpunet invoices list`' }]);
-  }
-  // Streams to carry whole: those of every event a line names, the price lists, and the team's
-  // finalized invoices and credit notes (they decide where late lines go).
-  const streamOf = new Map(billing.map((e) => [e.eventId, e.streamId]));
-  const streams = new Set<string>();
-  for (const id of invoice.lines.flatMap((l) => l.eventIds)) {
-    const s = streamOf.get(id);
-    if (!s) throw new Error(`event ${id} named by invoice ${r.invoiceId} is not in the store up to position ${head}`);
-    streams.add(s);
-  }
-  for (const e of billing) {
-    if (e.type === 'PriceListPublished') streams.add(e.streamId);
-    if (e.type === 'InvoiceFinalized' && (e.data as InvoiceFinalized).invoice.team === team) streams.add(e.streamId);
-    if (e.type === 'CreditNoteIssued' && (e.data as { team: string }).team === team) streams.add(e.streamId);
-  }
-  if (recorded?.finalized) streams.add(recorded.finalized.streamId);
-  const whole = await Promise.all([...streams].map((s) => store.readStream(s)));
-  const signed = await latestDigestHeads(store);
-  const bundle = buildBundle({
-    ...(signed ? { signed } : {}),
-    invoice,
-    invoiceStatus: recorded?.finalized ? 'finalized' : 'draft',
-    ...(recorded?.finalized ? { finalizedEventId: recorded.finalized.eventId } : {}),
-    streams: whole,
+  const bundle = await disputeBundleOf(store, {
+    invoiceId: r.invoiceId,
+    head,
+    ...(recorded ? { recorded: { invoice: recorded.invoice, ...(recorded.finalized ? { finalizedEventId: recorded.finalized.eventId, finalizedStreamId: recorded.finalized.streamId } : {}) } } : {}),
     chainKeyed,
     createdAt: new Date().toISOString(),
+  }).catch((err: unknown) => {
+    // A draft without lines: nothing to dispute, a usage error here.
+    if (err instanceof NotFoundError) throw new ToolUsageError(err.message, [{ path: 'invoice-id', message: 'no billed attempt of that team in that month', fix: 'check the id with `gpunet invoices list`' }]);
+    throw err;
   });
+  const invoice = bundle.invoice;
+  const signed = bundle.signedHeads;
   await writeFile(r.out, `${JSON.stringify(bundle, null, 2)}\n`);
   const events = bundle.streams.reduce((n, s) => n + s.events.length, 0);
   return {
