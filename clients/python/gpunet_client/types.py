@@ -4161,6 +4161,43 @@ UsageRecorded = TypedDict("UsageRecorded", {
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
+# The event store's hash chain and signed heads verified now, incrementally from the last pass unless `full` (behind `GET /v1/audit/chain`). Subject: `gpunet.qry.ledger.VerifyChain`. Schema version 1.
+VerifyChain = TypedDict("VerifyChain", {
+    "full": NotRequired[bool],  # true: walk the whole store again (every link, every stream head, every signed digest). Default false: verify only what was appended since the last pass, from th
+})
+
+VerifyChainReplyLatestSignedHead1 = TypedDict("VerifyChainReplyLatestSignedHead1", {
+    "sequence": int,  # The digest's sequence number.
+    "position": str,  # Store position it covers.
+    "signedAt": str,  # When the notary signed it.
+    "publicKey": str,  # NKey public key (ed25519) that signed it.
+})
+
+# Where and why the chain is broken; absent when verified.
+VerifyChainReplyFirstBad = TypedDict("VerifyChainReplyFirstBad", {
+    "position": str,  # The first store position where the chain does not hold.
+    "streamId": str,  # Its stream.
+    "reason": str,  # Why, e.g. `hash does not match the event and its predecessor: altered or inserted`.
+})
+
+# The event store's verification status: up to which position its hash chain and signed heads hold, or where and why they do not.
+VerifyChainReply = TypedDict("VerifyChainReply", {
+    "verified": bool,  # True when every event up to `verifiedUpTo` links to its predecessor, every stream head holds and (with `signatures: checked`) the store reaches every signed hea
+    "checkedAt": str,  # When this pass ended (the ledger's clock).
+    "pass": Literal["full", "tail"],  # `full`: the whole store walked this time; `tail`: only the events after the previous pass, from the stream heads it verified.
+    "verifiedUpTo": str,  # Store position up to which the chain is verified: the head when verified, the position before the first bad one when not.
+    "headPosition": str,  # The store's head when this pass started.
+    "events": int,  # Events verified in all, from the first position to `verifiedUpTo`.
+    "checkedNow": int,  # Events this pass read and verified.
+    "streams": int,  # Streams in the store up to `verifiedUpTo`.
+    "durationMs": int,  # How long this pass took.
+    "lastFullAt": Union[str, None],  # When the whole store was last walked (null: never, e.g. the last full pass failed).
+    "signatures": Literal["checked", "unchecked"],  # `checked`: the signed digests were checked with the network public key; `unchecked`: this ledger holds no key to check them with.
+    "latestSignedHead": Union[VerifyChainReplyLatestSignedHead1, None],  # The newest signed chain head digest (null: none recorded yet).
+    "unsignedAfter": NotRequired[str],  # Events after this position are not yet covered by a signed digest.
+    "firstBad": NotRequired[VerifyChainReplyFirstBad],  # Where and why the chain is broken; absent when verified.
+})
+
 __all__ = [
     "AdminActionRefused",
     "ApiKeyIssued",
@@ -4293,4 +4330,6 @@ __all__ = [
     "TeamCreated",
     "TeamDisabled",
     "UsageRecorded",
+    "VerifyChain",
+    "VerifyChainReply",
 ]
