@@ -2928,6 +2928,8 @@ ListJobs = TypedDict("ListJobs", {
     "outcome": NotRequired[Literal["completed", "failed", "timeout", "cancelled", "node_lost", "deadline"]],  # Only jobs whose last attempt ended so, e.g. `failed`.
     "submittedFrom": NotRequired[str],  # Only jobs submitted at or after this instant.
     "submittedTo": NotRequired[str],  # Only jobs submitted before this instant.
+    "team": NotRequired[str],  # Only this team's jobs. A key may name only its own team, unless it reads every team's audit (role `compliance`).
+    "allTeams": NotRequired[bool],  # Every team's jobs, with `countsByTeam` (role `compliance` only). Default: the caller's team.
 })
 
 # One line of a job list.
@@ -2948,11 +2950,17 @@ ListJobsReplyCountsByStateItem = TypedDict("ListJobsReplyCountsByStateItem", {
     "count": int,  # Jobs in that state.
 })
 
+ListJobsReplyCountsByTeamItem = TypedDict("ListJobsReplyCountsByTeamItem", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "count": int,  # Jobs of that team.
+})
+
 # One page of jobs.
 ListJobsReply = TypedDict("ListJobsReply", {
     "jobs": List[ListJobsReplyJobsItem],  # Jobs, newest first.
     "nextCursor": Union[str, None],  # Pass as `cursor` for the next page; null on the last page.
     "countsByState": NotRequired[List[ListJobsReplyCountsByStateItem]],  # How many of the jobs that match every filter but `states` are in each state (states with none left out), over every page: the group-by of a jobs table.
+    "countsByTeam": NotRequired[List[ListJobsReplyCountsByTeamItem]],  # With `allTeams`: how many of the jobs that match every filter but `team` and `states` are of each team (teams with none left out), over every page: the group-by
 })
 
 ListNodes = Dict[str, Any]
