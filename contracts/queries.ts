@@ -151,6 +151,7 @@ export type JobView = z.output<typeof JobView>;
 export const JobSummary = z
   .object({
     jobId: JobId,
+    team: TeamId.describe('The job\'s team (a compliance list holds every team\'s).'),
     name: z.string().optional().describe('The spec\'s label, if any.'),
     state: JobState,
     outcome: JobOutcome.optional(),

@@ -2935,6 +2935,7 @@ ListJobs = TypedDict("ListJobs", {
 # One line of a job list.
 ListJobsReplyJobsItem = TypedDict("ListJobsReplyJobsItem", {
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "team": str,  # The job's team (a compliance list holds every team's).
     "name": NotRequired[str],  # The spec's label, if any.
     "state": Literal["submitted", "staged", "placed", "running", "finishing", "completed", "failed", "timeout", "cancelled", "node_lost", "deadline", "rejected"],  # `submitted`: waiting for inputs to stage; `staged`: waiting for a node; `placed`: GPUs chosen or held; `running`: the process runs; `finishing`: ended, outputs 
     "outcome": NotRequired[Literal["completed", "failed", "timeout", "cancelled", "node_lost", "deadline"]],  # How the attempt ended: `completed` (exit 0), `failed` (non-zero exit or could not start), `timeout` (time limit hit, killed), `cancelled` (on request), `node_lo

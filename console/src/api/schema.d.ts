@@ -1409,6 +1409,8 @@ export interface components {
             jobs: {
                 /** @description Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`. */
                 jobId: string;
+                /** @description The job's team (a compliance list holds every team's). */
+                team: string;
                 /** @description The spec's label, if any. */
                 name?: string;
                 /**
