@@ -59,7 +59,7 @@ export function ChainStatusPanel() {
           <dl className="facts">
             <dt>Checked</dt>
             <dd>
-              {s.events} event(s) in {s.streams} stream(s) up to position {s.verifiedUpTo} (store head {s.headPosition}); this pass {s.pass === 'full' ? 'walked the whole store' : 'verified the tail since the last pass'}: {s.checkedNow} event(s) in {s.durationMs} ms, at <Time iso={s.checkedAt} />
+              {s.events} event(s){s.verified ? ` in ${s.streams} stream(s)` : ''} up to position {s.verifiedUpTo} (store head {s.headPosition}); this pass {s.pass === 'full' ? 'walked the whole store' : 'verified the tail since the last pass'}: {s.checkedNow} event(s) in {s.durationMs} ms, at <Time iso={s.checkedAt} />
             </dd>
             <dt>Last full walk</dt>
             <dd>{s.lastFullAt ? <Time iso={s.lastFullAt} /> : 'none that held'}</dd>
