@@ -13,7 +13,7 @@ import { fieldError, strictObject } from './issues.js';
 import { CallerPrincipal } from './principal.js';
 import { JobSpec } from './job-spec.js';
 import { defineEvent, defineQuery } from './message.js';
-import { AttemptId, ByteCount, Currency, DurationMs, GpuIndices, GpuModel, JobId, JobOutcome, Micros, NodeId, Sha256, TeamId, Timestamp } from './primitives.js';
+import { AttemptId, ByteCount, Currency, DecimalString, DurationMs, GpuIndices, GpuModel, JobId, JobOutcome, Micros, NodeId, Sha256, TeamId, Timestamp } from './primitives.js';
 
 /** Which audit query was asked. */
 export const AUDIT_QUERY_NAMES = ['AuditJobs', 'AuditJob'] as const;
@@ -240,6 +240,54 @@ export const AuditQueried = z.object({
 });
 export type AuditQueried = z.output<typeof AuditQueried>;
 
+// ── the chain's verification status ──────────────────────────────────────────────────────────
+
+export const VerifyChain = strictObject(
+  {
+    full: z
+      .boolean()
+      .default(false)
+      .describe('true: walk the whole store again (every link, every stream head, every signed digest). Default false: verify only what was appended since the last pass, from the heads that pass verified.'),
+  },
+  'VerifyChain',
+).describe('Verify the event store\'s hash chain and signed heads now, and say up to which position it holds.');
+export type VerifyChain = z.output<typeof VerifyChain>;
+
+export const ChainStatus = z
+  .object({
+    verified: z.boolean().describe('True when every event up to `verifiedUpTo` links to its predecessor, every stream head holds and (with `signatures: checked`) the store reaches every signed head.'),
+    checkedAt: Timestamp.describe('When this pass ended (the ledger\'s clock).'),
+    pass: z.enum(['full', 'tail']).describe('`full`: the whole store walked this time; `tail`: only the events after the previous pass, from the stream heads it verified.'),
+    verifiedUpTo: DecimalString.describe('Store position up to which the chain is verified: the head when verified, the position before the first bad one when not.'),
+    headPosition: DecimalString.describe('The store\'s head when this pass started.'),
+    events: z.int().min(0).describe('Events verified in all, from the first position to `verifiedUpTo`.'),
+    checkedNow: z.int().min(0).describe('Events this pass read and verified.'),
+    streams: z.int().min(0).describe('Streams in the store up to `verifiedUpTo`.'),
+    durationMs: z.int().min(0).describe('How long this pass took.'),
+    lastFullAt: Timestamp.nullable().describe('When the whole store was last walked (null: never, e.g. the last full pass failed).'),
+    signatures: z.enum(['checked', 'unchecked']).describe('`checked`: the signed digests were checked with the network public key; `unchecked`: this ledger holds no key to check them with.'),
+    latestSignedHead: z
+      .object({
+        sequence: z.int().min(1).describe('The digest\'s sequence number.'),
+        position: DecimalString.describe('Store position it covers.'),
+        signedAt: Timestamp.describe('When the notary signed it.'),
+        publicKey: z.string().describe('NKey public key (ed25519) that signed it.'),
+      })
+      .nullable()
+      .describe('The newest signed chain head digest (null: none recorded yet).'),
+    unsignedAfter: DecimalString.optional().describe('Events after this position are not yet covered by a signed digest.'),
+    firstBad: z
+      .object({
+        position: DecimalString.describe('The first store position where the chain does not hold.'),
+        streamId: z.string().describe('Its stream.'),
+        reason: z.string().describe('Why, e.g. `hash does not match the event and its predecessor: altered or inserted`.'),
+      })
+      .optional()
+      .describe('Where and why the chain is broken; absent when verified.'),
+  })
+  .describe('The event store\'s verification status: up to which position its hash chain and signed heads hold, or where and why they do not.');
+export type ChainStatus = z.output<typeof ChainStatus>;
+
 export const auditEvents = [
   defineEvent({
     name: 'AuditQueried',
@@ -266,5 +314,13 @@ export const auditQueries = [
     description: 'One job\'s full audit across every service: work, durations, nodes and GPUs, outputs, cost, timeline (behind `GET /v1/audit/jobs/{jobId}`).',
     schema: AuditJob,
     replySchema: AuditJobReply,
+  }),
+  defineQuery({
+    name: 'VerifyChain',
+    version: 1,
+    service: 'ledger',
+    description: 'The event store\'s hash chain and signed heads verified now, incrementally from the last pass unless `full` (behind `GET /v1/audit/chain`).',
+    schema: VerifyChain,
+    replySchema: ChainStatus,
   }),
 ] as const;

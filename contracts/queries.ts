@@ -164,6 +164,7 @@ export type JobView = z.output<typeof JobView>;
 export const JobSummary = z
   .object({
     jobId: JobId,
+    team: TeamId.describe('The job\'s team (a compliance list holds every team\'s).'),
     name: z.string().optional().describe('The spec\'s label, if any.'),
     state: JobState,
     outcome: JobOutcome.optional(),
@@ -198,6 +199,8 @@ export const ListJobs = strictObject(
     outcome: JobOutcome.optional().describe('Only jobs whose last attempt ended so, e.g. `failed`.'),
     submittedFrom: Timestamp.optional().describe('Only jobs submitted at or after this instant.'),
     submittedTo: Timestamp.optional().describe('Only jobs submitted before this instant.'),
+    team: TeamId.optional().describe('Only this team\'s jobs. A key may name only its own team, unless it reads every team\'s audit (role `compliance`).'),
+    allTeams: z.boolean({ error: fieldError('allTeams', 'must be true or false', 'write `allTeams: true` (query `allTeams=true`), or leave it out for your own team') }).optional().describe('Every team\'s jobs, with `countsByTeam` (role `compliance` only). Default: the caller\'s team.'),
   },
   'ListJobs',
 ).describe('List the caller\'s jobs, newest first.');
@@ -211,6 +214,10 @@ export const ListJobsReply = z
       .array(z.object({ state: JobState, count: z.int().min(0).describe('Jobs in that state.') }))
       .optional()
       .describe('How many of the jobs that match every filter but `states` are in each state (states with none left out), over every page: the group-by of a jobs table.'),
+    countsByTeam: z
+      .array(z.object({ team: TeamId, count: z.int().min(0).describe('Jobs of that team.') }))
+      .optional()
+      .describe('With `allTeams`: how many of the jobs that match every filter but `team` and `states` are of each team (teams with none left out), over every page: the group-by team.'),
   })
   .describe('One page of jobs.');
 export type ListJobsReply = z.output<typeof ListJobsReply>;

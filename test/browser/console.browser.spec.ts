@@ -134,8 +134,8 @@ describe('web console', () => {
     await page.getByRole('button', { name: 'Clear' }).click();
     const [csv] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
     const text = await readFile((await csv.path())!, 'utf8');
-    expect(text.split('\n')[0]).toBe('jobId,name,state,outcome,gpus,gpuModel,nodeId,submittedAt,updatedAt');
-    expect(text).toContain(`${jobId},console-watch,completed,completed,1,,node-1,`);
+    expect(text.split('\n')[0]).toBe('jobId,team,name,state,outcome,gpus,gpuModel,nodeId,submittedAt,updatedAt');
+    expect(text).toContain(`${jobId},${net.team},console-watch,completed,completed,1,,node-1,`);
     await check(page, 'jobs');
     await context.close();
   }, 60_000);
@@ -175,9 +175,17 @@ describe('web console', () => {
     await context.close();
   }, 60_000);
 
-  it('a compliance key runs an audit query and finds it in the record of audit queries', async () => {
+  it('a compliance key sees the chain verified, runs an audit query and finds it in the record of audit queries, and lists jobs by team', async () => {
     const { context, page } = await loggedIn(browser, net.url, keys.compliance);
     await page.getByRole('link', { name: 'Audit' }).click();
+    // The chain's status: verified up to the head on opening; "Verify now" walks the whole store again.
+    const chain = page.getByTestId('chain-status');
+    await chain.and(page.locator('[data-verified="true"]')).waitFor({ timeout: 20_000 });
+    expect(await chain.innerText()).toMatch(/Verified up to position \d+[\s\S]*latest digest #\d+ covers position \d+/);
+    await page.getByRole('button', { name: 'Verify now' }).click();
+    await page.getByRole('button', { name: 'Verify now' }).and(page.locator(':enabled')).waitFor();
+    expect(await chain.getAttribute('data-verified')).toBe('true');
+    expect(await chain.innerText()).toMatch(/walked the whole store/);
     await page.getByLabel('Outcome').selectOption('completed');
     await page.getByRole('button', { name: 'Run audit query' }).click();
     const recordedAs = await page.getByTestId('recorded-as').innerText();
@@ -186,6 +194,20 @@ describe('web console', () => {
     await record.waitFor({ timeout: 20_000 });
     expect(await record.innerText()).toMatch(/compliance[\s\S]*AuditJobs[\s\S]*outcome=completed[\s\S]*answered/);
     await check(page, 'audit');
+    // Jobs of every team, grouped by team with counts, then filtered to one team.
+    await page.getByRole('link', { name: 'Jobs' }).click();
+    await page.getByRole('group', { name: 'Group by' }).getByRole('button', { name: 'team' }).click();
+    const teamButton = page.getByRole('list', { name: 'Jobs per team' }).locator(`button[data-team="${net.team}"]`);
+    await teamButton.waitFor();
+    expect(Number((await teamButton.innerText()).replace(net.team, '').trim())).toBeGreaterThanOrEqual(1);
+    await teamButton.click();
+    await page.getByRole('textbox', { name: 'Team' }).and(page.locator(`[value="${net.team}"]`)).waitFor();
+    await page.locator(`tr[data-job="${jobId}"]`).getByText(net.team).waitFor();
+    await page.getByRole('textbox', { name: 'Team' }).fill('team-nobody');
+    await page.getByText('No job matches.').waitFor();
+    await page.getByRole('textbox', { name: 'Team' }).fill(net.team);
+    await page.locator(`tr[data-job="${jobId}"]`).waitFor();
+    await check(page, 'jobs-by-team');
     await context.close();
   }, 60_000);
 

@@ -3026,11 +3026,14 @@ ListJobs = TypedDict("ListJobs", {
     "outcome": NotRequired[Literal["completed", "failed", "timeout", "cancelled", "node_lost", "deadline"]],  # Only jobs whose last attempt ended so, e.g. `failed`.
     "submittedFrom": NotRequired[str],  # Only jobs submitted at or after this instant.
     "submittedTo": NotRequired[str],  # Only jobs submitted before this instant.
+    "team": NotRequired[str],  # Only this team's jobs. A key may name only its own team, unless it reads every team's audit (role `compliance`).
+    "allTeams": NotRequired[bool],  # Every team's jobs, with `countsByTeam` (role `compliance` only). Default: the caller's team.
 })
 
 # One line of a job list.
 ListJobsReplyJobsItem = TypedDict("ListJobsReplyJobsItem", {
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "team": str,  # The job's team (a compliance list holds every team's).
     "name": NotRequired[str],  # The spec's label, if any.
     "state": Literal["submitted", "staged", "placed", "running", "finishing", "completed", "failed", "timeout", "cancelled", "node_lost", "deadline", "rejected"],  # `submitted`: waiting for inputs to stage; `staged`: waiting for a node; `placed`: GPUs chosen or held; `running`: the process runs; `finishing`: ended, outputs 
     "outcome": NotRequired[Literal["completed", "failed", "timeout", "cancelled", "node_lost", "deadline"]],  # How the attempt ended: `completed` (exit 0), `failed` (non-zero exit or could not start), `timeout` (time limit hit, killed), `cancelled` (on request), `node_lo
@@ -3046,11 +3049,17 @@ ListJobsReplyCountsByStateItem = TypedDict("ListJobsReplyCountsByStateItem", {
     "count": int,  # Jobs in that state.
 })
 
+ListJobsReplyCountsByTeamItem = TypedDict("ListJobsReplyCountsByTeamItem", {
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "count": int,  # Jobs of that team.
+})
+
 # One page of jobs.
 ListJobsReply = TypedDict("ListJobsReply", {
     "jobs": List[ListJobsReplyJobsItem],  # Jobs, newest first.
     "nextCursor": Union[str, None],  # Pass as `cursor` for the next page; null on the last page.
     "countsByState": NotRequired[List[ListJobsReplyCountsByStateItem]],  # How many of the jobs that match every filter but `states` are in each state (states with none left out), over every page: the group-by of a jobs table.
+    "countsByTeam": NotRequired[List[ListJobsReplyCountsByTeamItem]],  # With `allTeams`: how many of the jobs that match every filter but `team` and `states` are of each team (teams with none left out), over every page: the group-by
 })
 
 ListNodes = Dict[str, Any]
@@ -4329,6 +4338,43 @@ UsageRecorded = TypedDict("UsageRecorded", {
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
+# The event store's hash chain and signed heads verified now, incrementally from the last pass unless `full` (behind `GET /v1/audit/chain`). Subject: `gpunet.qry.ledger.VerifyChain`. Schema version 1.
+VerifyChain = TypedDict("VerifyChain", {
+    "full": NotRequired[bool],  # true: walk the whole store again (every link, every stream head, every signed digest). Default false: verify only what was appended since the last pass, from th
+})
+
+VerifyChainReplyLatestSignedHead1 = TypedDict("VerifyChainReplyLatestSignedHead1", {
+    "sequence": int,  # The digest's sequence number.
+    "position": str,  # Store position it covers.
+    "signedAt": str,  # When the notary signed it.
+    "publicKey": str,  # NKey public key (ed25519) that signed it.
+})
+
+# Where and why the chain is broken; absent when verified.
+VerifyChainReplyFirstBad = TypedDict("VerifyChainReplyFirstBad", {
+    "position": str,  # The first store position where the chain does not hold.
+    "streamId": str,  # Its stream.
+    "reason": str,  # Why, e.g. `hash does not match the event and its predecessor: altered or inserted`.
+})
+
+# The event store's verification status: up to which position its hash chain and signed heads hold, or where and why they do not.
+VerifyChainReply = TypedDict("VerifyChainReply", {
+    "verified": bool,  # True when every event up to `verifiedUpTo` links to its predecessor, every stream head holds and (with `signatures: checked`) the store reaches every signed hea
+    "checkedAt": str,  # When this pass ended (the ledger's clock).
+    "pass": Literal["full", "tail"],  # `full`: the whole store walked this time; `tail`: only the events after the previous pass, from the stream heads it verified.
+    "verifiedUpTo": str,  # Store position up to which the chain is verified: the head when verified, the position before the first bad one when not.
+    "headPosition": str,  # The store's head when this pass started.
+    "events": int,  # Events verified in all, from the first position to `verifiedUpTo`.
+    "checkedNow": int,  # Events this pass read and verified.
+    "streams": int,  # Streams in the store up to `verifiedUpTo`.
+    "durationMs": int,  # How long this pass took.
+    "lastFullAt": Union[str, None],  # When the whole store was last walked (null: never, e.g. the last full pass failed).
+    "signatures": Literal["checked", "unchecked"],  # `checked`: the signed digests were checked with the network public key; `unchecked`: this ledger holds no key to check them with.
+    "latestSignedHead": Union[VerifyChainReplyLatestSignedHead1, None],  # The newest signed chain head digest (null: none recorded yet).
+    "unsignedAfter": NotRequired[str],  # Events after this position are not yet covered by a signed digest.
+    "firstBad": NotRequired[VerifyChainReplyFirstBad],  # Where and why the chain is broken; absent when verified.
+})
+
 __all__ = [
     "AdminActionRefused",
     "ApiKeyIssued",
@@ -4466,4 +4512,6 @@ __all__ = [
     "TeamCreated",
     "TeamDisabled",
     "UsageRecorded",
+    "VerifyChain",
+    "VerifyChainReply",
 ]

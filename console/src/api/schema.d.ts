@@ -11,7 +11,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the team's jobs, newest first */
+        /** List the team's jobs, newest first (role `compliance`: any team's, or every team's) */
         get: operations["listJobs"];
         put?: never;
         /**
@@ -628,6 +628,26 @@ export interface paths {
          * @description The AuditQueried events of the store, newest first; every team's, so only a key with role compliance may read it (`audit:read-all-teams`).
          */
         get: operations["auditQueries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audit/chain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The chain's verification status: up to which store position the hash chain and the signed heads hold, or where and why not (roles `compliance`, `billing`)
+         * @description Asks the ledger (NATS `gpunet.qry.ledger.VerifyChain`) to verify the event store now. The first question, and every one with `full=true`, walks the whole store as `gpunet verify` does: every hash link, every stream head and, when the ledger holds the network key, every signed digest. Later questions verify only the events appended since the previous pass, from the stream heads it verified (`pass: tail`); an event rewritten behind an already verified head is found by the next full pass. After a failed pass the next one is full. `verifiedUpTo` says how far it holds; `firstBad` names the first position that does not, its stream and why.
+         */
+        get: operations["auditChain"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1451,6 +1471,8 @@ export interface components {
             jobs: {
                 /** @description Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`. */
                 jobId: string;
+                /** @description The job's team (a compliance list holds every team's). */
+                team: string;
                 /** @description The spec's label, if any. */
                 name?: string;
                 /**
@@ -1490,6 +1512,13 @@ export interface components {
                  */
                 state: "submitted" | "staged" | "placed" | "running" | "finishing" | "completed" | "failed" | "timeout" | "cancelled" | "node_lost" | "deadline" | "rejected";
                 /** @description Jobs in that state. */
+                count: number;
+            }[];
+            /** @description With `allTeams`: how many of the jobs that match every filter but `team` and `states` are of each team (teams with none left out), over every page: the group-by team. */
+            countsByTeam?: {
+                /** @description Team that owns the job and pays for it; taken from the API key, never from the spec. */
+                team: string;
+                /** @description Jobs of that team. */
                 count: number;
             }[];
         };
@@ -3397,6 +3426,65 @@ export interface components {
                 position: string;
             }[];
         };
+        /** @description The event store's verification status: up to which position its hash chain and signed heads hold, or where and why they do not. */
+        ChainStatus: {
+            /** @description True when every event up to `verifiedUpTo` links to its predecessor, every stream head holds and (with `signatures: checked`) the store reaches every signed head. */
+            verified: boolean;
+            /**
+             * Format: date-time
+             * @description When this pass ended (the ledger's clock).
+             */
+            checkedAt: string;
+            /**
+             * @description `full`: the whole store walked this time; `tail`: only the events after the previous pass, from the stream heads it verified.
+             * @enum {string}
+             */
+            pass: "full" | "tail";
+            /** @description Store position up to which the chain is verified: the head when verified, the position before the first bad one when not. */
+            verifiedUpTo: string;
+            /** @description The store's head when this pass started. */
+            headPosition: string;
+            /** @description Events verified in all, from the first position to `verifiedUpTo`. */
+            events: number;
+            /** @description Events this pass read and verified. */
+            checkedNow: number;
+            /** @description Streams in the store up to `verifiedUpTo`. */
+            streams: number;
+            /** @description How long this pass took. */
+            durationMs: number;
+            /** @description When the whole store was last walked (null: never, e.g. the last full pass failed). */
+            lastFullAt: string | null;
+            /**
+             * @description `checked`: the signed digests were checked with the network public key; `unchecked`: this ledger holds no key to check them with.
+             * @enum {string}
+             */
+            signatures: "checked" | "unchecked";
+            /** @description The newest signed chain head digest (null: none recorded yet). */
+            latestSignedHead: {
+                /** @description The digest's sequence number. */
+                sequence: number;
+                /** @description Store position it covers. */
+                position: string;
+                /**
+                 * Format: date-time
+                 * @description When the notary signed it.
+                 */
+                signedAt: string;
+                /** @description NKey public key (ed25519) that signed it. */
+                publicKey: string;
+            } | null;
+            /** @description Events after this position are not yet covered by a signed digest. */
+            unsignedAfter?: string;
+            /** @description Where and why the chain is broken; absent when verified. */
+            firstBad?: {
+                /** @description The first store position where the chain does not hold. */
+                position: string;
+                /** @description Its stream. */
+                streamId: string;
+                /** @description Why, e.g. `hash does not match the event and its predecessor: altered or inserted`. */
+                reason: string;
+            };
+        };
         /** @description An error: its code, a message for people, and for invalid input each bad field with its fix. */
         Error: {
             error: {
@@ -3531,6 +3619,10 @@ export interface operations {
                 submittedFrom?: string;
                 /** @description Only jobs submitted before this UTC instant. */
                 submittedTo?: string;
+                /** @description Only this team's jobs. A key may name only its own team (another is 403), unless its role is `compliance`. */
+                team?: string;
+                /** @description Every team's jobs, with `countsByTeam` (the group-by team); role `compliance` only (any other is 403). */
+                allTeams?: boolean;
             };
             header?: never;
             path?: never;
@@ -3538,7 +3630,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description One page of jobs, with the count per state of every job the other filters match (`countsByState`). */
+            /** @description One page of jobs, with the count per state of every job the other filters match (`countsByState`) and, with `allTeams`, per team (`countsByTeam`). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4800,6 +4892,34 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    auditChain: {
+        parameters: {
+            query?: {
+                /** @description `true`: walk the whole store again (slow on a large store). Default `false`: the tail since the previous pass. */
+                full?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The status (also when the chain is broken: `verified: false`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChainStatus"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            502: components["responses"]["BadGateway"];
             503: components["responses"]["Unavailable"];
         };
     };

@@ -1,6 +1,7 @@
-/** Audit: the audit query with every filter, and the record of audit queries (who asked what, when). */
+/** Audit: the chain's verification status, the audit query with every filter, and the record of audit queries (who asked what, when). */
 import { useState, type FormEvent } from 'react';
 import { must, type Schemas } from '../api/client';
+import { ChainStatusPanel } from '../components/chain-status';
 import { ErrorBox, Loading, Money, Section, Time, useLoad } from '../components/common';
 import { formatDuration } from '../format/money';
 import { Link, useSession } from '../session';
@@ -44,6 +45,7 @@ export function AuditPage() {
   return (
     <>
       <h1>Audit</h1>
+      {can('audit:chain') && <ChainStatusPanel />}
       <form className="filters" aria-label="Audit query" onSubmit={(e) => void run(e)}>
         <label>Team<input {...field('team')} placeholder={can('audit:read-all-teams') ? 'every team' : 'your team'} /></label>
         <label>From<input type="datetime-local" {...field('from')} /></label>

@@ -1,6 +1,8 @@
 /**
  * Jobs: what ran, is running, waits. Server-side paging and filtering (`GET /v1/jobs`), the
  * count per state of everything the filters match (group-by), live from the team feed, CSV.
+ * A key that reads every team's audit (compliance) lists every team's jobs (`allTeams`), filters
+ * by team and groups by team or state.
  */
 import { createColumnHelper, flexRender, getCoreRowModel, useReactTable } from '@tanstack/react-table';
 import { useEffect, useMemo, useRef, useState } from 'react';
@@ -19,8 +21,9 @@ interface Filters {
   outcome: string;
   from: string;
   to: string;
+  team: string;
 }
-const NO_FILTERS: Filters = { state: '', gpuModel: '', nodeId: '', outcome: '', from: '', to: '' };
+const NO_FILTERS: Filters = { state: '', gpuModel: '', nodeId: '', outcome: '', from: '', to: '', team: '' };
 
 /** A `datetime-local` value (viewer's zone) as a UTC instant. */
 function toInstant(local: string): string | undefined {
@@ -29,9 +32,11 @@ function toInstant(local: string): string | undefined {
   return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
 }
 
-function queryOf(f: Filters, limit: number, cursor?: string) {
+function queryOf(f: Filters, limit: number, cursor?: string, everyTeam = false) {
   return {
     limit,
+    ...(everyTeam ? { allTeams: true } : {}),
+    ...(everyTeam && f.team ? { team: f.team } : {}),
     ...(cursor ? { cursor } : {}),
     ...(f.state ? { state: [f.state as (typeof STATES)[number]] } : {}),
     ...(f.gpuModel ? { gpuModel: f.gpuModel } : {}),
@@ -45,6 +50,7 @@ function queryOf(f: Filters, limit: number, cursor?: string) {
 const col = createColumnHelper<JobSummary>();
 const COLUMNS = [
   col.accessor('jobId', { header: 'Job', cell: (c) => <Link to={`/jobs/${c.getValue()}`}><code>{c.getValue()}</code></Link> }),
+  col.accessor('team', { header: 'Team' }),
   col.accessor('name', { header: 'Name', cell: (c) => c.getValue() ?? '' }),
   col.accessor('state', { header: 'State', cell: (c) => <StateBadge state={c.getValue()} /> }),
   col.accessor('outcome', { header: 'Outcome', cell: (c) => c.getValue() ?? '' }),
@@ -58,7 +64,9 @@ const COLUMNS = [
 const PAGE = 50;
 
 export function JobsPage() {
-  const { api, key } = useSession();
+  const { api, key, can } = useSession();
+  const everyTeam = can('audit:read-all-teams');
+  const [groupBy, setGroupBy] = useState<'state' | 'team'>('state');
   const [filters, setFilters] = useState<Filters>(NO_FILTERS);
   const [cursors, setCursors] = useState<string[]>([]); // cursors of the pages before this one's
   const [reply, setReply] = useState<ListJobsReply | undefined>();
@@ -74,7 +82,7 @@ export function JobsPage() {
       const mine = ++tick.current;
       setLoading(true);
       try {
-        const r = await must(api.GET('/v1/jobs', { params: { query: queryOf(filters, PAGE, cursor) } }));
+        const r = await must(api.GET('/v1/jobs', { params: { query: queryOf(filters, PAGE, cursor, everyTeam) } }));
         if (mine === tick.current) {
           setReply(r);
           setError(undefined);
@@ -85,7 +93,7 @@ export function JobsPage() {
         if (mine === tick.current) setLoading(false);
       }
     },
-    [api, filters, cursor],
+    [api, filters, cursor, everyTeam],
   );
 
   useEffect(() => {
@@ -111,7 +119,7 @@ export function JobsPage() {
     };
   }, [key]);
 
-  const table = useReactTable({ data: reply?.jobs ?? [], columns: COLUMNS, getCoreRowModel: getCoreRowModel(), manualPagination: true, manualFiltering: true });
+  const table = useReactTable({ data: reply?.jobs ?? [], columns: COLUMNS, state: { columnVisibility: { team: everyTeam } }, getCoreRowModel: getCoreRowModel(), manualPagination: true, manualFiltering: true });
 
   const set = (patch: Partial<Filters>) => {
     setCursors([]);
@@ -124,11 +132,11 @@ export function JobsPage() {
       const rows: JobSummary[] = [];
       let next: string | undefined;
       do {
-        const r = await must(api.GET('/v1/jobs', { params: { query: queryOf(filters, 500, next) } }));
+        const r = await must(api.GET('/v1/jobs', { params: { query: queryOf(filters, 500, next, everyTeam) } }));
         rows.push(...r.jobs);
         next = r.nextCursor ?? undefined;
       } while (next && rows.length < 100_000);
-      const cols = ['jobId', 'name', 'state', 'outcome', 'gpus', 'gpuModel', 'nodeId', 'submittedAt', 'updatedAt'] as const;
+      const cols = ['jobId', 'team', 'name', 'state', 'outcome', 'gpus', 'gpuModel', 'nodeId', 'submittedAt', 'updatedAt'] as const;
       const esc = (v: unknown) => (v === undefined ? '' : /[",\n]/.test(String(v)) ? `"${String(v).replaceAll('"', '""')}"` : String(v));
       const csv = [cols.join(','), ...rows.map((r) => cols.map((c) => esc(r[c])).join(','))].join('\n') + '\n';
       saveBlob(new Blob([csv], { type: 'text/csv' }), 'jobs.csv');
@@ -151,6 +159,12 @@ export function JobsPage() {
             {STATES.map((s) => <option key={s}>{s}</option>)}
           </select>
         </label>
+        {everyTeam && (
+          <label>
+            Team
+            <input value={filters.team} onChange={(e) => set({ team: e.target.value.trim() })} placeholder="every team" />
+          </label>
+        )}
         <label>
           Outcome
           <select value={filters.outcome} onChange={(e) => set({ outcome: e.target.value })}>
@@ -177,7 +191,34 @@ export function JobsPage() {
         <button type="button" onClick={() => set(NO_FILTERS)}>Clear</button>
         <button type="button" onClick={() => void exportCsv()} disabled={exporting}>{exporting ? 'Exporting…' : 'Export CSV'}</button>
       </form>
-      <Section title="By state" actions={<span className={`live live-${live}`} role="status">{live === 'live' ? '● live' : live === 'off' ? 'live updates off' : 'connecting…'}</span>}>
+      <Section
+        title={groupBy === 'team' ? 'By team' : 'By state'}
+        actions={
+          <>
+            {everyTeam && (
+              <span role="group" aria-label="Group by">
+                <button type="button" aria-pressed={groupBy === 'state'} onClick={() => setGroupBy('state')}>state</button>{' '}
+                <button type="button" aria-pressed={groupBy === 'team'} onClick={() => setGroupBy('team')}>team</button>
+              </span>
+            )}
+            <span className={`live live-${live}`} role="status">{live === 'live' ? '● live' : live === 'off' ? 'live updates off' : 'connecting…'}</span>
+          </>
+        }
+      >
+        {groupBy === 'team' ? (
+          <ul className="groups" aria-label="Jobs per team">
+            <li>
+              <button type="button" aria-pressed={filters.team === ''} onClick={() => set({ team: '' })}>every team <span className="num">{reply?.countsByTeam?.reduce((n, c) => n + c.count, 0) ?? 0}</span></button>
+            </li>
+            {(reply?.countsByTeam ?? []).map((c) => (
+              <li key={c.team}>
+                <button type="button" aria-pressed={filters.team === c.team} data-team={c.team} onClick={() => set({ team: c.team })}>
+                  {c.team} <span className="num">{c.count}</span>
+                </button>
+              </li>
+            ))}
+          </ul>
+        ) : (
         <ul className="groups" aria-label="Jobs per state">
           <li>
             <button type="button" aria-pressed={filters.state === ''} onClick={() => set({ state: '' })}>all <span className="num">{total}</span></button>
@@ -190,6 +231,7 @@ export function JobsPage() {
             </li>
           ))}
         </ul>
+        )}
       </Section>
       <ErrorBox error={error} />
       {loading && !reply && <Loading label="Loading jobs" />}

@@ -214,6 +214,38 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     expect(record.status).toBe(200);
     expect(record.json.queries).toEqual(expect.any(Array));
     expect((await http('/v1/audit/queries?limit=0', { key: KEY_A_AUDIT })).json.error.issues[0]).toMatchObject({ path: 'limit' });
+    // The chain's status: compliance and billing; a producer is refused before the ledger is asked.
+    expect((await http('/v1/audit/chain')).json.error).toMatchObject({ code: 'forbidden' });
+    expect((await http('/v1/audit/chain?full=yes', { key: KEY_A_AUDIT })).json.error.issues[0]).toMatchObject({ path: 'full', fix: expect.stringContaining('full=true') });
+  });
+
+  it('lists another team\'s jobs, or every team\'s grouped by team, for compliance only: a producer naming another team is refused, over HTTP and NATS', async () => {
+    const a = await submitted();
+    const b = await submitted(spec(), KEY_B);
+    // Attack: team A's producer key asks for team B's jobs, or every team's, in every spelling.
+    for (const query of ['team=team-b', 'allTeams=true', 'allTeams=true&team=team-a', 'team=team-b&allTeams=false']) {
+      const refused = await http(`/v1/jobs?${query}`);
+      expect([query, refused.status]).toEqual([query, 403]);
+      expect(refused.json.error.message).toMatch(/may not list .*role compliance/);
+      expect(refused.text).not.toContain(b);
+    }
+    expect(await overNats(Queries.ListJobs.subject, { team: 'team-b', limit: 50 })).toMatchObject({ ok: false, error: { code: 'forbidden', message: expect.stringContaining('may not list the jobs of team team-b') } });
+    expect(await overNats(Queries.ListJobs.subject, { allTeams: true, limit: 50 }, KEY_B)).toMatchObject({ ok: false, error: { code: 'forbidden' } });
+    // Its own team by name is its own list.
+    expect((await http('/v1/jobs?team=team-a&limit=500')).json.jobs.map((j: { jobId: string }) => j.jobId)).toContain(a);
+    expect((await http('/v1/jobs?allTeams=maybe')).json.error.issues[0]).toMatchObject({ path: 'allTeams', fix: expect.stringContaining('allTeams=true') });
+    // Compliance: team B's jobs, and every team's with the counts per team.
+    const ofB = (await http('/v1/jobs?team=team-b&limit=500', { key: KEY_A_AUDIT })).json;
+    expect(ofB.jobs.map((j: { jobId: string; team: string }) => j.jobId)).toContain(b);
+    expect(ofB.jobs.map((j: { jobId: string }) => j.jobId)).not.toContain(a);
+    const every = (await http('/v1/jobs?allTeams=true&limit=500', { key: KEY_A_AUDIT })).json;
+    expect(every.jobs.map((j: { jobId: string }) => j.jobId)).toEqual(expect.arrayContaining([a, b]));
+    const teams = Object.fromEntries(every.countsByTeam.map((c: { team: string; count: number }) => [c.team, c.count]));
+    expect(teams['team-a']).toBeGreaterThanOrEqual(1);
+    expect(teams['team-b']).toBeGreaterThanOrEqual(1);
+    const onlyB = (await http('/v1/jobs?allTeams=true&team=team-b&limit=500', { key: KEY_A_AUDIT })).json;
+    expect(onlyB.jobs.map((j: { jobId: string }) => j.jobId)).not.toContain(a);
+    expect(onlyB.countsByTeam).toEqual(every.countsByTeam);
   });
 
   it('filters the jobs list and counts per state over every filter but the state; a bad filter names its parameter', async () => {

@@ -3,6 +3,7 @@ import { AuditController } from './audit/audit.controller.js';
 import { AuditProjectionService } from './audit/audit-projection.service.js';
 import { DigestsController } from './digests/digests.controller.js';
 import { NotaryService } from './digests/notary.service.js';
+import { ChainStatusService } from './digests/chain-status.service.js';
 import { ChargesController } from './charges/charges.controller.js';
 import { BillingProjectionService } from './invoices/billing-projection.service.js';
 import { InvoiceCloserService } from './invoices/invoice-closer.service.js';
@@ -21,6 +22,6 @@ import { InvoiceReplayController } from './replay/invoice-replay.controller.js';
 /** The ledger: price lists, one usage line per finished attempt, each job's JobEnded, charges by query, and the notary of the chain heads. */
 @Module({
   controllers: [UsageController, JobEndController, PricesController, ChargesController, QuoteController, AuditController, InvoicesController, PriceListsController, DigestsController, InvoiceReplayController],
-  providers: [BillingMetrics, PriceBookService, UsageRecorderService, JobEndRecorderService, AuditProjectionService, BillingProjectionService, InvoiceCloserService, NotaryService],
+  providers: [BillingMetrics, PriceBookService, UsageRecorderService, JobEndRecorderService, AuditProjectionService, BillingProjectionService, InvoiceCloserService, NotaryService, ChainStatusService],
 })
 export class LedgerModule {}

@@ -1,4 +1,4 @@
-import { AuditJobsFilter, Queries, formatIssues, type AuditJobReply, type AuditJobReport, type AuditJobsReply, type AuditRequester } from '#contracts';
+import { AuditJobsFilter, Queries, formatIssues, type AuditJobReply, type AuditJobReport, type AuditJobsReply, type AuditRequester, type ChainStatus } from '#contracts';
 import { NotFoundError, ValidationError } from '#errors';
 import { RemoteQueryError, requestQuery } from '#messaging';
 import { EVENT_STORE, NATS_CONNECTION } from '#service-kit';
@@ -22,6 +22,9 @@ export function requesterOf(principal: Principal): AuditRequester {
   return callerPrincipal(principal, allows(principal, 'audit:read-all-teams'));
 }
 
+/** How long `GET /v1/audit/chain` waits for the ledger: a full pass walks the whole store. */
+const CHAIN_TIMEOUT_MS = 60_000;
+
 /** Most records in one answer of `GET /v1/audit/queries`. */
 const QUERIES_MAX = 500;
 
@@ -40,7 +43,8 @@ export type AuditQueriesReply = z.output<typeof AuditQueriesReply>;
  *
  * - `GET /v1/audit/jobs?team=&from=&to=&node=&gpuModel=&outcome=&limit=&offset=`: jobs for an audit, a page at a time;
  * - `GET /v1/audit/jobs/{jobId}`: one job's full audit across every service;
- * - `GET /v1/audit/queries?limit=`: the record of those queries (the AuditQueried events, read from the store), compliance only.
+ * - `GET /v1/audit/queries?limit=`: the record of those queries (the AuditQueried events, read from the store), compliance only;
+ * - `GET /v1/audit/chain?full=`: the chain's verification status (`VerifyChain`), compliance and billing.
  *
  * A team key sees its own team only (naming another team is 403, recorded as refused); a `compliance` key sees every team.
  */
@@ -71,6 +75,22 @@ export class AuditHttpController {
       from = batch.at(-1)!.position;
     }
     return { queries: found.reverse().slice(0, limit) };
+  }
+
+  /**
+   * Whether the store's history holds, verified by the ledger now: the tail since its last pass, or
+   * with `full=true` the whole store (slow on a large one, hence the longer wait).
+   */
+  @Get('chain')
+  async chain(@Req() req: Request): Promise<ChainStatus> {
+    const principal = this.auth.fromHttp(req.headers.authorization);
+    authorize(principal, 'audit:chain');
+    const raw = single((req.query as Record<string, string | string[] | undefined>).full);
+    if (raw !== undefined && raw !== 'true' && raw !== 'false') {
+      throw new ValidationError('invalid query: full', [{ path: 'full', message: 'must be `true` or `false`', fix: 'write `full=true` to walk the whole store, or leave it out for the tail since the last pass' }]);
+    }
+    const query = Queries.VerifyChain;
+    return requestQuery<ChainStatus>(this.nc, query.subject, { full: raw === 'true' }, { request: query.schema, response: query.replySchema }, { correlationId: correlationIdOf(req.headers), timeoutMs: CHAIN_TIMEOUT_MS });
   }
 
   @Get('jobs')

@@ -27,7 +27,8 @@ export type Action =
   | 'quotas:read'
   | 'quotas:read-all-teams'
   | 'budgets:read'
-  | 'budgets:manage';
+  | 'budgets:manage'
+  | 'audit:chain';
 
 /**
  * - `producer`: submits, cancels and reads its team's jobs and charges (not its invoices);
@@ -54,12 +55,14 @@ export type Action =
  * network-wide like price lists).
  *
  * Audit (`audit:read`) is open to every role, within its team; `audit:read-all-teams` is the one
- * cross-team permission: only `compliance` reads every team's audit.
+ * cross-team permission: only `compliance` reads every team's audit. The chain's verification
+ * status (`audit:chain`: whether the store's history holds, no team's data) is for `compliance`
+ * and `billing`, whose answers rest on it.
  */
 export const ROLE_ACTIONS: Readonly<Record<ApiRole, readonly Action[]>> = {
   producer: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'prices:read', 'quotas:read', 'budgets:read'],
-  compliance: ['jobs:read', 'charges:read', 'audit:read', 'audit:read-all-teams', 'invoices:read', 'prices:read', 'quotas:read', 'budgets:read'],
-  billing: ['charges:read', 'audit:read', 'invoices:read', 'prices:read', 'prices:publish', 'ledger:rebuild', 'quotas:read', 'quotas:set', 'quotas:read-all-teams', 'budgets:read', 'budgets:manage'],
+  compliance: ['jobs:read', 'charges:read', 'audit:read', 'audit:read-all-teams', 'invoices:read', 'prices:read', 'quotas:read', 'budgets:read', 'audit:chain'],
+  billing: ['charges:read', 'audit:read', 'invoices:read', 'prices:read', 'prices:publish', 'ledger:rebuild', 'quotas:read', 'quotas:set', 'quotas:read-all-teams', 'budgets:read', 'budgets:manage', 'audit:chain'],
   admin: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'invoices:read', 'prices:read', 'ledger:rebuild', 'teams:read', 'keys:manage', 'keys:read', 'quotas:read', 'budgets:read'],
   operator: ['prices:read', 'teams:manage', 'teams:read', 'keys:manage', 'keys:read', 'keys:all-teams'],
 };

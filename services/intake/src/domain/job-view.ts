@@ -119,6 +119,7 @@ export function foldJobs(events: Iterable<JobEvent>, into: Map<string, JobRecord
 export function toSummary(view: JobView): JobSummary {
   const summary: JobSummary = {
     jobId: view.jobId,
+    team: view.team,
     state: view.state,
     gpus: view.spec.request.gpus,
     submittedAt: view.submittedAt,

@@ -226,6 +226,7 @@ describe('helpers', () => {
     position = 0n;
     expect(toSummary(given(submitted(), staged()))).toEqual({
       jobId: JOB,
+      team: 'team-ml',
       name: 'resnet',
       state: 'staged',
       gpus: 2,

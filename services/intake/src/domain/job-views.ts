@@ -17,6 +17,7 @@ export interface ListQuery {
   /** ISO instants; `submittedAt` strings of one format compare in time order. */
   submittedFrom?: string | undefined;
   submittedTo?: string | undefined;
+  team?: string | undefined;
 }
 
 /** Whether a job matches every filter of the query except its states (those make the group-by counts). */
@@ -50,6 +51,8 @@ export class JobViews {
   private readonly records = new Map<string, JobRecord>();
   /** Job ids per team in submit order (oldest first). */
   private readonly byTeam = new Map<string, string[]>();
+  /** Every job id in submit order (oldest first), for the every-team list (role compliance). */
+  private readonly all: string[] = [];
   private head = 0n;
   private readonly states = new Map<JobState, number>();
 
@@ -87,6 +90,7 @@ export class JobViews {
       const list = this.byTeam.get(after.view.team) ?? [];
       list.push(jobId);
       this.byTeam.set(after.view.team, list);
+      this.all.push(jobId);
     }
     return after;
   }
@@ -105,7 +109,24 @@ export class JobViews {
    * matches the other filters (all pages), so a table can show its group-by without a second walk.
    */
   list(team: string, query: ListQuery): ListJobsReply {
-    const ids = this.byTeam.get(team) ?? [];
+    return this.page(this.byTeam.get(team) ?? [], query);
+  }
+
+  /**
+   * One page of every team's jobs (or of `query.team`'s), newest first, filtered; with the counts
+   * per state and, over the jobs matching every filter but the team, per team (the group-by team).
+   * The caller checks that the key may read every team.
+   */
+  listAllTeams(query: ListQuery): ListJobsReply {
+    const teams = new Map<string, number>();
+    const reply = this.page(this.all, query, (view) => {
+      teams.set(view.team, (teams.get(view.team) ?? 0) + 1);
+      return query.team === undefined || view.team === query.team;
+    });
+    return { ...reply, countsByTeam: [...teams].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([team, count]) => ({ team, count })) };
+  }
+
+  private page(ids: readonly string[], query: ListQuery, inTeam: (view: JobView) => boolean = () => true): ListJobsReply {
     const before = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
     const states = query.states && query.states.length > 0 ? new Set(query.states) : undefined;
     const counts = new Map<JobState, number>();
@@ -114,6 +135,7 @@ export class JobViews {
     for (let i = ids.length - 1; i >= 0; i--) {
       const record = this.records.get(ids[i]!)!;
       if (!matches(record.view, query)) continue;
+      if (!inTeam(record.view)) continue;
       counts.set(record.view.state, (counts.get(record.view.state) ?? 0) + 1);
       if (before !== undefined && record.submittedPosition >= before) continue;
       if (states && !states.has(record.view.state)) continue;

@@ -51,6 +51,20 @@ describe('JobViews (all jobs in memory)', () => {
     expect(views.list('team-c', { limit: 50 })).toEqual({ jobs: [], nextCursor: null, countsByState: [] });
   });
 
+  it('lists every team\'s jobs with the count per team of every filter but team and state, and one team\'s within it', () => {
+    for (const e of [submit('j1'), submit('x1', 'team-b'), submit('j2'), stage('j1'), submit('y1', 'team-c')]) views.apply(e);
+    const all = views.listAllTeams({ limit: 2 });
+    expect(all.jobs.map((j) => j.jobId)).toEqual(['y1', 'j2']);
+    expect(all.nextCursor).not.toBeNull();
+    expect(all.countsByTeam).toEqual([{ team: 'team-a', count: 2 }, { team: 'team-b', count: 1 }, { team: 'team-c', count: 1 }]);
+    const a = views.listAllTeams({ limit: 50, team: 'team-a', states: ['staged'] });
+    expect(a.jobs.map((j) => j.jobId)).toEqual(['j1']);
+    // Group-by counts stay over the other groups: every team for the team counts, every state of team-a for the state counts.
+    expect(a.countsByTeam).toEqual(all.countsByTeam);
+    expect(a.countsByState).toEqual(expect.arrayContaining([{ state: 'staged', count: 1 }, { state: 'submitted', count: 1 }]));
+    expect(views.listAllTeams({ limit: 50, team: 'team-z' })).toMatchObject({ jobs: [], countsByState: [] });
+  });
+
   it('filters by state', () => {
     for (const e of [submit('j1'), submit('j2'), submit('j3'), stage('j1'), stage('j3')]) views.apply(e);
     expect(views.list('team-a', { limit: 50, states: ['staged'] }).jobs.map((j) => j.jobId)).toEqual(['j3', 'j1']);

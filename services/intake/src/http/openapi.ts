@@ -8,6 +8,7 @@ import {
   AuditJobReport,
   AuditJobsReply,
   CancelJob,
+  ChainStatus,
   CancelJobReply,
   CapacityReply,
   EstimateJobReply,
@@ -95,6 +96,7 @@ const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> 
   Healthz: { schema: Healthz, io: 'output' },
   WhoAmI: { schema: WhoAmI, io: 'output' },
   AuditQueriesReply: { schema: AuditQueriesReply, io: 'output' },
+  ChainStatus: { schema: ChainStatus, io: 'output' },
   Error: { schema: ErrorBody, io: 'output' },
 };
 
@@ -172,6 +174,7 @@ export const ROUTES = [
   'GET /v1/audit/jobs',
   'GET /v1/audit/jobs/{jobId}',
   'GET /v1/audit/queries',
+  'GET /v1/audit/chain',
   'GET /v1/invoices',
   'GET /v1/invoices/{invoiceId}',
   'POST /v1/invoices/{invoiceId}/replay',
@@ -233,7 +236,7 @@ function paths(): Json {
       },
       get: {
         operationId: 'listJobs',
-        summary: 'List the team\'s jobs, newest first',
+        summary: 'List the team\'s jobs, newest first (role `compliance`: any team\'s, or every team\'s)',
         parameters: [
           {
             name: 'state',
@@ -251,9 +254,11 @@ function paths(): Json {
           { name: 'outcome', in: 'query', required: false, description: 'Only jobs whose last attempt ended so.', schema: { type: 'string', enum: [...JOB_OUTCOMES] } },
           { name: 'submittedFrom', in: 'query', required: false, description: 'Only jobs submitted at or after this UTC instant, e.g. `2025-06-01T00:00:00Z`.', schema: { type: 'string', format: 'date-time' } },
           { name: 'submittedTo', in: 'query', required: false, description: 'Only jobs submitted before this UTC instant.', schema: { type: 'string', format: 'date-time' } },
+          { name: 'team', in: 'query', required: false, description: 'Only this team\'s jobs. A key may name only its own team (another is 403), unless its role is `compliance`.', schema: jsonSchema(TeamId, 'input') },
+          { name: 'allTeams', in: 'query', required: false, description: 'Every team\'s jobs, with `countsByTeam` (the group-by team); role `compliance` only (any other is 403).', schema: { type: 'boolean', default: false } },
         ],
         responses: {
-          '200': { description: 'One page of jobs, with the count per state of every job the other filters match (`countsByState`).', content: json('ListJobsReply') },
+          '200': { description: 'One page of jobs, with the count per state of every job the other filters match (`countsByState`) and, with `allTeams`, per team (`countsByTeam`).', content: json('ListJobsReply') },
           '400': errorResponse('BadRequest'),
           ...AUTH_ERRORS,
         },
@@ -725,6 +730,50 @@ function paths(): Json {
         description: 'The AuditQueried events of the store, newest first; every team\'s, so only a key with role compliance may read it (`audit:read-all-teams`).',
         parameters: [{ name: 'limit', in: 'query', required: false, description: 'Most records, 1–500. Default 100.', schema: { type: 'integer', minimum: 1, maximum: 500, default: 100 } }],
         responses: { '200': { description: 'The records.', content: json('AuditQueriesReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS },
+      },
+    },
+    '/v1/audit/chain': {
+      get: {
+        operationId: 'auditChain',
+        summary: 'The chain\'s verification status: up to which store position the hash chain and the signed heads hold, or where and why not (roles `compliance`, `billing`)',
+        description:
+          'Asks the ledger (NATS `gpunet.qry.ledger.VerifyChain`) to verify the event store now. The first question, and every one with `full=true`, walks the whole store as `gpunet verify` does: ' +
+          'every hash link, every stream head and, when the ledger holds the network key, every signed digest. Later questions verify only the events appended since the previous pass, from the ' +
+          'stream heads it verified (`pass: tail`); an event rewritten behind an already verified head is found by the next full pass. After a failed pass the next one is full. ' +
+          '`verifiedUpTo` says how far it holds; `firstBad` names the first position that does not, its stream and why.',
+        parameters: [{ name: 'full', in: 'query', required: false, description: '`true`: walk the whole store again (slow on a large store). Default `false`: the tail since the previous pass.', schema: { type: 'boolean', default: false } }],
+        responses: {
+          '200': {
+            description: 'The status (also when the chain is broken: `verified: false`).',
+            content: {
+              'application/json': {
+                schema: ref('ChainStatus'),
+                examples: {
+                  verified: {
+                    summary: 'Verified up to the head, the tail since the last pass',
+                    value: {
+                      verified: true, checkedAt: '2026-06-10T12:00:01.210Z', pass: 'tail', verifiedUpTo: '48210', headPosition: '48210', events: 48210, checkedNow: 37, streams: 6120, durationMs: 4,
+                      lastFullAt: '2026-06-10T09:14:52.003Z', signatures: 'checked',
+                      latestSignedHead: { sequence: 212, position: '48190', signedAt: '2026-06-10T11:59:30.000Z', publicKey: 'UCK6YNHMP5J3KNVW5DBXAN6ZX3VYKQ4Z5WEDJ4BT3LDZQAUGNVHCS2PX' },
+                      unsignedAfter: '48190',
+                    },
+                  },
+                  broken: {
+                    summary: 'An event row edited in the store file',
+                    value: {
+                      verified: false, checkedAt: '2026-06-10T12:05:00.480Z', pass: 'full', verifiedUpTo: '1041', headPosition: '48215', events: 1041, checkedNow: 1041, streams: 0, durationMs: 310,
+                      lastFullAt: null, signatures: 'checked', latestSignedHead: { sequence: 212, position: '48190', signedAt: '2026-06-10T11:59:30.000Z', publicKey: 'UCK6YNHMP5J3KNVW5DBXAN6ZX3VYKQ4Z5WEDJ4BT3LDZQAUGNVHCS2PX' },
+                      firstBad: { position: '1042', streamId: 'ledger-usage-job_01jz8k4m2n', reason: 'hash does not match the event and its predecessor: altered or inserted' },
+                    },
+                  },
+                },
+              },
+            },
+          },
+          '400': errorResponse('BadRequest'),
+          ...AUTH_ERRORS,
+          '502': errorResponse('BadGateway'),
+        },
       },
     },
     '/v1/whoami': {

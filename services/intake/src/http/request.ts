@@ -40,8 +40,9 @@ export function listQuery(query: Record<string, QueryValue>): ListJobs {
   const states = [query.state ?? []].flat().flatMap((s) => s.split(',')).map((s) => s.trim()).filter((s) => s !== '');
   const limit = single(query.limit);
   const cursor = single(query.cursor);
+  const allTeams = single(query.allTeams);
   const filters = Object.fromEntries(
-    (['gpuModel', 'nodeId', 'outcome', 'submittedFrom', 'submittedTo'] as const).flatMap((name) => {
+    (['gpuModel', 'nodeId', 'outcome', 'submittedFrom', 'submittedTo', 'team'] as const).flatMap((name) => {
       const value = single(query[name]);
       return value === undefined || value === '' ? [] : [[name, value]];
     }),
@@ -51,6 +52,7 @@ export function listQuery(query: Record<string, QueryValue>): ListJobs {
     ...(states.length > 0 ? { states: states as JobState[] } : {}),
     ...(limit !== undefined ? { limit: /^\d{1,6}$/.test(limit) ? Number(limit) : limit } : {}),
     ...(cursor !== undefined ? { cursor } : {}),
+    ...(allTeams !== undefined ? { allTeams: allTeams === 'true' ? true : allTeams === 'false' ? false : allTeams } : {}),
   };
   const parsed = ListJobs.safeParse(raw);
   if (parsed.success) return parsed.data;

@@ -4,7 +4,8 @@ import { IdempotencyConflictError, WrongExpectedVersionError, type EventStore, t
 import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, newId, type Clock, type EventWriter } from '#service-kit';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { assertOwnJob, authorize } from '../auth/permissions.js';
+import { allows, assertOwnJob, authorize } from '../auth/permissions.js';
+import { ForbiddenError } from '../common/errors.js';
 import type { Principal } from '../auth/api-keys.js';
 import { deadlineIssue, type DeadlinePolicy } from '../domain/deadline-check.js';
 import { eventTime } from '../domain/job-view.js';
@@ -230,8 +231,16 @@ export class JobsService {
   /** A page of the caller's jobs, newest first, as of the store's head when asked. */
   async list(principal: Principal, query: ListJobs): Promise<ListJobsReply> {
     authorize(principal, 'jobs:read');
+    // Another team's jobs only for a key that reads every team's audit (compliance): the list is
+    // what the audit answers too, in the table's shape.
+    const everyTeam = allows(principal, 'audit:read-all-teams');
+    if ((query.allTeams || (query.team !== undefined && query.team !== principal.team)) && !everyTeam) {
+      const asked = query.allTeams ? 'every team\'s jobs' : `the jobs of team ${query.team}`;
+      throw new ForbiddenError(`API key \`${principal.keyId}\` (role ${principal.role}) lists team ${principal.team}'s jobs only and may not list ${asked}; leave out \`team\` and \`allTeams\`, or use a key with role compliance`);
+    }
     await this.current();
-    return this.feed.views.list(principal.team, query);
+    if (query.allTeams) return this.feed.views.listAllTeams(query);
+    return this.feed.views.list(query.team ?? principal.team, query);
   }
 
   /**

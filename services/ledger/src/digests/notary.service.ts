@@ -39,6 +39,11 @@ export class NotaryService implements OnModuleInit, OnApplicationBootstrap, OnMo
     this.notary = new Notary(this.store, identity, this.config.GPUNET_CHAIN_KEY);
   }
 
+  /** The network public key this ledger signs with (undefined without a signing key). */
+  get publicKey(): string | undefined {
+    return this.notary?.publicKey;
+  }
+
   onApplicationBootstrap(): void {
     if (!this.notary) {
       this.logger.info('no GPUNET_SIGNING_KEY_FILE: this ledger signs no chain heads');
