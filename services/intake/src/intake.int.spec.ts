@@ -248,6 +248,35 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     expect(onlyB.countsByTeam).toEqual(every.countsByTeam);
   });
 
+  it('opens another team\'s job for compliance only, recorded by the ledger as an audit query first; its logs and output bytes stay the team\'s', async () => {
+    const b = await submitted(spec(), KEY_B);
+    // Attack: team A's producer key reads team B's job, its events, its outputs.
+    for (const path of [`/v1/jobs/${b}`, `/v1/jobs/${b}/events`, `/v1/jobs/${b}/outputs`]) expect([path, (await http(path)).status]).toEqual([path, 403]);
+    // Compliance: no ledger answering, no read (it must be recorded first).
+    expect((await http(`/v1/jobs/${b}`, { key: KEY_A_AUDIT })).status).toBe(503);
+    const asked: unknown[] = [];
+    const ledger = serveQuery(nc, Queries.AuditJob.subject, { request: Queries.AuditJob.schema, response: Queries.AuditJob.replySchema }, (req) => {
+      asked.push(req);
+      return { job: null, asOfPosition: '1', recordedAs: randomUUID() };
+    });
+    await nc.flush();
+    try {
+      const view = await http(`/v1/jobs/${b}`, { key: KEY_A_AUDIT });
+      expect([view.status, view.json.team]).toEqual([200, 'team-b']);
+      expect((await http(`/v1/jobs/${b}/events`, { key: KEY_A_AUDIT })).json.events[0]).toMatchObject({ type: 'JobSubmitted' });
+      expect((await http(`/v1/jobs/${b}/outputs`, { key: KEY_A_AUDIT })).status).toBe(200);
+      expect(asked).toEqual([1, 2, 3].map(() => ({ requester: expect.objectContaining({ team: 'team-a', role: 'compliance', allTeams: true }), jobId: b })));
+      // Its own team's job needs no audit record.
+      expect((await http(`/v1/jobs/${await submitted()}`, { key: KEY_A_AUDIT })).status).toBe(200);
+      expect(asked).toHaveLength(3);
+      // The bytes are not facts: logs and output files stay team B's.
+      expect((await http(`/v1/jobs/${b}/logs`, { key: KEY_A_AUDIT })).status).toBe(403);
+      expect((await http(`/v1/jobs/${b}/outputs/anything.bin`, { key: KEY_A_AUDIT })).status).toBe(403);
+    } finally {
+      ledger.unsubscribe();
+    }
+  });
+
   it('filters the jobs list and counts per state over every filter but the state; a bad filter names its parameter', async () => {
     const jobId = await submitted();
     const all = await http('/v1/jobs?limit=1');

@@ -41,7 +41,7 @@ export class JobsHttpController {
   @Get(':jobId')
   get(@Req() req: Request, @Param('jobId') jobId: string): Promise<JobView> {
     const principal = this.auth.fromHttp(req.headers.authorization);
-    return this.jobs.get(principal, jobIdParam(jobId));
+    return this.jobs.facts(principal, jobIdParam(jobId), { correlationId: correlationIdOf(req.headers) });
   }
 
   /** Body optional: `{ "reason": "…" }`. */

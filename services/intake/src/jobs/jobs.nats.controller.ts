@@ -37,7 +37,7 @@ export class JobsNatsController {
 
   @MessagePattern(Queries.GetJob.subject)
   get(@Payload() request: GetJob, @Ctx() ctx: NatsQueryContext): Promise<JobView> {
-    return this.jobs.get(this.auth.fromNats(ctx.getHeaders()), request.jobId);
+    return this.jobs.facts(this.auth.fromNats(ctx.getHeaders()), request.jobId);
   }
 
   @MessagePattern(Queries.ListJobs.subject)

@@ -1,10 +1,13 @@
+import { Queries } from '#contracts';
 import type { CancelJobReply, EventData, FieldIssue, JobSubmitted, JobView, ListJobs, ListJobsReply, SubmitJobReply } from '#contracts';
 import { isRetryable, NotFoundError, TransientError, ValidationError } from '#errors';
 import { IdempotencyConflictError, WrongExpectedVersionError, type EventStore, type RecordedEvent } from '#event-store';
-import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, newId, type Clock, type EventWriter } from '#service-kit';
+import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, NATS_CONNECTION, newId, type Clock, type EventWriter } from '#service-kit';
+import { requestQuery } from '#messaging';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { allows, assertOwnJob, authorize } from '../auth/permissions.js';
+import { allows, assertOwnJob, authorize, callerPrincipal } from '../auth/permissions.js';
 import { ForbiddenError } from '../common/errors.js';
 import type { Principal } from '../auth/api-keys.js';
 import { deadlineIssue, type DeadlinePolicy } from '../domain/deadline-check.js';
@@ -56,6 +59,7 @@ export class JobsService {
     private readonly metrics: IntakeMetrics,
     private readonly estimates: EstimateService,
     private readonly budgets: BudgetsService,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
   ) {}
 
   /**
@@ -217,6 +221,26 @@ export class JobsService {
   }
 
   /**
+   * A job's facts (its view, its events, its outputs' names, sizes and sha256) as {@link get}
+   * gives them, for the caller's own job or, for a key that reads every team's audit
+   * (compliance), any team's: the same facts the audit answers, so the jobs table's rows open.
+   * Logs, output bytes, the feed, cancel stay the team's own.
+   */
+  async facts(principal: Principal, jobId: string, trace: RequestTrace = {}): Promise<JobView> {
+    if (!allows(principal, 'audit:read-all-teams')) return this.get(principal, jobId);
+    authorize(principal, 'jobs:read');
+    await this.current();
+    const view = this.feed.get(jobId);
+    if (!view) throw new NotFoundError(`job ${jobId} does not exist`);
+    if (view.team !== principal.team) {
+      // Another team's job is an audit question: the ledger records it (AuditQueried) before it is answered.
+      const q = Queries.AuditJob;
+      await requestQuery(this.nc, q.subject, { requester: callerPrincipal(principal, true), jobId }, { request: q.schema, response: q.replySchema }, trace);
+    }
+    return view;
+  }
+
+  /**
    * One of the caller's jobs as the views hold it now (no catching up): for checking that a job is
    * the caller's before serving something else of it. 404 unknown, 403 another team's.
    */
@@ -254,7 +278,7 @@ export class JobsService {
 
   /** Every event of one of the caller's jobs, from every service, in store order. */
   async events(principal: Principal, jobId: string): Promise<JobEvents> {
-    await this.get(principal, jobId);
+    await this.facts(principal, jobId);
     const events: JobEventRecord[] = [];
     let from = 0n;
     for (;;) {
@@ -266,9 +290,9 @@ export class JobsService {
     return { jobId, events };
   }
 
-  /** The stored outputs of one of the caller's jobs. */
-  async outputs(principal: Principal, jobId: string): Promise<JobOutputs> {
-    const view = await this.get(principal, jobId);
+  /** The stored outputs of one of the caller's jobs (`anyTeam`: of any job whose facts the key may read, for the listing only, never the bytes). */
+  async outputs(principal: Principal, jobId: string, options: { anyTeam?: boolean } = {}): Promise<JobOutputs> {
+    const view = options.anyTeam ? await this.facts(principal, jobId) : await this.get(principal, jobId);
     const out = view.outputs;
     return { jobId, stored: out !== undefined, files: out?.files ?? [], totalBytes: out?.totalBytes ?? 0, truncated: out?.truncated ?? false, rejected: out?.rejected ?? [] };
   }

@@ -19,7 +19,7 @@ export class OutputsHttpController {
 
   @Get(':jobId/outputs')
   list(@Req() req: Request, @Param('jobId') jobId: string): Promise<JobOutputs> {
-    return this.jobs.outputs(this.auth.fromHttp(req.headers.authorization), jobIdParam(jobId));
+    return this.jobs.outputs(this.auth.fromHttp(req.headers.authorization), jobIdParam(jobId), { anyTeam: true });
   }
 
   /** Verified before a byte is sent; `ETag` is the sha256, so a client can check what it got. */
