@@ -94,7 +94,7 @@ describe('JobViews (all jobs in memory)', () => {
     for (let i = 1; i <= 40; i++) views.apply(submit(`j${i}`, ['team-a', 'team-b', 'team-a', 'team-c'][i % 4]!));
     for (const i of [2, 3, 7, 11, 19, 22, 23, 38]) views.apply(stage(`j${i}`));
     const all = { submittedFrom: '1970-01-01T00:00:00.000Z' }; // matches every job: the walk
-    const byState = (r: { countsByState: { state: string; count: number }[] }) => [...r.countsByState].sort((x, y) => x.state.localeCompare(y.state));
+    const byState = (r: { countsByState?: { state: string; count: number }[] | undefined }) => [...(r.countsByState ?? [])].sort((x, y) => x.state.localeCompare(y.state));
     for (const team of ['team-a', 'team-b', 'team-c', 'team-z']) {
       for (const states of [undefined, ['staged' as const], ['submitted' as const, 'staged' as const]]) {
         let cursor: string | undefined;
