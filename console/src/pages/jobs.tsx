@@ -4,7 +4,7 @@
  */
 import { createColumnHelper, flexRender, getCoreRowModel, useReactTable } from '@tanstack/react-table';
 import { useEffect, useMemo, useRef, useState } from 'react';
-import { must, type JobSummary, type ListJobsReply } from '../api/client';
+import { must, takeFirstJobs, type JobSummary, type ListJobsReply } from '../api/client';
 import { followFeed } from '../api/streams';
 import { ErrorBox, Loading, saveBlob, Section, StateBadge, Time } from '../components/common';
 import { Link, useSession } from '../session';
@@ -74,7 +74,9 @@ export function JobsPage() {
       const mine = ++tick.current;
       setLoading(true);
       try {
-        const r = await must(api.GET('/v1/jobs', { params: { query: queryOf(filters, PAGE, cursor) } }));
+        // The first page with no filter may already be on its way (index.html asked before the bundle ran).
+        const early = cursor === undefined && filters === NO_FILTERS ? takeFirstJobs(key, `/v1/jobs?limit=${PAGE}`) : undefined;
+        const r = await (early ?? must(api.GET('/v1/jobs', { params: { query: queryOf(filters, PAGE, cursor) } })));
         if (mine === tick.current) {
           setReply(r);
           setError(undefined);
@@ -85,7 +87,7 @@ export function JobsPage() {
         if (mine === tick.current) setLoading(false);
       }
     },
-    [api, filters, cursor],
+    [api, key, filters, cursor],
   );
 
   useEffect(() => {
@@ -93,15 +95,19 @@ export function JobsPage() {
   }, [load]);
 
   // Live: every feed entry after the store's head now may change a row or add one; reload the page (at most every 500 ms).
+  // The head is read at once, the feed opened only once the first rows show: it does not compete with them.
   const loadRef = useRef(load);
   loadRef.current = load;
+  const head = useMemo(() => fetch('/healthz').then(async (r) => ((await r.json()) as { position: string }).position), [key]);
+  const shown = reply !== undefined || error !== undefined;
   useEffect(() => {
+    if (!shown) return;
     const abort = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
     (async () => {
-      const health = (await (await fetch('/healthz')).json()) as { position: string };
+      const position = await head;
       setLive('live');
-      await followFeed(key, { after: health.position }, () => {
+      await followFeed(key, { after: position }, () => {
         if (timer === undefined) timer = setTimeout(() => { timer = undefined; void loadRef.current(); }, 500);
       }, abort.signal);
     })().catch(() => !abort.signal.aborted && setLive('off'));
@@ -109,7 +115,7 @@ export function JobsPage() {
       abort.abort();
       clearTimeout(timer);
     };
-  }, [key]);
+  }, [key, head, shown]);
 
   const table = useReactTable({ data: reply?.jobs ?? [], columns: COLUMNS, getCoreRowModel: getCoreRowModel(), manualPagination: true, manualFiltering: true });
 
