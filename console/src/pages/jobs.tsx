@@ -104,7 +104,7 @@ export function JobsPage() {
   // The head is read at once, the feed opened only once the first rows show: it does not compete with them.
   const loadRef = useRef(load);
   loadRef.current = load;
-  const head = useMemo(() => fetch('/healthz').then(async (r) => ((await r.json()) as { position: string }).position), [key]);
+  const head = useMemo(() => fetch('/healthz').then(async (r) => ((await r.json()) as { position: string }).position).catch(() => undefined), [key]);
   const shown = reply !== undefined || error !== undefined;
   useEffect(() => {
     if (!shown) return;
@@ -112,6 +112,7 @@ export function JobsPage() {
     let timer: ReturnType<typeof setTimeout> | undefined;
     (async () => {
       const position = await head;
+      if (position === undefined) throw new Error('no store position from /healthz');
       setLive('live');
       await followFeed(key, { after: position }, () => {
         if (timer === undefined) timer = setTimeout(() => { timer = undefined; void loadRef.current(); }, 500);
