@@ -1,5 +1,5 @@
 /** The console's shell: login, navigation by what the key may do, and the pages. */
-import { lazy, Suspense, useEffect, useState, type FormEvent } from 'react';
+import { lazy, Suspense, useEffect, useRef, useState, type FormEvent } from 'react';
 import { apiClient, must, storedKey, storedMe, storeKey } from './api/client';
 import { ErrorBox, Loading } from './components/common';
 import { JobPage } from './pages/job';
@@ -24,13 +24,21 @@ const PAGES: { to: string; label: string; needs: string }[] = [
 ];
 
 export function App() {
-  const [session, setSession] = useState<Session | undefined>();
+  const logoutRef = useRef<() => void>(() => undefined);
+  // A tab that already checked its key shows the pages in the first frame (no login form flashing
+  // first); the key is checked again in the background below.
+  const [session, setSession] = useState<Session | undefined>(() => {
+    const key = storedKey();
+    const me = storedMe();
+    return key && me ? makeSession(key, me, () => logoutRef.current()) : undefined;
+  });
   const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(false);
   const logout = () => {
     storeKey(null);
     setSession(undefined);
   };
+  logoutRef.current = logout;
 
   const login = async (key: string) => {
     setBusy(true);
@@ -51,9 +59,6 @@ export function App() {
   useEffect(() => {
     const key = storedKey();
     if (!key) return;
-    // This tab already checked the key: show the pages at once, and check it again in the background.
-    const me = storedMe();
-    if (me) setSession(makeSession(key, me, logout));
     void login(key);
   }, []);
 

@@ -48,7 +48,8 @@ describe('web console', () => {
 
   beforeAll(async () => {
     // The console as intake serves it: built from console/ now, so the test never sees a stale build.
-    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'console/vite.config.ts'], { cwd: ROOT, stdio: 'pipe' });
+    // In production mode, as `npm run build:console` builds it: under jest NODE_ENV is `test`, and Vite then builds React's development bundle (StrictMode running every effect twice).
+    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'console/vite.config.ts'], { cwd: ROOT, stdio: 'pipe', env: { ...process.env, NODE_ENV: 'production' } });
     dir = await mkdtemp(join(tmpdir(), 'gpunet-console-'));
     shots = await screenshotDir();
     net = await TestNetwork.start({ agents: 1, gpus: 2, dirPrefix: 'gpunet-console-' });
@@ -137,6 +138,24 @@ describe('web console', () => {
     expect(text.split('\n')[0]).toBe('jobId,team,name,state,outcome,gpus,gpuModel,nodeId,submittedAt,updatedAt');
     expect(text).toContain(`${jobId},${net.team},console-watch,completed,completed,1,,node-1,`);
     await check(page, 'jobs');
+    await context.close();
+  }, 60_000);
+
+  it('a tab that holds its key asks for the first page of jobs before the console\'s script has run, once, and shows it', async () => {
+    const { context, page } = await loggedIn(browser, net.url, net.apiKey);
+    await page.locator(`tr[data-job="${jobId}"]`).waitFor();
+    await page.reload();
+    await page.locator(`tr[data-job="${jobId}"]`).waitFor();
+    const seen = await page.evaluate(() => ({
+      asked: performance.getEntriesByType('resource').filter((e) => e.name.includes('/v1/jobs?')).map((e) => ({ name: new URL(e.name).pathname + new URL(e.name).search, start: e.startTime })),
+      boot: performance.getEntriesByName('gpunet:boot')[0]?.startTime,
+    }));
+    expect(seen.asked).toEqual([{ name: '/v1/jobs?limit=50', start: expect.any(Number) }]);
+    expect(seen.asked[0]!.start).toBeLessThan(seen.boot!);
+    // Elsewhere in the console nothing is asked early: the page asks for what it shows.
+    await page.goto(`${net.url}/console/queue`);
+    await page.getByRole('table', { name: 'Nodes' }).waitFor();
+    expect(await page.evaluate(() => performance.getEntriesByName('gpunet:early').length)).toBe(0);
     await context.close();
   }, 60_000);
 

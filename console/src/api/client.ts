@@ -72,3 +72,44 @@ export async function authedFetch(key: string, path: string, init: RequestInit =
   if (!res.ok) throw apiError(res.status, await res.json().catch(() => undefined));
   return res;
 }
+
+/** The jobs page's first page as index.html asked for it before the bundle ran (see there). */
+interface FirstJobs {
+  key: string;
+  url: string;
+  at: number;
+  reply: Promise<{ status: number; body?: unknown }>;
+  /** The answer, once it came. */
+  answer?: { status: number; body?: unknown };
+}
+
+/** How long after the page's load index.html's early answer may still stand for "now". */
+const FIRST_JOBS_FRESH_MS = 5_000;
+
+/**
+ * The first page of jobs that index.html already asked for, when it is the one wanted now (same
+ * key, same query, moments ago): taken once, so a later load asks the API again. An error
+ * answer comes back as its ApiError, like `must`.
+ */
+export function takeFirstJobs(key: string, url: string): Promise<ListJobsReply> | undefined {
+  const early = takeEarly(key, url);
+  return early?.reply.then(({ status, body }) => {
+    if (status < 200 || status >= 300) throw apiError(status, body);
+    return body as ListJobsReply;
+  });
+}
+
+/** Like {@link takeFirstJobs}, but only an answer already here and a success (for a page's first render); else leaves it. */
+export function firstJobsAnswered(key: string, url: string): ListJobsReply | undefined {
+  const answer = (window as unknown as { __gpunetFirstJobs?: FirstJobs }).__gpunetFirstJobs?.answer;
+  if (!answer || answer.status < 200 || answer.status >= 300) return undefined;
+  return takeEarly(key, url) ? (answer.body as ListJobsReply) : undefined;
+}
+
+function takeEarly(key: string, url: string): FirstJobs | undefined {
+  const w = window as unknown as { __gpunetFirstJobs?: FirstJobs };
+  const early = w.__gpunetFirstJobs;
+  delete w.__gpunetFirstJobs;
+  if (!early || early.key !== key || early.url !== url || performance.now() - early.at > FIRST_JOBS_FRESH_MS) return undefined;
+  return early;
+}

@@ -1,6 +1,7 @@
 /** Free GPUs per model per hour for the next hours, as a stepped line chart (uPlot). */
 import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
 import type { Schemas } from '../api/client';
 
 const COLORS = ['#1f6feb', '#d1242f', '#1a7f37', '#9a6700', '#8250df', '#bf3989'];

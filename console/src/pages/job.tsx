@@ -27,9 +27,13 @@ export function JobPage({ jobId }: { jobId: string }) {
       const j = await must(api.GET('/v1/jobs/{jobId}', { params: { path: { jobId } } }));
       setJob(j);
       setError(undefined);
-      if (WAITING.has(j.state)) setQueue(await must(api.GET('/v1/jobs/{jobId}/queue', { params: { path: { jobId } } })).catch(() => undefined));
-      else setQueue(undefined);
-      if (j.attempts.some((a) => a.finishedAt) && api) setCharges(await must(api.GET('/v1/charges', { params: { query: { jobId } } })).catch(() => undefined));
+      // Secondary panels, both at once, after the view (the timeline) is drawn.
+      const [q, c] = await Promise.all([
+        WAITING.has(j.state) ? must(api.GET('/v1/jobs/{jobId}/queue', { params: { path: { jobId } } })).catch(() => undefined) : undefined,
+        j.attempts.some((a) => a.finishedAt) ? must(api.GET('/v1/charges', { params: { query: { jobId } } })).catch(() => undefined) : undefined,
+      ]);
+      setQueue(q);
+      if (c) setCharges(c);
     } catch (err) {
       setError(err);
     }
@@ -37,13 +41,16 @@ export function JobPage({ jobId }: { jobId: string }) {
 
   useEffect(() => {
     setJob(undefined);
-    void reload.current();
     const abort = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
-    followFeed(key, { jobId }, () => {
-      if (timer === undefined) timer = setTimeout(() => { timer = undefined; void reload.current(); }, 150);
-    }, abort.signal)
-      .then(() => reload.current())
+    // The view first; the job's feed (every entry from its start, so nothing is missed) once it is drawn.
+    void reload.current()
+      .then(() => {
+        if (abort.signal.aborted) return;
+        return followFeed(key, { jobId }, () => {
+          if (timer === undefined) timer = setTimeout(() => { timer = undefined; void reload.current(); }, 150);
+        }, abort.signal).then(() => reload.current());
+      })
       .catch(() => undefined);
     return () => {
       abort.abort();

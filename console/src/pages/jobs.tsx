@@ -6,7 +6,7 @@
  */
 import { createColumnHelper, flexRender, getCoreRowModel, useReactTable } from '@tanstack/react-table';
 import { useEffect, useMemo, useRef, useState } from 'react';
-import { must, type JobSummary, type ListJobsReply } from '../api/client';
+import { firstJobsAnswered, must, takeFirstJobs, type JobSummary, type ListJobsReply } from '../api/client';
 import { followFeed } from '../api/streams';
 import { ErrorBox, Loading, saveBlob, Section, StateBadge, Time } from '../components/common';
 import { Link, useSession } from '../session';
@@ -69,9 +69,11 @@ export function JobsPage() {
   const [groupBy, setGroupBy] = useState<'state' | 'team'>('state');
   const [filters, setFilters] = useState<Filters>(NO_FILTERS);
   const [cursors, setCursors] = useState<string[]>([]); // cursors of the pages before this one's
-  const [reply, setReply] = useState<ListJobsReply | undefined>();
+  // The first page with no filter may be here already (index.html asked before the bundle ran): rows in the first render.
+  const [reply, setReply] = useState<ListJobsReply | undefined>(() => firstJobsAnswered(key, `/v1/jobs?limit=${PAGE}`));
   const [error, setError] = useState<unknown>();
-  const [loading, setLoading] = useState(true);
+  const [loading, setLoading] = useState(reply === undefined);
+  const answered = useRef(reply !== undefined); // the first load is that answer
   const [live, setLive] = useState<'connecting' | 'live' | 'off'>('connecting');
   const [exporting, setExporting] = useState(false);
   const cursor = cursors.at(-1);
@@ -79,10 +81,16 @@ export function JobsPage() {
 
   const load = useMemo(
     () => async () => {
+      if (answered.current) {
+        answered.current = false;
+        return;
+      }
       const mine = ++tick.current;
       setLoading(true);
       try {
-        const r = await must(api.GET('/v1/jobs', { params: { query: queryOf(filters, PAGE, cursor, everyTeam) } }));
+        // The first page with no filter may already be on its way (index.html asked before the bundle ran; a team's own list only).
+        const early = cursor === undefined && filters === NO_FILTERS && !everyTeam ? takeFirstJobs(key, `/v1/jobs?limit=${PAGE}`) : undefined;
+        const r = await (early ?? must(api.GET('/v1/jobs', { params: { query: queryOf(filters, PAGE, cursor, everyTeam) } })));
         if (mine === tick.current) {
           setReply(r);
           setError(undefined);
@@ -93,7 +101,7 @@ export function JobsPage() {
         if (mine === tick.current) setLoading(false);
       }
     },
-    [api, filters, cursor, everyTeam],
+    [api, key, filters, cursor, everyTeam],
   );
 
   useEffect(() => {
@@ -101,15 +109,20 @@ export function JobsPage() {
   }, [load]);
 
   // Live: every feed entry after the store's head now may change a row or add one; reload the page (at most every 500 ms).
+  // The head is read at once, the feed opened only once the first rows show: it does not compete with them.
   const loadRef = useRef(load);
   loadRef.current = load;
+  const head = useMemo(() => fetch('/healthz').then(async (r) => ((await r.json()) as { position: string }).position).catch(() => undefined), [key]);
+  const shown = reply !== undefined || error !== undefined;
   useEffect(() => {
+    if (!shown) return;
     const abort = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
     (async () => {
-      const health = (await (await fetch('/healthz')).json()) as { position: string };
+      const position = await head;
+      if (position === undefined) throw new Error('no store position from /healthz');
       setLive('live');
-      await followFeed(key, { after: health.position }, () => {
+      await followFeed(key, { after: position }, () => {
         if (timer === undefined) timer = setTimeout(() => { timer = undefined; void loadRef.current(); }, 500);
       }, abort.signal);
     })().catch(() => !abort.signal.aborted && setLive('off'));
@@ -117,7 +130,7 @@ export function JobsPage() {
       abort.abort();
       clearTimeout(timer);
     };
-  }, [key]);
+  }, [key, head, shown]);
 
   const table = useReactTable({ data: reply?.jobs ?? [], columns: COLUMNS, state: { columnVisibility: { team: everyTeam } }, getCoreRowModel: getCoreRowModel(), manualPagination: true, manualFiltering: true });
 

@@ -8,7 +8,7 @@ import type { ConformanceContext, ConformanceHarness, RawEventRow } from '../con
 import type { EventStore } from '../event-store.js';
 import { canonicalJson, computeEventHash, GENESIS_HASH } from '../hash-chain.js';
 import { CREATE_EVENT_GUARDS, DROP_EVENT_GUARDS } from './schema.js';
-import { SqliteEventStore, type SqliteEventStoreOptions } from './sqlite-event-store.js';
+import { readAllQuery, SqliteEventStore, type SqliteEventStoreOptions } from './sqlite-event-store.js';
 
 /** A temp directory per context; tamper and plain-SQL hooks use their own connection, as an intruder would. */
 function sqliteHarness(extra: Omit<SqliteEventStoreOptions, 'path'> = {}): ConformanceHarness {
@@ -137,6 +137,18 @@ describe('sqlite event store specifics', () => {
     }
     // synchronous is per connection: read it through the store's own connection.
     expect((store as unknown as { db: Database.Database }).db.pragma('synchronous', { simple: true })).toBe(2n);
+  });
+
+  it("reads one job's events of a team by the job's index, not by walking the team's", async () => {
+    const store = open();
+    for (let j = 0; j < 50; j++) {
+      await store.appendToStream(`job-${j}`, [0, 1].map((i) => newEvent({ type: i === 0 ? 'JobSubmitted' : 'JobEnded', data: { i }, metadata: { jobId: `job-${j}`, team: 'team-a' } })));
+    }
+    const options = { filter: { team: 'team-a', jobId: 'job-7', types: ['JobSubmitted', 'JobEnded'] } };
+    expect((await store.readAll(options)).map((e) => e.streamId)).toEqual(['job-7', 'job-7']);
+    const { sql, params } = readAllQuery(options)!;
+    const plan = (store as unknown as { db: Database.Database }).db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[];
+    expect(plan.map((p) => p.detail).join('\n')).toContain('USING INDEX events_job_id');
   });
 
   it('stamps recordedAt with the injected clock and hashes with it', async () => {

@@ -322,29 +322,9 @@ export class SqliteEventStore implements EventStore {
   }
 
   private readAllSync(options: ReadAllOptions): RecordedEvent[] {
-    const filter: ReadAllFilter = options.filter ?? {};
-    if (filter.types && filter.types.length === 0) return [];
-    const where = ['position > ?', 'position <= ?'];
-    const params: unknown[] = [options.fromPosition ?? 0n, options.toPosition ?? MAX_POSITION];
-    if (filter.types) {
-      where.push('type IN (SELECT value FROM json_each(?))');
-      params.push(JSON.stringify(filter.types));
-    }
-    if (filter.streamPrefix !== undefined) {
-      // substr, not LIKE: the prefix is literal, `_` and `%` included.
-      where.push('substr(stream_id, 1, length(?)) = ?');
-      params.push(filter.streamPrefix, filter.streamPrefix);
-    }
-    if (filter.jobId !== undefined) {
-      where.push('job_id = ?');
-      params.push(filter.jobId);
-    }
-    if (filter.team !== undefined) {
-      where.push('team = ?');
-      params.push(filter.team);
-    }
-    params.push(BigInt(options.maxCount ?? DEFAULT_READ_ALL_MAX));
-    const sql = `SELECT ${EVENT_COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY position LIMIT ?`;
+    const query = readAllQuery(options);
+    if (query === undefined) return [];
+    const { sql, params } = query;
     let statement = this.readAllStatements.get(sql);
     if (!statement) this.readAllStatements.set(sql, (statement = this.db.prepare(sql)));
     return (statement.all(...params) as EventRow[]).map(toRecorded);
@@ -493,4 +473,35 @@ function createPrivately(file: string): void {
   }
   closeSync(openSync(file, 'a', 0o600));
   chmodSync(file, 0o600);
+}
+
+/**
+ * The SQL of a `readAll` (undefined when it can match nothing). A job's events are found by the
+ * job's index: with a team too, `+team` keeps SQLite from walking the team's index instead, which
+ * reads every event of a team with many jobs to find one job's few (a job's feed, its logs' end).
+ */
+export function readAllQuery(options: ReadAllOptions): { sql: string; params: unknown[] } | undefined {
+  const filter: ReadAllFilter = options.filter ?? {};
+  if (filter.types && filter.types.length === 0) return undefined;
+  const where = ['position > ?', 'position <= ?'];
+  const params: unknown[] = [options.fromPosition ?? 0n, options.toPosition ?? MAX_POSITION];
+  if (filter.types) {
+    where.push('type IN (SELECT value FROM json_each(?))');
+    params.push(JSON.stringify(filter.types));
+  }
+  if (filter.streamPrefix !== undefined) {
+    // substr, not LIKE: the prefix is literal, `_` and `%` included.
+    where.push('substr(stream_id, 1, length(?)) = ?');
+    params.push(filter.streamPrefix, filter.streamPrefix);
+  }
+  if (filter.jobId !== undefined) {
+    where.push('job_id = ?');
+    params.push(filter.jobId);
+  }
+  if (filter.team !== undefined) {
+    where.push(filter.jobId !== undefined ? '+team = ?' : 'team = ?');
+    params.push(filter.team);
+  }
+  params.push(BigInt(options.maxCount ?? DEFAULT_READ_ALL_MAX));
+  return { sql: `SELECT ${EVENT_COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY position LIMIT ?`, params };
 }

@@ -30,6 +30,11 @@ function matches(view: JobView, q: ListQuery): boolean {
   return true;
 }
 
+/** Whether the query filters by nothing but states. */
+function onlyStates(q: ListQuery): boolean {
+  return q.outcome === undefined && q.gpuModel === undefined && q.nodeId === undefined && q.submittedFrom === undefined && q.submittedTo === undefined;
+}
+
 const CURSOR = /^p(0|[1-9][0-9]{0,19})$/;
 
 /** Cursors name the submit position of the last job of a page, so a page never shifts when jobs are added. */
@@ -55,6 +60,8 @@ export class JobViews {
   private readonly all: string[] = [];
   private head = 0n;
   private readonly states = new Map<JobState, number>();
+  /** Jobs per state of each team, kept as events apply: a list with no filter but states counts without a walk. */
+  private readonly teamStates = new Map<string, Map<JobState, number>>();
 
   /** Position of the last event applied (0n before any). */
   get position(): bigint {
@@ -86,6 +93,10 @@ export class JobViews {
     this.records.set(jobId, after);
     if (before) this.states.set(before.view.state, (this.states.get(before.view.state) ?? 1) - 1);
     this.states.set(after.view.state, (this.states.get(after.view.state) ?? 0) + 1);
+    const teamStates = this.teamStates.get(after.view.team) ?? new Map<JobState, number>();
+    this.teamStates.set(after.view.team, teamStates);
+    if (before) teamStates.set(before.view.state, (teamStates.get(before.view.state) ?? 1) - 1);
+    teamStates.set(after.view.state, (teamStates.get(after.view.state) ?? 0) + 1);
     if (before === undefined) {
       const list = this.byTeam.get(after.view.team) ?? [];
       list.push(jobId);
@@ -109,6 +120,7 @@ export class JobViews {
    * matches the other filters (all pages), so a table can show its group-by without a second walk.
    */
   list(team: string, query: ListQuery): ListJobsReply {
+    if (onlyStates(query)) return this.listByPosition(team, query);
     return this.page(this.byTeam.get(team) ?? [], query);
   }
 
@@ -149,6 +161,42 @@ export class JobViews {
       jobs: page.map((r) => toSummary(r.view)),
       nextCursor: more ? encodeCursor(page.at(-1)!.submittedPosition) : null,
       countsByState: [...counts].map(([state, count]) => ({ state, count })),
+    };
+  }
+
+  /**
+   * `list` when no filter but states is set (the jobs page as it opens): the counts are the team's,
+   * kept as events apply, and the page starts at its cursor by binary search over the team's jobs
+   * in submit order, so a page costs its own rows, not a walk over every job of the team.
+   */
+  private listByPosition(team: string, query: ListQuery): ListJobsReply {
+    const ids = this.byTeam.get(team) ?? [];
+    const before = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+    const states = query.states && query.states.length > 0 ? new Set(query.states) : undefined;
+    let lo = 0;
+    let hi = ids.length; // first index whose job was submitted at or after `before`
+    if (before !== undefined) {
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (this.records.get(ids[mid]!)!.submittedPosition < before) lo = mid + 1;
+        else hi = mid;
+      }
+    }
+    const page: JobRecord[] = [];
+    let more = false;
+    for (let i = hi - 1; i >= 0; i--) {
+      const record = this.records.get(ids[i]!)!;
+      if (states && !states.has(record.view.state)) continue;
+      if (page.length === query.limit) {
+        more = true;
+        break;
+      }
+      page.push(record);
+    }
+    return {
+      jobs: page.map((r) => toSummary(r.view)),
+      nextCursor: more ? encodeCursor(page.at(-1)!.submittedPosition) : null,
+      countsByState: [...(this.teamStates.get(team) ?? [])].filter(([, count]) => count > 0).map(([state, count]) => ({ state, count })),
     };
   }
 }

@@ -103,6 +103,35 @@ describe('JobViews (all jobs in memory)', () => {
     expect(page.countsByState).toHaveLength(2);
   });
 
+  it('with no filter but states, pages and counts exactly as the walk over every job does (cursor found by search, counts kept as events apply)', () => {
+    // Three teams interleaved; some jobs staged, one twice over a page boundary; pages of 3.
+    for (let i = 1; i <= 40; i++) views.apply(submit(`j${i}`, ['team-a', 'team-b', 'team-a', 'team-c'][i % 4]!));
+    for (const i of [2, 3, 7, 11, 19, 22, 23, 38]) views.apply(stage(`j${i}`));
+    const all = { submittedFrom: '1970-01-01T00:00:00.000Z' }; // matches every job: the walk
+    const byState = (r: { countsByState?: { state: string; count: number }[] | undefined }) => [...(r.countsByState ?? [])].sort((x, y) => x.state.localeCompare(y.state));
+    for (const team of ['team-a', 'team-b', 'team-c', 'team-z']) {
+      for (const states of [undefined, ['staged' as const], ['submitted' as const, 'staged' as const]]) {
+        let cursor: string | undefined;
+        let pages = 0;
+        do {
+          const q = { limit: 3, ...(states ? { states } : {}), ...(cursor ? { cursor } : {}) };
+          const fast = views.list(team, q);
+          const walked = views.list(team, { ...q, ...all });
+          expect(fast.jobs).toEqual(walked.jobs);
+          expect(fast.nextCursor).toEqual(walked.nextCursor);
+          expect(byState(fast)).toEqual(byState(walked));
+          cursor = fast.nextCursor ?? undefined;
+          pages++;
+        } while (cursor);
+        if (team === 'team-a' && !states) expect(pages).toBe(7); // 20 jobs, 3 a page
+      }
+    }
+    // A cursor from before newer jobs came still starts where it did.
+    const first = views.list('team-b', { limit: 3 });
+    views.apply(submit('j41', 'team-b'));
+    expect(views.list('team-b', { limit: 3, cursor: first.nextCursor! }).jobs[0]!.jobId).toBe('j25');
+  });
+
   it('a full last page has no next cursor', () => {
     for (let i = 1; i <= 2; i++) views.apply(submit(`j${i}`));
     expect(views.list('team-a', { limit: 2 }).nextCursor).toBeNull();
