@@ -35,8 +35,8 @@ describe('web console', () => {
   const keys: Record<'compliance' | 'billing', string> = { compliance: '', billing: '' };
   let jobId = '';
 
-  async function issueKey(role: string): Promise<string> {
-    const res = await fetch(`${net.url}/v1/keys`, { method: 'POST', headers: { Authorization: `Bearer ${net.adminApiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ team: net.team, role }) });
+  async function issueKey(role: string, team = net.team): Promise<string> {
+    const res = await fetch(`${net.url}/v1/keys`, { method: 'POST', headers: { Authorization: `Bearer ${net.adminApiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ team, role }) });
     expect(res.status).toBe(201);
     return ((await res.json()) as { apiKey: string }).apiKey;
   }
@@ -228,6 +228,16 @@ describe('web console', () => {
     await page.locator(`tr[data-job="${jobId}"]`).waitFor();
     await check(page, 'jobs-by-team');
     await context.close();
+    // A compliance officer of another team opens the job from the table: its facts show, and the read is in the record of audit queries.
+    const created = await fetch(`${net.url}/v1/teams`, { method: 'POST', headers: { Authorization: `Bearer ${net.adminApiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ team: 'team-audit' }) });
+    expect([201, 409]).toContain(created.status);
+    const outside = await loggedIn(browser, net.url, await issueKey('compliance', 'team-audit'));
+    await outside.page.getByRole('textbox', { name: 'Team' }).fill(net.team);
+    await outside.page.locator(`tr[data-job="${jobId}"]`).getByRole('link').first().click();
+    await outside.page.getByRole('heading', { name: new RegExp(jobId) }).waitFor();
+    const asked = await outside.page.evaluate(async (key) => (await (await fetch('/v1/audit/queries?limit=20', { headers: { Authorization: `Bearer ${key}` } })).json()) as { queries: { query: string; parameters: { jobId?: string } }[] }, keys.compliance);
+    expect(asked.queries.filter((q) => q.query === 'AuditJob' && q.parameters.jobId === jobId).length).toBeGreaterThanOrEqual(1);
+    await outside.context.close();
   }, 60_000);
 
   it('a billing key reads the month\'s invoice with its lines and their events, replays it, runs a what-if, downloads its dispute bundle, and publishes a price list', async () => {
