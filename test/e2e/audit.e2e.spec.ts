@@ -23,6 +23,8 @@ const e2e = (body: () => Promise<void>) => withLogsOnFailure(() => net, body);
 
 const complianceKey = randomBytes(32).toString('hex');
 const otherTeamKey = randomBytes(32).toString('hex');
+/** The local team's billing desk: invoices are for billing keys, not producers. */
+const billingKey = randomBytes(32).toString('hex');
 const OTHER_TEAM = 'team-b';
 const clients: GpunetClient[] = [];
 const clientWith = (apiKey: string) => {
@@ -49,11 +51,11 @@ let otherJob = '';
 
 beforeAll(async () => {
   net = await TestNetwork.start({ agents: 2, gpus: 4 });
-  // Two more keys: a compliance officer and another team. Intake reads the key file at start.
+  // Three more keys: a compliance officer, another team, the local team's billing desk. Intake reads the key file at start.
   const state = await readState(net.dataDir);
   await appendFile(
     state!.apiKeysFile,
-    `- { id: officer, sha256: ${sha(complianceKey)}, team: compliance-office, role: compliance }\n- { id: team-b-ci, sha256: ${sha(otherTeamKey)}, team: ${OTHER_TEAM}, role: producer }\n`,
+    `- { id: officer, sha256: ${sha(complianceKey)}, team: compliance-office, role: compliance }\n- { id: team-b-ci, sha256: ${sha(otherTeamKey)}, team: ${OTHER_TEAM}, role: producer }\n- { id: billing-desk, sha256: ${sha(billingKey)}, team: ${net.team}, role: billing }\n`,
   );
   await net.kill('intake', 'SIGTERM');
   await net.restart('intake');
@@ -302,7 +304,7 @@ describe('gpunet replay, verify and dispute-bundle', () => {
     e2e(async () => {
       const id = await invoiceId();
       // The draft as the ledger serves it (`gpunet invoice show --json`), kept as a customer would keep it.
-      const shown = await cli(['invoice', 'show', id, '--json']);
+      const shown = await cli(['invoice', 'show', id, '--json'], billingKey);
       expect(shown.code).toBe(0);
       const invoice = JSON.parse(shown.out) as { derivedAtPosition: string; lines: { lineId: string; jobId: string; amountMicros: number; eventIds: string[] }[] };
       const copy = join(network().dataDir, 'invoice.json');
