@@ -125,7 +125,7 @@ describe('web console', () => {
     await context.close();
   }, 180_000);
 
-  it('filters, groups and pages the jobs on the server, and exports CSV', async () => {
+  it('filters, groups and pages the jobs on the server, exports CSV, and opens a job with the keyboard alone', async () => {
     const { context, page } = await loggedIn(browser, net.url, net.apiKey);
     await page.locator(`tr[data-job="${jobId}"]`).waitFor();
     await page.getByRole('list', { name: 'Jobs per state' }).getByRole('button', { name: /completed/ }).click();
@@ -138,6 +138,22 @@ describe('web console', () => {
     expect(text.split('\n')[0]).toBe('jobId,team,name,state,outcome,gpus,gpuModel,nodeId,submittedAt,updatedAt');
     expect(text).toContain(`${jobId},${net.team},console-watch,completed,completed,1,,node-1,`);
     await check(page, 'jobs');
+    // Keyboard only: Tab reaches the job's link (every stop on the way visible; axe checks their names), Enter opens it.
+    await page.locator('body').click({ position: { x: 1, y: 1 } });
+    const stops: string[] = [];
+    for (let i = 0; i < 80; i++) {
+      await page.keyboard.press('Tab');
+      const el = page.locator(':focus');
+      if ((await el.count()) === 0) continue;
+      const box = await el.boundingBox();
+      const focused = { text: (await el.textContent()) ?? '', visible: box !== null && box.width > 0 && box.height > 0, href: (await el.getAttribute('href')) ?? '' };
+      expect(focused.visible).toBe(true);
+      stops.push(focused.text);
+      if (focused.href.endsWith(`/jobs/${jobId}`)) break;
+    }
+    expect(stops.at(-1)).toContain(jobId);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: new RegExp(jobId) }).waitFor();
     await context.close();
   }, 60_000);
 
