@@ -3,6 +3,7 @@
 //   int   *.int.spec.ts   against a real nats-server / PostgreSQL / SQLite
 //   e2e   test/**/*.e2e.spec.ts  real service processes
 //   browser test/browser/*.browser.spec.ts  the web console in Debian's Chromium against a real network
+//   multihost test/multihost/*.multihost.spec.ts  separate hosts (network namespaces) on one machine, as root
 const swc = [
   '@swc/jest',
   {
@@ -51,5 +52,6 @@ export default {
       globalTeardown: '<rootDir>/test/support/bus/bus-contract.ts',
     },
     { ...common, displayName: 'browser', testMatch: ['<rootDir>/test/browser/**/*.browser.spec.ts'], slowTestThreshold: 180 },
+    { ...common, displayName: 'multihost', testMatch: ['<rootDir>/test/multihost/**/*.multihost.spec.ts'], slowTestThreshold: 180 },
   ],
 };

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm test`: everything, from a fresh clone. Installs npm packages, nats-server, promtool, podman, PostgreSQL and Chromium
+# `npm test`: everything, from a fresh clone. Installs npm packages, nats-server, promtool, podman, PostgreSQL, Chromium and iproute2
 # when missing (Debian packages, as root), starts PostgreSQL when stopped, then builds,
 # typechecks, lints and runs the test tiers in order. A backend that cannot be had fails the
 # run; nothing is skipped. See README.md.
@@ -19,6 +19,7 @@ ensure_python
 ensure_promtool
 ensure_podman
 ensure_chromium
+ensure_netns
 
 # name|status|seconds|detail, one per check, for the closing summary.
 results=()
@@ -63,6 +64,7 @@ run_check "alert rules" npm run -s test:alerts
 run_check "int tests" npm run -s test:int
 run_check "e2e tests" npm run -s test:e2e
 run_check "browser tests" npm run -s test:browser
+run_check "multi-host tests" npm run -s test:multihost
 run_check "python tests" npm run -s test:python
 
 step "summary"

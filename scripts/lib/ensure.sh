@@ -195,6 +195,21 @@ ensure_promtool() {
   note "$(promtool --version 2>&1 | head -n1)"
 }
 
+# The multi-host tier builds separate hosts from network namespaces: iproute2, and root to make them.
+ensure_netns() {
+  step "network namespaces (multi-host tier)"
+  if ! command -v ip >/dev/null 2>&1; then
+    is_root || die "iproute2 is not installed; the multi-host tests cannot build their hosts." "Install it (Debian/Ubuntu): sudo apt-get install -y iproute2"
+    note "not installed: installing Debian's iproute2"
+    apt_install iproute2
+  fi
+  is_root || die "the multi-host tests make network namespaces, which needs root." "Run \`npm test\` as root (e.g. in the CI container), or run the other tiers alone: npm run test:unit, test:int, test:e2e, test:browser."
+  local probe="gpnprobe$$"
+  ip netns add "$probe" 2>/dev/null || die "this machine refuses to make a network namespace (ip netns add failed)." "Run in a container or VM that grants CAP_SYS_ADMIN and CAP_NET_ADMIN to root."
+  ip netns delete "$probe"
+  note "$(ip -V 2>&1 | head -n1)"
+}
+
 # --- PostgreSQL --------------------------------------------------------------------------------
 
 # Connects to $1 and checks the role may create databases (each test file makes its own).
