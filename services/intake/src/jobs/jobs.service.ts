@@ -227,11 +227,10 @@ export class JobsService {
    * Logs, output bytes, the feed, cancel stay the team's own.
    */
   async facts(principal: Principal, jobId: string, trace: RequestTrace = {}): Promise<JobView> {
-    if (!allows(principal, 'audit:read-all-teams')) return this.get(principal, jobId);
+    const anyTeam = allows(principal, 'audit:read-all-teams');
     authorize(principal, 'jobs:read');
     await this.current();
-    const view = this.feed.get(jobId);
-    if (!view) throw new NotFoundError(`job ${jobId} does not exist`);
+    const view = this.view(principal, jobId, anyTeam);
     if (view.team !== principal.team) {
       // Another team's job is an audit question: the ledger records it (AuditQueried) before it is answered.
       const q = Queries.AuditJob;
@@ -246,9 +245,14 @@ export class JobsService {
    */
   own(principal: Principal, jobId: string): JobView {
     authorize(principal, 'jobs:read');
+    return this.view(principal, jobId, false);
+  }
+
+  /** The job's view as held now: 404 unknown, 403 another team's unless `anyTeam`. */
+  private view(principal: Principal, jobId: string, anyTeam: boolean): JobView {
     const view = this.feed.get(jobId);
     if (!view) throw new NotFoundError(`job ${jobId} does not exist`);
-    assertOwnJob(principal, view);
+    if (!anyTeam) assertOwnJob(principal, view);
     return view;
   }
 

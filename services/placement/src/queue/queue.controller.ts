@@ -45,7 +45,7 @@ export class QueueController {
       }));
     // A start shown is a quote: the first one of each job is recorded (JobQuoted) before it is
     // answered. Answering matters more than the record: a store that refuses the write is logged.
-    const quotes = quotesToRecord(this.scheduler.state, p, new Set(pending.filter((e) => e.expectedStart !== undefined).map((e) => e.jobId)));
+    const quotes = quotesToRecord(this.scheduler.state, p, new Set(pending.map((e) => e.jobId)));
     if (quotes.length > 0) await this.scheduler.recordQuotes(quotes).catch((err: unknown) => this.logger.warn({ err, jobs: quotes.length }, 'quotes shown but not recorded'));
     return {
       pending,
