@@ -161,6 +161,12 @@ export function replay(jobs: readonly SimJob[], options: ReplayOptions): ReplayR
       if (predictions && predictedRunMs < j.runMs) wakeups.push(t + predictedRunMs);
     }
   }
+  // A job still waiting with nothing running and nothing to arrive would wait forever: a policy that strands work is a defect, never a figure.
+  if (queued > 0) {
+    const ran = new Set([...runs.map((r) => r.jobId), ...rejected.map((r) => r.jobId)]);
+    const stranded = jobs.filter((j) => !ran.has(j.jobId));
+    throw new Error(`${stranded.length} job(s) never started: the policy left them waiting with nothing running and nothing left to arrive (first: ${stranded[0]!.jobId}, ${stranded[0]!.gpus} GPUs)`);
+  }
   return { runs, rejected, totalGpus, passes };
 }
 
