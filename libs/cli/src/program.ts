@@ -408,6 +408,8 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .addOption(new Option('--backfill <on|off>', 'EASY backfilling for any policy (default on); off: strict order').choices(['on', 'off']))
     .option('--reservation-depth <n>', 'waiting jobs that hold reservations (default: 1)')
     .addOption(new Option('--predictions <on|off>', 'run-time predictions from history (default on); off: the requested times').choices(['on', 'off']))
+    .option('--long-work-share <percent>', 'headroom for short work: percent of the GPUs jobs predicted to run long may hold while short work flows (default policy 80; 100: none)')
+    .option('--long-work-from <ms>', 'predicted run time (ms) from which a job is long work (default 3600000)')
     .option('--weights <k=v,...>', 'priority weights over the default, e.g. `age=1000,runTime=1000,size=0,fairShare=10000,ageCapMs=2592000000` (default policy only)')
     .action(run((ctx, opts) => simulate(ctx, opts as SimulateFlags)));
 

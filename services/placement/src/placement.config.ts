@@ -1,6 +1,6 @@
 import type { BaseConfig } from '#service-kit';
 import { z } from 'zod';
-import { DEFAULT_PRIORITY_WEIGHTS, DEFAULT_RESERVATION_AFTER_MS, DEFAULT_RESERVATION_DEPTH, DEFAULT_RUN_TIME_SCALE_MS, DEFAULT_USAGE_HALF_LIFE_MS, RUN_TIME_FLOOR_MS, type PlanOptions, type StateOptions } from './domain/index.js';
+import { DEFAULT_HEADROOM, DEFAULT_PRIORITY_WEIGHTS, DEFAULT_RESERVATION_AFTER_MS, DEFAULT_RESERVATION_DEPTH, DEFAULT_RUN_TIME_SCALE_MS, DEFAULT_USAGE_HALF_LIFE_MS, RUN_TIME_FLOOR_MS, type PlanOptions, type StateOptions } from './domain/index.js';
 
 const weight = (name: string, dflt: number) =>
   z.coerce.number().int().min(0).max(1_000_000).default(dflt).describe(`${name} (integer 0–1000000; 0 turns the factor off)`);
@@ -32,6 +32,14 @@ export const PlacementConfig = z.object({
   GPUNET_RESERVE_BY: z.enum(['limits', 'predictions'], { error: 'must be limits or predictions' }).default('limits').describe('limits: the pass dates its reservations by running work\'s time limits, as EASY does (decision 0020); predictions: by their predicted ends'),
   GPUNET_RESERVATION_DEPTH: z.coerce.number().int().min(0).max(10_000).default(DEFAULT_RESERVATION_DEPTH).describe('how many waiting jobs, highest priority first, hold reservations'),
   GPUNET_BACKFILL: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on').describe('on: lower jobs start where they delay no reservation; off: strict priority order'),
+  GPUNET_LONG_WORK_SHARE: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .default(Math.round(DEFAULT_HEADROOM.share * 100))
+    .describe('percent of the GPUs long work may hold at once while short work flows (100: no limit; decision 0028)'),
+  GPUNET_LONG_WORK_FROM_MS: z.coerce.number().int().min(1).default(DEFAULT_HEADROOM.longRunMs).describe('predicted run time (ms) from which a job is long work'),
 });
 export type PlacementConfig = z.output<typeof PlacementConfig> & BaseConfig;
 
@@ -54,6 +62,7 @@ export function planOptionsOf(config: Partial<PlacementConfig>): PlanOptions {
     backfill: c.GPUNET_BACKFILL === 'on',
     predictions: c.GPUNET_PREDICTIONS === 'on',
     reserveByLimits: c.GPUNET_RESERVE_BY === 'limits',
+    headroom: c.GPUNET_LONG_WORK_SHARE >= 100 ? false : { longRunMs: c.GPUNET_LONG_WORK_FROM_MS, share: c.GPUNET_LONG_WORK_SHARE / 100 },
   };
 }
 

@@ -17,9 +17,10 @@ describe('placement config: scheduling options', () => {
   });
 
   it('reads the weights from the environment, and they change the order of the plan', () => {
-    const env = { GPUNET_PRIORITY_WEIGHT_AGE: '0', GPUNET_PRIORITY_WEIGHT_FAIRSHARE: '0', GPUNET_PRIORITY_WEIGHT_SIZE: '500', GPUNET_PRIORITY_WEIGHT_RUNTIME: '0', GPUNET_BACKFILL: 'off', GPUNET_RESERVATION_DEPTH: '2', GPUNET_RESERVATION_AFTER_MS: '0', GPUNET_PREDICTIONS: 'off', GPUNET_RESERVE_BY: 'predictions' };
+    const env = { GPUNET_PRIORITY_WEIGHT_AGE: '0', GPUNET_PRIORITY_WEIGHT_FAIRSHARE: '0', GPUNET_PRIORITY_WEIGHT_SIZE: '500', GPUNET_PRIORITY_WEIGHT_RUNTIME: '0', GPUNET_BACKFILL: 'off', GPUNET_RESERVATION_DEPTH: '2', GPUNET_RESERVATION_AFTER_MS: '0', GPUNET_PREDICTIONS: 'off', GPUNET_RESERVE_BY: 'predictions', GPUNET_LONG_WORK_SHARE: '100' };
     const options = planOptionsOf(PlacementConfig.parse(env));
-    expect(options).toMatchObject({ weights: { age: 0, fairShare: 0, size: 500, runTime: 0 }, backfill: false, reservationDepth: 2, reservationAfterMs: 0, predictions: false, reserveByLimits: false });
+    expect(options).toMatchObject({ weights: { age: 0, fairShare: 0, size: 500, runTime: 0 }, backfill: false, reservationDepth: 2, reservationAfterMs: 0, predictions: false, reserveByLimits: false, headroom: false });
+    expect(planOptionsOf(PlacementConfig.parse({ GPUNET_LONG_WORK_SHARE: '70', GPUNET_LONG_WORK_FROM_MS: '7200000' })).headroom).toEqual({ longRunMs: 7_200_000, share: 0.7 });
     // A short 1-GPU job and a long 4-GPU job behind a busy node: by default the shorter predicted run
     // ranks first (run-time factor); weighing size instead, the large one does.
     const h = given(ev.node('n', 4), shortJob('small', 600_000), ev.staged('small'), ev.submitted('large', 4), ev.staged('large'), ev.submitted('run', 4), ev.placed('run', 1, 'n', [0, 1, 2, 3]));

@@ -24,6 +24,8 @@ export interface SimulateFlags {
   reservationDepth?: string;
   predictions?: 'on' | 'off';
   weights?: string;
+  longWorkShare?: string;
+  longWorkFrom?: string;
 }
 
 /** Priority weights `--weights` may set. */
@@ -35,6 +37,7 @@ const Report = z.object({
   backfill: z.enum(['on', 'off']),
   reservationDepth: z.number().int(),
   predictions: z.enum(['on', 'off']),
+  longWorkSharePercent: z.number().int(),
   passes: z.number().int(),
   elapsedMs: z.number(),
   cluster: z.object({ nodes: z.number(), gpusPerNode: z.number(), totalGpus: z.number() }),
@@ -81,8 +84,17 @@ export function simulateOptions(flags: Omit<SimulateFlags, 'trace'>): Record<str
     reservationDepth: flags.reservationDepth === undefined ? undefined : flags.reservationDepth === '0' ? 0 : int('--reservation-depth', flags.reservationDepth),
     predictions: flags.predictions === undefined ? undefined : flags.predictions === 'on',
     weights: flags.weights === undefined ? undefined : weightsOf(flags.weights),
+    longWork: flags.longWorkShare === undefined && flags.longWorkFrom === undefined ? undefined : longWorkOf(flags.longWorkShare, flags.longWorkFrom, int),
   };
   return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
+}
+
+/** `--long-work-share` (percent, 1–100) and `--long-work-from` (ms) to the simulator's `longWork`; a UsageError naming the flag. */
+function longWorkOf(share: string | undefined, from: string | undefined, int: (flag: string, value: string | undefined) => number | undefined): Record<string, number> {
+  const sharePercent = int('--long-work-share', share);
+  if (sharePercent !== undefined && sharePercent > 100) throw new UsageError(`--long-work-share must be a percent from 1 to 100, got \`${share}\``, [{ path: '--long-work-share', message: 'must be 1–100', fix: 'write e.g. `--long-work-share 80`, or 100 for no headroom' }]);
+  const fromMs = int('--long-work-from', from);
+  return { ...(sharePercent !== undefined ? { sharePercent } : {}), ...(fromMs !== undefined ? { fromMs } : {}) };
 }
 
 /** `k=v,...` to priority weights; a UsageError naming the bad pair. */
@@ -128,7 +140,7 @@ export function renderReport(trace: string, r: SimulationReportDoc): string {
   const head = [
     `trace    ${trace}`,
     `cluster  ${r.cluster.nodes} nodes × ${r.cluster.gpusPerNode} GPUs = ${r.cluster.totalGpus} GPUs (${r.procsPerGpu} processor${r.procsPerGpu === 1 ? '' : 's'} per GPU)`,
-    `policy   ${r.policy}, backfill ${r.backfill}, reservations ${r.reservationDepth}, predictions ${r.predictions}`,
+    `policy   ${r.policy}, backfill ${r.backfill}, reservations ${r.reservationDepth}, predictions ${r.predictions}, long work ${r.longWorkSharePercent === 100 ? "unlimited" : `≤ ${r.longWorkSharePercent} % of GPUs`}`,
     '',
   ];
   const rows: [string, string][] = [

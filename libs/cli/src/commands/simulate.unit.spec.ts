@@ -27,6 +27,7 @@ describe('renderReport', () => {
       backfill: 'off',
       reservationDepth: 1,
       predictions: 'off',
+      longWorkSharePercent: 100,
       passes: 12,
       elapsedMs: 250,
       cluster: { nodes: 2, gpusPerNode: 4, totalGpus: 8 },
@@ -38,7 +39,7 @@ describe('renderReport', () => {
     expect(renderReport('t.swf', report).split('\n')).toEqual([
       'trace    t.swf',
       'cluster  2 nodes × 4 GPUs = 8 GPUs (2 processors per GPU)',
-      'policy   fcfs, backfill off, reservations 1, predictions off',
+      'policy   fcfs, backfill off, reservations 1, predictions off, long work unlimited',
       '',
       'METRIC                                         VALUE',
       'jobs run                                           3',

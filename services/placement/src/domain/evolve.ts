@@ -7,7 +7,7 @@
  * of an unknown attempt) is recorded as well as it can be, never thrown away or thrown at.
  */
 import { gangGpus, gangOutcome, gangParts, retriesAfter, type EventData, type NodeHeartbeat } from '#contracts';
-import { currentAttempt, decayed, type AttemptRecord, type JobRecord, type NodeRecord, type PlacementState } from './state.js';
+import { RECENT_SUBMITS, currentAttempt, decayed, type AttemptRecord, type JobRecord, type NodeRecord, type PlacementState } from './state.js';
 import { cacheKey } from './locality.js';
 import { evolveBudgets } from './budget.js';
 import { isTellingOutcome, predictRun, recordRun, workKeyOf } from './predict.js';
@@ -87,6 +87,8 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
         ...(d.spec.work.kind === 'container' ? { needsContainer: true } : {}),
       };
       state.jobs.set(job.jobId, job);
+      state.recentSubmits.push({ runMs: job.predictedRunMs ?? request.timeLimitMs, atMs: Date.parse(d.submittedAt) });
+      if (state.recentSubmits.length > RECENT_SUBMITS) state.recentSubmits.shift();
       enqueue(state, job);
       return state;
     }

@@ -68,7 +68,26 @@ export interface PlanOptions {
    * left free, and skips the reasons of jobs that wait. The starts are the same either way.
    */
   startsOnly?: boolean;
+  /**
+   * Headroom for short work (decision 0028): jobs predicted to run at least `longRunMs` may
+   * together hold at most `share` of the GPUs; a long job that would pass it waits (no start, no
+   * reservation) while other long work runs. With no long work running a long job may always
+   * start, whatever its size. Default {@link DEFAULT_HEADROOM}; `false`: no limit (the
+   * literature's baselines).
+   */
+  headroom?: Headroom | false;
 }
+
+/** See {@link PlanOptions.headroom}. */
+export interface Headroom {
+  /** Predicted run time (ms) from which a job is long work. */
+  longRunMs: number;
+  /** Share of all registered GPUs long work may hold at once, in (0, 1]. */
+  share: number;
+}
+
+/** Default of {@link PlanOptions.headroom}: work predicted to run an hour or more holds at most 80 % of the GPUs (decision 0028). */
+export const DEFAULT_HEADROOM: Readonly<Headroom> = Object.freeze({ longRunMs: 3_600_000, share: 0.8 });
 
 /** See {@link PlanOptions.order}. */
 export type PlanOrder = 'priority' | 'fcfs' | 'sjf';
@@ -88,6 +107,7 @@ export const DEFAULT_PLAN_OPTIONS: Readonly<PlanOptions> = Object.freeze({
   backfill: true,
   predictions: true,
   reserveByLimits: true,
+  headroom: DEFAULT_HEADROOM,
 });
 
 /** GPUs held for a waiting job from `start` to `end` (epoch ms): one part per node, rank order. */
@@ -218,6 +238,7 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
   const allowed = new Map<string, Map<string, boolean>>();
   let reservations = 0;
   let blocked = false;
+  const long = longWork(state, t, lines, candidates, options);
 
   for (let i = 0; i < ranked.length; i++) {
     // Nothing more can start: the rest would only get reservations and reasons nobody asked for.
@@ -262,6 +283,13 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
     const sizes = eligible === lines ? largest : (containerSizes ??= largestPerModel(eligible));
     const multi = gpus > (gpuModel === undefined ? sizes.any : (sizes.byModel.get(gpuModel) ?? 0));
     let fitsIgnoringReservations = false;
+    const isLong = long !== undefined && ((options.predictions ?? true) ? predictedRunOf(job) : timeLimitMs) >= long.fromMs;
+    // Held back for short work: no start and no reservation (it would idle GPUs the headroom keeps anyway).
+    if (isLong && long.held > 0 && long.held + gpus > long.limit) {
+      entry.reason = 'Resources';
+      if (!startsOnly) entry.reasonDetail = `headroom for short work: jobs predicted to run ${formatSpan(long.fromMs)} or more hold ${long.held} of ${long.total} GPUs, and at most ${long.limit} may go to them`;
+      continue;
+    }
     if ((doBackfill || !blocked) && (multi || gpus <= maxFreeNow) && gpus <= totalFreeNow) {
       // Fewer free GPUs than it needs are clear of reservations until its end: it cannot start (the scan below would only find the reason).
       const hopeless = reservations > 0 && free.usableAtMost(end) < gpus;
@@ -275,6 +303,7 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
         if (found.gangs) {
           entry.start = found.gangs;
           entry.expectedStart = t;
+          if (isLong) long.held += gpus;
           const borrowed = gate ? (gate.check(job, found.gangs[0]!.gpuModel) as { borrowed: boolean }).borrowed : false;
           if (gate) {
             gate.started(job, found.gangs[0]!.gpuModel, borrowed);
@@ -309,6 +338,39 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
     if (job.deadlineAt !== undefined && entry.expectedStart !== undefined && entry.expectedStart + timeLimitMs > job.deadlineAt) entry.reason = 'DeadlineUnreachable';
   }
   return { now: t, jobs, starts };
+}
+
+/**
+ * The pass's long-work count for {@link PlanOptions.headroom}: GPUs held now by running work
+ * predicted (else limited) to run at least `fromMs`, and how many long work may hold at most.
+ */
+function longWork(state: PlacementState, now: number, lines: readonly NodeLine[], candidates: readonly JobRecord[], options: PlanOptions): { fromMs: number; held: number; limit: number; total: number } | undefined {
+  const headroom = options.headroom === undefined ? DEFAULT_HEADROOM : options.headroom;
+  if (!headroom || headroom.share >= 1) return undefined;
+  const runOf = (job: JobRecord) => ((options.predictions ?? true) ? predictedRunOf(job) : job.request.timeLimitMs);
+  // Only while short work flows: one waits now, or one was submitted within the last day.
+  const since = now - SHORT_WORK_WINDOW_MS;
+  if (!candidates.some((j) => runOf(j) < headroom.longRunMs) && !state.recentSubmits.some((r) => r.atMs >= since && r.runMs < headroom.longRunMs)) return undefined;
+  let total = 0;
+  for (const l of lines) total += l.gpus.length;
+  let held = 0;
+  for (const live of state.live.values()) {
+    if (live.finished) continue;
+    const run = (options.predictions ?? true) ? (live.predictedRunMs ?? live.timeLimitMs) : live.timeLimitMs;
+    // Work of unknown length is long: it may hold its GPUs for any time.
+    if (run === undefined || run >= headroom.longRunMs) held += live.gpus;
+  }
+  return { fromMs: headroom.longRunMs, held, limit: Math.floor(headroom.share * total), total };
+}
+
+/** How recently short work must have been submitted for {@link PlanOptions.headroom} to hold: a day. */
+export const SHORT_WORK_WINDOW_MS = 24 * 3_600_000;
+
+/** A span of ms as people read it: `1 h`, `90 min`, `45 s`. */
+function formatSpan(ms: number): string {
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
+  return `${Math.round(ms / 1000)} s`;
 }
 
 /** Node sizes per registered set (they change only with registrations and losses). */

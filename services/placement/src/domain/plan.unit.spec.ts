@@ -13,7 +13,7 @@ import { initialState, type PlacementState } from './state.js';
  * written for: multifactor priority with a size factor and eight reservations. The default ranks
  * by predicted run time with one reservation (decision 0020); the mechanism is the same.
  */
-const SIZED: PlanOptions = { weights: { age: 1000, ageCapMs: 7 * 24 * 3_600_000, fairShare: 10_000, size: 500, sizeFullGpus: 8 }, reservationDepth: 8, reservationAfterMs: 0 };
+const SIZED: PlanOptions = { weights: { age: 1000, ageCapMs: 7 * 24 * 3_600_000, fairShare: 10_000, size: 500, sizeFullGpus: 8 }, reservationDepth: 8, reservationAfterMs: 0, headroom: false };
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -165,6 +165,37 @@ function simulate(policy: PlacementPolicy | undefined): Outcome {
   out.end = now;
   return out;
 }
+
+describe('plan: headroom for short work', () => {
+  // n1 has 10 GPUs; `run` (2 h) holds 7. Long work may hold at most 8 (80 %) while short work flows.
+  const busy = () => given(ev.node('n1', 10), submitted('run', 7, 2 * HOUR), ev.placed('run', 1, 'n1', [0, 1, 2, 3, 4, 5, 6]), heldAt('run', 'n1', [0, 1, 2, 3, 4, 5, 6], T0));
+
+  it('given short work waiting, when long work would pass 80 % of the GPUs, then the long job waits and says why, and short work takes the room', () => {
+    const h = busy().apply(submitted('long', 2, 3 * HOUR), ev.staged('long')).apply(submitted('short', 1, 10 * MIN, T0 + MIN), ev.staged('short'));
+    const p = plan(h.state, T0 + 10 * MIN);
+    const byId = new Map(p.jobs.map((j) => [j.job.jobId, j]));
+    expect(p.starts.map((s) => s.job.jobId)).toEqual(['short']);
+    expect(byId.get('long')).toMatchObject({ reason: 'Resources' });
+    expect(byId.get('long')!.reservation).toBeUndefined();
+    expect(byId.get('long')!.reasonDetail).toBe('headroom for short work: jobs predicted to run 1 h or more hold 7 of 10 GPUs, and at most 8 may go to them');
+    // Within the share, long work starts beside it.
+    const one = busy().apply(submitted('long1', 1, 3 * HOUR), ev.staged('long1')).apply(submitted('short', 1, 10 * MIN, T0 + MIN), ev.staged('short'));
+    expect(plan(one.state, T0 + 10 * MIN).starts.map((s) => s.job.jobId).sort()).toEqual(['long1', 'short']);
+  });
+
+  it('holds nothing back when no short work flows, when no long work runs, or when turned off', () => {
+    // Only long work submitted: the GPUs are all long work's.
+    expect(plan(busy().apply(submitted('long', 2, 3 * HOUR), ev.staged('long')).state, T0 + 10 * MIN).starts.map((s) => s.job.jobId)).toEqual(['long']);
+    // No long work running: a long job starts whatever its size (it could never start otherwise).
+    const idle = given(ev.node('n1', 10), submitted('wide', 10, 3 * HOUR), ev.staged('wide'), submitted('short', 1, 10 * MIN), ev.staged('short'));
+    expect(plan(idle.state, T0 + MIN).starts.map((s) => s.job.jobId)).toEqual(['short']);
+    const drained = given(ev.node('n1', 10), submitted('wide', 10, 3 * HOUR), ev.staged('wide'), submitted('short', 1, 10 * MIN, T0 - 2 * HOUR));
+    expect(plan(drained.state, T0 + MIN).starts.map((s) => s.job.jobId)).toEqual(['wide']);
+    // Off: long work takes every GPU.
+    const h = busy().apply(submitted('long', 2, 3 * HOUR), ev.staged('long')).apply(submitted('short', 1, 10 * MIN, T0 + MIN), ev.staged('short'));
+    expect(plan(h.state, T0 + 10 * MIN, { headroom: false }).starts.map((s) => s.job.jobId).sort()).toEqual(['long', 'short']);
+  });
+});
 
 describe('plan: a mixed workload in virtual time', () => {
   it('starts every large job no later than its first reservation, while small jobs flow through the gaps', () => {

@@ -215,6 +215,8 @@ export interface PlacementState {
   usageHalfLifeMs: number;
   /** History key → the last run times (ms) of similar jobs, for predictions (`predict.ts`). */
   runHistory: Map<string, number[]>;
+  /** The last {@link RECENT_SUBMITS} submissions' predicted run and submit time (ms), oldest first: is short work flowing (`plan.ts` headroom)? */
+  recentSubmits: { runMs: number; atMs: number }[];
   /** Registered nodes in first-fit order, cached until a registration or a loss changes them. */
   registeredCache?: NodeRecord[];
   /** Team → GPU model → its quota (`quotas.ts`). */
@@ -230,6 +232,9 @@ export interface StateOptions {
   usageHalfLifeMs?: number;
 }
 
+/** How many submissions {@link PlacementState.recentSubmits} keeps. */
+export const RECENT_SUBMITS = 64;
+
 /** An empty state: no nodes, no jobs, no usage. */
 export function initialState(options: StateOptions = {}): PlacementState {
   return {
@@ -242,6 +247,7 @@ export function initialState(options: StateOptions = {}): PlacementState {
     live: new Map(),
     usageHalfLifeMs: options.usageHalfLifeMs ?? DEFAULT_USAGE_HALF_LIFE_MS,
     runHistory: new Map(),
+    recentSubmits: [],
     quotas: new Map(),
     heldMs: new Map(),
     budgets: new Map(),

@@ -27,6 +27,7 @@ const Request = z.object({
       backfill: z.boolean().optional(),
       reservationDepth: z.number().int().min(0).max(10_000).optional(),
       predictions: z.boolean().optional(),
+      longWork: z.object({ sharePercent: z.number().int().min(1).max(100).optional(), fromMs: PositiveInt.optional() }).strict().optional(),
       weights: z
         .object({
           age: z.number().min(0).optional(),

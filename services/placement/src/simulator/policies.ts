@@ -18,6 +18,6 @@ export type PolicyName = (typeof POLICY_NAMES)[number];
 
 /** The plan options of a policy, with `overrides` (command-line options) applied on top. */
 export function planOptionsFor(name: PolicyName, overrides: PlanOptions = {}): PlanOptions {
-  const base: PlanOptions = name === 'default' ? DEFAULT_PLAN_OPTIONS : { order: name, reservationDepth: 1, reservationAfterMs: 0, backfill: true };
+  const base: PlanOptions = name === 'default' ? DEFAULT_PLAN_OPTIONS : { order: name, reservationDepth: 1, reservationAfterMs: 0, backfill: true, headroom: false };
   return { ...base, ...overrides, ...(overrides.weights ? { weights: { ...(base.weights ?? DEFAULT_PLAN_OPTIONS.weights!), ...overrides.weights } } : {}) };
 }

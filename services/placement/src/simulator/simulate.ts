@@ -2,7 +2,7 @@
  * One call from SWF text to a report: parse, map to GPU jobs, size the cluster, replay through
  * placement's core, measure. Pure (the caller reads the file).
  */
-import type { PlanOptions, PriorityWeights } from '../domain/index.js';
+import { DEFAULT_HEADROOM, type Headroom, type PlanOptions, type PriorityWeights } from '../domain/index.js';
 import { computeMetrics, type SimulationMetrics } from './metrics.js';
 import { planOptionsFor, type PolicyName } from './policies.js';
 import { replay } from './replay.js';
@@ -29,6 +29,8 @@ export interface SimulateOptions {
   predictions?: boolean;
   /** Priority weights over the default's (only the `default` policy ranks by priority). */
   weights?: Partial<PriorityWeights>;
+  /** Headroom for short work (`plan.ts`): long work's share of the GPUs, percent (100: none), and the predicted run (ms) from which work is long. Default: the policy's (the default's 80 % from 1 h; none for fcfs and sjf). */
+  longWork?: { sharePercent?: number; fromMs?: number };
 }
 
 /** The result: what ran on which cluster under which policy, the metrics, and notes for people. */
@@ -37,6 +39,8 @@ export interface SimulationReport {
   backfill: 'on' | 'off';
   reservationDepth: number;
   predictions: 'on' | 'off';
+  /** Long work's share of the GPUs while short work flows, percent (100: no headroom). */
+  longWorkSharePercent: number;
   cluster: { nodes: number; gpusPerNode: number; totalGpus: number };
   procsPerGpu: number;
   /** Job lines skipped because the trace does not know their processors. */
@@ -68,6 +72,7 @@ export function simulate(swfText: string, options: SimulateOptions = {}, clock: 
     ...(options.reservationDepth !== undefined ? { reservationDepth: options.reservationDepth } : {}),
     ...(options.predictions !== undefined ? { predictions: options.predictions } : {}),
     ...(options.weights !== undefined ? { weights: options.weights as PriorityWeights } : {}),
+    ...(options.longWork !== undefined ? { headroom: headroomOf(options.longWork, planOptionsFor(policy).headroom) } : {}),
   };
   const plan = planOptionsFor(policy, overrides);
   const started = clock();
@@ -85,6 +90,7 @@ export function simulate(swfText: string, options: SimulateOptions = {}, clock: 
     backfill: (plan.backfill ?? true) ? 'on' : 'off',
     reservationDepth: plan.reservationDepth ?? 0,
     predictions: (plan.predictions ?? true) ? 'on' : 'off',
+    longWorkSharePercent: plan.headroom === false || plan.headroom === undefined ? 100 : Math.round(plan.headroom.share * 100),
     cluster: { nodes, gpusPerNode, totalGpus: result.totalGpus },
     procsPerGpu,
     skipped: workload.skipped.length,
@@ -107,4 +113,11 @@ function clusterOf(header: Record<string, string>, procsPerGpu: number, o: Simul
   if (o.nodes !== undefined) return { nodes: o.nodes, gpusPerNode: Math.max(1, Math.ceil(gpus / o.nodes)), from: key };
   const gpusPerNode = o.gpusPerNode ?? 1;
   return { nodes: Math.max(1, Math.ceil(gpus / gpusPerNode)), gpusPerNode, from: key };
+}
+
+/** `--long-work-share` / `--long-work-from` over the policy's headroom: 100 % is none. */
+function headroomOf(longWork: NonNullable<SimulateOptions['longWork']>, base: PlanOptions['headroom']): Headroom | false {
+  const share = longWork.sharePercent ?? (base ? Math.round(base.share * 100) : 100);
+  if (share >= 100) return false;
+  return { share: share / 100, longRunMs: longWork.fromMs ?? (base ? base.longRunMs : DEFAULT_HEADROOM.longRunMs) };
 }
