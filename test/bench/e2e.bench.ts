@@ -4,24 +4,49 @@
  * and its `ComputeReleased` are in the store), beside raw JetStream publish on the same
  * nats-server in the same run.
  *
- *   npm run bench:e2e -- [--jobs 200] [--concurrency 32] [--agents 2] [--gpus 8] [--log-level info] [--postgres]
+ *   npm run bench:e2e -- [--jobs 200] [--concurrency 32] [--agents 2] [--gpus 8] [--log-level info] [--spawns K] [--postgres]
  *
  * The network is `gpunet up` on a temporary directory (see test/support/network.ts): nats-server,
  * the five services and the agents as separate processes, SQLite store (with `--postgres`: a
  * fresh database on the PostgreSQL of GPUNET_TEST_PG_URL, dropped afterwards). Besides the figures it
  * prints where the time goes: each stage's latency from the store's `recordedAt` stamps, and the
- * CPU each process used during the run (on a 2-core machine the busiest process is the limit).
+ * CPU per job of each process and in total (on a 2-core machine the busiest process is the
+ * limit): its own (utime+stime) and that of the children it waited for (cutime+cstime from
+ * /proc, which is where an agent's job processes and their confinement chain land), plus what
+ * each burns per second when idle. With `--postgres` a row adds every postgres process of the
+ * machine (machine-wide, so other databases' work is in it too).
+ *
+ * Beside them, the floors, measured in the same run after the jobs with the network idle
+ * (test/bench/floors.ts): the confinement chain the agents use for this script job, spawned K
+ * times (default min(jobs, 100)) and waited for, with nothing else; the agent's run engine
+ * (`runProcess` with a run directory and job user per run, no bus, no store) K times; the
+ * nats-server's CPU per message of the raw publish, times the messages the run published per
+ * job; and the run's own events appended again to a fresh store of the same kind, one per
+ * append and in the batches the services made, times the events per job. Kernel work outside
+ * any process (tearing a network namespace down) is in neither side. The bench's own polling of
+ * consumers and the store costs the nats-server a little during the run.
+ *
  * Ends with one JSON line per figure:
  *   {"bench":"e2e.jobs","value":N,"unit":"jobs/s","raw":R,"ratio":X}
  *   {"bench":"e2e.submit_p50","value":N,"unit":"ms"}   {"bench":"e2e.submit_p99",...}
+ *   {"bench":"e2e.cpu_per_job.<process>","value":ms,"unit":"ms","own":…,"children":…,"idle_ms_per_s":…}
+ *     (nats, agents and total also with "raw": their floor per job, and "ratio")
+ *   {"bench":"e2e.floor.spawn","value":ms,"unit":"ms","own":…,"children":…,"per_s":…,"count":K}   e2e.floor.run_engine alike
+ *   {"bench":"e2e.floor.jetstream_publish","value":ms,"unit":"ms/msg","msgs_per_s":…,"msgs_per_job":…}
+ *   {"bench":"e2e.floor.store_append.batch1","value":ms,"unit":"ms/event","events_per_s":…}   .observed (with "batch")
+ *   {"bench":"e2e.floor.store_per_job","value":ms,"unit":"ms","events_per_job":…}
  */
-import type { RecordedEvent } from '#event-store';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { readFileSync } from 'node:fs';
+import { openEventStore, type RecordedEvent } from '#event-store';
+import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { TestNetwork } from '../support/network.js';
 import { createTestDatabase } from '../support/postgres.js';
 import { until } from '../support/poll.js';
+import { cpuDelta, cpuOfCommand, processCpu, type ProcessCpu } from './cpu.js';
+import { floorTotalMs, observedAppends, spawnFloors, storeAppendFloor, type StoreFloor } from './floors.js';
 
 const positive = (v: string) => {
   const n = Number(v);
@@ -36,9 +61,10 @@ const opts = new Command('e2e.bench')
   .option('--gpus <n>', 'GPU slots per agent', positive, 8)
   .option('--log-level <level>', 'log level of the services', 'info')
   .option('--raw <n>', 'messages for the raw JetStream publish figure', positive, 20_000)
+  .option('--spawns <k>', 'spawns of the confinement chain, and runs of the run engine, for the floors; default --jobs, at most 100', positive)
   .option('--postgres', 'event store on a fresh PostgreSQL database (GPUNET_TEST_PG_URL) instead of SQLite')
   .parse()
-  .opts<{ jobs: number; concurrency: number; agents: number; gpus: number; logLevel: string; raw: number; postgres?: boolean }>();
+  .opts<{ jobs: number; concurrency: number; agents: number; gpus: number; logLevel: string; raw: number; spawns?: number; postgres?: boolean }>();
 
 /** Percentile by nearest rank over sorted values. */
 function percentile(sorted: readonly number[], p: number): number {
@@ -46,20 +72,11 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-/** utime + stime of a process in ms, from /proc (undefined once it is gone). */
-function cpuMs(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // Fields 14 and 15 of stat (1-based) are utime and stime in clock ticks; after the name, 12 and 13 (0-based 11, 12).
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Raw limit: async JetStream publishes to 1,000 subjects of a file stream, 1,000 PubAcks in flight. */
-async function rawPublish(net: TestNetwork, count: number, payload: string): Promise<number> {
+/**
+ * Raw limit: async JetStream publishes to 1,000 subjects of a file stream, 1,000 PubAcks in
+ * flight. Also the nats-server's CPU per message meanwhile (own; it has no children).
+ */
+async function rawPublish(net: TestNetwork, count: number, payload: string): Promise<{ rate: number; natsCpuMsPerMsg: number }> {
   const nc = await net.nats();
   const jsm = await jetstreamManager(nc);
   await jsm.streams.add({ name: 'BENCH_RAW', subjects: ['bench.raw.>'] });
@@ -76,9 +93,18 @@ async function rawPublish(net: TestNetwork, count: number, payload: string): Pro
     return n / ((performance.now() - started) / 1000);
   };
   await run(2_000); // warm-up
+  const before = processCpu(net.pid('nats'));
   const rate = await run(count);
+  const used = cpuDelta(before, processCpu(net.pid('nats')));
   await jsm.streams.delete('BENCH_RAW');
-  return rate;
+  return { rate, natsCpuMsPerMsg: (used.ownMs + used.childrenMs) / count };
+}
+
+/** The last sequence of every stream: their differences count the messages published meanwhile. */
+async function streamSequences(jsm: JetStreamManager): Promise<Map<string, number>> {
+  const seqs = new Map<string, number>();
+  for await (const info of jsm.streams.list()) seqs.set(info.config.name, info.state.last_seq);
+  return seqs;
 }
 
 /** Stages of a job's life, as consecutive event types; the service that writes the second one is the one measured. */
@@ -148,8 +174,8 @@ async function main(): Promise<void> {
   }
   try {
     const sampleEvent = relayedEventSample();
-    const raw = await rawPublish(net, opts.raw, sampleEvent);
-    console.log(`raw JetStream async publish on the same server: ${Math.round(raw)} msg/s (${sampleEvent.length}-byte payload)`);
+    const { rate: raw, natsCpuMsPerMsg } = await rawPublish(net, opts.raw, sampleEvent);
+    console.log(`raw JetStream async publish on the same server: ${Math.round(raw)} msg/s (${sampleEvent.length}-byte payload), nats-server ${(natsCpuMsPerMsg * 1000).toFixed(1)} µs CPU per message`);
 
     const client = net.client();
     const spec = { work: { kind: 'script', script: { inline: 'true' } }, request: { gpus: 1, timeLimit: '1m' } };
@@ -172,7 +198,13 @@ async function main(): Promise<void> {
     })();
     const firstSeq = (await (await jetstreamManager(await net.nats())).streams.info('GPUNET_EVENTS')).state.last_seq + 1;
 
-    const cpuBefore = new Map(net.processes.map((p) => [p.name, cpuMs(p.pid) ?? 0]));
+    const jsm = await jetstreamManager(await net.nats());
+    const seqBefore = await streamSequences(jsm);
+    // The database server is no process of the network: with PostgreSQL, every postgres process of the machine.
+    const cpuReadings = (): Map<string, ProcessCpu | undefined> =>
+      new Map([...net.processes.map((p) => [p.name, processCpu(p.pid)] as const), ...(database ? [['postgres*', cpuOfCommand('postgres')] as const] : [])]);
+    const cpuBefore = cpuReadings();
+    const benchBefore = process.cpuUsage();
     const latencies: number[] = [];
     const jobIds: string[] = [];
     const t0 = Date.now();
@@ -204,7 +236,9 @@ async function main(): Promise<void> {
       },
       { timeoutMs: 600_000, intervalMs: 100, describe: () => progress },
     );
-    const cpuAfter = new Map(net.processes.map((p) => [p.name, cpuMs(p.pid) ?? 0]));
+    const cpuAfter = cpuReadings();
+    const bench = process.cpuUsage(benchBefore);
+    const seqAfter = await streamSequences(jsm);
     sampling = false;
     await sampler;
     const relay = await relayLag(net, firstSeq);
@@ -249,17 +283,89 @@ async function main(): Promise<void> {
     console.log(`largest consumer backlog (messages not yet acknowledged), sampled every 250 ms`);
     for (const [d, n] of maxBacklog) console.log(`  ${d.padEnd(20)} ${String(n).padStart(6)}`);
     console.log('');
-    console.log(`CPU during the run (${(elapsedMs / 1000).toFixed(2)} s wall; 2 cores = ${((2 * elapsedMs) / 1000).toFixed(1)} CPU-s available)`);
-    for (const p of net.processes) {
-      const used = (cpuAfter.get(p.name)! - cpuBefore.get(p.name)!) / 1000;
-      console.log(`  ${p.name.padEnd(10)} ${used.toFixed(2).padStart(6)} CPU-s  ${((100 * used) / (elapsedMs / 1000)).toFixed(0).padStart(4)}% of one core`);
+    // Where the CPU goes, per job; the floors are measured below, on the network left idle.
+    const cpu = [...cpuBefore.keys()].map((name) => ({ name, ...cpuDelta(cpuBefore.get(name), cpuAfter.get(name)) }));
+    const total = (c: ProcessCpu) => c.ownMs + c.childrenMs;
+    const sum = (list: readonly ProcessCpu[]): ProcessCpu => ({ ownMs: list.reduce((n, c) => n + c.ownMs, 0), childrenMs: list.reduce((n, c) => n + c.childrenMs, 0) });
+    const agents = sum(cpu.filter((c) => net.nodeIds.includes(c.name)));
+    const everything = sum(cpu);
+    const messagesPerJob = [...seqAfter].reduce((n, [name, last]) => n + last - (seqBefore.get(name) ?? 0), 0) / k;
+
+    const spawns = opts.spawns ?? Math.min(k, 100);
+    console.log('');
+    console.log(`floors: measured now, the network left idle (${spawns} spawns and runs)…`);
+    // What each process burns while idle (timers, polling, heartbeats), read across the floors.
+    const idleBefore = cpuReadings();
+    const idleStart = performance.now();
+    const agentProcess = net.processes.find((p) => p.role === 'agent')!;
+    const spawn = await spawnFloors({ ...process.env, ...agentProcess.env }, join(net.dataDir, 'nodes', 'floor'), spawns);
+    const appends = observedAppends(all);
+    const floorDatabase = database ? await createTestDatabase('gpunet_bench_floor') : undefined;
+    const sqliteDir = database ? undefined : await mkdtemp(join(tmpdir(), 'gpunet-bench-floor-'));
+    let stores = 0;
+    const chainKey = process.env.GPUNET_CHAIN_KEY;
+    const openFloorStore = () => openEventStore(floorDatabase?.url ?? `sqlite:${join(sqliteDir!, `store-${stores++}.db`)}`, chainKey ? { chainKey } : {});
+    const serverCpu = database ? () => total(cpuOfCommand('postgres')) : undefined;
+    let store: { batch1: StoreFloor; observed: StoreFloor };
+    try {
+      store = { batch1: await storeAppendFloor(openFloorStore, appends, true, serverCpu), observed: await storeAppendFloor(openFloorStore, appends, false, serverCpu) };
+    } finally {
+      await floorDatabase?.drop();
+      if (sqliteDir) await rm(sqliteDir, { recursive: true, force: true });
     }
-    const self = process.cpuUsage();
-    console.log(`  (this bench process, whole run: ${((self.user + self.system) / 1e6).toFixed(2)} CPU-s)`);
+    const idleSeconds = (performance.now() - idleStart) / 1000;
+    const idleAfter = cpuReadings();
+    const idlePerSecond = (name: string) => total(cpuDelta(idleBefore.get(name), idleAfter.get(name))) / idleSeconds;
+    const floors = {
+      agent: floorTotalMs(spawn.spawn),
+      nats: messagesPerJob * natsCpuMsPerMsg,
+      store: perJob * store.observed.cpuMsPerEvent,
+    };
+    const floorSum = floors.agent + floors.nats + floors.store;
+
+    const ms = (v: number, width = 8) => v.toFixed(1).padStart(width);
+    const times = (v: number, floor: number | undefined) => (floor === undefined ? '' : `${ms(floor)}  ${(v / floor).toFixed(1).padStart(6)}×`);
+    console.log('');
+    console.log(`CPU per job (${k} jobs in ${(elapsedMs / 1000).toFixed(2)} s; 2 cores = ${((2 * elapsedMs) / 1000).toFixed(1)} CPU-s available), from /proc:`);
+    console.log('  own = the process (utime+stime); children = what it waited for (cutime+cstime: an agent\'s job processes and their confinement chain)');
+    console.log('  idle = ms of CPU per second the process used afterwards, idle, while the floors ran (timers, polling, heartbeats)');
+    console.log(`  ${'process'.padEnd(14)} ${'own'.padStart(8)} ${'children'.padStart(8)} ${'total ms'.padStart(8)}  ${'CPU-s'.padStart(6)}  ${'idle/s'.padStart(6)}  ${'floor'.padStart(8)}  ${'ratio'.padStart(7)}`);
+    const row = (name: string, c: ProcessCpu, idle: number, floor?: number) =>
+      console.log(`  ${name.padEnd(14)} ${ms(c.ownMs / k)} ${ms(c.childrenMs / k)} ${ms(total(c) / k)}  ${(total(c) / 1000).toFixed(2).padStart(6)}  ${idle.toFixed(1).padStart(6)}  ${times(total(c) / k, floor)}`);
+    for (const c of cpu) row(c.name === 'postgres*' ? 'postgres (all)' : c.name, c, idlePerSecond(c.name), c.name === 'nats' ? floors.nats : undefined);
+    const idleOf = (names: readonly string[]) => names.reduce((n, name) => n + idlePerSecond(name), 0);
+    row('agents', agents, idleOf(net.nodeIds), floors.agent);
+    row('total', everything, idleOf(cpu.map((c) => c.name)), floorSum);
+    console.log(`  (this bench process meanwhile, submits and polling: ${((bench.user + bench.system) / 1e6).toFixed(2)} CPU-s; not in the total)`);
+    if (database) console.log('  postgres (all): every postgres process on this machine, other databases\' work included');
+    console.log('');
+    console.log('floors, measured in this run after the jobs (ms of CPU):');
+    console.log(`  confinement chain         ${spawn.chain}`);
+    console.log(`                            ${spawn.confinement}`);
+    console.log(`    ${String(spawn.spawn.count).padStart(4)} spawns of \`true\`      ${ms(floorTotalMs(spawn.spawn), 6)} per spawn (spawner ${spawn.spawn.ownMs.toFixed(1)} + chain ${spawn.spawn.childrenMs.toFixed(1)}), ${spawn.spawn.perSecond.toFixed(0)} spawns/s   → agent floor per job`);
+    console.log(`    ${String(spawn.runEngine.count).padStart(4)} runs, run engine     ${ms(floorTotalMs(spawn.runEngine), 6)} per run (agent ${spawn.runEngine.ownMs.toFixed(1)} + chain ${spawn.runEngine.childrenMs.toFixed(1)}), ${spawn.runEngine.perSecond.toFixed(0)} runs/s   (runProcess, run dir and job user per run; no bus, no store)`);
+    console.log(`  raw JetStream publish     ${Math.round(raw)} msg/s, nats-server ${natsCpuMsPerMsg.toFixed(3)} per message × ${messagesPerJob.toFixed(1)} messages per job (stream sequences) = ${floors.nats.toFixed(1)} per job`);
+    console.log(`  raw store append          ${storeName}, fresh ${database ? 'database' : 'file'}, this run's ${perJob.toFixed(1)} events per job in ${(appends.length / k).toFixed(1)} appends (mean batch ${(all.length / appends.length).toFixed(2)})${database ? ', client + postgres CPU' : ''}`);
+    for (const [label, f] of [['one event per append', store.batch1], ['batches as observed', store.observed]] as const) {
+      console.log(`    ${label.padEnd(24)} ${f.eventsPerSecond.toFixed(0).padStart(6)} events/s, ${f.cpuMsPerEvent.toFixed(3)} per event = ${(perJob * f.cpuMsPerEvent).toFixed(1)} per job`);
+    }
+    console.log(`  floors per job            agent ${floors.agent.toFixed(1)} + nats ${floors.nats.toFixed(1)} + store ${floors.store.toFixed(1)} = ${floorSum.toFixed(1)}; measured ${(total(everything) / k).toFixed(1)} = ${(total(everything) / k / floorSum).toFixed(1)}× the floors`);
     console.log(`target: ≥ 100 jobs/s — ${jobsPerSecond >= 100 ? 'met' : 'NOT met'}`);
     console.log(JSON.stringify({ bench: 'e2e.jobs', value: Number(jobsPerSecond.toFixed(1)), unit: 'jobs/s', raw: Math.round(raw), ratio: Number((jobsPerSecond / raw).toFixed(4)) }));
     console.log(JSON.stringify({ bench: 'e2e.submit_p50', value: Number(p50.toFixed(1)), unit: 'ms' }));
     console.log(JSON.stringify({ bench: 'e2e.submit_p99', value: Number(p99.toFixed(1)), unit: 'ms' }));
+    const r = (v: number, digits = 2) => Number(v.toFixed(digits));
+    const perJobLine = (name: string, c: ProcessCpu, idle: number, floor?: number) =>
+      JSON.stringify({ bench: `e2e.cpu_per_job.${name}`, value: r(total(c) / k), unit: 'ms', own: r(c.ownMs / k), children: r(c.childrenMs / k), idle_ms_per_s: r(idle, 1), ...(floor !== undefined && { raw: r(floor), ratio: r(total(c) / k / floor) }) });
+    for (const c of cpu) console.log(perJobLine(c.name === 'postgres*' ? 'postgres' : c.name, c, idlePerSecond(c.name), c.name === 'nats' ? floors.nats : undefined));
+    console.log(perJobLine('agents', agents, idleOf(net.nodeIds), floors.agent));
+    console.log(perJobLine('total', everything, idleOf(cpu.map((c) => c.name)), floorSum));
+    console.log(JSON.stringify({ bench: 'e2e.floor.spawn', value: r(floorTotalMs(spawn.spawn)), unit: 'ms', own: r(spawn.spawn.ownMs), children: r(spawn.spawn.childrenMs), per_s: r(spawn.spawn.perSecond, 1), count: spawn.spawn.count }));
+    console.log(JSON.stringify({ bench: 'e2e.floor.run_engine', value: r(floorTotalMs(spawn.runEngine)), unit: 'ms', own: r(spawn.runEngine.ownMs), children: r(spawn.runEngine.childrenMs), per_s: r(spawn.runEngine.perSecond, 1), count: spawn.runEngine.count }));
+    console.log(JSON.stringify({ bench: 'e2e.floor.jetstream_publish', value: r(natsCpuMsPerMsg, 4), unit: 'ms/msg', msgs_per_s: Math.round(raw), msgs_per_job: r(messagesPerJob, 1) }));
+    console.log(JSON.stringify({ bench: 'e2e.floor.store_append.batch1', value: r(store.batch1.cpuMsPerEvent, 4), unit: 'ms/event', events_per_s: Math.round(store.batch1.eventsPerSecond) }));
+    console.log(JSON.stringify({ bench: 'e2e.floor.store_append.observed', value: r(store.observed.cpuMsPerEvent, 4), unit: 'ms/event', events_per_s: Math.round(store.observed.eventsPerSecond), batch: r(all.length / appends.length) }));
+    console.log(JSON.stringify({ bench: 'e2e.floor.store_per_job', value: r(floors.store), unit: 'ms', events_per_job: r(perJob, 1) }));
   } catch (err) {
     net.failed = true;
     process.stderr.write(`\n${net.logTails(5)}\n`);
