@@ -109,7 +109,7 @@ export const JobView = z
     quote: z
       .object({
         expectedStart: Timestamp.describe('The start quoted.'),
-        expectedEnd: Timestamp.optional().describe('The end quoted with it (the estimate a deadline was accepted on: start plus the time limit).'),
+        expectedEnd: Timestamp.optional().describe('The end quoted with it (the estimate the job was submitted on or its deadline accepted on: start plus the time limit).'),
         quotedAt: Timestamp.describe('When it was quoted.'),
         estimateId: EstimateId.optional().describe('The estimate the job was submitted on, when the submit named one.'),
       })
@@ -435,7 +435,7 @@ export const CapacityReply = z
         started: z.int().min(0).describe('Jobs that started in the window with a start quoted before.'),
         medianStartErrorMs: z.int().describe('Median of (actual start − quoted start), ms: positive when jobs started later than quoted.').optional(),
         p90StartErrorMs: z.int().describe('90th percentile of the absolute start error, ms.').optional(),
-        ended: z.int().min(0).default(0).describe('Jobs that completed in the window with an end quoted before (the estimate their deadline was accepted on).'),
+        ended: z.int().min(0).default(0).describe('Jobs that completed in the window with an end quoted before (the estimate they were submitted on, or their deadline accepted on).'),
         medianEndErrorMs: z.int().describe('Median of (actual end − quoted end), ms: negative when jobs ended earlier than quoted (a quoted end runs to the time limit).').optional(),
         p90EndErrorMs: z.int().describe('90th percentile of the absolute end error, ms.').optional(),
         deadlinesAccepted: z.int().min(0).describe('Jobs with a deadline (accepted at submit) that ended in the window.'),

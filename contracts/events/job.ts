@@ -122,7 +122,7 @@ export const JobPlaced = z
       .object({
         expectedStart: Timestamp.describe('The start placement quoted.'),
         quotedAt: Timestamp.describe('When it first quoted it (to `gpunet status` or an estimate of this job).'),
-        expectedEnd: Timestamp.optional().describe('The end it quoted with it, when it quoted one (the estimate a deadline was accepted on).'),
+        expectedEnd: Timestamp.optional().describe('The end it quoted with it, when it quoted one (the estimate the job was submitted on, or its deadline accepted on).'),
       })
       .optional()
       .describe('The first start time placement quoted for this job, if it quoted one: with `placedAt`, the quote\'s error.'),

@@ -831,7 +831,7 @@ CapacityReplyQuotes = TypedDict("CapacityReplyQuotes", {
     "started": int,  # Jobs that started in the window with a start quoted before.
     "medianStartErrorMs": NotRequired[int],  # Median of (actual start − quoted start), ms: positive when jobs started later than quoted.
     "p90StartErrorMs": NotRequired[int],  # 90th percentile of the absolute start error, ms.
-    "ended": NotRequired[int],  # Jobs that completed in the window with an end quoted before (the estimate their deadline was accepted on).
+    "ended": NotRequired[int],  # Jobs that completed in the window with an end quoted before (the estimate they were submitted on, or their deadline accepted on).
     "medianEndErrorMs": NotRequired[int],  # Median of (actual end − quoted end), ms: negative when jobs ended earlier than quoted (a quoted end runs to the time limit).
     "p90EndErrorMs": NotRequired[int],  # 90th percentile of the absolute end error, ms.
     "deadlinesAccepted": int,  # Jobs with a deadline (accepted at submit) that ended in the window.
@@ -1936,7 +1936,7 @@ GetJobReplySpec = TypedDict("GetJobReplySpec", {
 # The first start quoted for the job, as recorded: the estimate it was submitted on or its deadline was accepted on (JobSubmitted), else the first start shown while it waited (JobQuoted). With the first attempt's placedAt and the last attempt's finishedAt, how far off it was.
 GetJobReplyQuote = TypedDict("GetJobReplyQuote", {
     "expectedStart": str,  # The start quoted.
-    "expectedEnd": NotRequired[str],  # The end quoted with it (the estimate a deadline was accepted on: start plus the time limit).
+    "expectedEnd": NotRequired[str],  # The end quoted with it (the estimate the job was submitted on or its deadline accepted on: start plus the time limit).
     "quotedAt": str,  # When it was quoted.
     "estimateId": NotRequired[str],  # The estimate the job was submitted on, when the submit named one.
 })
@@ -2487,7 +2487,7 @@ JobPlacedDataNodesItem = TypedDict("JobPlacedDataNodesItem", {
 JobPlacedDataQuote = TypedDict("JobPlacedDataQuote", {
     "expectedStart": str,  # The start placement quoted.
     "quotedAt": str,  # When it first quoted it (to `gpunet status` or an estimate of this job).
-    "expectedEnd": NotRequired[str],  # The end it quoted with it, when it quoted one (the estimate a deadline was accepted on).
+    "expectedEnd": NotRequired[str],  # The end it quoted with it, when it quoted one (the estimate the job was submitted on, or its deadline accepted on).
 })
 
 # Placement chose a node and concrete GPU indices for one attempt of the job.

@@ -1286,7 +1286,7 @@ export interface components {
                 expectedStart: string;
                 /**
                  * Format: date-time
-                 * @description The end quoted with it (the estimate a deadline was accepted on: start plus the time limit).
+                 * @description The end quoted with it (the estimate the job was submitted on or its deadline accepted on: start plus the time limit).
                  */
                 expectedEnd?: string;
                 /**
@@ -1888,7 +1888,7 @@ export interface components {
                 /** @description 90th percentile of the absolute start error, ms. */
                 p90StartErrorMs?: number;
                 /**
-                 * @description Jobs that completed in the window with an end quoted before (the estimate their deadline was accepted on).
+                 * @description Jobs that completed in the window with an end quoted before (the estimate they were submitted on, or their deadline accepted on).
                  * @default 0
                  */
                 ended: number;

@@ -4,7 +4,7 @@
  * submit naming the estimate is held to it. Placement's `Estimate` and the ledger's `Quote` are
  * answered on the bus by this test, as those services would answer, so the figures are known.
  */
-import { Commands, HEADERS, Queries, type EstimateJobReply, type EstimateReply, type QuoteReply, type ReadFeedReply, type SubmitJobReply } from '#contracts';
+import { Commands, HEADERS, Queries, type Estimate, type EstimateJobReply, type EstimateReply, type Quote, type QuoteReply, type ReadFeedReply, type SubmitJobReply } from '#contracts';
 import type { EventStore } from '#event-store';
 import { requestQuery, serveQuery } from '#messaging';
 import { startService, type RunningService } from '#service-kit';
@@ -34,7 +34,6 @@ describe('estimates held to (HTTP + NATS, real nats-server and SQLite store)', (
   let url: string;
   /** Placement's answer: the plan expects every job to start `startInMs` from when it is asked. */
   let startInMs = 2 * HOUR;
-  const asked: { team: string }[] = [];
 
   beforeAll(async () => {
     nats = await startNatsServer();
@@ -55,19 +54,17 @@ describe('estimates held to (HTTP + NATS, real nats-server and SQLite store)', (
     url = svc.httpUrl!;
     nc = await connect({ servers: nats.url });
     const e = Queries.Estimate;
-    serveQuery(nc, e.subject, { request: e.schema, response: e.replySchema }, (req): EstimateReply => {
-      asked.push({ team: req.team });
+    serveQuery(nc, e.subject, { request: e.schema, response: e.replySchema }, (request): EstimateReply => {
+      const req = request as Estimate;
       const at = Date.now();
       const start = at + startInMs;
       return { runnable: true, reason: 'Resources', expectedStart: new Date(start).toISOString(), expectedEnd: new Date(start + req.request.timeLimitMs).toISOString(), gpuModel: 'A100', at: new Date(at).toISOString() };
     });
     const q = Queries.Quote;
-    serveQuery(nc, q.subject, { request: q.schema, response: q.replySchema }, (req): QuoteReply => ({
-      amountMicros: Math.round((req.gpus * req.durationMs * 3_600_000) / HOUR),
-      currency: 'EUR',
-      rateMicrosPerGpuHour: 3_600_000,
-      priceListVersion: 1,
-    }));
+    serveQuery(nc, q.subject, { request: q.schema, response: q.replySchema }, (request): QuoteReply => {
+      const req = request as Quote;
+      return { amountMicros: Math.round((req.gpus * req.durationMs * 3_600_000) / HOUR), currency: 'EUR', rateMicrosPerGpuHour: 3_600_000, priceListVersion: 1 };
+    });
     await nc.flush();
   }, 30_000);
 
