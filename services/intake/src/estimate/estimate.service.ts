@@ -77,6 +77,11 @@ export class EstimateService {
     }
   }
 
+  /** Checks, recording nothing, that a new job may be held to the estimate (see {@link use}): a submit refused for its estimate reserves nothing first. */
+  async check(team: string, estimateId: string, request: EstimatedRequest, jobId: string): Promise<void> {
+    decideEstimateUse({ estimateId, events: await this.store.readStream(estimateStreamId(estimateId)), team, request, jobId, now: this.clock.now() });
+  }
+
   /**
    * Holds a new job to the estimate a submit named: checks it (see `decideEstimateUse`: a
    * ValidationError on `estimateId` otherwise), records which job used it (EstimateUsed, at the

@@ -111,6 +111,7 @@ export class JobsService {
 
     let decision = await decide();
     const warnings: FieldIssue[] = [];
+    if (decision.kind === 'append' && submission.estimateId !== undefined) await this.estimates.check(principal.team, submission.estimateId, submission.spec.request, jobId);
     if (decision.kind === 'append' && submission.deadlineAt !== undefined) {
       const { issue, quote } = await this.deadlineCheck(principal.team, submission, trace);
       if (issue && issue.path === 'request.deadline' && options.deadlinePolicy !== 'warn') throw new ValidationError(`invalid job spec: ${issue.path} ${issue.message}`, [issue]);
