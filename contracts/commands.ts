@@ -9,7 +9,7 @@ import { FieldIssue, fieldError, strictObject } from './issues.js';
 import { JobSpecInput } from './job-spec.js';
 import { defineCommand } from './message.js';
 import { OutputFile, RejectedOutput } from './events/data.js';
-import { AttemptId, ByteCount, JobId, NodeId, Sha256, TeamId, Timestamp } from './primitives.js';
+import { AttemptId, ByteCount, EstimateId, JobId, NodeId, Sha256, TeamId, Timestamp } from './primitives.js';
 import { JobState } from './queries.js';
 import { BudgetFigures } from './budgets.js';
 
@@ -28,9 +28,12 @@ export const SubmitJob = strictObject(
   {
     spec: JobSpecInput,
     idempotencyKey: IdempotencyKey.optional(),
+    estimateId: EstimateId.optional().describe(
+      'An estimate given to your team for this spec\'s request (`gpunet estimate`, `POST /v1/estimate`): the job is held to it (its JobSubmitted `quote`), so its error is known when the job starts and ends. Each estimate is used by one job.',
+    ),
   },
   'SubmitJob',
-).describe('Submit a job: its spec, and optionally an idempotency key.');
+).describe('Submit a job: its spec, and optionally an idempotency key and the estimate it was submitted on.');
 export type SubmitJob = z.output<typeof SubmitJob>;
 
 export const SubmitJobReply = z

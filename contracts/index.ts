@@ -14,6 +14,7 @@ export * from './duration.js';
 export * from './envelope.js';
 export * from './error-codes.js';
 export * from './events/data.js';
+export * from './events/estimates.js';
 export * from './events/job.js';
 export * from './events/ledger.js';
 export * from './events/nodes.js';

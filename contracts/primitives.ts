@@ -23,6 +23,11 @@ function id(field: string, example: string, description: string) {
 }
 
 export const JobId = id('jobId', 'job_01jz8k4m2n', 'Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.');
+export const EstimateId = id(
+  'estimateId',
+  'est_0193a5f2c1d87e6b9a4c2f1e0d3b5a79',
+  'Estimate id, given by intake with `gpunet estimate` (`POST /v1/estimate`), e.g. `est_0193a5f2c1d87e6b9a4c2f1e0d3b5a79`; a submit may name it to be held to it.',
+);
 export const TeamId = id('team', 'team-ml', 'Team that owns the job and pays for it; taken from the API key, never from the spec.');
 export const NodeId = id('nodeId', 'node-a100-01', 'Execution node (one agent process) id, e.g. `node-a100-01`.');
 export const AttemptId = id(

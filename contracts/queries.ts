@@ -15,7 +15,7 @@ import { UsageRecorded } from './events/ledger.js';
 import { FieldIssue, fieldError, strictObject } from './issues.js';
 import { JobSpec, JobSpecInput } from './job-spec.js';
 import { EVERY_SERVICE, defineQuery } from './message.js';
-import { AttemptId, ByteCount, Currency, DurationMs, GpuCount, GpuIndex, GpuIndices, GpuModel, JobId, JobLimit, JobOutcome, Micros, NodeId, TeamId, Timestamp } from './primitives.js';
+import { AttemptId, ByteCount, Currency, DurationMs, EstimateId, GpuCount, GpuIndex, GpuIndices, GpuModel, JobId, JobLimit, JobOutcome, Micros, NodeId, TeamId, Timestamp } from './primitives.js';
 import { CallerPrincipal } from './principal.js';
 import { SERVICE_NAMES } from './subjects.js';
 import { QuotaMonth, QuotaUsage } from './quotas.js';
@@ -109,12 +109,13 @@ export const JobView = z
     quote: z
       .object({
         expectedStart: Timestamp.describe('The start quoted.'),
-        expectedEnd: Timestamp.optional().describe('The end quoted with it (the estimate a deadline was accepted on: start plus the time limit).'),
+        expectedEnd: Timestamp.optional().describe('The end quoted with it (the estimate the job was submitted on or its deadline accepted on: start plus the time limit).'),
         quotedAt: Timestamp.describe('When it was quoted.'),
+        estimateId: EstimateId.optional().describe('The estimate the job was submitted on, when the submit named one.'),
       })
       .optional()
       .describe(
-        'The first start quoted for the job, as recorded: the estimate its deadline was accepted on (JobSubmitted), else the first start shown while it waited (JobQuoted). ' +
+        'The first start quoted for the job, as recorded: the estimate it was submitted on or its deadline was accepted on (JobSubmitted), else the first start shown while it waited (JobQuoted). ' +
           'With the first attempt\'s placedAt and the last attempt\'s finishedAt, how far off it was.',
       ),
     updatedAt: Timestamp.describe('Time of the latest event applied to this view.'),
@@ -399,7 +400,11 @@ export const EstimateJobReply = EstimateReply.extend({
   charge: QuoteReply.optional()
     .describe('The expected charge at most: its whole time limit, priced by the ledger at the expected start (when runnable; billing counts only the time held).'),
   budget: BudgetFigures.optional().describe('When the team has a budget: the worst case it would reserve and what would remain this month after it.'),
-}).describe('When the job would start and end, and what it would cost at most; nothing is submitted.');
+  estimateId: EstimateId.optional().describe(
+    'The estimate as recorded (EstimateGiven), when it has an expected start: name it at submit (`estimateId`, `gpunet submit --estimate`) to hold the job to it. ' +
+      'Absent when the job cannot run, or when the store did not take the record (the answer stands, nothing can be held to it).',
+  ),
+}).describe('When the job would start and end, and what it would cost at most; nothing is submitted (the estimate itself is recorded).');
 export type EstimateJobReply = z.output<typeof EstimateJobReply>;
 
 // ── capacity forecast ─────────────────────────────────────────────────────────────────────
@@ -430,7 +435,7 @@ export const CapacityReply = z
         started: z.int().min(0).describe('Jobs that started in the window with a start quoted before.'),
         medianStartErrorMs: z.int().describe('Median of (actual start − quoted start), ms: positive when jobs started later than quoted.').optional(),
         p90StartErrorMs: z.int().describe('90th percentile of the absolute start error, ms.').optional(),
-        ended: z.int().min(0).default(0).describe('Jobs that completed in the window with an end quoted before (the estimate their deadline was accepted on).'),
+        ended: z.int().min(0).default(0).describe('Jobs that completed in the window with an end quoted before (the estimate they were submitted on, or their deadline accepted on).'),
         medianEndErrorMs: z.int().describe('Median of (actual end − quoted end), ms: negative when jobs ended earlier than quoted (a quoted end runs to the time limit).').optional(),
         p90EndErrorMs: z.int().describe('90th percentile of the absolute end error, ms.').optional(),
         deadlinesAccepted: z.int().min(0).describe('Jobs with a deadline (accepted at submit) that ended in the window.'),

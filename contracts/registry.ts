@@ -10,6 +10,7 @@ import { commands } from './commands.js';
 import { recordedEventSchema } from './envelope.js';
 import { digestCommands, digestEvents } from './digests.js';
 import { dataEvents } from './events/data.js';
+import { estimateEvents } from './events/estimates.js';
 import { jobEvents } from './events/job.js';
 import { ledgerEvents } from './events/ledger.js';
 import { nodeEvents } from './events/nodes.js';
@@ -34,7 +35,7 @@ function byName<const D extends readonly { name: string }[]>(defs: D): ByName<D>
 }
 
 /** Every event definition by type. */
-export const Events = byName([...jobEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents, ...digestEvents, ...keyEvents, ...reportEvents, ...quotaEvents, ...budgetEvents]);
+export const Events = byName([...jobEvents, ...estimateEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents, ...digestEvents, ...keyEvents, ...reportEvents, ...quotaEvents, ...budgetEvents]);
 /** Every command definition by name. */
 export const Commands = byName([...commands, ...billingCommands, ...digestCommands, ...keyCommands, ...reportCommands, ...quotaCommands, ...budgetCommands]);
 /** Every query definition by name. */

@@ -15,6 +15,7 @@ import {
   ByteCount,
   Currency,
   DurationMs,
+  EstimateId,
   GpuCount,
   GpuIndices,
   GpuModel,
@@ -42,11 +43,13 @@ export const JobSubmitted = z.object({
       expectedStart: Timestamp.describe('When the plan expected the job to start.'),
       expectedEnd: Timestamp.describe('Its expected start plus the time limit: the latest the plan expected it to end.'),
       quotedAt: Timestamp.describe('When placement gave the estimate.'),
+      estimateId: EstimateId.optional().describe('The estimate the submit named (`gpunet submit --estimate`), recorded as EstimateGiven; absent for a deadline\'s check.'),
     })
     .optional()
     .describe(
-      'The plan\'s estimate intake checked the deadline against when it accepted the job (jobs with a deadline): ' +
-        'with the job\'s actual start and end, the quote\'s error. Absent without a deadline, or when placement did not answer in time.',
+      'The plan\'s estimate the job was accepted on: the estimate the submit named (`estimateId`, given by `gpunet estimate` before), else the one intake ' +
+        'checked the deadline against (jobs with a deadline). With the job\'s actual start and end, the quote\'s error. Absent when neither was given, ' +
+        'or when placement did not answer in time.',
     ),
 });
 export type JobSubmitted = z.output<typeof JobSubmitted>;
@@ -119,7 +122,7 @@ export const JobPlaced = z
       .object({
         expectedStart: Timestamp.describe('The start placement quoted.'),
         quotedAt: Timestamp.describe('When it first quoted it (to `gpunet status` or an estimate of this job).'),
-        expectedEnd: Timestamp.optional().describe('The end it quoted with it, when it quoted one (the estimate a deadline was accepted on).'),
+        expectedEnd: Timestamp.optional().describe('The end it quoted with it, when it quoted one (the estimate the job was submitted on, or its deadline accepted on).'),
       })
       .optional()
       .describe('The first start time placement quoted for this job, if it quoted one: with `placedAt`, the quote\'s error.'),

@@ -1,7 +1,8 @@
 /**
  * Estimates before submitting, across real processes (`gpunet up`: one agent of 4 simulated
  * GPUs priced 1 µ per GPU-ms): over HTTP with the SDK, over NATS (`gpunet.qry.intake.EstimateJob`)
- * and with the CLI; the estimate follows the live plan and submits nothing.
+ * and with the CLI; the estimate follows the live plan and submits nothing. An estimate is
+ * recorded: a job submitted on it (`--estimate`) is held to it, and capacity counts its error.
  */
 import { HEADERS, Queries, type EstimateJobReply } from '#contracts';
 import { requestQuery } from '#messaging';
@@ -22,12 +23,23 @@ const e2e = (body: () => Promise<void>) => withLogsOnFailure(() => net, body);
 const MINUTE = 60_000;
 
 beforeAll(async () => {
-  net = await TestNetwork.start({ agents: 1, gpus: 4 });
+  net = await TestNetwork.start({ agents: 1, gpus: 4, teams: ['rival'] });
 }, 90_000);
 
 afterAll(async () => {
   await net?.stop();
 }, 60_000);
+
+/** Runs the CLI against the network with the team's key (or `apiKey`): exit code and stdout. */
+async function cli(args: string[], apiKey = network().apiKey): Promise<{ code: number; text: string }> {
+  const out = new PassThrough();
+  const err = new PassThrough();
+  const chunks: Buffer[] = [];
+  out.on('data', (c: Buffer) => chunks.push(c));
+  err.resume();
+  const code = await runCli(args, { stdout: out, stderr: err, env: { GPUNET_URL: network().url, GPUNET_API_KEY: apiKey }, cwd: network().dataDir });
+  return { code, text: Buffer.concat(chunks).toString('utf8') };
+}
 
 describe('gpunet estimate', () => {
   it(
@@ -116,6 +128,55 @@ describe('gpunet estimate', () => {
       expect(JSON.parse(json.text)).toMatchObject({ runnable: true, charge: { amountMicros: 30 * MINUTE } });
     }),
     30_000,
+  );
+
+  it(
+    'is recorded, and a job submitted on it is held to it: its JobSubmitted and JobPlaced carry the estimate, and capacity counts its start and end errors; another team cannot use it',
+    e2e(async () => {
+      const client = network().client();
+      await writeFile(join(network().dataDir, 'held.yaml'), 'work:\n  kind: script\n  script: { inline: "sleep 1" }\nrequest:\n  gpus: 1\n  timeLimit: 2m\n');
+      const before = (await client.capacity({ hours: 1 })).quotes!;
+      const estimated = await cli(['estimate', 'held.yaml']);
+      expect(estimated.code).toBe(0);
+      const estimateId = /^estimate: (est_[0-9a-f]{32}) — hold the job to it: /m.exec(estimated.text)?.[1];
+      expect(estimated.text).toContain(`gpunet submit held.yaml --estimate ${estimateId}`);
+      const given = (await network().events({ types: ['EstimateGiven'] })).find((e) => (e.data as { estimateId: string }).estimateId === estimateId)!;
+      const g = given.data as { team: string; expectedStart: string; expectedEnd: string; quotedAt: string; request: unknown; charge?: { amountMicros: number } };
+      expect(g).toMatchObject({ team: network().team, request: { gpus: 1, timeLimitMs: 2 * MINUTE }, gpuModel: 'sim-gpu', charge: { amountMicros: 2 * MINUTE } });
+
+      // Another team: refused on `estimateId`, as an id it was never given; the estimate stays unused.
+      const stolen = await network()
+        .client('rival')
+        .submit(scriptJob('sleep 1', { gpus: 1, timeLimit: '2m' }), { estimateId: estimateId! })
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        );
+      expect(stolen).toMatchObject({ status: 400, issues: [expect.objectContaining({ path: 'estimateId', message: expect.stringContaining('is not an estimate given to your team') })] });
+
+      const submitted = await cli(['submit', 'held.yaml', '--estimate', estimateId!, '--wait']);
+      expect(submitted.code).toBe(0);
+      const jobId = /^submitted: (job_[0-9a-f]{32}), held to estimate /m.exec(submitted.text)?.[1];
+      expect(jobId).toBeDefined();
+      const record = (await network().events({ types: ['JobSubmitted'] })).find((e) => (e.data as { jobId: string }).jobId === jobId)!;
+      expect((record.data as { quote?: unknown }).quote).toEqual({ expectedStart: g.expectedStart, expectedEnd: g.expectedEnd, quotedAt: g.quotedAt, estimateId });
+      const used = (await network().events({ types: ['EstimateUsed'] })).filter((e) => (e.data as { estimateId: string }).estimateId === estimateId);
+      expect(used.map((e) => (e.data as { usedBy: string }).usedBy)).toEqual([jobId]);
+      const placed = (await network().events({ types: ['JobPlaced'] })).find((e) => (e.data as { jobId: string }).jobId === jobId)!;
+      const quote = (placed.data as { quote?: { expectedStart: string; expectedEnd?: string } }).quote!;
+      expect([Date.parse(quote.expectedStart), Date.parse(quote.expectedEnd!)]).toEqual([Date.parse(g.expectedStart), Date.parse(g.expectedEnd)]);
+      // A second job on the same estimate is refused: it is the first job's promise.
+      expect((await cli(['submit', 'held.yaml', '--estimate', estimateId!])).code).not.toBe(0);
+
+      // Placement folds the job's end: capacity's quote accuracy counts its start and its end.
+      const after = await until('capacity counts the job\'s start and end', async () => {
+        const q = (await client.capacity({ hours: 1 })).quotes!;
+        return q.started > before.started && q.ended > before.ended ? q : undefined;
+      }, { timeoutMs: 20_000 });
+      expect(after.ended).toBe(before.ended + 1);
+      expect(after.medianEndErrorMs).toEqual(expect.any(Number));
+    }),
+    60_000,
   );
 
   it(

@@ -831,7 +831,7 @@ CapacityReplyQuotes = TypedDict("CapacityReplyQuotes", {
     "started": int,  # Jobs that started in the window with a start quoted before.
     "medianStartErrorMs": NotRequired[int],  # Median of (actual start − quoted start), ms: positive when jobs started later than quoted.
     "p90StartErrorMs": NotRequired[int],  # 90th percentile of the absolute start error, ms.
-    "ended": NotRequired[int],  # Jobs that completed in the window with an end quoted before (the estimate their deadline was accepted on).
+    "ended": NotRequired[int],  # Jobs that completed in the window with an end quoted before (the estimate they were submitted on, or their deadline accepted on).
     "medianEndErrorMs": NotRequired[int],  # Median of (actual end − quoted end), ms: negative when jobs ended earlier than quoted (a quoted end runs to the time limit).
     "p90EndErrorMs": NotRequired[int],  # 90th percentile of the absolute end error, ms.
     "deadlinesAccepted": int,  # Jobs with a deadline (accepted at submit) that ended in the window.
@@ -1328,6 +1328,61 @@ EstimateReply = TypedDict("EstimateReply", {
     "at": str,  # The plan time this answer is for.
 })
 
+# The request part of the spec estimated: a submit on this estimate must ask for exactly this.
+EstimateGivenDataRequest = TypedDict("EstimateGivenDataRequest", {
+    "gpus": int,  # Number of GPUs, a whole number ≥ 1.
+    "gpuModel": NotRequired[str],  # The GPU model the spec requires; absent: any model.
+    "timeLimitMs": int,  # The spec's time limit, in ms.
+})
+
+# The charge quoted with it, as the ledger priced it; absent when none was quoted.
+EstimateGivenDataCharge = TypedDict("EstimateGivenDataCharge", {
+    "amountMicros": int,  # The charge of the whole time limit at the expected start: an upper bound.
+    "currency": str,  # ISO 4217 currency code of the micro-unit amounts, e.g. `EUR`.
+    "rateMicrosPerGpuHour": int,  # The rate applied.
+    "priceListVersion": int,  # The price list version the rate came from.
+})
+
+# Intake answered an estimate of a job not yet submitted with a start the plan expects (recorded before the answer, stream `intake-estimate-<estimateId>`): the request, the expected start and end, the charge quoted. A submit naming the estimate (`estimateId`) carries it as its JobSubmitted `quote`.
+EstimateGivenData = TypedDict("EstimateGivenData", {
+    "estimateId": str,  # Estimate id, given by intake with `gpunet estimate` (`POST /v1/estimate`), e.g. `est_0193a5f2c1d87e6b9a4c2f1e0d3b5a79`; a submit may name it to be held to it.
+    "team": str,  # The team the estimate was given to: only it may submit on it.
+    "requestedBy": NotRequired[str],  # Id of the API key (not the key itself) that asked.
+    "request": EstimateGivenDataRequest,  # The request part of the spec estimated: a submit on this estimate must ask for exactly this.
+    "gpuModel": str,  # The GPU model the plan would run it on.
+    "expectedStart": str,  # When the plan expected the job to start.
+    "expectedEnd": str,  # Its expected start plus the time limit: the latest the plan expected it to end.
+    "quotedAt": str,  # When intake gave the estimate.
+    "deadlineAt": NotRequired[str],  # The spec's deadline as an instant, if it had one.
+    "charge": NotRequired[EstimateGivenDataCharge],  # The charge quoted with it, as the ledger priced it; absent when none was quoted.
+})
+
+# Metadata every event carries; covered by the hash chain.
+EstimateGivenMetadata = TypedDict("EstimateGivenMetadata", {
+    "correlationId": str,  # Ties together every event caused by one request.
+    "causationId": str,  # Id of the event or request that directly caused this one.
+    "jobId": NotRequired[str],  # The job the event concerns, if any (indexed for audit).
+    "team": NotRequired[str],  # The team the event concerns, if any (indexed for audit).
+    "producer": str,  # Service or client that produced the event, e.g. `intake`.
+    "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
+    "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
+})
+
+# Intake answered an estimate of a job not yet submitted with a start the plan expects (recorded before the answer, stream `intake-estimate-<estimateId>`): the request, the expected start and end, the charge quoted. A submit naming the estimate (`estimateId`) carries it as its JobSubmitted `quote`. Su
+EstimateGiven = TypedDict("EstimateGiven", {
+    "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
+    "revision": str,  # 0-based revision within the stream, as decimal text.
+    "position": str,  # Global position in the store, totally ordered, as decimal text.
+    "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
+    "type": Literal["EstimateGiven"],  # Always `EstimateGiven`.
+    "data": EstimateGivenData,  # Intake answered an estimate of a job not yet submitted with a start the plan expects (recorded before the answer, stream `intake-estimate-<estimateId>`): the re
+    "metadata": EstimateGivenMetadata,  # Metadata every event carries; covered by the hash chain.
+    "recordedAt": str,  # When the store recorded the event.
+    "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
 EstimateJobSpecWork1Script1 = TypedDict("EstimateJobSpecWork1Script1", {
     "path": str,  # Path of the script inside the job's inputs (relative to `GPUNET_INPUT_DIR`), e.g. `code/train.sh`.
 })
@@ -1454,7 +1509,7 @@ EstimateJobReplyBudget = TypedDict("EstimateJobReplyBudget", {
     "held": bool,  # True when the job waits for the budget (reason `BudgetExceeded`).
 })
 
-# When the job would start and end, and what it would cost at most; nothing is submitted.
+# When the job would start and end, and what it would cost at most; nothing is submitted (the estimate itself is recorded).
 EstimateJobReply = TypedDict("EstimateJobReply", {
     "runnable": bool,  # False when no node can ever run it, or its start cannot be predicted.
     "reason": str,  # When runnable: `StartsNow`, or why it would wait (`Resources`, `Reservation`, `Priority`). Otherwise: `NoNodes` (none registered), `NoNodeFits` (the nodes toget
@@ -1466,6 +1521,41 @@ EstimateJobReply = TypedDict("EstimateJobReply", {
     "deadlineAt": NotRequired[str],  # The spec's deadline as an instant, if it has one.
     "charge": NotRequired[EstimateJobReplyCharge],  # The expected charge at most: its whole time limit, priced by the ledger at the expected start (when runnable; billing counts only the time held).
     "budget": NotRequired[EstimateJobReplyBudget],  # When the team has a budget: the worst case it would reserve and what would remain this month after it.
+    "estimateId": NotRequired[str],  # The estimate as recorded (EstimateGiven), when it has an expected start: name it at submit (`estimateId`, `gpunet submit --estimate`) to hold the job to it. Abs
+})
+
+# A submit named the estimate and was accepted: the job it is the promise of. Appended once per estimate (at the revision read), so an estimate is one job's promise.
+EstimateUsedData = TypedDict("EstimateUsedData", {
+    "estimateId": str,  # Estimate id, given by intake with `gpunet estimate` (`POST /v1/estimate`), e.g. `est_0193a5f2c1d87e6b9a4c2f1e0d3b5a79`; a submit may name it to be held to it.
+    "team": str,  # Team that owns the job and pays for it; taken from the API key, never from the spec.
+    "usedBy": str,  # The job submitted on the estimate: the only one it is a promise to.
+    "usedAt": str,  # When intake accepted the submit that named it.
+})
+
+# Metadata every event carries; covered by the hash chain.
+EstimateUsedMetadata = TypedDict("EstimateUsedMetadata", {
+    "correlationId": str,  # Ties together every event caused by one request.
+    "causationId": str,  # Id of the event or request that directly caused this one.
+    "jobId": NotRequired[str],  # The job the event concerns, if any (indexed for audit).
+    "team": NotRequired[str],  # The team the event concerns, if any (indexed for audit).
+    "producer": str,  # Service or client that produced the event, e.g. `intake`.
+    "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
+    "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
+})
+
+# A submit named the estimate and was accepted: the job it is the promise of. Appended once per estimate (at the revision read), so an estimate is one job's promise. Subject: `gpunet.evt.EstimateUsed.*.*`. Schema version 1.
+EstimateUsed = TypedDict("EstimateUsed", {
+    "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
+    "revision": str,  # 0-based revision within the stream, as decimal text.
+    "position": str,  # Global position in the store, totally ordered, as decimal text.
+    "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
+    "type": Literal["EstimateUsed"],  # Always `EstimateUsed`.
+    "data": EstimateUsedData,  # A submit named the estimate and was accepted: the job it is the promise of. Appended once per estimate (at the revision read), so an estimate is one job's promi
+    "metadata": EstimateUsedMetadata,  # Metadata every event carries; covered by the hash chain.
+    "recordedAt": str,  # When the store recorded the event.
+    "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
 # One entry of a team's feed: an SSE `data` of `GET /v1/feed`, a `ReadFeed` reply entry, a notification on `gpunet.feed.<team>.<jobId>`.
@@ -1843,11 +1933,12 @@ GetJobReplySpec = TypedDict("GetJobReplySpec", {
     "resources": NotRequired[GetJobReplySpecResources],  # Memory and disk caps the job asked for; absent: the node's defaults.
 })
 
-# The first start quoted for the job, as recorded: the estimate its deadline was accepted on (JobSubmitted), else the first start shown while it waited (JobQuoted). With the first attempt's placedAt and the last attempt's finishedAt, how far off it was.
+# The first start quoted for the job, as recorded: the estimate it was submitted on or its deadline was accepted on (JobSubmitted), else the first start shown while it waited (JobQuoted). With the first attempt's placedAt and the last attempt's finishedAt, how far off it was.
 GetJobReplyQuote = TypedDict("GetJobReplyQuote", {
     "expectedStart": str,  # The start quoted.
-    "expectedEnd": NotRequired[str],  # The end quoted with it (the estimate a deadline was accepted on: start plus the time limit).
+    "expectedEnd": NotRequired[str],  # The end quoted with it (the estimate the job was submitted on or its deadline accepted on: start plus the time limit).
     "quotedAt": str,  # When it was quoted.
+    "estimateId": NotRequired[str],  # The estimate the job was submitted on, when the submit named one.
 })
 
 # One node's part of a multi-node attempt.
@@ -1955,7 +2046,7 @@ GetJobReply = TypedDict("GetJobReply", {
     "spec": GetJobReplySpec,  # A job spec as messages carry it: defaults filled, durations in integer ms.
     "submittedAt": str,  # When intake accepted the job.
     "deadlineAt": NotRequired[str],  # The deadline as an instant, if the spec has one.
-    "quote": NotRequired[GetJobReplyQuote],  # The first start quoted for the job, as recorded: the estimate its deadline was accepted on (JobSubmitted), else the first start shown while it waited (JobQuoted
+    "quote": NotRequired[GetJobReplyQuote],  # The first start quoted for the job, as recorded: the estimate it was submitted on or its deadline was accepted on (JobSubmitted), else the first start shown whi
     "updatedAt": str,  # Time of the latest event applied to this view.
     "attempts": List[GetJobReplyAttemptsItem],  # Run attempts, oldest first.
     "outputs": NotRequired[GetJobReplyOutputs],  # Stored outputs, once OutputsStored.
@@ -2396,7 +2487,7 @@ JobPlacedDataNodesItem = TypedDict("JobPlacedDataNodesItem", {
 JobPlacedDataQuote = TypedDict("JobPlacedDataQuote", {
     "expectedStart": str,  # The start placement quoted.
     "quotedAt": str,  # When it first quoted it (to `gpunet status` or an estimate of this job).
-    "expectedEnd": NotRequired[str],  # The end it quoted with it, when it quoted one (the estimate a deadline was accepted on).
+    "expectedEnd": NotRequired[str],  # The end it quoted with it, when it quoted one (the estimate the job was submitted on, or its deadline accepted on).
 })
 
 # Placement chose a node and concrete GPU indices for one attempt of the job.
@@ -2807,11 +2898,12 @@ JobSubmittedDataSpec = TypedDict("JobSubmittedDataSpec", {
     "resources": NotRequired[JobSubmittedDataSpecResources],  # Memory and disk caps the job asked for; absent: the node's defaults.
 })
 
-# The plan's estimate intake checked the deadline against when it accepted the job (jobs with a deadline): with the job's actual start and end, the quote's error. Absent without a deadline, or when placement did not answer in time.
+# The plan's estimate the job was accepted on: the estimate the submit named (`estimateId`, given by `gpunet estimate` before), else the one intake checked the deadline against (jobs with a deadline). With the job's actual start and end, the quote's error. Absent when neither was given, or when placem
 JobSubmittedDataQuote = TypedDict("JobSubmittedDataQuote", {
     "expectedStart": str,  # When the plan expected the job to start.
     "expectedEnd": str,  # Its expected start plus the time limit: the latest the plan expected it to end.
     "quotedAt": str,  # When placement gave the estimate.
+    "estimateId": NotRequired[str],  # The estimate the submit named (`gpunet submit --estimate`), recorded as EstimateGiven; absent for a deadline's check.
 })
 
 # Intake accepted a valid job spec from a team. The job waits for its inputs to be staged.
@@ -2823,7 +2915,7 @@ JobSubmittedData = TypedDict("JobSubmittedData", {
     "deadlineAt": NotRequired[str],  # The spec's deadline resolved to an instant at submission; absent when the spec has none.
     "idempotencyKey": NotRequired[str],  # The `Idempotency-Key` the job was submitted with, if any.
     "submittedBy": NotRequired[str],  # Id of the API key (not the key itself) that submitted the job.
-    "quote": NotRequired[JobSubmittedDataQuote],  # The plan's estimate intake checked the deadline against when it accepted the job (jobs with a deadline): with the job's actual start and end, the quote's error.
+    "quote": NotRequired[JobSubmittedDataQuote],  # The plan's estimate the job was accepted on: the estimate the submit named (`estimateId`, given by `gpunet estimate` before), else the one intake checked the de
 })
 
 # Metadata every event carries; covered by the hash chain.
@@ -4178,6 +4270,7 @@ SubmitJobSpec = TypedDict("SubmitJobSpec", {
 SubmitJob = TypedDict("SubmitJob", {
     "spec": SubmitJobSpec,  # A gpunet job: the work, the data, the request and the outputs.
     "idempotencyKey": NotRequired[str],  # Makes the submit safe to retry: the same key (per team) returns the job first created with it. Same as the HTTP `Idempotency-Key` header.
+    "estimateId": NotRequired[str],  # An estimate given to your team for this spec's request (`gpunet estimate`, `POST /v1/estimate`): the job is held to it (its JobSubmitted `quote`), so its error 
 })
 
 # One problem with an input: where, what, and how to fix it.
@@ -4415,8 +4508,10 @@ __all__ = [
     "EnrollNodeReply",
     "Estimate",
     "EstimateReply",
+    "EstimateGiven",
     "EstimateJob",
     "EstimateJobReply",
+    "EstimateUsed",
     "FeedEntry",
     "FolderManifest",
     "GetBudget",

@@ -16,7 +16,7 @@ export interface paths {
         put?: never;
         /**
          * Submit a job
-         * @description Validates the spec, records `JobSubmitted` and answers 201 with the job id. The body is a `SubmitJob` (`{ spec, idempotencyKey? }`) or the bare spec. With an `Idempotency-Key` (header or body) a retry answers 200 with the original job (`duplicate: true`); another spec under a used key is 409. An invalid spec is 400 naming each bad field and its fix, and records nothing.
+         * @description Validates the spec, records `JobSubmitted` and answers 201 with the job id. The body is a `SubmitJob` (`{ spec, idempotencyKey?, estimateId? }`) or the bare spec. With an `Idempotency-Key` (header or body) a retry answers 200 with the original job (`duplicate: true`); another spec under a used key is 409. With an `estimateId` (from `POST /v1/estimate`) the job is held to that estimate: it becomes the job's recorded quote, whose error is known when the job starts and ends; an id not given to your team, given for another request, or used by another job is 400 on `estimateId`. An invalid spec is 400 naming each bad field and its fix, and records nothing.
          */
         post: operations["submitJob"];
         delete?: never;
@@ -253,7 +253,7 @@ export interface paths {
         put?: never;
         /**
          * Expected start, end and charge of a spec, without submitting it
-         * @description Same body and validation as `POST /v1/jobs`; nothing is recorded. Placement answers from the live plan, the ledger prices the whole time limit (an upper bound: billing counts only the time the GPUs are held).
+         * @description Same body and validation as `POST /v1/jobs`; no job is submitted. Placement answers from the live plan, the ledger prices the whole time limit (an upper bound: billing counts only the time the GPUs are held). An answer with an expected start is recorded (`EstimateGiven`) and names its `estimateId`: submit with it (`SubmitJob.estimateId`) to hold the job to the estimate.
          */
         post: operations["estimateJob"];
         delete?: never;
@@ -714,7 +714,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description Submit a job: its spec, and optionally an idempotency key. */
+        /** @description Submit a job: its spec, and optionally an idempotency key and the estimate it was submitted on. */
         SubmitJob: {
             /** @description A gpunet job: the work, the data, the request and the outputs. */
             spec: {
@@ -876,6 +876,8 @@ export interface components {
             };
             /** @description Makes the submit safe to retry: the same key (per team) returns the job first created with it. Same as the HTTP `Idempotency-Key` header. */
             idempotencyKey?: string;
+            /** @description An estimate given to your team for this spec's request (`gpunet estimate`, `POST /v1/estimate`): the job is held to it (its JobSubmitted `quote`), so its error is known when the job starts and ends. Each estimate is used by one job. */
+            estimateId?: string;
         };
         /** @description A gpunet job: the work, the data, the request and the outputs. */
         JobSpec: {
@@ -1275,7 +1277,7 @@ export interface components {
              * @description The deadline as an instant, if the spec has one.
              */
             deadlineAt?: string;
-            /** @description The first start quoted for the job, as recorded: the estimate its deadline was accepted on (JobSubmitted), else the first start shown while it waited (JobQuoted). With the first attempt's placedAt and the last attempt's finishedAt, how far off it was. */
+            /** @description The first start quoted for the job, as recorded: the estimate it was submitted on or its deadline was accepted on (JobSubmitted), else the first start shown while it waited (JobQuoted). With the first attempt's placedAt and the last attempt's finishedAt, how far off it was. */
             quote?: {
                 /**
                  * Format: date-time
@@ -1284,7 +1286,7 @@ export interface components {
                 expectedStart: string;
                 /**
                  * Format: date-time
-                 * @description The end quoted with it (the estimate a deadline was accepted on: start plus the time limit).
+                 * @description The end quoted with it (the estimate the job was submitted on or its deadline accepted on: start plus the time limit).
                  */
                 expectedEnd?: string;
                 /**
@@ -1292,6 +1294,8 @@ export interface components {
                  * @description When it was quoted.
                  */
                 quotedAt: string;
+                /** @description The estimate the job was submitted on, when the submit named one. */
+                estimateId?: string;
             };
             /**
              * Format: date-time
@@ -1718,7 +1722,7 @@ export interface components {
             /** @description Sum of the lines' billableMs. */
             billableMs: number;
         };
-        /** @description When the job would start and end, and what it would cost at most; nothing is submitted. */
+        /** @description When the job would start and end, and what it would cost at most; nothing is submitted (the estimate itself is recorded). */
         EstimateJobReply: {
             /** @description False when no node can ever run it, or its start cannot be predicted. */
             runnable: boolean;
@@ -1781,6 +1785,8 @@ export interface components {
                 /** @description True when the job waits for the budget (reason `BudgetExceeded`). */
                 held: boolean;
             };
+            /** @description The estimate as recorded (EstimateGiven), when it has an expected start: name it at submit (`estimateId`, `gpunet submit --estimate`) to hold the job to it. Absent when the job cannot run, or when the store did not take the record (the answer stands, nothing can be held to it). */
+            estimateId?: string;
         };
         /** @description The queue as placement sees it. */
         GetQueueReply: {
@@ -1882,7 +1888,7 @@ export interface components {
                 /** @description 90th percentile of the absolute start error, ms. */
                 p90StartErrorMs?: number;
                 /**
-                 * @description Jobs that completed in the window with an end quoted before (the estimate their deadline was accepted on).
+                 * @description Jobs that completed in the window with an end quoted before (the estimate they were submitted on, or their deadline accepted on).
                  * @default 0
                  */
                 ended: number;

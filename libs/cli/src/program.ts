@@ -118,6 +118,7 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .option('--team <team>', `the API key's team, for storing inputs; default env ${ENV.team}, else state.json`)
     .option('--idempotency-key <key>', 'submit at most once per key (retries return the first job)')
     .addOption(new Option('--deadline-policy <policy>', 'a deadline the current plan cannot meet: reject (default) or warn (submit anyway)').choices(['reject', 'warn']))
+    .option('--estimate <id>', 'hold the job to this estimate (the id `gpunet estimate` printed for the same request): its expected start and end become the job\'s quote')
     .addOption(
       new Option('--upload <via>', 'how local inputs travel: nats (straight into the team\'s bucket), http (intake\'s tus endpoint, only the API key needed), auto (default: nats when the NATS URL and team are known, else http)').choices(['auto', 'http', 'nats']),
     )

@@ -158,7 +158,8 @@ export class GpunetClient {
    * Where the job would land if submitted now, without submitting it (`POST /v1/estimate`):
    * expected start and end, the GPU model, and the charge of its whole time limit (an upper
    * bound), or why it cannot run (`runnable: false`). Local inputs (`from:`) are left out rather
-   * than uploaded: neither the plan nor the price depends on them.
+   * than uploaded: neither the plan nor the price depends on them. An answer with an expected
+   * start is recorded and names its `estimateId`: pass it to {@link submit} to hold the job to it.
    */
   async estimate(spec: JobFileSpec | string): Promise<EstimateJobReply> {
     const body = typeof spec === 'string' ? parseJobFileText(spec) : spec;
@@ -172,8 +173,10 @@ export class GpunetClient {
    * A spec with `from:` inputs not yet uploaded is refused here: call {@link uploadInputs} first.
    * A deadline the current plan cannot meet is refused (`request.deadline`, with the earliest
    * possible finish) unless `deadlinePolicy: 'warn'`, which accepts it with `warnings`.
+   * `estimateId` (from {@link estimate}, same request) holds the job to that estimate: it becomes
+   * the job's recorded quote; an estimate of another request, or used by another job, is refused (`estimateId`).
    */
-  async submit(spec: JobFileSpec | string, options: { idempotencyKey?: string; deadlinePolicy?: 'reject' | 'warn' } = {}): Promise<SubmitJobReply> {
+  async submit(spec: JobFileSpec | string, options: { idempotencyKey?: string; deadlinePolicy?: 'reject' | 'warn'; estimateId?: string } = {}): Promise<SubmitJobReply> {
     const body = typeof spec === 'string' ? parseJobFileText(spec) : spec;
     const pending = unresolvedInputs(body);
     if (pending.length > 0) {
@@ -187,7 +190,7 @@ export class GpunetClient {
       {
         method: 'POST',
         path: '/v1/jobs',
-        body: { spec: body, idempotencyKey },
+        body: { spec: body, idempotencyKey, ...(options.estimateId !== undefined ? { estimateId: options.estimateId } : {}) },
         headers: { 'idempotency-key': idempotencyKey, ...(options.deadlinePolicy ? { 'gpunet-deadline-policy': options.deadlinePolicy } : {}) },
         idempotent: true,
       },

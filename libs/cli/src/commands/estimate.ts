@@ -1,7 +1,8 @@
 /**
  * `gpunet estimate job.yaml`: where the job would land if submitted now — expected start and end,
  * the GPU model, and the charge of its whole time limit — without submitting it. Local inputs are
- * not uploaded (neither the plan nor the price depends on them).
+ * not uploaded (neither the plan nor the price depends on them). The estimate is recorded: it
+ * prints its id and the submit that holds the job to it (`gpunet submit job.yaml --estimate <id>`).
  */
 import type { EstimateJobReply } from '#contracts';
 import { parseJobFileText } from '#sdk';
@@ -50,6 +51,24 @@ export function renderEstimate(e: EstimateJobReply): string {
   return lines.join('\n');
 }
 
+/** A shell word as typed: quoted only when it has to be. */
+function shellWord(word: string): string {
+  return /^[A-Za-z0-9_./:=+@%-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
+}
+
+/**
+ * The submit that holds the job to an estimate: the same file and request flags as the
+ * estimate (the request must be the one estimated), and `--estimate <id>`. Pure.
+ */
+export function submitOnEstimate(file: string, opts: EstimateOptions, estimateId: string): string {
+  const flags: string[] = [];
+  if (opts.gpus !== undefined) flags.push('--gpus', opts.gpus);
+  if (opts.gpuModel !== undefined) flags.push('--gpu-model', opts.gpuModel);
+  if (opts.timeLimit !== undefined) flags.push('--time-limit', opts.timeLimit);
+  if (opts.deadline !== undefined) flags.push('--deadline', opts.deadline);
+  return ['gpunet', 'submit', file, ...flags, '--estimate', estimateId].map(shellWord).join(' ');
+}
+
 export async function estimate(ctx: CommandContext, operands: string[], opts: EstimateOptions): Promise<ExitCode> {
   if (operands.length !== 1) {
     throw new UsageError(operands.length === 0 ? 'nothing to estimate' : `one job file at a time, got ${operands.length} operands`, [
@@ -68,5 +87,8 @@ export async function estimate(ctx: CommandContext, operands: string[], opts: Es
   const reply = await client.estimate(spec);
   ctx.out.doc(reply);
   ctx.out.line(renderEstimate(reply));
+  if (reply.estimateId !== undefined) {
+    ctx.out.line(`estimate: ${reply.estimateId} — hold the job to it: ${submitOnEstimate(operands[0]!, opts, reply.estimateId)}`);
+  }
   return EXIT.ok;
 }

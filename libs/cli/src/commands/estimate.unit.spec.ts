@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { renderEstimate } from './estimate.js';
+import { renderEstimate, submitOnEstimate } from './estimate.js';
 
 const base = { runnable: true, reason: 'Resources', expectedStart: '2026-11-30T12:00:00.000Z', expectedEnd: '2026-11-30T14:00:00.000Z', gpuModel: 'A100', at: '2026-11-30T10:00:00.000Z' };
 
@@ -23,6 +23,15 @@ describe('renderEstimate', () => {
   it('names why a job cannot run at all', () => {
     expect(renderEstimate({ runnable: false, reason: 'NoNodeFits', at: base.at })).toBe(
       'cannot run: the network does not have that many GPUs of one model (of the requested model), even over several nodes (NoNodeFits)',
+    );
+  });
+});
+
+describe('submitOnEstimate', () => {
+  it('repeats the file and the request flags of the estimate, then --estimate', () => {
+    expect(submitOnEstimate('job.yaml', {}, 'est_1')).toBe('gpunet submit job.yaml --estimate est_1');
+    expect(submitOnEstimate('my job.yaml', { gpus: '2', timeLimit: '30m', deadline: 'tomorrow 9am' }, 'est_1')).toBe(
+      'gpunet submit \'my job.yaml\' --gpus 2 --time-limit 30m --deadline \'tomorrow 9am\' --estimate est_1',
     );
   });
 });

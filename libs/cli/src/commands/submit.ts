@@ -21,6 +21,8 @@ export interface SubmitOptions extends SubmitFlags {
   idempotencyKey?: string;
   /** `warn`: accept a deadline the current plan cannot meet, with a warning (default `reject`). */
   deadlinePolicy?: 'reject' | 'warn';
+  /** The estimate to hold the job to (`gpunet estimate` printed its id). */
+  estimate?: string;
   /** How local inputs travel (default `auto`: NATS when the NATS URL and team are known, else HTTP). */
   upload?: 'auto' | 'http' | 'nats';
   wait?: boolean;
@@ -83,10 +85,11 @@ export async function submit(ctx: CommandContext, operands: string[], opts: Subm
   const reply = await client.submit(ready, {
     ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
     ...(opts.deadlinePolicy ? { deadlinePolicy: opts.deadlinePolicy } : {}),
+    ...(opts.estimate ? { estimateId: opts.estimate } : {}),
   });
   for (const w of reply.warnings ?? []) out.note(`warning: ${w.path} ${w.message}`);
   const summary = { ...reply, inputs: inputs.map(({ source: _source, ...u }) => u) };
-  out.line(`${reply.duplicate ? 'already submitted (same idempotency key)' : 'submitted'}: ${reply.jobId}`);
+  out.line(`${reply.duplicate ? 'already submitted (same idempotency key)' : 'submitted'}: ${reply.jobId}${opts.estimate && !reply.duplicate ? `, held to estimate ${opts.estimate}` : ''}`);
   if (reply.budget) out.line(renderBudgetFigures(reply.budget));
   if (!opts.wait) {
     out.doc(summary);

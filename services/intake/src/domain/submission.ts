@@ -47,6 +47,8 @@ export interface Submission {
   idempotencyKey?: string | undefined;
   /** The spec's deadline as an instant, when it has one. */
   deadlineAt?: string | undefined;
+  /** The estimate the submit names (`SubmitJob.estimateId`), to hold the job to it. */
+  estimateId?: string | undefined;
 }
 
 /** Whether a body is the `SubmitJob` envelope rather than a bare spec. */
@@ -60,7 +62,7 @@ function invalid(issues: FieldIssue[]): ValidationError {
 }
 
 /**
- * Validates a submit request: `body` is a `SubmitJob` (`{ spec, idempotencyKey? }`) or a bare job
+ * Validates a submit request: `body` is a `SubmitJob` (`{ spec, idempotencyKey?, estimateId? }`) or a bare job
  * spec; `headerKey` is the `Idempotency-Key` header (HTTP or NATS). Resolves the deadline
  * against `now` in the team's `timeZone` (IANA; default UTC). Throws a ValidationError naming
  * every bad field and its fix.
@@ -72,6 +74,7 @@ export function parseSubmission(body: unknown, headerKey: string | undefined, no
   const issues: FieldIssue[] = [];
   let spec: JobSpec | undefined;
   let bodyKey: string | undefined;
+  let estimateId: string | undefined;
   let prefix = '';
   if (isEnvelope(body as Record<string, unknown>)) {
     prefix = 'spec.';
@@ -79,6 +82,7 @@ export function parseSubmission(body: unknown, headerKey: string | undefined, no
     if (parsed.success) {
       spec = toJobSpec(parsed.data.spec);
       bodyKey = parsed.data.idempotencyKey;
+      estimateId = parsed.data.estimateId;
     } else issues.push(...formatIssues(parsed.error));
   } else {
     const parsed = parseJobSpec(body);
@@ -103,7 +107,7 @@ export function parseSubmission(body: unknown, headerKey: string | undefined, no
     else issues.push({ ...resolved.issue, path: `${prefix}${resolved.issue.path}` });
   }
   if (issues.length > 0 || spec === undefined) throw invalid(issues);
-  return { spec, idempotencyKey: headerKey ?? bodyKey, deadlineAt };
+  return { spec, idempotencyKey: headerKey ?? bodyKey, deadlineAt, ...(estimateId !== undefined ? { estimateId } : {}) };
 }
 
 /**

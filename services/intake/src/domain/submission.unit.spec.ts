@@ -44,6 +44,12 @@ describe('parseSubmission', () => {
     expect(s.idempotencyKey).toBe('abc');
   });
 
+  it('takes the estimate the envelope names, and names a malformed one', () => {
+    expect(parseSubmission({ spec, estimateId: 'est_0197a0e2' }, undefined, now).estimateId).toBe('est_0197a0e2');
+    expect(parseSubmission(spec, undefined, now).estimateId).toBeUndefined();
+    expect(validationError(() => parseSubmission({ spec, estimateId: 'not an id' }, undefined, now)).issues).toEqual([expect.objectContaining({ path: 'estimateId' })]);
+  });
+
   it('takes the key from the header, and refuses a body key that differs', () => {
     expect(parseSubmission(spec, 'hdr', now).idempotencyKey).toBe('hdr');
     expect(parseSubmission({ spec, idempotencyKey: 'same' }, 'same', now).idempotencyKey).toBe('same');

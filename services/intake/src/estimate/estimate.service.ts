@@ -1,25 +1,38 @@
-import { Queries, type EstimateJobReply, type EstimateReply, type QuoteReply } from '#contracts';
+import { Queries, type EstimateJobReply, type EstimateReply, type JobSubmitted, type QuoteReply } from '#contracts';
+import { ConcurrencyError } from '#errors';
+import { WrongExpectedVersionError, type EventStore } from '#event-store';
 import { requestQuery } from '#messaging';
-import { CLOCK, NATS_CONNECTION, type Clock } from '#service-kit';
+import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, NATS_CONNECTION, newId, type Clock, type EventWriter } from '#service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Inject, Injectable } from '@nestjs/common';
+import type { Logger } from 'pino';
 import type { Principal } from '../auth/api-keys.js';
 import { authorize } from '../auth/permissions.js';
+import type { RequestTrace } from '../common/trace.js';
+import { decideEstimateUse, estimateGiven, estimateIdFromUuid, estimateStreamId, type EstimatedRequest } from '../domain/estimates.js';
 import { parseSubmission } from '../domain/submission.js';
-import type { RequestTrace } from '../jobs/jobs.service.js';
 import { BudgetsService } from '../budgets/budgets.service.js';
+
+/** Appends of an EstimateUsed retried when another submit wrote to the estimate's stream first. */
+const USE_ATTEMPTS = 3;
 
 /**
  * Estimates before submitting, one code path for HTTP and NATS: the spec is validated exactly as
  * a submit would be (same issues, same deadline resolution), then placement says where it would
  * land (`Estimate`) and the ledger prices its whole time limit on the model it would get at the
- * expected start (`Quote`). Nothing is recorded.
+ * expected start (`Quote`). An answer with an expected start is recorded before it is given
+ * (EstimateGiven, `intake-estimate-<estimateId>`) and names its `estimateId`: a submit naming it
+ * is held to it ({@link use}). A store that refuses the record does not stop the answer (logged;
+ * the answer has no `estimateId` then), as for placement's JobQuoted: the estimate is still true.
  */
 @Injectable()
 export class EstimateService {
   constructor(
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(EVENT_WRITER) private readonly writer: EventWriter,
+    @Inject(LOGGER) private readonly logger: Logger,
     private readonly budgets: BudgetsService,
   ) {}
 
@@ -41,7 +54,60 @@ export class EstimateService {
       { request: q.schema, response: q.replySchema },
       options,
     );
-    return { ...e, ...deadline, charge };
+    const reply: EstimateJobReply = { ...e, ...deadline, charge };
+    const estimateId = await this.record(principal, submission.spec.request, reply, trace);
+    return estimateId !== undefined ? { ...reply, estimateId } : reply;
+  }
+
+  /** Records the answer (EstimateGiven); its id, or undefined when the store refused it (logged, the answer stands). */
+  private async record(principal: Principal, request: EstimatedRequest, reply: EstimateJobReply, trace: RequestTrace): Promise<string | undefined> {
+    const estimateId = estimateIdFromUuid(newId());
+    const given = estimateGiven({ estimateId, team: principal.team, requestedBy: principal.keyId, request, reply, quotedAt: this.clock.now() });
+    if (given === undefined) return undefined;
+    try {
+      await this.writer.append(estimateStreamId(estimateId), [{ type: 'EstimateGiven', data: given }], {
+        expectedRevision: 'no_stream',
+        ...(trace.correlationId !== undefined ? { correlationId: trace.correlationId } : {}),
+      });
+      this.logger.info({ estimateId, team: principal.team, keyId: principal.keyId, correlationId: trace.correlationId }, 'estimate given');
+      return estimateId;
+    } catch (err) {
+      this.logger.warn({ err, team: principal.team, correlationId: trace.correlationId }, 'estimate answered without a record: the store refused it');
+      return undefined;
+    }
+  }
+
+  /** Checks, recording nothing, that a new job may be held to the estimate (see {@link use}): a submit refused for its estimate reserves nothing first. */
+  async check(team: string, estimateId: string, request: EstimatedRequest, jobId: string): Promise<void> {
+    decideEstimateUse({ estimateId, events: await this.store.readStream(estimateStreamId(estimateId)), team, request, jobId, now: this.clock.now() });
+  }
+
+  /**
+   * Holds a new job to the estimate a submit named: checks it (see `decideEstimateUse`: a
+   * ValidationError on `estimateId` otherwise), records which job used it (EstimateUsed, at the
+   * revision read; a retry of the same job finds it recorded and records nothing), and returns
+   * the quote for the job's JobSubmitted. Called once the job is about to be recorded, so a
+   * refused submit does not spend the estimate.
+   */
+  async use(team: string, estimateId: string, request: EstimatedRequest, jobId: string, trace: RequestTrace = {}): Promise<NonNullable<JobSubmitted['quote']>> {
+    const streamId = estimateStreamId(estimateId);
+    for (let attempt = 1; ; attempt++) {
+      const events = await this.store.readStream(streamId);
+      const decision = decideEstimateUse({ estimateId, events, team, request, jobId, now: this.clock.now() });
+      if (decision.used === undefined) return decision.quote;
+      try {
+        await this.writer.append(streamId, [{ type: 'EstimateUsed', data: decision.used }], {
+          expectedRevision: events.at(-1)!.revision,
+          ...(trace.correlationId !== undefined ? { correlationId: trace.correlationId } : {}),
+        });
+        this.logger.info({ estimateId, jobId, team, correlationId: trace.correlationId }, 'estimate used');
+        return decision.quote;
+      } catch (err) {
+        // Another submit wrote first: read again (the same job's retry passes, another job is refused).
+        if (!(err instanceof WrongExpectedVersionError)) throw err;
+        if (attempt >= USE_ATTEMPTS) throw new ConcurrencyError(`estimate ${estimateId} changed under ${USE_ATTEMPTS} submits in a row; submit again`, { cause: err });
+      }
+    }
   }
 
   /** Where a request of `team` would land in placement's current plan (`gpunet.qry.placement.Estimate`). */

@@ -207,8 +207,10 @@ function paths(): Json {
         operationId: 'submitJob',
         summary: 'Submit a job',
         description:
-          'Validates the spec, records `JobSubmitted` and answers 201 with the job id. The body is a `SubmitJob` (`{ spec, idempotencyKey? }`) or the bare spec. ' +
+          'Validates the spec, records `JobSubmitted` and answers 201 with the job id. The body is a `SubmitJob` (`{ spec, idempotencyKey?, estimateId? }`) or the bare spec. ' +
           'With an `Idempotency-Key` (header or body) a retry answers 200 with the original job (`duplicate: true`); another spec under a used key is 409. ' +
+          'With an `estimateId` (from `POST /v1/estimate`) the job is held to that estimate: it becomes the job\'s recorded quote, whose error is known when the job starts and ends; ' +
+          'an id not given to your team, given for another request, or used by another job is 400 on `estimateId`. ' +
           'An invalid spec is 400 naming each bad field and its fix, and records nothing.',
         parameters: [
           {
@@ -473,8 +475,9 @@ function paths(): Json {
         operationId: 'estimateJob',
         summary: 'Expected start, end and charge of a spec, without submitting it',
         description:
-          'Same body and validation as `POST /v1/jobs`; nothing is recorded. Placement answers from the live plan, the ledger prices the whole time limit ' +
-          '(an upper bound: billing counts only the time the GPUs are held).',
+          'Same body and validation as `POST /v1/jobs`; no job is submitted. Placement answers from the live plan, the ledger prices the whole time limit ' +
+          '(an upper bound: billing counts only the time the GPUs are held). An answer with an expected start is recorded (`EstimateGiven`) and names its ' +
+          '`estimateId`: submit with it (`SubmitJob.estimateId`) to hold the job to the estimate.',
         requestBody: { required: true, content: { 'application/json': { schema: { oneOf: [ref('SubmitJob'), ref('JobSpec')] } } } },
         responses: { '200': { description: 'The estimate.', content: json('EstimateJobReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
       },

@@ -24,7 +24,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Principal } from '../auth/api-keys.js';
 import { authorize, callerPrincipal } from '../auth/permissions.js';
-import type { RequestTrace } from '../jobs/jobs.service.js';
+import type { RequestTrace } from '../common/trace.js';
 
 /** A rebuild folds the whole store: give it time. */
 const REBUILD_TIMEOUT_MS = 600_000;

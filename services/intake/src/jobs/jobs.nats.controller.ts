@@ -5,7 +5,8 @@ import { Controller } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { Authenticator } from '../auth/authenticator.js';
 import { deadlinePolicyHeader } from '../estimate/deadline-policy.js';
-import { JobsService, type RequestTrace } from './jobs.service.js';
+import type { RequestTrace } from '../common/trace.js';
+import { JobsService } from './jobs.service.js';
 
 /**
  * The NATS command API: `gpunet.cmd.SubmitJob`, `gpunet.cmd.CancelJob`, and the queries

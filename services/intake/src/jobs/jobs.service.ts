@@ -9,6 +9,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { allows, assertOwnJob, authorize, callerPrincipal } from '../auth/permissions.js';
 import { ForbiddenError } from '../common/errors.js';
+import type { RequestTrace } from '../common/trace.js';
 import type { Principal } from '../auth/api-keys.js';
 import { deadlineIssue, type DeadlinePolicy } from '../domain/deadline-check.js';
 import { eventTime } from '../domain/job-view.js';
@@ -31,11 +32,6 @@ export class JobViewsBehindError extends TransientError {
   constructor(position: bigint, head: bigint) {
     super(`the job views are at store position ${position} and did not reach the head ${head} within ${CATCH_UP_MS} ms; ask again`);
   }
-}
-
-/** Where a request came from, for the events it causes. */
-export interface RequestTrace {
-  correlationId?: string | undefined;
 }
 
 /** A submit's answer and whether it created the job (HTTP 201) or found it (200). */
@@ -68,7 +64,9 @@ export class JobsService {
    * another spec under the key is an IdempotencyConflictError. Nothing is appended for an invalid spec.
    * A new job with a deadline is checked against placement's current plan: one it cannot meet is a
    * ValidationError on `request.deadline` naming the earliest possible finish, or, with
-   * `deadlinePolicy: 'warn'`, accepted with that issue in `warnings`.
+   * `deadlinePolicy: 'warn'`, accepted with that issue in `warnings`. A submit naming an estimate
+   * (`estimateId`) is held to it: it must be the team's, for the same request, unused by another
+   * job (else a ValidationError on `estimateId`), and becomes the JobSubmitted's `quote`.
    */
   async submit(
     principal: Principal,
@@ -113,6 +111,7 @@ export class JobsService {
 
     let decision = await decide();
     const warnings: FieldIssue[] = [];
+    if (decision.kind === 'append' && submission.estimateId !== undefined) await this.estimates.check(principal.team, submission.estimateId, submission.spec.request, jobId);
     if (decision.kind === 'append' && submission.deadlineAt !== undefined) {
       const { issue, quote } = await this.deadlineCheck(principal.team, submission, trace);
       if (issue && issue.path === 'request.deadline' && options.deadlinePolicy !== 'warn') throw new ValidationError(`invalid job spec: ${issue.path} ${issue.message}`, [issue]);
@@ -124,6 +123,11 @@ export class JobsService {
     const budget = decision.kind === 'append' ? await this.budgets.admit(principal.team, jobId, submission.spec.request, trace) : undefined;
     if (decision.kind === 'append') {
       try {
+        // A named estimate is the job's promise (before a deadline's check): spent only now, when nothing else refuses the job.
+        if (submission.estimateId !== undefined) {
+          const quote = await this.estimates.use(principal.team, submission.estimateId, submission.spec.request, jobId, trace);
+          decision = { ...decision, event: { ...decision.event, quote } };
+        }
         const result = await this.writer.append(streamId, [{ type: 'JobSubmitted', data: decision.event }], {
           expectedRevision: 'no_stream',
           // The job id stands as the cause: the event id derives from it, so a retry racing the first submit cannot record a second one.

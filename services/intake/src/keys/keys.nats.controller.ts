@@ -20,7 +20,7 @@ import type { MsgHdrs } from '@nats-io/transport-node';
 import { Controller } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { Authenticator } from '../auth/authenticator.js';
-import type { RequestTrace } from '../jobs/jobs.service.js';
+import type { RequestTrace } from '../common/trace.js';
 import { KeysService } from './keys.service.js';
 
 /**

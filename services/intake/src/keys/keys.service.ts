@@ -26,7 +26,7 @@ import { KeyRingFeed, REFUSALS_STREAM, keyStreamId, teamStreamId } from '../auth
 import { TEAM_ADMIN_ISSUABLE, allows, assertTeamScope, authorize } from '../auth/permissions.js';
 import { ForbiddenError } from '../common/errors.js';
 import { decideCreateTeam, decideDisableTeam, decideIssueKey, decideRevokeKey, type Actor, type KeyDirectory } from '../domain/key-directory.js';
-import type { RequestTrace } from '../jobs/jobs.service.js';
+import type { RequestTrace } from '../common/trace.js';
 import { parsed } from '../common/parsed.js';
 
 /** How long a change waits for the ring to include its own event before answering. */

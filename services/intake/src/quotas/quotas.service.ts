@@ -8,7 +8,7 @@ import type { Principal } from '../auth/api-keys.js';
 import { Authenticator } from '../auth/authenticator.js';
 import { allows, authorize } from '../auth/permissions.js';
 import { ForbiddenError } from '../common/errors.js';
-import type { RequestTrace } from '../jobs/jobs.service.js';
+import type { RequestTrace } from '../common/trace.js';
 import { KeysService, type Transport } from '../keys/keys.service.js';
 import { parsed } from '../common/parsed.js';
 

@@ -3,13 +3,14 @@
  * shows, an estimate of a submitted job), recorded with the job, and how far off they were.
  * Pure: `now` is an argument.
  *
- * A job's first quote is recorded when it is given: the estimate a deadline was accepted on in
- * its JobSubmitted, else the first start shown for it in a JobQuoted ({@link quotesToRecord}).
+ * A job's first quote is recorded when it is given: in its JobSubmitted, the estimate the submit
+ * named (`gpunet estimate`, then `gpunet submit --estimate`) or else the one its deadline was
+ * accepted on; else the first start shown for it in a JobQuoted ({@link quotesToRecord}).
  * Its first JobPlaced repeats it (`quote`), so its error, actual start − quoted start, is in the
  * job's record from the moment it starts. {@link quoteAccuracy} sums up a recent window
  * for `gpunet capacity`: median and p90 of the start errors, of the end errors where an end was
- * quoted (the estimate a deadline was accepted on, recorded in JobSubmitted), and how many jobs
- * with an accepted deadline (intake refuses a deadline the plan cannot meet) finished by it.
+ * quoted (the estimates recorded in JobSubmitted), and how many jobs with an accepted deadline
+ * (intake refuses a deadline the plan cannot meet) finished by it.
  */
 import type { EventData } from '#contracts';
 import { currentAttempt, type PlacementState } from './state.js';
@@ -39,7 +40,7 @@ export interface QuoteAccuracy {
   started: number;
   medianStartErrorMs?: number;
   p90StartErrorMs?: number;
-  /** Jobs that completed in the window with an end quoted before (the estimate a deadline was accepted on). */
+  /** Jobs that completed in the window with an end quoted before (the estimate submitted on or a deadline accepted on, from JobSubmitted). */
   ended: number;
   /** Median of actual end − quoted end: negative when jobs ended earlier than quoted (a quoted end runs to the time limit). */
   medianEndErrorMs?: number;

@@ -139,14 +139,14 @@ export interface JobRecord {
   /** Why a job in phase `lost` goes back to the queue. */
   requeueReason?: 'node_lost' | 'retry';
   /**
-   * The first start placement quoted for it (epoch ms) and when: the estimate its deadline was
-   * accepted on (JobSubmitted), else the first start `gpunet status` showed. Written into its
+   * The first start placement quoted for it (epoch ms) and when: the estimate it was submitted on
+   * or its deadline accepted on (JobSubmitted), else the first start `gpunet status` showed. Written into its
    * JobPlaced (`quotes.ts`).
    */
   quote?: Quote;
 }
 
-/** A quote: expected start, expected end when one was given (a deadline's estimate), when it was given; epoch ms. */
+/** A quote: expected start, expected end when one was given (an estimate recorded in JobSubmitted), when it was given; epoch ms. */
 export interface Quote {
   expectedStart: number;
   expectedEnd?: number;
