@@ -284,13 +284,12 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
     const multi = gpus > (gpuModel === undefined ? sizes.any : (sizes.byModel.get(gpuModel) ?? 0));
     let fitsIgnoringReservations = false;
     const isLong = long !== undefined && ((options.predictions ?? true) ? predictedRunOf(job) : timeLimitMs) >= long.fromMs;
-    // Held back for short work: no start and no reservation (it would idle GPUs the headroom keeps anyway).
-    if (isLong && long.held > 0 && long.held + gpus > long.limit) {
-      entry.reason = 'Resources';
-      if (!startsOnly) entry.reasonDetail = `headroom for short work: jobs predicted to run ${formatSpan(long.fromMs)} or more hold ${long.held} of ${long.total} GPUs, and at most ${long.limit} may go to them`;
-      continue;
-    }
-    if ((doBackfill || !blocked) && (multi || gpus <= maxFreeNow) && gpus <= totalFreeNow) {
+    // Held back for short work: no start, and in the pass no reservation (it would idle GPUs the
+    // headroom keeps anyway). Plans for people (status, estimates) still date it by a reservation:
+    // a conservative date, where a start shown as "unknown" would refuse every estimate of long work.
+    const heldBack = isLong && long.held > 0 && long.held + gpus > long.limit;
+    if (heldBack && startsOnly) continue;
+    if (!heldBack && (doBackfill || !blocked) && (multi || gpus <= maxFreeNow) && gpus <= totalFreeNow) {
       // Fewer free GPUs than it needs are clear of reservations until its end: it cannot start (the scan below would only find the reason).
       const hopeless = reservations > 0 && free.usableAtMost(end) < gpus;
       if (!hopeless || !startsOnly) {
@@ -333,7 +332,16 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
       }
     }
     if (startsOnly) continue;
-    entry.reason = fitsIgnoringReservations ? 'Reservation' : entry.reservation || reservations < depth ? 'Resources' : 'Priority';
+    entry.reason = heldBack ? 'Resources' : fitsIgnoringReservations ? 'Reservation' : entry.reservation || reservations < depth ? 'Resources' : 'Priority';
+    if (heldBack) {
+      entry.reasonDetail = `headroom for short work: jobs predicted to run ${formatSpan(long!.fromMs)} or more hold ${long!.held} of ${long!.total} GPUs, and at most ${long!.limit} may go to them`;
+      // Not before long work leaves it room.
+      const room = long!.roomAt(gpus);
+      if (entry.expectedStart !== undefined && entry.expectedStart < room) {
+        if (entry.reservation) entry.reservation = { ...entry.reservation, start: room, end: entry.reservation.end + (room - entry.expectedStart) };
+        entry.expectedStart = room;
+      }
+    }
     // Waiting is pointless when the plan's own start already lands past the deadline.
     if (job.deadlineAt !== undefined && entry.expectedStart !== undefined && entry.expectedStart + timeLimitMs > job.deadlineAt) entry.reason = 'DeadlineUnreachable';
   }
@@ -344,7 +352,7 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
  * The pass's long-work count for {@link PlanOptions.headroom}: GPUs held now by running work
  * predicted (else limited) to run at least `fromMs`, and how many long work may hold at most.
  */
-function longWork(state: PlacementState, now: number, lines: readonly NodeLine[], candidates: readonly JobRecord[], options: PlanOptions): { fromMs: number; held: number; limit: number; total: number } | undefined {
+function longWork(state: PlacementState, now: number, lines: readonly NodeLine[], candidates: readonly JobRecord[], options: PlanOptions): LongWork | undefined {
   const headroom = options.headroom === undefined ? DEFAULT_HEADROOM : options.headroom;
   if (!headroom || headroom.share >= 1) return undefined;
   const runOf = (job: JobRecord) => ((options.predictions ?? true) ? predictedRunOf(job) : job.request.timeLimitMs);
@@ -354,13 +362,41 @@ function longWork(state: PlacementState, now: number, lines: readonly NodeLine[]
   let total = 0;
   for (const l of lines) total += l.gpus.length;
   let held = 0;
+  const ends: { at: number; gpus: number }[] = [];
   for (const live of state.live.values()) {
     if (live.finished) continue;
     const run = (options.predictions ?? true) ? (live.predictedRunMs ?? live.timeLimitMs) : live.timeLimitMs;
     // Work of unknown length is long: it may hold its GPUs for any time.
-    if (run === undefined || run >= headroom.longRunMs) held += live.gpus;
+    if (run !== undefined && run < headroom.longRunMs) continue;
+    held += live.gpus;
+    ends.push({ at: expectedEndOf(live, now, options.predictions ?? true), gpus: live.gpus });
   }
-  return { fromMs: headroom.longRunMs, held, limit: Math.floor(headroom.share * total), total };
+  const limit = Math.floor(headroom.share * total);
+  return {
+    fromMs: headroom.longRunMs,
+    held,
+    limit,
+    total,
+    // When the running long work, ending as expected, leaves room for `gpus` more (or none runs).
+    roomAt(gpus) {
+      ends.sort((a, b) => a.at - b.at);
+      let left = held;
+      for (const e of ends) {
+        left -= e.gpus;
+        if (left === 0 || left + gpus <= limit) return e.at;
+      }
+      return now;
+    },
+  };
+}
+
+/** The pass's long work (see {@link longWork}). */
+interface LongWork {
+  fromMs: number;
+  held: number;
+  limit: number;
+  total: number;
+  roomAt(gpus: number): number;
 }
 
 /** How recently short work must have been submitted for {@link PlanOptions.headroom} to hold: a day. */
