@@ -82,3 +82,16 @@ describe('estimate: a job that is not submitted, at the back of the queue', () =
     expect(estimate(h.state, { team: 't', gpus: 2, timeLimitMs: HOUR }, T0)).toEqual({ runnable: false, reason: 'Unpredictable' });
   });
 });
+
+describe('estimate: long work while short work flows (headroom, decision 0028)', () => {
+  it('given long work holding 7 of 10 GPUs and short work waiting, when 2 GPUs of long work are estimated, then they start once long work leaves room, not now', () => {
+    const h = given(ev.node('n1', 10), submitted('run', 7, 2 * HOUR), ev.placed('run', 1, 'n1', [0, 1, 2, 3, 4, 5, 6]), heldAt('run', 'n1', [0, 1, 2, 3, 4, 5, 6], T0)).apply(
+      submitted('short', 1, 10 * MIN),
+      ev.staged('short'),
+    );
+    // 3 GPUs are free now, but long work may hold only 8: the estimate waits for `run`'s expected end.
+    expect(estimate(h.state, { team: 'team-a', gpus: 2, timeLimitMs: 3 * HOUR }, T0 + 10 * MIN)).toMatchObject({ runnable: true, expectedStart: T0 + 2 * HOUR, expectedEnd: T0 + 5 * HOUR });
+    // Short work is not held back.
+    expect(estimate(h.state, { team: 'team-a', gpus: 2, timeLimitMs: 30 * MIN }, T0 + 10 * MIN)).toMatchObject({ runnable: true, expectedStart: T0 + 10 * MIN });
+  });
+});
