@@ -1,6 +1,7 @@
 import { EstimateGiven, EstimateId, EstimateUsed, JobSubmitted } from '#contracts';
 import { ValidationError } from '#errors';
 import { decideEstimateUse, estimateGiven, estimateIdFromUuid, estimateStreamId, type UseInput } from './estimates.js';
+import { thrownBy } from '../../../../test/support/thrown.js';
 
 const now = new Date('2026-12-01T10:00:00.000Z');
 const request = { gpus: 2, timeLimitMs: 3_600_000 };
@@ -18,15 +19,7 @@ const given = estimateGiven({ estimateId: id, team: 'team-a', requestedBy: 'ci-a
 const use = (over: Partial<UseInput> = {}) =>
   decideEstimateUse({ estimateId: id, events: [{ type: 'EstimateGiven', data: given }], team: 'team-a', request, jobId: 'job_1', now: new Date('2026-12-01T10:05:00.000Z'), ...over });
 
-function refusal(fn: () => unknown): ValidationError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ValidationError) return err;
-    throw err;
-  }
-  throw new Error('expected a ValidationError');
-}
+const refusal = (fn: () => unknown): ValidationError => thrownBy(fn, ValidationError);
 
 describe('estimate records', () => {
   it('ids are contract ids in their own intake stream', () => {

@@ -1,19 +1,12 @@
 import { ID_PATTERN, JobId } from '#contracts';
 import { ValidationError } from '#errors';
 import { decideCancel, decideSubmit, idempotentJobId, jobIdFromUuid, parseSubmission, resolveDeadline } from './submission.js';
+import { thrownBy } from '../../../../test/support/thrown.js';
 
 const now = new Date('2025-06-01T12:00:00.000Z');
 const spec = { work: { kind: 'script', script: { inline: 'echo hi' } }, request: { gpus: 1, timeLimit: '1h' } };
 
-function validationError(fn: () => unknown): ValidationError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ValidationError) return err;
-    throw err;
-  }
-  throw new Error('expected a ValidationError');
-}
+const validationError = (fn: () => unknown): ValidationError => thrownBy(fn, ValidationError);
 
 describe('job ids', () => {
   it('are valid contracts JobIds', () => {
