@@ -18,6 +18,7 @@
  * node), all free at once: it starts only when all are free now, and its reservation is the
  * earliest time enough whole nodes are free. Never a partial hold.
  */
+import { formatDuration } from '#contracts';
 import type { Gang } from './capacity.js';
 import { preferLocal } from './locality.js';
 import type { PendingReason } from './queue-view.js';
@@ -70,9 +71,10 @@ export interface PlanOptions {
   startsOnly?: boolean;
   /**
    * Headroom for short work (decision 0028): jobs predicted to run at least `longRunMs` may
-   * together hold at most `share` of the GPUs; a long job that would pass it waits (no start, no
-   * reservation) while other long work runs. With no long work running a long job may always
-   * start, whatever its size. Default {@link DEFAULT_HEADROOM}; `false`: no limit (the
+   * together hold at most `share` of the GPUs while short work flows; a long job that would pass
+   * it waits while other long work runs: the pass gives it no start and no reservation, plans for
+   * people date it by when long work leaves it room. With no long work running a long job may
+   * always start, whatever its size. Default {@link DEFAULT_HEADROOM}; `false`: no limit (the
    * literature's baselines).
    */
   headroom?: Headroom | false;
@@ -334,7 +336,7 @@ export function plan(state: PlacementState, now: number | Date, options: PlanOpt
     if (startsOnly) continue;
     entry.reason = heldBack ? 'Resources' : fitsIgnoringReservations ? 'Reservation' : entry.reservation || reservations < depth ? 'Resources' : 'Priority';
     if (heldBack) {
-      entry.reasonDetail = `headroom for short work: jobs predicted to run ${formatSpan(long!.fromMs)} or more hold ${long!.held} of ${long!.total} GPUs, and at most ${long!.limit} may go to them`;
+      entry.reasonDetail = `headroom for short work: jobs predicted to run ${formatDuration(long!.fromMs)} or more hold ${long!.held} of ${long!.total} GPUs, and at most ${long!.limit} may go to them`;
       // Not before long work leaves it room.
       const room = long!.roomAt(gpus);
       if (entry.expectedStart !== undefined && entry.expectedStart < room) {
@@ -362,24 +364,26 @@ function longWork(state: PlacementState, now: number, lines: readonly NodeLine[]
   let total = 0;
   for (const l of lines) total += l.gpus.length;
   let held = 0;
-  const ends: { at: number; gpus: number }[] = [];
+  const running: LiveAttempt[] = [];
   for (const live of state.live.values()) {
     if (live.finished) continue;
     const run = (options.predictions ?? true) ? (live.predictedRunMs ?? live.timeLimitMs) : live.timeLimitMs;
     // Work of unknown length is long: it may hold its GPUs for any time.
     if (run !== undefined && run < headroom.longRunMs) continue;
     held += live.gpus;
-    ends.push({ at: expectedEndOf(live, now, options.predictions ?? true), gpus: live.gpus });
+    running.push(live);
   }
   const limit = Math.floor(headroom.share * total);
+  let ends: { at: number; gpus: number }[] | undefined;
   return {
     fromMs: headroom.longRunMs,
     held,
     limit,
     total,
     // When the running long work, ending as expected, leaves room for `gpus` more (or none runs).
+    // Only plans for people ask, so the ends are dated then, once.
     roomAt(gpus) {
-      ends.sort((a, b) => a.at - b.at);
+      ends ??= running.map((live) => ({ at: expectedEndOf(live, now, options.predictions ?? true), gpus: live.gpus })).sort((a, b) => a.at - b.at);
       let left = held;
       for (const e of ends) {
         left -= e.gpus;
@@ -401,13 +405,6 @@ interface LongWork {
 
 /** How recently short work must have been submitted for {@link PlanOptions.headroom} to hold: a day. */
 export const SHORT_WORK_WINDOW_MS = 24 * 3_600_000;
-
-/** A span of ms as people read it: `1 h`, `90 min`, `45 s`. */
-function formatSpan(ms: number): string {
-  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
-  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
-  return `${Math.round(ms / 1000)} s`;
-}
 
 /** Node sizes per registered set (they change only with registrations and losses). */
 const sizesOf = new WeakMap<readonly unknown[], ReturnType<typeof largestPerModel>>();

@@ -179,7 +179,7 @@ describe('plan: headroom for short work', () => {
     // The pass gives it no reservation; plans for people date it by one (status, estimates).
     expect(plan(h.state, T0 + 10 * MIN, { startsOnly: true }).jobs.find((j) => j.job.jobId === 'long')?.reservation).toBeUndefined();
     expect(byId.get('long')!.expectedStart).toBe(T0 + 2 * HOUR);
-    expect(byId.get('long')!.reasonDetail).toBe('headroom for short work: jobs predicted to run 1 h or more hold 7 of 10 GPUs, and at most 8 may go to them');
+    expect(byId.get('long')!.reasonDetail).toBe('headroom for short work: jobs predicted to run 1h or more hold 7 of 10 GPUs, and at most 8 may go to them');
     // Within the share, long work starts beside it.
     const one = busy().apply(submitted('long1', 1, 3 * HOUR), ev.staged('long1')).apply(submitted('short', 1, 10 * MIN, T0 + MIN), ev.staged('short'));
     expect(plan(one.state, T0 + 10 * MIN).starts.map((s) => s.job.jobId).sort()).toEqual(['long1', 'short']);
