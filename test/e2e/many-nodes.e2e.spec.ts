@@ -1,0 +1,94 @@
+/**
+ * Fifty execution agents on one network: an agent receives only its own node's work, so what one
+ * agent handles depends on the jobs placed on it, never on how many nodes the network has. The
+ * recorder copies each node's work onto `gpunet.work.<nodeId>.<type>` and each agent's durable
+ * consumer (`execution-<nodeId>`) filters its own subjects; here the JetStream figures of all fifty
+ * consumers and of the work stream are compared with where placement put each job.
+ */
+import type { JobPlaced } from '#contracts';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { jobEvents, scriptJob, settle } from '../support/jobs.js';
+import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+
+const AGENTS = 50;
+const JOBS = 30;
+
+let net: TestNetwork | undefined;
+const network = () => net!;
+const e2e = (body: () => Promise<void>) => withLogsOnFailure(() => net, body);
+
+/** Messages each node's consumer has had delivered (its stream sequence of deliveries). */
+async function deliveredPerNode(): Promise<Map<string, number>> {
+  const jsm = await jetstreamManager(await network().nats());
+  const out = new Map<string, number>();
+  for (const nodeId of network().nodeIds) out.set(nodeId, (await jsm.consumers.info('GPUNET_WORK', `execution-${nodeId}`)).delivered.consumer_seq);
+  return out;
+}
+
+beforeAll(async () => {
+  // One GPU each, so thirty one-GPU jobs spread over many nodes when they overlap. Fifty agents take
+  // a while to start on two cores: `up` waits for every one to answer its health query.
+  net = await TestNetwork.start({ agents: AGENTS, gpus: 1, startTimeoutMs: 240_000 });
+}, 300_000);
+
+afterAll(async () => {
+  await net?.stop();
+}, 120_000);
+
+describe(`${AGENTS} agents on one network`, () => {
+  it(
+    "delivers each agent only its own node's work: what an agent handles follows the jobs placed on it, not the number of nodes",
+    e2e(async () => {
+      expect(network().nodeIds).toHaveLength(AGENTS);
+      const before = await deliveredPerNode();
+      const client = network().client();
+      // Each job runs until all have been submitted, so several overlap and spread over nodes.
+      const jobIds: string[] = [];
+      for (let i = 0; i < JOBS; i++) jobIds.push((await client.submit(scriptJob('sleep 1; echo done', { name: `many-${i}` }))).jobId);
+      const { views } = await settle(network(), jobIds, { timeoutMs: 180_000 });
+      expect([...views.values()].map((v) => v.state)).toEqual(jobIds.map(() => 'completed'));
+
+      // Where placement put each attempt.
+      const attemptsOn = new Map<string, number>();
+      for (const e of await jobEvents(network(), jobIds, ['JobPlaced'])) {
+        const { nodeId } = e.data as JobPlaced;
+        attemptsOn.set(nodeId, (attemptsOn.get(nodeId) ?? 0) + 1);
+      }
+      expect([...attemptsOn.values()].reduce((a, b) => a + b, 0)).toBe(JOBS);
+
+      // The work stream's messages, per node (subject `gpunet.work.<nodeId>.<type>`).
+      const jsm = await jetstreamManager(await network().nats());
+      const info = await jsm.streams.info('GPUNET_WORK', { subjects_filter: 'gpunet.work.>' });
+      const inStream = new Map<string, number>();
+      for (const [subject, n] of Object.entries(info.state.subjects ?? {})) {
+        const nodeId = subject.split('.')[2]!;
+        inStream.set(nodeId, (inStream.get(nodeId) ?? 0) + n);
+      }
+      // Every message of the stream names a node that had an attempt placed on it.
+      expect([...inStream.keys()].filter((n) => !attemptsOn.has(n))).toEqual([]);
+
+      const after = await deliveredPerNode();
+      const delivered = new Map(network().nodeIds.map((n) => [n, after.get(n)! - before.get(n)!]));
+      const idle = network().nodeIds.filter((n) => !attemptsOn.has(n));
+      const busy = [...attemptsOn.keys()];
+      // Every agent was delivered exactly its own node's messages: none for a node without work,
+      // however much the other forty-odd ran …
+      expect(idle.length).toBeGreaterThan(0);
+      expect(idle.filter((n) => delivered.get(n) !== 0)).toEqual([]);
+      for (const n of busy) expect({ node: n, delivered: delivered.get(n) }).toEqual({ node: n, delivered: inStream.get(n) ?? 0 });
+      // … and no message went to more than one agent: the stream's total is the agents' total.
+      const total = [...delivered.values()].reduce((a, b) => a + b, 0);
+      expect(total).toBe(info.state.messages);
+      // The same number of messages per attempt on every node: a constant of the job, not of the network.
+      const perAttempt = new Set(busy.map((n) => delivered.get(n)! / attemptsOn.get(n)!));
+      expect(perAttempt.size).toBe(1);
+      const [messagesPerAttempt] = [...perAttempt];
+      expect(messagesPerAttempt).toBeGreaterThan(0);
+      process.stdout.write(
+        `${AGENTS} agents, ${JOBS} jobs on ${busy.length} nodes: ${messagesPerAttempt} work messages per attempt, ${total} in all; ${idle.length} agents with no job received 0\n`,
+      );
+    }),
+    300_000,
+  );
+});
