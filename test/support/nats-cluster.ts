@@ -13,16 +13,23 @@ const NATS_BIN = process.env.GPUNET_NATS_SERVER_BIN ?? 'nats-server';
 export const CLIENT_PORT = 4222;
 export const ROUTE_PORT = 6222;
 
-/** The config of one server of the cluster on `hosts`. */
-export function clusterConfig(self: Host, hosts: readonly Host[], storeDir: string): string {
+/** The lines that make a server one of the cluster on `hosts`: its name and its routes. */
+export function clusterBlock(self: Host, hosts: readonly Host[]): string {
   const routes = hosts.filter((h) => h !== self).map((h) => `nats-route://${h.address}:${ROUTE_PORT}`);
-  return [
-    `server_name: ${self.name}`,
-    `listen: "${self.address}:${CLIENT_PORT}"`,
-    `jetstream { store_dir: "${storeDir}", max_memory_store: 64MB, max_file_store: 1GB }`,
-    `cluster { name: gpunet, listen: "${self.address}:${ROUTE_PORT}", routes: [${routes.map((r) => `"${r}"`).join(', ')}] }`,
-    '',
-  ].join('\n');
+  return [`server_name: ${self.name}`, `cluster { name: gpunet, listen: "${self.address}:${ROUTE_PORT}", routes: [${routes.map((r) => `"${r}"`).join(', ')}] }`, ''].join('\n');
+}
+
+/** The config of one server of the cluster on `hosts`, with no authorization. */
+export function clusterConfig(self: Host, hosts: readonly Host[], storeDir: string): string {
+  return [`listen: "${self.address}:${CLIENT_PORT}"`, `jetstream { store_dir: "${storeDir}", max_memory_store: 64MB, max_file_store: 1GB }`, clusterBlock(self, hosts)].join('\n');
+}
+
+export interface NatsClusterOptions {
+  /**
+   * The rest of a server's config (listen on the host's address and CLIENT_PORT, JetStream in
+   * `storeDir`, an authorization); the cluster's lines are added to it. Default: no authorization.
+   */
+  base?: (host: Host, storeDir: string) => Promise<string>;
 }
 
 export class NatsCluster {
@@ -32,6 +39,7 @@ export class NatsCluster {
     private readonly net: HostNetwork,
     readonly hosts: readonly Host[],
     private readonly dir: string,
+    private readonly options: NatsClusterOptions = {},
   ) {}
 
   /** Client URLs of every server, for a client on any host. */
@@ -49,7 +57,7 @@ export class NatsCluster {
     const storeDir = join(this.dir, host.name);
     await mkdir(storeDir, { recursive: true });
     const conf = join(this.dir, `${host.name}.conf`);
-    await writeFile(conf, clusterConfig(host, this.hosts, storeDir), { mode: 0o600 });
+    await writeFile(conf, this.options.base ? `${await this.options.base(host, storeDir)}\n${clusterBlock(host, this.hosts)}` : clusterConfig(host, this.hosts, storeDir), { mode: 0o600 });
     const child = this.net.spawn(host, NATS_BIN, ['-c', conf]);
     const entry = { child, log: '' };
     this.servers.set(host.name, entry);
