@@ -4,7 +4,7 @@
  * and its `ComputeReleased` are in the store), beside raw JetStream publish on the same
  * nats-server in the same run.
  *
- *   npm run bench:e2e -- [--jobs 200] [--concurrency 32] [--agents 2] [--gpus 8] [--log-level info] [--spawns K] [--postgres]
+ *   npm run bench:e2e -- [--jobs 200] [--concurrency 32] [--agents 2] [--gpus 8] [--log-level info] [--spawns K] [--postgres] [--cluster]
  *
  * The network is `gpunet up` on a temporary directory (see test/support/network.ts): nats-server,
  * the five services and the agents as separate processes, SQLite store (with `--postgres`: a
@@ -26,6 +26,10 @@
  * any process (tearing a network namespace down) is in neither side. The bench's own polling of
  * consumers and the store costs the nats-server a little during the run.
  *
+ * With `--cluster`, the same jobs then run on separate hosts (test/bench/cluster.ts: network
+ * namespaces, a 3-node NATS cluster, PostgreSQL on a control host, one agent per GPU host with the
+ * same GPUs), and the two are printed side by side, with `e2e.cluster.*` JSON lines.
+ *
  * Ends with one JSON line per figure:
  *   {"bench":"e2e.jobs","value":N,"unit":"jobs/s","raw":R,"ratio":X}
  *   {"bench":"e2e.submit_p50","value":N,"unit":"ms"}   {"bench":"e2e.submit_p99",...}
@@ -45,6 +49,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { TestNetwork } from '../support/network.js';
 import { createTestDatabase } from '../support/postgres.js';
 import { until } from '../support/poll.js';
+import { clusterRun } from './cluster.js';
 import { cpuDelta, cpuOfCommand, processCpu, type ProcessCpu } from './cpu.js';
 import { floorTotalMs, observedAppends, spawnFloors, storeAppendFloor, type StoreFloor } from './floors.js';
 
@@ -63,8 +68,15 @@ const opts = new Command('e2e.bench')
   .option('--raw <n>', 'messages for the raw JetStream publish figure', positive, 20_000)
   .option('--spawns <k>', 'spawns of the confinement chain, and runs of the run engine, for the floors; default --jobs, at most 100', positive)
   .option('--postgres', 'event store on a fresh PostgreSQL database (GPUNET_TEST_PG_URL) instead of SQLite')
+  .option('--cluster', 'then the same jobs on separate hosts (network namespaces, 3-node NATS cluster, PostgreSQL): side by side')
   .parse()
-  .opts<{ jobs: number; concurrency: number; agents: number; gpus: number; logLevel: string; raw: number; spawns?: number; postgres?: boolean }>();
+  .opts<{ jobs: number; concurrency: number; agents: number; gpus: number; logLevel: string; raw: number; spawns?: number; postgres?: boolean; cluster?: boolean }>();
+
+/** Every figure's JSON line, printed at the very end. */
+const jsonLines: string[] = [];
+
+/** The trivial job every run submits. */
+const SPEC = { work: { kind: 'script', script: { inline: 'true' } }, request: { gpus: 1, timeLimit: '1m' } };
 
 /** Percentile by nearest rank over sorted values. */
 function percentile(sorted: readonly number[], p: number): number {
@@ -160,7 +172,15 @@ async function relayLag(net: TestNetwork, fromSeq: number): Promise<Map<string, 
   return lags;
 }
 
-async function main(): Promise<void> {
+/** The single-host run's headline figures, for the side-by-side table of `--cluster`. */
+interface Headline {
+  jobsPerSecond: number;
+  p50: number;
+  p99: number;
+  store: string;
+}
+
+async function main(): Promise<Headline> {
   const k = opts.jobs;
   const database = opts.postgres ? await createTestDatabase('gpunet_bench') : undefined;
   const storeName = database ? 'PostgreSQL' : 'SQLite';
@@ -178,7 +198,7 @@ async function main(): Promise<void> {
     console.log(`raw JetStream async publish on the same server: ${Math.round(raw)} msg/s (${sampleEvent.length}-byte payload), nats-server ${(natsCpuMsPerMsg * 1000).toFixed(1)} µs CPU per message`);
 
     const client = net.client();
-    const spec = { work: { kind: 'script', script: { inline: 'true' } }, request: { gpus: 1, timeLimit: '1m' } };
+    const spec = SPEC;
     // Warm-up: one job through every service (JIT, connections, prepared statements) before the clock.
     const warm = await client.submit(spec);
     await client.waitFor(warm.jobId, { timeoutMs: 30_000 });
@@ -351,21 +371,22 @@ async function main(): Promise<void> {
     }
     console.log(`  floors per job            agent ${floors.agent.toFixed(1)} + nats ${floors.nats.toFixed(1)} + store ${floors.store.toFixed(1)} = ${floorSum.toFixed(1)}; measured ${(total(everything) / k).toFixed(1)} = ${(total(everything) / k / floorSum).toFixed(1)}× the floors`);
     console.log(`target: ≥ 100 jobs/s — ${jobsPerSecond >= 100 ? 'met' : 'NOT met'}`);
-    console.log(JSON.stringify({ bench: 'e2e.jobs', value: Number(jobsPerSecond.toFixed(1)), unit: 'jobs/s', raw: Math.round(raw), ratio: Number((jobsPerSecond / raw).toFixed(4)) }));
-    console.log(JSON.stringify({ bench: 'e2e.submit_p50', value: Number(p50.toFixed(1)), unit: 'ms' }));
-    console.log(JSON.stringify({ bench: 'e2e.submit_p99', value: Number(p99.toFixed(1)), unit: 'ms' }));
+    jsonLines.push(JSON.stringify({ bench: 'e2e.jobs', value: Number(jobsPerSecond.toFixed(1)), unit: 'jobs/s', raw: Math.round(raw), ratio: Number((jobsPerSecond / raw).toFixed(4)) }));
+    jsonLines.push(JSON.stringify({ bench: 'e2e.submit_p50', value: Number(p50.toFixed(1)), unit: 'ms' }));
+    jsonLines.push(JSON.stringify({ bench: 'e2e.submit_p99', value: Number(p99.toFixed(1)), unit: 'ms' }));
     const r = (v: number, digits = 2) => Number(v.toFixed(digits));
     const perJobLine = (name: string, c: ProcessCpu, idle: number, floor?: number) =>
       JSON.stringify({ bench: `e2e.cpu_per_job.${name}`, value: r(total(c) / k), unit: 'ms', own: r(c.ownMs / k), children: r(c.childrenMs / k), idle_ms_per_s: r(idle, 1), ...(floor !== undefined && { raw: r(floor), ratio: r(total(c) / k / floor) }) });
-    for (const c of cpu) console.log(perJobLine(c.name === 'postgres*' ? 'postgres' : c.name, c, idlePerSecond(c.name), c.name === 'nats' ? floors.nats : undefined));
-    console.log(perJobLine('agents', agents, idleOf(net.nodeIds), floors.agent));
-    console.log(perJobLine('total', everything, idleOf(cpu.map((c) => c.name)), floorSum));
-    console.log(JSON.stringify({ bench: 'e2e.floor.spawn', value: r(floorTotalMs(spawn.spawn)), unit: 'ms', own: r(spawn.spawn.ownMs), children: r(spawn.spawn.childrenMs), per_s: r(spawn.spawn.perSecond, 1), count: spawn.spawn.count }));
-    console.log(JSON.stringify({ bench: 'e2e.floor.run_engine', value: r(floorTotalMs(spawn.runEngine)), unit: 'ms', own: r(spawn.runEngine.ownMs), children: r(spawn.runEngine.childrenMs), per_s: r(spawn.runEngine.perSecond, 1), count: spawn.runEngine.count }));
-    console.log(JSON.stringify({ bench: 'e2e.floor.jetstream_publish', value: r(natsCpuMsPerMsg, 4), unit: 'ms/msg', msgs_per_s: Math.round(raw), msgs_per_job: r(messagesPerJob, 1) }));
-    console.log(JSON.stringify({ bench: 'e2e.floor.store_append.batch1', value: r(store.batch1.cpuMsPerEvent, 4), unit: 'ms/event', events_per_s: Math.round(store.batch1.eventsPerSecond) }));
-    console.log(JSON.stringify({ bench: 'e2e.floor.store_append.observed', value: r(store.observed.cpuMsPerEvent, 4), unit: 'ms/event', events_per_s: Math.round(store.observed.eventsPerSecond), batch: r(all.length / appends.length) }));
-    console.log(JSON.stringify({ bench: 'e2e.floor.store_per_job', value: r(floors.store), unit: 'ms', events_per_job: r(perJob, 1) }));
+    for (const c of cpu) jsonLines.push(perJobLine(c.name === 'postgres*' ? 'postgres' : c.name, c, idlePerSecond(c.name), c.name === 'nats' ? floors.nats : undefined));
+    jsonLines.push(perJobLine('agents', agents, idleOf(net.nodeIds), floors.agent));
+    jsonLines.push(perJobLine('total', everything, idleOf(cpu.map((c) => c.name)), floorSum));
+    jsonLines.push(JSON.stringify({ bench: 'e2e.floor.spawn', value: r(floorTotalMs(spawn.spawn)), unit: 'ms', own: r(spawn.spawn.ownMs), children: r(spawn.spawn.childrenMs), per_s: r(spawn.spawn.perSecond, 1), count: spawn.spawn.count }));
+    jsonLines.push(JSON.stringify({ bench: 'e2e.floor.run_engine', value: r(floorTotalMs(spawn.runEngine)), unit: 'ms', own: r(spawn.runEngine.ownMs), children: r(spawn.runEngine.childrenMs), per_s: r(spawn.runEngine.perSecond, 1), count: spawn.runEngine.count }));
+    jsonLines.push(JSON.stringify({ bench: 'e2e.floor.jetstream_publish', value: r(natsCpuMsPerMsg, 4), unit: 'ms/msg', msgs_per_s: Math.round(raw), msgs_per_job: r(messagesPerJob, 1) }));
+    jsonLines.push(JSON.stringify({ bench: 'e2e.floor.store_append.batch1', value: r(store.batch1.cpuMsPerEvent, 4), unit: 'ms/event', events_per_s: Math.round(store.batch1.eventsPerSecond) }));
+    jsonLines.push(JSON.stringify({ bench: 'e2e.floor.store_append.observed', value: r(store.observed.cpuMsPerEvent, 4), unit: 'ms/event', events_per_s: Math.round(store.observed.eventsPerSecond), batch: r(all.length / appends.length) }));
+    jsonLines.push(JSON.stringify({ bench: 'e2e.floor.store_per_job', value: r(floors.store), unit: 'ms', events_per_job: r(perJob, 1) }));
+    return { jobsPerSecond, p50, p99, store: storeName };
   } catch (err) {
     net.failed = true;
     process.stderr.write(`\n${net.logTails(5)}\n`);
@@ -376,4 +397,20 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+const single = await main();
+if (opts.cluster) {
+  console.log('');
+  console.log(`the same ${opts.jobs} jobs on separate hosts: 3 control hosts (NATS cluster, PostgreSQL on c1, services), ${opts.agents} GPU hosts × ${opts.gpus} GPUs`);
+  const c = await clusterRun({ jobs: opts.jobs, concurrency: opts.concurrency, agents: opts.agents, gpus: opts.gpus, spec: SPEC });
+  const row = (name: string, jobs: number, p50: number, p99: number) => console.log(`  ${name.padEnd(34)} ${jobs.toFixed(1).padStart(8)} ${p50.toFixed(1).padStart(10)} ${p99.toFixed(1).padStart(10)}`);
+  console.log(`  ${''.padEnd(34)} ${'jobs/s'.padStart(8)} ${'submit p50'.padStart(10)} ${'submit p99'.padStart(10)}`);
+  row(`one host (${single.store})`, single.jobsPerSecond, single.p50, single.p99);
+  row('separate hosts (PostgreSQL)', c.jobsPerSecond, c.p50, c.p99);
+  const r = (v: number, digits = 2) => Number(v.toFixed(digits));
+  jsonLines.push(JSON.stringify({ bench: 'e2e.cluster.jobs', value: r(c.jobsPerSecond, 1), unit: 'jobs/s', single_host: r(single.jobsPerSecond, 1), ratio: r(c.jobsPerSecond / single.jobsPerSecond) }));
+  jsonLines.push(JSON.stringify({ bench: 'e2e.cluster.submit_p50', value: r(c.p50, 1), unit: 'ms', single_host: r(single.p50, 1) }));
+  jsonLines.push(JSON.stringify({ bench: 'e2e.cluster.submit_p99', value: r(c.p99, 1), unit: 'ms', single_host: r(single.p99, 1) }));
+}
+// The figures' JSON lines last, one per figure, after every table.
+console.log('');
+for (const line of jsonLines) console.log(line);

@@ -4,7 +4,11 @@
 // operation did what was asked, 1 otherwise.
 //   buckets  { servers, keyFile, teams }                       each team's blob bucket, made as the operator
 //   healthy  { servers, keyFile, services, agents, timeoutMs } every process answered its health query
+//   load     { urls, apiKey, team, spec, jobs, concurrency }   a producer's steady submits over HTTP, spread
+//            over the intake URLs: one warm-up job waited for, then the jobs; the start time, each
+//            submit's latency (ms) and the job ids
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 
 const [op, raw] = process.argv.slice(2);
 const args = JSON.parse(raw ?? '{}');
@@ -30,6 +34,27 @@ async function main() {
     const { waitHealthy } = await dist('libs/cli/src/local/health.js');
     await waitHealthy(args.servers.join(','), { services: args.services, agents: args.agents }, { keyFile: args.keyFile, timeoutMs: args.timeoutMs ?? 60_000 });
     return { healthy: [...args.services, ...args.agents] };
+  }
+  if (op === 'load') {
+    const { GpunetClient } = await dist('libs/sdk/src/index.js');
+    const clients = args.urls.map((baseUrl) => new GpunetClient({ baseUrl, apiKey: args.apiKey, team: args.team }));
+    const warm = await clients[0].submit(args.spec);
+    await clients[0].waitFor(warm.jobId, { timeoutMs: 60_000 });
+    const latencies = [];
+    const jobIds = [];
+    const t0 = Date.now();
+    let next = 0;
+    const worker = async () => {
+      while (next < args.jobs) {
+        const client = clients[next++ % clients.length];
+        const s = performance.now();
+        const reply = await client.submit(args.spec);
+        latencies.push(performance.now() - s);
+        jobIds.push(reply.jobId);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(args.concurrency, args.jobs) }, worker));
+    return { t0, submittedMs: Date.now() - t0, latencies, jobIds };
   }
   throw new Error(`unknown operation ${op}`);
 }
