@@ -7,6 +7,10 @@
 //   load     { urls, apiKey, team, spec, jobs, concurrency }   a producer's steady submits over HTTP, spread
 //            over the intake URLs: one warm-up job waited for, then the jobs; the start time, each
 //            submit's latency (ms) and the job ids
+//   steady   { urls, apiKey, team, spec, rate, seconds, retryMs } submits paced at `rate` per second for
+//            `seconds`, each retried with its own idempotency key (the same job, never a second) until
+//            accepted or `retryMs` passed: the start, latencies of accepted submits, the job ids,
+//            how many tries failed and how many submits were given up
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
@@ -55,6 +59,46 @@ async function main() {
     };
     await Promise.all(Array.from({ length: Math.min(args.concurrency, args.jobs) }, worker));
     return { t0, submittedMs: Date.now() - t0, latencies, jobIds };
+  }
+  if (op === 'steady') {
+    const { GpunetClient } = await dist('libs/sdk/src/index.js');
+    const { randomUUID } = await import('node:crypto');
+    const clients = args.urls.map((baseUrl) => new GpunetClient({ baseUrl, apiKey: args.apiKey, team: args.team }));
+    const latencies = [];
+    const jobIds = [];
+    let failedTries = 0;
+    let givenUp = 0;
+    const t0 = Date.now();
+    const total = Math.round(args.rate * args.seconds);
+    const submitOne = async (i) => {
+      const key = randomUUID();
+      const started = performance.now();
+      const deadline = Date.now() + (args.retryMs ?? 120_000);
+      for (let delay = 200; ; delay = Math.min(delay * 2, 2_000)) {
+        try {
+          const reply = await clients[i % clients.length].submit(args.spec, { idempotencyKey: key });
+          latencies.push(performance.now() - started);
+          jobIds.push(reply.jobId);
+          return;
+        } catch {
+          failedTries++;
+          if (Date.now() > deadline) {
+            givenUp++;
+            return;
+          }
+          await new Promise((r) => setTimeout(r, delay));
+        }
+      }
+    };
+    const inFlight = [];
+    for (let i = 0; i < total; i++) {
+      // Paced by the clock, not by the replies: a slow intake does not slow the offered load.
+      const due = t0 + (i * 1000) / args.rate;
+      if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
+      inFlight.push(submitOne(i));
+    }
+    await Promise.all(inFlight);
+    return { t0, submittedMs: Date.now() - t0, latencies, jobIds, failedTries, givenUp };
   }
   throw new Error(`unknown operation ${op}`);
 }
