@@ -1,6 +1,6 @@
 /**
  * The ledger split into two event partitions (decision 0030) against a real nats-server and a
- * SQLite store: other services' facts are appended to their streams and published by outbox
+ * SQLite or PostgreSQL store: other services' facts are appended to their streams and published by outbox
  * relays that put each event on its partition, as every relay of such a network does. Partition
  * 0's process runs first alone: it bills exactly the jobs of partition 0, and partition 1's jobs
  * wait untouched on the stream for their own process. Then partition 1's process starts and bills
@@ -8,7 +8,7 @@
  * replay and to a recomputation from the store.
  */
 import { eventPartition, parseEventSubject, Queries, type EventData, type EventType, type ReplayInvoiceReply } from '#contracts';
-import { SqliteEventStore, type RecordedEvent } from '#event-store';
+import { openEventStore, type EventStore, type RecordedEvent } from '#event-store';
 import { OutboxRelay, requestQuery, type BusEvent } from '#messaging';
 import { partitionedEventSubject } from '#contracts';
 import { EventWriter, startService, systemClock, type RunningService } from '#service-kit';
@@ -24,6 +24,7 @@ import { ledgerService } from '../../services/ledger/src/ledger.definition.js';
 import { recomputeUsage, totalsByCurrency } from '../support/billing.js';
 import { startNatsServer, type TestNatsServer } from '../support/nats-server.js';
 import { until } from '../support/poll.js';
+import { createTestDatabase, type TestDatabase } from '../support/postgres.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const PARTITIONS = 2;
@@ -39,12 +40,13 @@ const SPEC: EventData<'JobSubmitted'>['spec'] = {
 };
 const PREFIXES = ['intake-', 'placement-', 'execution-'];
 
-describe('a ledger in two event partitions, against nats-server and a SQLite store', () => {
+describe.each(['sqlite', 'postgres'] as const)('a ledger in two event partitions, against nats-server and a %s store', (backend) => {
   let nats: TestNatsServer;
   let dir: string;
-  let dbPath: string;
+  let db: TestDatabase | undefined;
+  let storeUrl: string;
   let topologyFile: string;
-  let store: SqliteEventStore;
+  let store: EventStore;
   let nc: NatsConnection;
   let jsm: JetStreamManager;
   const ledgers: RunningService[] = [];
@@ -54,7 +56,7 @@ describe('a ledger in two event partitions, against nats-server and a SQLite sto
   const partitionOf = (jobId: string) => eventPartition(jobId, PARTITIONS);
 
   const startLedger = async (partition: number) => {
-    const env = { GPUNET_NATS_URL: nats.url, GPUNET_STORE_URL: `sqlite:${dbPath}`, GPUNET_TOPOLOGY_FILE: topologyFile, GPUNET_PARTITION: `${partition}/${PARTITIONS}`, GPUNET_LOG_LEVEL: 'silent' };
+    const env = { GPUNET_NATS_URL: nats.url, GPUNET_STORE_URL: storeUrl, GPUNET_TOPOLOGY_FILE: topologyFile, GPUNET_PARTITION: `${partition}/${PARTITIONS}`, GPUNET_LOG_LEVEL: 'silent' };
     const ledger = await startService({ ...ledgerService, env });
     ledgers.push(ledger);
     return ledger;
@@ -99,14 +101,15 @@ describe('a ledger in two event partitions, against nats-server and a SQLite sto
   beforeAll(async () => {
     nats = await startNatsServer();
     dir = await mkdtemp(join(tmpdir(), 'gpunet-partitions-'));
-    dbPath = join(dir, 'events.db');
+    if (backend === 'postgres') db = await createTestDatabase('gpunet_partitions');
+    storeUrl = db?.url ?? `sqlite:${join(dir, 'events.db')}`;
     // deploy/topology.yaml as it is, with the events split in two.
     const topology = YAML.parse(await readFile(join(REPO, 'deploy/topology.yaml'), 'utf8')) as { eventPartitions: number };
     topology.eventPartitions = PARTITIONS;
     topologyFile = join(dir, 'topology.yaml');
     await writeFile(topologyFile, YAML.stringify(topology));
     await startLedger(0); // provisions GPUNET_EVENTS (and ledger-p0) before the relays publish
-    store = new SqliteEventStore({ path: dbPath });
+    store = await openEventStore(storeUrl);
     nc = await connect({ servers: nats.url });
     jsm = await jetstream(nc).jetstreamManager();
     for (const prefix of PREFIXES) {
@@ -128,11 +131,12 @@ describe('a ledger in two event partitions, against nats-server and a SQLite sto
     for (const l of ledgers) await l.stop();
     await store?.close();
     await nats?.stop();
+    await db?.drop();
     if (dir) await rm(dir, { recursive: true, force: true });
   }, 60_000);
 
   it('refuses a partition the topology does not have, naming GPUNET_PARTITION', async () => {
-    const env = { GPUNET_NATS_URL: nats.url, GPUNET_STORE_URL: `sqlite:${dbPath}`, GPUNET_TOPOLOGY_FILE: topologyFile, GPUNET_LOG_LEVEL: 'silent' };
+    const env = { GPUNET_NATS_URL: nats.url, GPUNET_STORE_URL: storeUrl, GPUNET_TOPOLOGY_FILE: topologyFile, GPUNET_LOG_LEVEL: 'silent' };
     await expect(startService({ ...ledgerService, env: { ...env, GPUNET_PARTITION: '0/3' } })).rejects.toThrow(/GPUNET_PARTITION: names 3 partitions .* eventPartitions is 2/);
     await expect(startService({ ...ledgerService, env })).rejects.toThrow(/GPUNET_PARTITION: the topology splits the events into 2 partitions/);
   }, 30_000);
