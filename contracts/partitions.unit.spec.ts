@@ -9,8 +9,9 @@ const matches = (filter: string, subject: string) => {
 
 describe('event partitions (decision 0030)', () => {
   it('hashes the job id with FNV-1a, so every process computes the same partition', () => {
-    // FNV-1a 32 of "a" is 0xe40c292c, of "job_1" computed independently: the function is the published one, not a look-alike.
+    // The published FNV-1a 32 test vectors ("a" → 0xe40c292c, "foobar" → 0xbf9cf968): the function is FNV-1a, not a look-alike.
     expect(eventPartition('a', 2 ** 31)).toBe(0xe40c292c % 2 ** 31);
+    expect(eventPartition('foobar', 2 ** 31)).toBe(0xbf9cf968 % 2 ** 31);
     expect(eventPartition('a', 7)).toBe(0xe40c292c % 7);
     expect(eventPartition('job_01jz8k4m2n', 1)).toBe(0);
     expect(eventPartition(undefined, 4)).toBe(0);
