@@ -113,6 +113,39 @@ export function eventSubject<const T extends string>(type: T, scope: EventScope 
   return `${SUBJECT_PREFIX.event}.${token(type) as T}.${scopeToken(scope.team)}.${scopeToken(scope.jobId)}`;
 }
 
+/**
+ * The partition of an event when the network's events are split into `partitions` (decision
+ * 0030): FNV-1a (32 bit) of its job id's UTF-8 bytes modulo `partitions`, so every event of one
+ * job is in one partition; 0 for an event of no job (a price list, a node lost). Always 0 with
+ * one partition.
+ */
+export function eventPartition(jobId: string | undefined, partitions: number): number {
+  if (!Number.isInteger(partitions) || partitions < 1) throw new RangeError(`partitions must be a whole number ≥ 1, got ${partitions}`);
+  if (partitions === 1 || jobId === undefined || jobId === '') return 0;
+  let hash = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(jobId)) {
+    hash ^= byte;
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % partitions;
+}
+
+/**
+ * Where an event is published on a network of `partitions` event partitions: {@link eventSubject}
+ * with one partition (unchanged), else that subject with the event's {@link eventPartition} as a
+ * last token — `gpunet.evt.JobFinished.team-ml.job_01jz8k4m2n.3` — so one consumer's filter
+ * ({@link partitionEventSubjects}) is one partition on nats-server 2.9.
+ */
+export function partitionedEventSubject(type: string, scope: EventScope, partitions: number): string {
+  const subject = eventSubject(type, scope);
+  return partitions === 1 ? subject : `${subject}.${eventPartition(scope.jobId, partitions)}`;
+}
+
+/** `gpunet.evt.*.*.*.<partition>`: every event of one partition (a partitioned consumer's filter). */
+export function partitionEventSubjects(partition: number): string {
+  return `${SUBJECT_PREFIX.event}.*.*.*.${partition}`;
+}
+
 /** `gpunet.evt.<type>.*.*`: every event of one type (a filter or a permission). */
 export function eventTypeSubjects<const T extends string>(type: T): `gpunet.evt.${T}.*.*` {
   return `${SUBJECT_PREFIX.event}.${token(type) as T}.*.*`;
@@ -128,12 +161,13 @@ export function jobEventSubjects<const T extends string, const J extends string>
   return `${SUBJECT_PREFIX.event}.*.${token(team) as T}.${token(jobId) as J}`;
 }
 
-/** The parts of an event subject, or undefined when `subject` is not one. */
-export function parseEventSubject(subject: string): { type: string; team?: string; jobId?: string } | undefined {
+/** The parts of an event subject (with its partition when it has one), or undefined when `subject` is not one. */
+export function parseEventSubject(subject: string): { type: string; team?: string; jobId?: string; partition?: number } | undefined {
   const parts = subject.split('.');
-  if (parts.length !== 5 || `${parts[0]}.${parts[1]}` !== SUBJECT_PREFIX.event || !parts.slice(2).every((p) => TOKEN.test(p))) return undefined;
-  const [, , type, team, jobId] = parts as [string, string, string, string, string];
-  return { type, ...(team !== NO_SCOPE ? { team } : {}), ...(jobId !== NO_SCOPE ? { jobId } : {}) };
+  if (parts.length !== 5 && !(parts.length === 6 && /^(0|[1-9][0-9]{0,5})$/.test(parts[5]!))) return undefined;
+  if (`${parts[0]}.${parts[1]}` !== SUBJECT_PREFIX.event || !parts.slice(2, 5).every((p) => TOKEN.test(p))) return undefined;
+  const [, , type, team, jobId, partition] = parts as [string, string, string, string, string, string | undefined];
+  return { type, ...(team !== NO_SCOPE ? { team } : {}), ...(jobId !== NO_SCOPE ? { jobId } : {}), ...(partition !== undefined ? { partition: Number(partition) } : {}) };
 }
 
 function scopeToken(id: string | undefined): string {

@@ -167,6 +167,12 @@ const EVENT_CHANNEL_PARAMETERS = {
   jobId: { description: `The job the event concerns (its \`metadata.jobId\`), or \`${NO_SCOPE}\` when it concerns none.` },
 };
 
+/** …and of a partitioned network's event channel (decision 0030). */
+const EVENT_CHANNEL_PARAMETERS_PARTITIONED = {
+  ...EVENT_CHANNEL_PARAMETERS,
+  partition: { description: 'FNV-1a (32 bit) of the job id\'s UTF-8 bytes modulo the topology\'s `eventPartitions` (`eventPartition` in contracts/subjects.ts); `0` for an event of no job.' },
+};
+
 const ref = (path: string) => ({ $ref: `#/${path}` });
 
 /** Intake's public API: its commands and queries take the team's API key in `Authorization`. */
@@ -257,6 +263,17 @@ function asyncApiDocument(schemas: Map<string, JsonObject>): JsonObject {
         action: 'send',
         summary: `Publish ${def.name} on stream ${STREAMS.events.name}.`,
         operationDescription: `Appended to the event store by ${def.producers.join(', ')}, then published by the outbox relay with \`${HEADERS.msgId}\` = eventId.`,
+      });
+      // The same event on a network whose events are split into partitions (decision 0030).
+      add({
+        key: `${def.name}Partitioned`,
+        address: `${channelAddress(def)}.{partition}`,
+        description: `${def.name} on a network with \`eventPartitions\` N > 1 in its topology: the subject ends in the event's partition.`,
+        parameters: EVENT_CHANNEL_PARAMETERS_PARTITIONED,
+        message: { name: def.name, summary: def.description, payload: ref(`components/schemas/${def.name}`), headers: 'EventHeaders', tags: ['event'], version: def.version, correlation: true },
+        action: 'send',
+        summary: `Publish ${def.name} on stream ${STREAMS.events.name}, partitioned.`,
+        operationDescription: `As ${def.name}; a partitioned consumer filters \`gpunet.evt.*.*.*.<partition>\`.`,
       });
       continue;
     }

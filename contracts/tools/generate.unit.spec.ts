@@ -43,6 +43,19 @@ describe('AsyncAPI document', () => {
   });
 });
 
+describe('AsyncAPI document: partitioned event subjects (decision 0030)', () => {
+  it('has, for each event, the channel of its partitioned subject with the same message', () => {
+    const doc = JSON.parse(asyncApiText) as { channels: Record<string, { address: string | null; parameters?: Record<string, unknown>; messages: Record<string, { $ref: string }> }> };
+    for (const def of MESSAGES) {
+      if (def.kind !== 'event') continue;
+      const channel = doc.channels[`${def.name}Partitioned`];
+      expect(channel?.address).toBe(`gpunet.evt.${def.name}.{team}.{jobId}.{partition}`);
+      expect(Object.keys(channel?.parameters ?? {})).toEqual(['team', 'jobId', 'partition']);
+      expect(channel?.messages).toEqual(doc.channels[def.name]!.messages);
+    }
+  });
+});
+
 describe('AsyncAPI document: what a producer needs besides the messages', () => {
   const doc = JSON.parse(asyncApiText) as {
     servers: Record<string, { host: string; variables?: Record<string, { default: string }>; security?: { $ref: string }[] }>;

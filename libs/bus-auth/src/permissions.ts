@@ -135,10 +135,36 @@ function expand(list: readonly string[], values: Record<string, string>, where: 
  * The permissions of one identity: the common rules, its kind's template, a service's own
  * extras, the `each_team` rules once per team in `teams` and the `each_node` rules once per node
  * in `nodes` (`{node}` filled; for the control plane's rights on each node's own bucket). Deny by
- * default: only what is listed is allowed. Throws {@link PermissionsError} for an unfilled
+ * default: only what is listed is allowed. With `eventPartitions` N > 1 (the topology's, decision
+ * 0030) a service may also publish its events with their partition token and use the durables of
+ * its partitions. Throws {@link PermissionsError} for an unfilled
  * placeholder or an unknown macro.
  */
-export function renderPermissions(templates: PermissionTemplates, identity: IdentityRef, teams: readonly string[], nodes: readonly string[] = []): RenderedPermissions {
+export function renderPermissions(
+  templates: PermissionTemplates,
+  identity: IdentityRef,
+  teams: readonly string[],
+  nodes: readonly string[] = [],
+  options: { eventPartitions?: number } = {},
+): RenderedPermissions {
+  const partitions = options.eventPartitions ?? 1;
+  const rendered = renderOnce(templates, identity, teams, nodes);
+  if (partitions === 1 || identity.kind !== 'service') return rendered;
+  // Events split into N partitions (decision 0030): every event subject it may publish also with
+  // the partition token, and every rule naming its durable also for each partition's durable
+  // (`<service>-p<i>`), which only a partitioned service runs.
+  const publish = new Set(rendered.publish);
+  const subscribe = new Set(rendered.subscribe);
+  for (let i = 0; i < partitions; i++) {
+    const part = renderOnce(templates, identity, teams, nodes, `${identity.id!}-p${i}`);
+    for (const s of part.publish) publish.add(s);
+    for (const s of part.subscribe) subscribe.add(s);
+  }
+  for (const s of [...publish]) if (/^gpunet\.evt\.[^.]+\.\*\.\*$/.test(s)) publish.add(`${s}.*`);
+  return { ...rendered, publish: [...publish], subscribe: [...subscribe] };
+}
+
+function renderOnce(templates: PermissionTemplates, identity: IdentityRef, teams: readonly string[], nodes: readonly string[], durable?: string): RenderedPermissions {
   const name = identityNameOf(identity);
   if (identity.kind !== 'operator' && (!identity.id || !ID.test(identity.id))) {
     throw new PermissionsError(`identity of kind ${identity.kind} needs an id of letters, digits, _ and - (got ${JSON.stringify(identity.id)})`);
@@ -146,7 +172,7 @@ export function renderPermissions(templates: PermissionTemplates, identity: Iden
   for (const team of teams) if (!ID.test(team)) throw new PermissionsError(`team \`${team}\` cannot be a subject token (use letters, digits, _ and -)`);
   for (const node of nodes) if (!ID.test(node)) throw new PermissionsError(`node \`${node}\` cannot be a subject token (use letters, digits, _ and -)`);
   const values: Record<string, string> = { name };
-  if (identity.kind === 'service') Object.assign(values, { service: identity.id!, durable: identity.id! });
+  if (identity.kind === 'service') Object.assign(values, { service: identity.id!, durable: durable ?? identity.id! });
   if (identity.kind === 'node') Object.assign(values, { node: identity.id!, durable: `execution-${identity.id!}` });
   if (identity.kind === 'team') Object.assign(values, { team: identity.id! });
 

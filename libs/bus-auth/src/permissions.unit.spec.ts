@@ -41,6 +41,19 @@ describe('deploy/nats-permissions.yaml', () => {
     expect(intake.publish).not.toContain('gpunet.evt.PriceListPublished.*.*');
   });
 
+  it('lets a service of a partitioned network publish its events with their partition and use its partitions\' durables', () => {
+    const ledger = renderPermissions(templates, { kind: 'service', id: 'ledger' }, [], [], { eventPartitions: 2 });
+    expect(ledger.publish).toEqual(expect.arrayContaining(['gpunet.evt.PriceListPublished.*.*', 'gpunet.evt.PriceListPublished.*.*.*']));
+    expect(ledger.publish).not.toContain('gpunet.evt.JobFinished.*.*.*');
+    for (const durable of ['ledger', 'ledger-p0', 'ledger-p1']) expect(ledger.publish).toContain(`$JS.API.CONSUMER.MSG.NEXT.GPUNET_EVENTS.${durable}`);
+    expect(ledger.publish).not.toContain('$JS.API.CONSUMER.MSG.NEXT.GPUNET_EVENTS.ledger-p2');
+    expect(ledger.publish.filter((s) => s.includes('placement'))).toEqual(renderPermissions(templates, { kind: 'service', id: 'ledger' }, []).publish.filter((s) => s.includes('placement')));
+    // One partition: exactly the rights of an unpartitioned network.
+    expect(renderPermissions(templates, { kind: 'service', id: 'ledger' }, [], [], { eventPartitions: 1 })).toEqual(renderPermissions(templates, { kind: 'service', id: 'ledger' }, []));
+    // A node's rights do not change: it publishes no events and has one durable.
+    expect(renderPermissions(templates, { kind: 'node', id: 'n1' }, ['ml'], [], { eventPartitions: 4 })).toEqual(renderPermissions(templates, { kind: 'node', id: 'n1' }, ['ml']));
+  });
+
   it('gives a team its own API subjects, bucket and logs, and nothing of the event stream or the ledger', () => {
     const team = renderPermissions(templates, { kind: 'team', id: 'ml' }, ['ml', 'bio']);
     expect(team.publish).toEqual(expect.arrayContaining(['gpunet.cmd.SubmitJob', 'gpunet.qry.intake.GetJob', '$O.gpunet-blobs-ml.>']));

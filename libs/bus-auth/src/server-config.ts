@@ -23,6 +23,8 @@ export interface ServerConfigOptions {
   identities: readonly NetworkIdentity[];
   /** Every team (for the `each_team` rules); default: the teams among `identities`. */
   teams?: readonly string[];
+  /** The topology's `eventPartitions` (decision 0030); default 1. */
+  eventPartitions?: number;
   /** Optional HTTP monitoring port on the same host (`/connz`, `/varz`). */
   monitorPort?: number;
 }
@@ -35,7 +37,7 @@ export interface ServerUser {
 }
 
 /** The users of the config: each identity with its rendered permissions. Throws for a duplicate key or name. */
-export function serverUsers(templates: PermissionTemplates, identities: readonly NetworkIdentity[], teams?: readonly string[]): ServerUser[] {
+export function serverUsers(templates: PermissionTemplates, identities: readonly NetworkIdentity[], teams?: readonly string[], options: { eventPartitions?: number } = {}): ServerUser[] {
   const allTeams = teams ?? identities.filter((i) => i.kind === 'team').map((i) => i.id!);
   // Each node's own bucket is reached by the control plane (`each_node`): every node with an identity.
   const allNodes = identities.filter((i) => i.kind === 'node').map((i) => i.id!);
@@ -46,7 +48,7 @@ export function serverUsers(templates: PermissionTemplates, identities: readonly
     const other = seen.get(identity.publicKey) ?? seen.get(name);
     if (other) throw new PermissionsError(`${name}: its key or name is also ${other}'s; every identity needs a key of its own`);
     seen.set(identity.publicKey, name).set(name, name);
-    return { name, nkey: identity.publicKey, permissions: renderPermissions(templates, identity, allTeams, allNodes) };
+    return { name, nkey: identity.publicKey, permissions: renderPermissions(templates, identity, allTeams, allNodes, options) };
   });
 }
 
@@ -57,7 +59,7 @@ function list(subjects: readonly string[]): string {
 
 /** The configuration text (nats-server's own format; values are JSON strings). */
 export function renderServerConfig(templates: PermissionTemplates, options: ServerConfigOptions): string {
-  const users = serverUsers(templates, options.identities, options.teams);
+  const users = serverUsers(templates, options.identities, options.teams, options.eventPartitions !== undefined ? { eventPartitions: options.eventPartitions } : {});
   const lines = [
     '# Written by gpunet (libs/bus-auth from deploy/nats-permissions.yaml). Every connection',
     '# authenticates with its own NKey; each may publish and subscribe only what is listed.',

@@ -12,10 +12,24 @@ export const baseConfig = z.object({
   GPUNET_STORE_URL: z.string().min(1).default('sqlite:.gpunet/events.db'),
   /** pino level. */
   GPUNET_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** Instance id: names this process's consumer, relay checkpoint and streams. Default: the service name. */
+  /** Instance id: names this process in logs, metrics and its NATS connection (an execution node's: its consumer and streams). Default: the service name (`<service>-p<i>` for a partition). */
   GPUNET_INSTANCE: z
     .string()
     .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'letters, digits, _ and - (at most 64), starting with a letter or digit')
+    .optional(),
+  /**
+   * This process's event partition, `i/N` (decision 0030), for a partitioned service (the ledger):
+   * it consumes partition i of N on its own durable (`ledger-p<i>`). N must be the topology's
+   * `eventPartitions`. Unset: the service's one unpartitioned consumer (N must be 1).
+   */
+  GPUNET_PARTITION: z
+    .string()
+    .regex(/^(0|[1-9][0-9]{0,3})\/[1-9][0-9]{0,3}$/, 'i/N, e.g. 0/2 (partition i of N, counted from 0)')
+    .transform((text) => {
+      const [index, count] = text.split('/').map(Number) as [number, number];
+      return { index, count };
+    })
+    .refine((p) => p.index < p.count, 'i must be below N: the partitions of N are 0 … N-1')
     .optional(),
   /** Topology file to provision; default `deploy/topology.yaml` of this checkout. */
   GPUNET_TOPOLOGY_FILE: z.string().optional(),

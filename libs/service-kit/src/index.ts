@@ -10,5 +10,5 @@ export * from './ids.js';
 export * from './run-service.js';
 export * from './tokens.js';
 export * from './store-follower.js';
-export { defaultTopologyFile, topologyFor } from './topology.js';
+export { defaultTopologyFile, eventPartitionsOf, topologyFor } from './topology.js';
 export { JetStreamContext, JetStreamTransportModule, NatsQueryContext } from '#messaging';

@@ -1,4 +1,5 @@
-import { Commands, Queries, querySubject, Events, type ServiceName } from '#contracts';
+import { Commands, Queries, querySubject, Events, partitionedEventSubject, type ServiceName } from '#contracts';
+import { ValidationError } from '#errors';
 import { openEventStore, parseEventStoreUrl, type EventStore } from '#event-store';
 import { natsAuthOptions } from '#identity';
 import {
@@ -31,13 +32,17 @@ import { loadConfig, type BaseConfig } from './config.js';
 import { EventWriter } from './event-writer.js';
 import { busMetrics, consumerMetrics, instrumentStore, relayMetrics } from './kit-metrics.js';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, METRICS, NATS_CONNECTION, SERVICE_CONFIG, SERVICE_CONTEXT } from './tokens.js';
-import { defaultTopologyFile, topologyFor } from './topology.js';
+import { defaultTopologyFile, eventPartitionsOf, topologyFor } from './topology.js';
 
 /** Everything a service's providers may need, built once at start. */
 export interface ServiceContext<C = BaseConfig> {
   readonly name: ServiceName;
   /** This process: the service name, or e.g. an execution agent's node id. */
   readonly instance: string;
+  /** The event partition this process consumes (`GPUNET_PARTITION`), for a partitioned service run with N > 1. */
+  readonly partition?: { readonly index: number; readonly count: number };
+  /** The network's number of event partitions (topology `eventPartitions`, decision 0030): what its relay publishes by. */
+  readonly eventPartitions: number;
   readonly config: C;
   readonly logger: Logger;
   readonly store: EventStore;
@@ -59,6 +64,13 @@ export interface ServiceDefinition<S extends z.ZodObject = z.ZodObject> {
   module: Type<unknown>;
   /** Instance id when GPUNET_INSTANCE is unset. Default: the service name. */
   instance?: (config: BaseConfig & z.output<S>) => string;
+  /**
+   * Whether this service's consumer is split into the network's event partitions (decision 0030):
+   * with `eventPartitions` N > 1 each process runs one partition, `GPUNET_PARTITION=i/N`, seen by
+   * `consumers` as `ctx.partition`. Default false: such a service runs one consumer of every event
+   * (placement, storage), and `GPUNET_PARTITION` is refused.
+   */
+  partitioned?: boolean;
   /** Durable consumers this process runs. Default: one named after the instance. `[]`: none. */
   consumers?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => ConsumerBinding[];
   /** Stream-id prefix of the events this process writes (its relay publishes those). Default `<name>-`. */
@@ -152,7 +164,12 @@ const eventSchemas: Record<string, z.ZodType> = Object.fromEntries(Object.values
 export async function startService<S extends z.ZodObject>(def: ServiceDefinition<S>): Promise<RunningService<BaseConfig & z.output<S>>> {
   type C = BaseConfig & z.output<S>;
   const config = loadConfig((def.config ?? ({ shape: {} } as unknown as S)) as S, def.env ?? process.env) as C;
-  const instance = config.GPUNET_INSTANCE ?? def.instance?.(config) ?? def.name;
+  const topologyFile = config.GPUNET_TOPOLOGY_FILE ?? defaultTopologyFile();
+  const eventPartitions = await eventPartitionsOf(topologyFile);
+  const partition = partitionOf(def, config, eventPartitions);
+  // Every process of a service (replicas, partitions) shares its relay's checkpoint; see relayName.
+  const serviceInstance = def.instance?.(config) ?? def.name;
+  const instance = config.GPUNET_INSTANCE ?? (partition ? `${serviceInstance}-p${partition.index}` : serviceInstance);
   const options = { level: config.GPUNET_LOG_LEVEL, base: { service: def.name, instance } };
   const logger = def.logDestination ? pino(options, def.logDestination) : pino(options);
   const clock = def.clock ?? systemClock;
@@ -184,16 +201,16 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
     maxReconnectAttempts: -1,
   });
   const writer = new EventWriter(store, def.name, clock);
-  const ctx: ServiceContext<C> = { name: def.name, instance, config, logger, store, writer, clock, nc, inbox, startedAt, metrics };
+  const ctx: ServiceContext<C> = { name: def.name, instance, ...(partition ? { partition } : {}), eventPartitions, config, logger, store, writer, clock, nc, inbox, startedAt, metrics };
 
   const bindings = def.consumers ? def.consumers(ctx) : [{ durable: instance }];
   const durables = bindings.map((b) => b.durable);
   try {
-    const topology = await topologyFor(config.GPUNET_TOPOLOGY_FILE ?? defaultTopologyFile(), instance, durables);
+    const topology = await topologyFor(topologyFile, instance, durables, partition?.index);
     if (def.provision === false) await waitForConsumers(nc, topology, logger);
     await def.onStart?.(ctx);
     if (def.busMetrics) busMetrics(metrics, nc, topology, logger);
-    return await startApp(def, ctx, bindings, topology, location.kind, { inboxPool, tracing });
+    return await startApp(def, ctx, bindings, topology, location.kind, { inboxPool, tracing, relayName: `relay-${serviceInstance}` });
   } catch (err) {
     // Nothing half-started stays open: a test that catches this error leaks no connection.
     await tracing?.shutdown();
@@ -211,10 +228,10 @@ async function startApp<C extends BaseConfig>(
   bindings: ConsumerBinding[],
   topology: Topology,
   storeKind: string,
-  owned: { inboxPool: pg.Pool | undefined; tracing: Tracing | undefined },
+  owned: { inboxPool: pg.Pool | undefined; tracing: Tracing | undefined; relayName: string },
 ): Promise<RunningService<C>> {
-  const { config, logger, store, writer, clock, nc, inbox, instance, startedAt, metrics } = ctx;
-  const { inboxPool, tracing } = owned;
+  const { config, logger, store, writer, clock, nc, inbox, instance, startedAt, metrics, eventPartitions } = ctx;
+  const { inboxPool, tracing, relayName } = owned;
   const durables = bindings.map((b) => b.durable);
 
   @Module({})
@@ -293,8 +310,13 @@ async function startApp<C extends BaseConfig>(
   const relay: ServiceRelay =
     (def.relay as ((c: ServiceContext<C>) => ServiceRelay) | undefined)?.(ctx) ??
     new OutboxRelay(store, nc, {
-      name: `relay-${instance}`,
+      // One checkpoint per service, not per process: a second replica or partition resumes where
+      // the service's relays got to, instead of publishing the whole store again from position 0.
+      // Each running relay publishes every event of the prefix; JetStream keeps the first copy
+      // (Nats-Msg-Id = event id within the duplicate window) and consumers' inboxes drop a later one.
+      name: relayName,
       filter: { streamPrefix: (def.streamPrefix as ((c: ServiceContext<C>) => string) | undefined)?.(ctx) ?? `${def.name}-` },
+      ...(eventPartitions > 1 ? { subjectOf: (e: BusEvent) => partitionedEventSubject(e.type, e.metadata, eventPartitions) } : {}),
       logger,
     });
   await relay.start();
@@ -353,6 +375,25 @@ async function startApp<C extends BaseConfig>(
       logger.info('stopped');
     })());
   return { ctx, app, ...(httpUrl ? { httpUrl } : {}), ...(metricsServer ? { metricsUrl: metricsServer.url } : {}), stop };
+}
+
+/**
+ * This process's partition: `GPUNET_PARTITION` checked against the topology's `eventPartitions`
+ * and against whether the service is partitioned at all. Each mismatch is a ValidationError
+ * naming the variable and what to set, so no partition is left unconsumed or consumed twice by a
+ * process that counts differently.
+ */
+function partitionOf(def: ServiceDefinition<z.ZodObject>, config: BaseConfig, eventPartitions: number): { index: number; count: number } | undefined {
+  const p = config.GPUNET_PARTITION;
+  const issue = (message: string, fix: string) => new ValidationError(`invalid configuration: GPUNET_PARTITION: ${message}`, [{ path: 'GPUNET_PARTITION', message, fix }]);
+  if (p && !def.partitioned) throw issue(`${def.name} is not partitioned: one process consumes every event`, 'unset GPUNET_PARTITION for this service');
+  if (!def.partitioned) return undefined;
+  if (!p) {
+    if (eventPartitions === 1) return undefined;
+    throw issue(`the topology splits the events into ${eventPartitions} partitions and this ${def.name} process names none (not set)`, `set GPUNET_PARTITION=i/${eventPartitions}, i from 0 to ${eventPartitions - 1}, one process per partition`);
+  }
+  if (p.count !== eventPartitions) throw issue(`names ${p.count} partitions (got "${p.index}/${p.count}") but the topology's eventPartitions is ${eventPartitions}`, `set GPUNET_PARTITION=${Math.min(p.index, eventPartitions - 1)}/${eventPartitions}, or change eventPartitions in the topology file for every process`);
+  return p.count === 1 ? undefined : p;
 }
 
 /**

@@ -101,6 +101,30 @@ export class StoreFollower {
   }
 
   /**
+   * Resolves true once the model includes every event (of its filter) the store held when called:
+   * it reads the store from the model's position to the end, beside the subscription. For a
+   * follower with a filter, whose position counts only matching events, this is the way to see
+   * what another process appended (read-your-writes across replicas); false after `timeoutMs`.
+   */
+  async sync(timeoutMs: number): Promise<boolean> {
+    if (this.closed) return false;
+    const read = (async () => {
+      for (;;) {
+        const batch = await this.store.readAll({ fromPosition: this.applied, maxCount: 1_000, ...(this.options.filter ? { filter: this.options.filter } : {}) });
+        if (batch.length === 0) return true;
+        for (const e of batch) this.apply(e);
+      }
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+    try {
+      return await Promise.race([read, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
    * One read of the store from the model's position, beside the subscription (one at a time).
    * Both deliver in position order without gaps and `apply` skips what it already has, so
    * whichever comes first applies an event and the other passes over it.

@@ -8,12 +8,16 @@ import { LedgerModule } from './ledger.module.js';
  * The ledger process: one durable consumer `ledger` (deploy/topology.yaml) with the kit's durable
  * inbox on the store's database; its relay publishes the `ledger-` streams. With
  * `GPUNET_SIGNING_KEY_FILE` it is also the notary that signs the chain heads (decision 0011).
+ * Partitioned (decision 0030): on a network of N > 1 event partitions, one process per partition
+ * (`GPUNET_PARTITION=i/N`) consumes `ledger-p<i>`, the events of its jobs; what spans teams and
+ * jobs (invoices, the notary, the audit) follows the store, not the bus.
  */
 export const ledgerService = defineService({
   name: 'ledger',
   config: LedgerConfig,
   module: LedgerModule,
-  consumers: () => [{ durable: 'ledger' }],
+  partitioned: true,
+  consumers: ({ partition }) => [{ durable: partition ? `ledger-p${partition.index}` : 'ledger' }],
   streamPrefix: () => LEDGER_STREAM_PREFIX,
   // A signing key file that is missing, not a seed, or readable by others stops the start before
   // anything runs: a notary that silently signs nothing is worse than none (NotaryService).

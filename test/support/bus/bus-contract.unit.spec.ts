@@ -41,6 +41,12 @@ describe('bus contract check (against contracts/generated/asyncapi.json)', () =>
     expect(report).toMatchObject({ checked: 3, protocol: 1, byMessage: { TeamCreated: 1, GetJob: 1, GetJobReply: 1 } });
   });
 
+  it('passes an event on its partitioned subject (decision 0030), and fails one with a token more', () => {
+    const partitioned = teamCreated((r) => (r.subject = `${r.subject}.3`));
+    expect(contract.checkAll([partitioned]).problems).toEqual([]);
+    expect(contract.checkAll([teamCreated((r) => (r.subject = `${r.subject}.3.4`))]).problems).not.toEqual([]);
+  });
+
   it('fails an event without a header that is always sent, with an undeclared header, or with a bad payload, naming subject, schema and field', () => {
     const missing = teamCreated((r) => delete r.headers!['Gpunet-Schema-Version']);
     const extra = teamCreated((r) => (r.headers!['X-Unknown'] = ['1']));

@@ -33,12 +33,13 @@ export async function ensureKeyFiles(dir: string, names: readonly string[]): Pro
 
 /**
  * Writes the nats-server config (0600) admitting every identity in `keysDir`, each with its
- * template's permissions; `teams` (default: the team identities there) fill the per-team rules.
+ * template's permissions; `teams` (default: the team identities there) fill the per-team rules;
+ * `eventPartitions` is the topology's (decision 0030), default 1.
  */
-export async function writeNatsConfig(path: string, options: { keysDir: string; listen: string; storeDir: string; permissionsFile?: string }): Promise<void> {
+export async function writeNatsConfig(path: string, options: { keysDir: string; listen: string; storeDir: string; permissionsFile?: string; eventPartitions?: number }): Promise<void> {
   const templates = await loadPermissionTemplates(options.permissionsFile ?? defaultPermissionsFile());
   const identities = await identitiesInDir(options.keysDir);
-  await writeServerConfig(path, renderServerConfig(templates, { listen: options.listen, storeDir: options.storeDir, identities }));
+  await writeServerConfig(path, renderServerConfig(templates, { listen: options.listen, storeDir: options.storeDir, identities, ...(options.eventPartitions !== undefined ? { eventPartitions: options.eventPartitions } : {}) }));
 }
 
 /**

@@ -51,6 +51,14 @@ export class KeyRingFeed {
     return this.follower.close();
   }
 
+  /**
+   * Resolves true once the ring holds every team and key event the store held when called —
+   * another replica's too (decision 0030) — or false after `timeoutMs`.
+   */
+  sync(timeoutMs: number): Promise<boolean> {
+    return this.follower.sync(timeoutMs);
+  }
+
   /** Resolves true once the ring includes the event at `position`, false after `timeoutMs`. */
   waitFor(position: bigint, timeoutMs: number): Promise<boolean> {
     return this.follower.waitFor(position, timeoutMs);

@@ -14,7 +14,7 @@ import {
   type ListTeamsReply,
   type TeamView,
 } from '#contracts';
-import { NotFoundError, ValidationError } from '#errors';
+import { NotFoundError, TransientError, ValidationError } from '#errors';
 import { WrongExpectedVersionError } from '#event-store';
 import { CLOCK, EVENT_WRITER, LOGGER, type Clock, type EventWriter } from '#service-kit';
 import { Inject, Injectable } from '@nestjs/common';
@@ -31,6 +31,8 @@ import { parsed } from '../common/parsed.js';
 
 /** How long a change waits for the ring to include its own event before answering. */
 const READ_YOUR_WRITES_MS = 2_000;
+/** How long a team or key request waits for the ring to catch up with the store before it answers 503 (retryable). */
+const CATCH_UP_MS = 5_000;
 
 /** Prefix of keys intake issues, so a leaked one is recognisable (e.g. by secret scanners). */
 export const API_KEY_PREFIX = 'gpn_';
@@ -70,9 +72,19 @@ export class KeysService {
     return this.auth.ring.directory;
   }
 
+  /**
+   * Brings the ring up to the store before a decision or an answer, so what another intake
+   * replica recorded a moment ago is seen here too (a key issued through one, revoked through
+   * another at once). One indexed read of the team and key events since the ring's position.
+   */
+  private async current(): Promise<void> {
+    if (!(await this.feed.sync(CATCH_UP_MS))) throw new TransientError(`the key ring did not catch up with the store within ${CATCH_UP_MS} ms; ask again`);
+  }
+
   // ── teams ───────────────────────────────────────────────────────────────────────────────
 
   async createTeam(principal: Principal, body: unknown, transport: Transport, trace: RequestTrace = {}): Promise<TeamView> {
+    await this.current();
     await this.guard(principal, 'teams:create', targetOf(body), transport, () => authorize(principal, 'teams:manage'));
     const request = parsed(CreateTeam, body, 'team');
     const event = decideCreateTeam(this.dir, { ...request, by: actorOf(principal), now: this.clock.now() });
@@ -89,6 +101,7 @@ export class KeysService {
   }
 
   async disableTeam(principal: Principal, body: unknown, transport: Transport, trace: RequestTrace = {}): Promise<TeamView> {
+    await this.current();
     await this.guard(principal, 'teams:disable', targetOf(body), transport, () => authorize(principal, 'teams:manage'));
     const request = parsed(DisableTeam, body, 'request');
     const event = decideDisableTeam(this.dir, { ...request, by: actorOf(principal), now: this.clock.now() });
@@ -101,6 +114,7 @@ export class KeysService {
   }
 
   async team(principal: Principal, team: string, transport: Transport): Promise<TeamView> {
+    await this.current();
     await this.guard(principal, 'teams:read', { team }, transport, () => {
       authorize(principal, 'teams:read');
       assertTeamScope(principal, team, 'read the team');
@@ -111,6 +125,7 @@ export class KeysService {
   }
 
   async teams(principal: Principal, transport: Transport): Promise<ListTeamsReply> {
+    await this.current();
     await this.guard(principal, 'teams:read', {}, transport, () => authorize(principal, 'teams:read'));
     const all = this.dir.listTeams(this.clock.now());
     return { teams: allows(principal, 'keys:all-teams') ? all : all.filter((t) => t.team === principal.team) };
@@ -119,6 +134,7 @@ export class KeysService {
   // ── keys ────────────────────────────────────────────────────────────────────────────────
 
   async createKey(principal: Principal, body: unknown, transport: Transport, trace: RequestTrace = {}): Promise<ApiKeyCreated> {
+    await this.current();
     await this.guard(principal, 'keys:create', targetOf(body), transport, () => authorize(principal, 'keys:manage'));
     const request = parsed(CreateApiKey, body, 'key');
     const team = request.team ?? principal.team;
@@ -148,6 +164,7 @@ export class KeysService {
   }
 
   async revokeKey(principal: Principal, body: unknown, transport: Transport, trace: RequestTrace = {}): Promise<ApiKeyView> {
+    await this.current();
     await this.guard(principal, 'keys:revoke', targetOf(body), transport, () => authorize(principal, 'keys:manage'));
     const request = parsed(RevokeApiKey, body, 'request');
     // An unknown id is refused before the scope check: there is no team to check it against.
@@ -163,6 +180,7 @@ export class KeysService {
   }
 
   async keys(principal: Principal, body: unknown, transport: Transport): Promise<ListApiKeysReply> {
+    await this.current();
     await this.guard(principal, 'keys:read', targetOf(body), transport, () => authorize(principal, 'keys:read'));
     const request = parsed(ListApiKeys, body, 'query');
     const allTeams = allows(principal, 'keys:all-teams');
