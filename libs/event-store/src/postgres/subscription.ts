@@ -56,7 +56,13 @@ export class CatchUpSubscription implements Subscription {
         // Taken before the read: a wake-up that lands between the read and the wait is not lost.
         const seen = this.feed.current;
         const read = this.readPage({ fromPosition: from, maxCount: batchSize, filter: this.options.filter });
-        this.running = read.then(() => undefined);
+        // What close() waits for. Its own copy of a failure is handled here: the reader gets the
+        // failure from `await read`, and a reader that stops iterating then (never calling close)
+        // must not leave a rejected promise behind that kills the process.
+        this.running = read.then(
+          () => undefined,
+          () => undefined,
+        );
         const { events, frontier } = await read;
         for (const event of events) {
           if (this.stop.signal.aborted) return;
