@@ -44,8 +44,7 @@ export class WorkDispatcher {
     const saved = await this.store.loadCheckpoint(WORK_CHECKPOINT);
     const from = saved ?? (await this.store.headPosition());
     if (saved === undefined) await this.store.saveCheckpoint(WORK_CHECKPOINT, from);
-    this.subscription = this.store.subscribeToAll({ fromPosition: from, filter: { types: WORK_TYPES } });
-    this.running = this.run(this.subscription);
+    this.running = this.run(from);
     this.logger.info({ from: String(from) }, 'work dispatcher started');
   }
 
@@ -55,23 +54,39 @@ export class WorkDispatcher {
     await this.running;
   }
 
-  private async run(subscription: Subscription): Promise<void> {
-    try {
-      for await (const event of subscription) {
-        for (let attempt = 1; !this.closed; attempt++) {
-          try {
-            await this.dispatch(event);
-            break;
-          } catch (err) {
-            this.logger.warn({ err: (err as Error).message, eventId: event.eventId, type: event.type, attempt }, 'work not dispatched yet; retrying');
-            await sleep(Math.min(200 * 2 ** Math.min(attempt, 5), 5_000));
+  /**
+   * Follows the store from `from`, dispatching each event before saving it as the checkpoint.
+   * When the store fails (a PostgreSQL restart), follows it again from the last event dispatched,
+   * after a growing pause: a node's work must not stop for good because the database blinked.
+   */
+  private async run(from: bigint): Promise<void> {
+    for (let failures = 0; !this.closed; ) {
+      const subscription = this.store.subscribeToAll({ fromPosition: from, filter: { types: WORK_TYPES } });
+      this.subscription = subscription;
+      try {
+        for await (const event of subscription) {
+          for (let attempt = 1; !this.closed; attempt++) {
+            try {
+              await this.dispatch(event);
+              break;
+            } catch (err) {
+              this.logger.warn({ err: (err as Error).message, eventId: event.eventId, type: event.type, attempt }, 'work not dispatched yet; retrying');
+              await sleep(Math.min(200 * 2 ** Math.min(attempt, 5), 5_000));
+            }
           }
+          if (this.closed) return;
+          await this.store.saveCheckpoint(WORK_CHECKPOINT, event.position);
+          from = event.position;
+          failures = 0;
         }
+        return; // closed
+      } catch (err) {
+        await subscription.close().catch(() => undefined);
         if (this.closed) return;
-        await this.store.saveCheckpoint(WORK_CHECKPOINT, event.position);
+        failures++;
+        this.logger.warn({ err: (err as Error).message, from: String(from), failures }, 'reading the store for work failed; following it again shortly');
+        await sleep(Math.min(250 * 2 ** Math.min(failures, 5), 5_000));
       }
-    } catch (err) {
-      if (!this.closed) this.logger.error({ err }, 'work dispatcher stopped; a restart resumes from its checkpoint');
     }
   }
 
