@@ -20,7 +20,7 @@ export const leadershipEvents = [
   defineEvent({
     name: 'LeaderElected',
     version: 1,
-    producers: ['placement'],
+    producers: ['placement', 'storage'],
     description:
       'A process won the lease of a single-writer role (stream `leadership-<role>`). Every event it appends afterwards is fenced on this event\'s revision, so an earlier holder that wakes up cannot append any more.',
     schema: LeaderElected,
