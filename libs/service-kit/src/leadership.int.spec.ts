@@ -21,13 +21,13 @@ describe('service kit: leader and standby', () => {
   let store: EventStore;
   const running: RunningService[] = [];
   const definition = () => ({
-    name: 'ledger' as const,
+    name: 'storage' as const,
     module: NothingModule,
     consumers: () => [],
-    leader: { role: 'ledger' as const },
+    leader: { role: 'storage' as const },
     env: { GPUNET_NATS_URL: nats.url, GPUNET_STORE_URL: `sqlite:${join(dir, 'events.db')}`, GPUNET_LOG_LEVEL: 'silent', GPUNET_LEASE_MS: '1500', GPUNET_LEASE_RENEW_MS: '300' },
   });
-  const elected = { type: 'LeaderElected' as const, data: { role: 'ledger' as const, holder: 'test', term: 99, leaseMs: 1500, electedAt: new Date().toISOString() } };
+  const elected = { type: 'LeaderElected' as const, data: { role: 'storage' as const, holder: 'test', term: 99, leaseMs: 1500, electedAt: new Date().toISOString() } };
 
   beforeAll(async () => {
     nats = await startNatsServer();
@@ -52,7 +52,7 @@ describe('service kit: leader and standby', () => {
       return s;
     });
     // Longer than one lease: only renewals keep the first leading, and the second still waits.
-    await first.ctx.writer.append('ledger-probe', [elected]);
+    await first.ctx.writer.append('storage-probe', [elected]);
     const renewedUntil = Date.now() + 2_500;
     while (Date.now() < renewedUntil) await new Promise((r) => setTimeout(r, 50));
     expect(secondStarted).toBe(false);
@@ -60,25 +60,25 @@ describe('service kit: leader and standby', () => {
     const s = await second;
     expect(s.leadership?.term).toBe(2);
     expect((await first.leadership!.lost)).toBe('released');
-    await s.ctx.writer.append('ledger-probe', [elected]);
-    expect(await store.readStream('ledger-probe')).toHaveLength(2);
+    await s.ctx.writer.append('storage-probe', [elected]);
+    expect(await store.readStream('storage-probe')).toHaveLength(2);
   }, 30_000);
 
   it('a leader the store has moved past appends nothing and its term ends', async () => {
     const leader = running[running.length - 1]!;
     const term = leader.leadership!.term;
     // What a standby does on taking over, while this leader is paused: a new term in the store.
-    await elect(store, new EventWriter(store, 'ledger', systemClock), 'ledger', 'the-next-leader', 1500, systemClock);
-    const before = await store.readStream('ledger-probe');
-    const err = await leader.ctx.writer.append('ledger-probe', [elected]).catch((e: unknown) => e);
+    await elect(store, new EventWriter(store, 'storage', systemClock), 'storage', 'the-next-leader', 1500, systemClock);
+    const before = await store.readStream('storage-probe');
+    const err = await leader.ctx.writer.append('storage-probe', [elected]).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(NotLeaderError);
     expect((err as NotLeaderError).retryable).toBe(true); // the message in hand goes back to the bus, for the new leader
     expect((err as Error).cause).toBeInstanceOf(FencedError);
     expect(await leader.leadership!.lost).toMatch(/store refused an append/);
-    expect(await store.readStream('ledger-probe')).toEqual(before);
+    expect(await store.readStream('storage-probe')).toEqual(before);
     // Deposed: refused at once, without asking the store.
-    await expect(leader.ctx.writer.append('ledger-probe', [elected])).rejects.toBeInstanceOf(NotLeaderError);
-    const terms = await store.readStream(leadershipStreamId('ledger'));
+    await expect(leader.ctx.writer.append('storage-probe', [elected])).rejects.toBeInstanceOf(NotLeaderError);
+    const terms = await store.readStream(leadershipStreamId('storage'));
     expect(terms.map((t) => (t.data as { term: number }).term)).toEqual([1, 2, term + 1]);
   }, 30_000);
 });

@@ -30,6 +30,8 @@ export interface LeaseTiming {
   leaseMs: number;
   /** How often the holder renews and a standby tries to take over. */
   renewMs: number;
+  /** Replicas of the lease bucket when this process creates it. Default 1. */
+  replicas?: number;
 }
 
 /**
@@ -65,7 +67,7 @@ export class LeaderLease {
 
   /** Waits for the lease (retrying every `renewMs`) and starts renewing it. Rejects when `signal` aborts. */
   async acquire(signal?: AbortSignal): Promise<void> {
-    const kv = (this.kv ??= await new Kvm(jetstream(this.nc)).create(LEASE_BUCKET, { history: 1, ttl: this.timing.leaseMs }));
+    const kv = (this.kv ??= await new Kvm(jetstream(this.nc)).create(LEASE_BUCKET, { history: 1, ttl: this.timing.leaseMs, replicas: this.timing.replicas ?? 1 }));
     const ttl = (await kv.status()).ttl;
     if (ttl !== this.timing.leaseMs) {
       this.logger.warn({ bucket: LEASE_BUCKET, bucketTtlMs: ttl, leaseMs: this.timing.leaseMs }, 'leader: the lease bucket was made with another TTL; using the bucket\'s');

@@ -218,12 +218,15 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
   const durables = bindings.map((b) => b.durable);
   let lease: LeaderLease | undefined;
   try {
+    const topology = await topologyFor(topologyFile, instance, durables, partition?.index);
     let leadership: Leadership | undefined;
     if (def.leader) {
       const role = def.leader.role;
       const leaderGauge = metrics.gauge({ name: 'gpunet_leader', help: '1 while this process leads its single-writer role, 0 as a standby (decision 0029).', labelNames: ['role'] });
       leaderGauge.set({ role }, 0);
-      lease = new LeaderLease(nc, role, instance, { leaseMs: config.GPUNET_LEASE_MS, renewMs: config.GPUNET_LEASE_RENEW_MS }, logger);
+      // The lease bucket is replicated as the event stream is (R3 in a cluster): a lost nats-server must not take the lease with it.
+      const replicas = topology.streams.find((st) => st.name === 'GPUNET_EVENTS')?.replicas ?? 1;
+      lease = new LeaderLease(nc, role, instance, { leaseMs: config.GPUNET_LEASE_MS, renewMs: config.GPUNET_LEASE_RENEW_MS, replicas }, logger);
       const waited = performance.now();
       await lease.acquire(run.signal);
       const { fence, term } = await elect(store, writer, role, lease.holder, config.GPUNET_LEASE_MS, clock);
@@ -237,7 +240,6 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
       logger.info({ role, holder: lease.holder, term, fence: fence.revision.toString(), waitedMs: Math.round(performance.now() - waited) }, 'leader: acquired');
       leadership = { holder: lease.holder, term, lost: held.lost, lease: held };
     }
-    const topology = await topologyFor(topologyFile, instance, durables, partition?.index);
     if (def.provision === false) await waitForConsumers(nc, topology, logger);
     await def.onStart?.(ctx);
     if (def.busMetrics) busMetrics(metrics, nc, topology, logger);
