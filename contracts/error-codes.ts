@@ -23,6 +23,7 @@ export const ERROR_CODES = {
   // ── concurrency and availability: retryable ──
   concurrency_conflict: 'Someone else changed the same thing first; read again and retry.',
   wrong_expected_version: 'The event store stream was not at the expected revision; read again and retry.',
+  fenced: 'A single-writer part appended after another instance took over its role (its fence stream moved on): nothing was written; that instance steps down, it does not retry (decision 0029).',
   transient: 'A dependency (store, bus) is unavailable or busy; retry later (HTTP 503).',
   query_timeout: 'The service asked did not answer in time; retry later.',
   query_unavailable: 'No service answers this subject right now; retry later.',

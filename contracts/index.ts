@@ -18,6 +18,7 @@ export * from './events/estimates.js';
 export * from './events/job.js';
 export * from './events/ledger.js';
 export * from './events/nodes.js';
+export * from './events/leadership.js';
 export * from './events/reports.js';
 export * from './feed.js';
 export * from './folder-manifest.js';

@@ -13,6 +13,7 @@ import { dataEvents } from './events/data.js';
 import { estimateEvents } from './events/estimates.js';
 import { jobEvents } from './events/job.js';
 import { ledgerEvents } from './events/ledger.js';
+import { leadershipEvents } from './events/leadership.js';
 import { nodeEvents } from './events/nodes.js';
 import { feedQueries } from './feed.js';
 import { formatIssues, type FieldIssue } from './issues.js';
@@ -35,7 +36,7 @@ function byName<const D extends readonly { name: string }[]>(defs: D): ByName<D>
 }
 
 /** Every event definition by type. */
-export const Events = byName([...jobEvents, ...estimateEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents, ...digestEvents, ...keyEvents, ...reportEvents, ...quotaEvents, ...budgetEvents]);
+export const Events = byName([...jobEvents, ...estimateEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents, ...digestEvents, ...keyEvents, ...reportEvents, ...quotaEvents, ...budgetEvents, ...leadershipEvents]);
 /** Every command definition by name. */
 export const Commands = byName([...commands, ...billingCommands, ...digestCommands, ...keyCommands, ...reportCommands, ...quotaCommands, ...budgetCommands]);
 /** Every query definition by name. */

@@ -2979,6 +2979,41 @@ JobWithdrawn = TypedDict("JobWithdrawn", {
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
+# A process won the lease of a single-writer role (stream `leadership-<role>`). Every event it appends afterwards is fenced on this event's revision, so an earlier holder that wakes up cannot append any more.
+LeaderElectedData = TypedDict("LeaderElectedData", {
+    "role": Literal["intake", "placement", "execution", "storage", "ledger"],  # The single-writer role taken over: the service whose decisions this holder now makes.
+    "holder": str,  # The process that holds the lease: instance, host and process id, for people and logs.
+    "term": int,  # 1 for the role's first leader, one more for each election after: the revision of this event in `leadership-<role>` plus one.
+    "leaseMs": int,  # How long the holder's NATS KV lease lasts without renewal: a standby takes over at most about this long after the holder dies.
+    "electedAt": str,  # Holder clock: when it won the lease.
+})
+
+# Metadata every event carries; covered by the hash chain.
+LeaderElectedMetadata = TypedDict("LeaderElectedMetadata", {
+    "correlationId": str,  # Ties together every event caused by one request.
+    "causationId": str,  # Id of the event or request that directly caused this one.
+    "jobId": NotRequired[str],  # The job the event concerns, if any (indexed for audit).
+    "team": NotRequired[str],  # The team the event concerns, if any (indexed for audit).
+    "producer": str,  # Service or client that produced the event, e.g. `intake`.
+    "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
+    "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
+})
+
+# A process won the lease of a single-writer role (stream `leadership-<role>`). Every event it appends afterwards is fenced on this event's revision, so an earlier holder that wakes up cannot append any more. Subject: `gpunet.evt.LeaderElected.*.*`. Schema version 1.
+LeaderElected = TypedDict("LeaderElected", {
+    "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
+    "revision": str,  # 0-based revision within the stream, as decimal text.
+    "position": str,  # Global position in the store, totally ordered, as decimal text.
+    "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
+    "type": Literal["LeaderElected"],  # Always `LeaderElected`.
+    "data": LeaderElectedData,  # A process won the lease of a single-writer role (stream `leadership-<role>`). Every event it appends afterwards is fenced on this event's revision, so an earlie
+    "metadata": LeaderElectedMetadata,  # Metadata every event carries; covered by the hash chain.
+    "recordedAt": str,  # When the store recorded the event.
+    "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
 # API key ids, teams, roles, who issued them and whether revoked. Same as `GET /v1/keys`. Subject: `gpunet.qry.intake.ListApiKeys`. Schema version 1.
 ListApiKeys = TypedDict("ListApiKeys", {
     "team": NotRequired[str],  # Only this team's keys. `admin`: its own team only (the default).
@@ -4546,6 +4581,7 @@ __all__ = [
     "JobStarted",
     "JobSubmitted",
     "JobWithdrawn",
+    "LeaderElected",
     "ListApiKeys",
     "ListApiKeysReply",
     "ListCharges",

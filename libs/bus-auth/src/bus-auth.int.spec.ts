@@ -10,6 +10,8 @@ import { jest } from '@jest/globals';
 import { eventSubject, feedSubject, querySubject } from '#contracts';
 import { newIdentity, type Identity } from '#identity';
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { LEASE_BUCKET } from '#service-kit';
 import { connect, nkeyAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -26,6 +28,7 @@ const templates = parsePermissionTemplates(readFileSync(defaultPermissionsFile()
 const who = {
   intake: { kind: 'service', id: 'intake' },
   ledger: { kind: 'service', id: 'ledger' },
+  placement: { kind: 'service', id: 'placement' },
   storage: { kind: 'service', id: 'storage' },
   n1: { kind: 'node', id: 'n1' },
   n2: { kind: 'node', id: 'n2' },
@@ -337,5 +340,25 @@ describe('an execution node', () => {
     expect((await js.publish('gpunet.logs.a.job-1.n1', '{}')).stream).toBe('GPUNET_LOGS');
     await expect(js.publish('gpunet.logs.a.job-1.n2', '{}', { timeout: 15_000 })).rejects.toThrow(/Permissions Violation|timeout/i);
     await logged(violation('Publish', 'n1', 'gpunet.logs.a.job-1.n2'));
+  });
+});
+
+describe('a single writer\'s lease (decision 0029)', () => {
+  it('placement takes and renews its own lease only: never another role\'s key, never a purge or delete of the bucket; ledger cannot take placement\'s', async () => {
+    const placement = await as('placement');
+    const kv = await new Kvm(jetstream(placement)).create(LEASE_BUCKET, { history: 1, ttl: 6_000 });
+    const revision = await kv.create('placement', '{"holder":"p1"}');
+    expect(await kv.update('placement', '{"holder":"p1"}', revision)).toBeGreaterThan(revision);
+    expect((await kv.get('placement'))?.string()).toBe('{"holder":"p1"}');
+
+    await refusedPublish(placement, `$KV.${LEASE_BUCKET}.ledger`);
+    await expect((await jetstreamManager(placement)).streams.purge(`KV_${LEASE_BUCKET}`)).rejects.toThrow(/Permissions Violation|timeout/i);
+    await logged(violation('Publish', 'placement', `$JS.API.STREAM.PURGE.KV_${LEASE_BUCKET}`));
+    await expect((await jetstreamManager(placement)).streams.delete(`KV_${LEASE_BUCKET}`)).rejects.toThrow(/Permissions Violation|timeout/i);
+    await logged(violation('Publish', 'placement', `$JS.API.STREAM.DELETE.KV_${LEASE_BUCKET}`));
+
+    const ledger = await as('ledger');
+    await refusedPublish(ledger, `$KV.${LEASE_BUCKET}.placement`);
+    expect((await kv.get('placement'))?.string()).toBe('{"holder":"p1"}');
   });
 });

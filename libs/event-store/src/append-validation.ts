@@ -31,6 +31,10 @@ export function prepareAppend(streamId: unknown, events: unknown, options?: Appe
   if (typeof expected === 'bigint' && expected < 0n) {
     issues.push({ path: 'options.expectedRevision', message: 'must be ≥ 0 (revisions start at 0)', fix: "use 'no_stream' for a stream that must not exist" });
   }
+  const fence = options?.fence;
+  if (fence !== undefined && (typeof fence.streamId !== 'string' || fence.streamId.length === 0 || typeof fence.revision !== 'bigint' || fence.revision < 0n)) {
+    issues.push({ path: 'options.fence', message: 'must name a stream and a revision ≥ 0', fix: 'pass the stream and revision of the writer\'s own term event' });
+  }
   if (!Array.isArray(events) || events.length === 0) {
     issues.push({ path: 'events', message: 'must be a non-empty array', fix: 'append at least one event' });
     throw new ValidationError('invalid append', issues);

@@ -1,5 +1,5 @@
 import { ConcurrencyError, GpunetError } from '#errors';
-import type { ExpectedRevision } from './event-store.js';
+import type { AppendFence, ExpectedRevision } from './event-store.js';
 
 /** The stream was not at the revision the caller expected. */
 export class WrongExpectedVersionError extends ConcurrencyError {
@@ -23,5 +23,24 @@ export class IdempotencyConflictError extends GpunetError {
     readonly eventId: string,
   ) {
     super(message);
+  }
+}
+
+/**
+ * A fenced append found its fence stream moved on: another holder of the writer's role has
+ * taken over since this writer's term began (decision 0029). Nothing was written. Terminal for
+ * this writer: it is no longer the one that decides, so it must step down, not retry.
+ */
+export class FencedError extends GpunetError {
+  readonly code = 'fenced';
+  readonly retryable = false;
+  constructor(
+    /** The stream the append was meant for. */
+    readonly streamId: string,
+    readonly fence: AppendFence,
+    /** The fence stream's current revision, or `no_stream`. */
+    readonly actual: bigint | 'no_stream',
+  ) {
+    super(`append to ${streamId} fenced off: ${fence.streamId} is at revision ${String(actual)}, not ${fence.revision} (another instance has taken over this role)`);
   }
 }

@@ -54,6 +54,18 @@ export interface RecordedEvent<TType extends string = string, TData = unknown> {
 
 export interface AppendOptions {
   expectedRevision?: ExpectedRevision;
+  /**
+   * Appends only while another stream is still at a given revision, checked in the same
+   * transaction as the append: a single writer's term (decision 0029). When the fence stream has
+   * moved on, the append writes nothing and throws FencedError.
+   */
+  fence?: AppendFence;
+}
+
+/** `streamId` must be exactly at `revision` (the writer's own LeaderElected, say) for the append to go in. */
+export interface AppendFence {
+  streamId: string;
+  revision: bigint;
 }
 
 export interface AppendResult {
@@ -121,7 +133,7 @@ export type VerifyResult =
     };
 
 export interface EventStore {
-  /** Appends atomically to one stream. Throws WrongExpectedVersionError, IdempotencyConflictError, ValidationError. */
+  /** Appends atomically to one stream. Throws WrongExpectedVersionError, FencedError, IdempotencyConflictError, ValidationError. */
   appendToStream(streamId: string, events: readonly EventToAppend[], options?: AppendOptions): Promise<AppendResult>;
   /** Events of one stream in revision order; an empty array when the stream does not exist. */
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;

@@ -43,6 +43,10 @@ export const baseConfig = z.object({
   GPUNET_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   /** OTLP/HTTP endpoint traces are exported to (e.g. `http://127.0.0.1:4318`); unset: tracing off. */
   GPUNET_OTLP_ENDPOINT: z.url().optional(),
+  /** A single-writer part's lease (decision 0029): how long it lasts unrenewed. A standby takes over within about this plus GPUNET_LEASE_RENEW_MS. */
+  GPUNET_LEASE_MS: z.coerce.number().int().min(500).max(600_000).default(6_000),
+  /** How often the leader renews its lease and a standby tries to take it. Below GPUNET_LEASE_MS. */
+  GPUNET_LEASE_RENEW_MS: z.coerce.number().int().min(100).max(300_000).default(2_000),
 });
 export type BaseConfig = z.output<typeof baseConfig>;
 

@@ -1,9 +1,10 @@
 import { validateEventData, type EventData, type EventType } from '#contracts';
 import { ValidationError } from '#errors';
-import { IdempotencyConflictError, WrongExpectedVersionError, type AppendResult, type EventMetadata, type EventStore, type ExpectedRevision } from '#event-store';
+import { FencedError, IdempotencyConflictError, WrongExpectedVersionError, type AppendFence, type AppendResult, type EventMetadata, type EventStore, type ExpectedRevision } from '#event-store';
 import { traceFields, tracingEnabled } from '#telemetry';
 import type { Clock } from './clock.js';
 import { derivedId, newId } from './ids.js';
+import { NotLeaderError } from './leadership.js';
 
 /** The event that caused an append: its id and metadata carry over. */
 export interface Cause {
@@ -40,11 +41,29 @@ export interface AppendContext {
  * appends the same ids, which the store turns into a no-op.
  */
 export class EventWriter {
+  /** The term this process writes in, when it is a single writer's leader (decision 0029): every append carries it. */
+  private term: { fence: AppendFence; onFenced: (err: FencedError) => void } | undefined;
+  /** Set once the process lost its leadership: nothing more is appended. */
+  private deposed: string | undefined;
+
   constructor(
     private readonly store: EventStore,
     private readonly producer: string,
     private readonly clock: Clock,
   ) {}
+
+  /**
+   * Makes every later append carry `fence`; `onFenced` is called once when the store refuses one
+   * (another process holds the role now). Used by `startService` for a `leader` service.
+   */
+  fenceWith(fence: AppendFence, onFenced: (err: FencedError) => void): void {
+    this.term = { fence, onFenced };
+  }
+
+  /** Refuses every later append (the lease ended): a process that is not the leader decides nothing. */
+  depose(reason: string): void {
+    this.deposed ??= reason;
+  }
 
   /** The id an event of `type` caused by `causeEventId` gets. */
   eventIdFor(causeEventId: string, type: string, discriminator?: string): string {
@@ -84,10 +103,17 @@ export class EventWriter {
       const eventId = e.eventId ?? (ctx.cause ? this.eventIdFor(ctx.cause.eventId, e.type, e.discriminator) : newId());
       return { eventId, type: e.type, data, metadata };
     });
+    if (this.deposed !== undefined) throw new NotLeaderError(`${streamId}: not appended, this process is no longer the leader (${this.deposed})`);
     try {
-      const result = await this.store.appendToStream(streamId, prepared, { expectedRevision: ctx.expectedRevision ?? 'any' });
+      const result = await this.store.appendToStream(streamId, prepared, { expectedRevision: ctx.expectedRevision ?? 'any', ...(this.term ? { fence: this.term.fence } : {}) });
       return { ...result, alreadyRecorded: false };
     } catch (err) {
+      if (err instanceof FencedError && this.term) {
+        // Retryable for the caller: the message in hand goes back to the bus, for the new leader.
+        this.depose(err.message);
+        this.term.onFenced(err);
+        throw new NotLeaderError(`${streamId}: not appended, another process leads now: ${err.message}`, { cause: err });
+      }
       // Handling a cause again derives the same ids, but data stamped with the clock (stagedAt,
       // occurredAt) differs: the first recorded decision stands, and this append is a no-op.
       if (ctx.cause && (err instanceof IdempotencyConflictError || err instanceof WrongExpectedVersionError)) {

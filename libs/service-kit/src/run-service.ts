@@ -30,6 +30,7 @@ import type { z } from 'zod';
 import { systemClock, type Clock } from './clock.js';
 import { loadConfig, type BaseConfig } from './config.js';
 import { EventWriter } from './event-writer.js';
+import { elect, LeaderLease, type LeaderOptions } from './leadership.js';
 import { busMetrics, consumerMetrics, instrumentStore, relayMetrics } from './kit-metrics.js';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, METRICS, NATS_CONNECTION, SERVICE_CONFIG, SERVICE_CONTEXT } from './tokens.js';
 import { defaultTopologyFile, eventPartitionsOf, topologyFor } from './topology.js';
@@ -97,6 +98,14 @@ export interface ServiceDefinition<S extends z.ZodObject = z.ZodObject> {
    * right to create or change streams.
    */
   provision?: boolean;
+  /**
+   * A single-writer part (decision 0029): the process waits as a standby until it holds the
+   * role's lease (NATS KV `gpunet-leases`, key = role), records its term in the store, and only
+   * then starts (onStart, its consumers, timers, relay). Every append it makes is fenced on that
+   * term; when the lease ends or the store refuses an append, it stops deciding at once and steps
+   * down (`runServiceMain` starts it again as a standby).
+   */
+  leader?: LeaderOptions;
   /** Also serve HTTP (intake). `bodyLimit` of JSON bodies, default `8mb`. */
   http?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => { port: number; host?: string; bodyLimit?: string };
   /** After store and NATS are open, before anything is consumed (e.g. fold state from the store). */
@@ -135,6 +144,8 @@ export interface RunningService<C = BaseConfig> {
   readonly httpUrl?: string;
   /** `http://host:port` of `/metrics` when served (GPUNET_METRICS_PORT). */
   readonly metricsUrl?: string;
+  /** For a `leader` service: this process's term, and a promise that resolves when it ends (the reason). */
+  readonly leadership?: { readonly holder: string; readonly term: number; readonly lost: Promise<string> };
   /** Graceful stop: consumers finish or hand back the message in hand, the relay flushes, connections close. */
   stop(): Promise<void>;
 }
@@ -161,7 +172,7 @@ const eventSchemas: Record<string, z.ZodType> = Object.fromEntries(Object.values
  * the JetStream strategy (and HTTP when asked) → outbox relay → health. Returns a handle for
  * in-process tests; `main.ts` files use `runServiceMain`, which also wires SIGTERM.
  */
-export async function startService<S extends z.ZodObject>(def: ServiceDefinition<S>): Promise<RunningService<BaseConfig & z.output<S>>> {
+export async function startService<S extends z.ZodObject>(def: ServiceDefinition<S>, run: { signal?: AbortSignal } = {}): Promise<RunningService<BaseConfig & z.output<S>>> {
   type C = BaseConfig & z.output<S>;
   const config = loadConfig((def.config ?? ({ shape: {} } as unknown as S)) as S, def.env ?? process.env) as C;
   const topologyFile = config.GPUNET_TOPOLOGY_FILE ?? defaultTopologyFile();
@@ -205,13 +216,36 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
 
   const bindings = def.consumers ? def.consumers(ctx) : [{ durable: instance }];
   const durables = bindings.map((b) => b.durable);
+  let lease: LeaderLease | undefined;
   try {
     const topology = await topologyFor(topologyFile, instance, durables, partition?.index);
+    let leadership: Leadership | undefined;
+    if (def.leader) {
+      const role = def.leader.role;
+      const leaderGauge = metrics.gauge({ name: 'gpunet_leader', help: '1 while this process leads its single-writer role, 0 as a standby (decision 0029).', labelNames: ['role'] });
+      leaderGauge.set({ role }, 0);
+      // The lease bucket is replicated as the event stream is (R3 in a cluster): a lost nats-server must not take the lease with it.
+      const replicas = topology.streams.find((st) => st.name === 'GPUNET_EVENTS')?.replicas ?? 1;
+      lease = new LeaderLease(nc, role, instance, { leaseMs: config.GPUNET_LEASE_MS, renewMs: config.GPUNET_LEASE_RENEW_MS, replicas }, logger);
+      const waited = performance.now();
+      await lease.acquire(run.signal);
+      const { fence, term } = await elect(store, writer, role, lease.holder, config.GPUNET_LEASE_MS, clock);
+      const held = lease;
+      writer.fenceWith(fence, (err) => held.fenced(`the store refused an append: ${err.message}`));
+      void held.lost.then((reason) => {
+        writer.depose(reason);
+        leaderGauge.set({ role }, 0);
+      });
+      leaderGauge.set({ role }, 1);
+      logger.info({ role, holder: lease.holder, term, fence: fence.revision.toString(), waitedMs: Math.round(performance.now() - waited) }, 'leader: acquired');
+      leadership = { holder: lease.holder, term, lost: held.lost, lease: held };
+    }
     if (def.provision === false) await waitForConsumers(nc, topology, logger);
     await def.onStart?.(ctx);
     if (def.busMetrics) busMetrics(metrics, nc, topology, logger);
-    return await startApp(def, ctx, bindings, topology, location.kind, { inboxPool, tracing, relayName: `relay-${serviceInstance}` });
+    return await startApp(def, ctx, bindings, topology, location.kind, { inboxPool, tracing, relayName: `relay-${serviceInstance}`, leadership });
   } catch (err) {
+    await lease?.release().catch(() => undefined);
     // Nothing half-started stays open: a test that catches this error leaks no connection.
     await tracing?.shutdown();
     await nc.close().catch(() => undefined);
@@ -222,16 +256,23 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
   }
 }
 
+interface Leadership {
+  holder: string;
+  term: number;
+  lost: Promise<string>;
+  lease: LeaderLease;
+}
+
 async function startApp<C extends BaseConfig>(
   def: ServiceDefinition<z.ZodObject>,
   ctx: ServiceContext<C>,
   bindings: ConsumerBinding[],
   topology: Topology,
   storeKind: string,
-  owned: { inboxPool: pg.Pool | undefined; tracing: Tracing | undefined; relayName: string },
+  owned: { inboxPool: pg.Pool | undefined; tracing: Tracing | undefined; relayName: string; leadership: Leadership | undefined },
 ): Promise<RunningService<C>> {
   const { config, logger, store, writer, clock, nc, inbox, instance, startedAt, metrics, eventPartitions } = ctx;
-  const { inboxPool, tracing, relayName } = owned;
+  const { inboxPool, tracing, relayName, leadership } = owned;
   const durables = bindings.map((b) => b.durable);
 
   @Module({})
@@ -365,6 +406,8 @@ async function startApp<C extends BaseConfig>(
       await app.close(); // consumers finish or hand back the message in hand
       await (def.onStop as ((c: ServiceContext<C>) => Promise<void> | void) | undefined)?.(ctx);
       await relay.stop();
+      // After the last append: the standby may take over at once.
+      await leadership?.lease.release();
       health.unsubscribe();
       await nc.drain().catch(() => undefined);
       await inbox.close();
@@ -374,7 +417,14 @@ async function startApp<C extends BaseConfig>(
       await tracing?.shutdown();
       logger.info('stopped');
     })());
-  return { ctx, app, ...(httpUrl ? { httpUrl } : {}), ...(metricsServer ? { metricsUrl: metricsServer.url } : {}), stop };
+  return {
+    ctx,
+    app,
+    ...(httpUrl ? { httpUrl } : {}),
+    ...(metricsServer ? { metricsUrl: metricsServer.url } : {}),
+    ...(leadership ? { leadership: { holder: leadership.holder, term: leadership.term, lost: leadership.lost } } : {}),
+    stop,
+  };
 }
 
 /**
@@ -420,34 +470,57 @@ async function waitForConsumers(nc: NatsConnection, topology: Topology, logger: 
 /**
  * `main.ts` entry: starts the service and stops it cleanly on SIGTERM/SIGINT (exit 0), or exits
  * 1 with the reason when start fails or stopping takes longer than `GPUNET_STOP_TIMEOUT_MS` (20 s).
+ * A `leader` service waits as a standby until it holds its lease; when its term ends (lease
+ * lost, or fenced off by the store) it stops and waits as a standby again, in the same process.
  */
 export async function runServiceMain<S extends z.ZodObject>(def: ServiceDefinition<S>): Promise<void> {
-  let running: RunningService<BaseConfig & z.output<S>>;
-  try {
-    running = await startService(def);
-  } catch (err) {
-    const e = err as Error & { issues?: unknown };
-    process.stderr.write(`${def.name}: cannot start: ${e.message}\n`);
-    if (e.issues) process.stderr.write(`${JSON.stringify(e.issues, null, 2)}\n`);
-    process.exit(1);
-  }
+  let running: RunningService<BaseConfig & z.output<S>> | undefined;
+  let signalled = false;
+  const waiting = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
-    running.ctx.logger.info({ signal }, 'signal received');
+    signalled = true;
+    if (!running) {
+      // A standby waiting for its lease: nothing to drain.
+      waiting.abort(new Error(`${signal} while waiting for the lease`));
+      return;
+    }
+    const current = running;
+    current.ctx.logger.info({ signal }, 'signal received');
     const timer = setTimeout(() => {
-      running.ctx.logger.error('stop timed out');
+      current.ctx.logger.error('stop timed out');
       process.exit(1);
     }, Number(process.env.GPUNET_STOP_TIMEOUT_MS ?? 20_000));
     timer.unref();
-    running.stop().then(
+    current.stop().then(
       () => process.exit(0),
       (err: unknown) => {
-        running.ctx.logger.error({ err }, 'stop failed');
+        current.ctx.logger.error({ err }, 'stop failed');
         process.exit(1);
       },
     );
   };
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
+  for (;;) {
+    try {
+      running = await startService(def, { signal: waiting.signal });
+    } catch (err) {
+      if (signalled) process.exit(0);
+      const e = err as Error & { issues?: unknown };
+      process.stderr.write(`${def.name}: cannot start: ${e.message}\n`);
+      if (e.issues) process.stderr.write(`${JSON.stringify(e.issues, null, 2)}\n`);
+      process.exit(1);
+    }
+    if (!running.leadership) return;
+    const reason = await running.leadership.lost;
+    if (signalled) return; // the signal handler stops and exits
+    const { logger } = running.ctx;
+    logger.warn({ role: def.leader?.role, holder: running.leadership.holder, term: running.leadership.term, reason }, 'leader: stepped down');
+    const stepping = running;
+    running = undefined;
+    await stepping.stop().catch((err: unknown) => logger.error({ err }, 'stop after stepping down failed'));
+    if (signalled) process.exit(0);
+  }
 }
 
 /** Alias of `runServiceMain`, the entry point of a service's `main.ts`. */

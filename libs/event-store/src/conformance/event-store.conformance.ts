@@ -14,7 +14,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { ConcurrencyError, ValidationError } from '#errors';
 import type { EventStore, ExpectedRevision, RecordedEvent } from '../event-store.js';
-import { IdempotencyConflictError, WrongExpectedVersionError } from '../errors.js';
+import { FencedError, IdempotencyConflictError, WrongExpectedVersionError } from '../errors.js';
 import { computeEventHash, GENESIS_HASH } from '../hash-chain.js';
 import type { ConformanceContext, ConformanceHarness } from './harness.js';
 import { caught, isStrictlyIncreasing, newEvent, newEvents, SubscriptionReader, TIMED_OUT } from './fixtures.js';
@@ -136,6 +136,95 @@ export function describeEventStoreConformance(harness: ConformanceHarness): void
         // The stream is still appendable at the revision it had.
         const r = await store.appendToStream('s', newEvents(2), { expectedRevision: 1n });
         expect(r.nextExpectedRevision).toBe(3n);
+      });
+    });
+
+    describe('fence (a single writer\'s term, decision 0029)', () => {
+      const fenceStream = 'leadership-role';
+      /** Elects a holder: one event on the fence stream; returns its revision (the holder's fence). */
+      async function elect(s: EventStore = store): Promise<bigint> {
+        return (await s.appendToStream(fenceStream, [newEvent({ type: 'LeaderElected' })])).nextExpectedRevision;
+      }
+
+      it('appends while the fence stream is at the given revision, with expectedRevision checked as usual', async () => {
+        const term = await elect();
+        const r = await store.appendToStream('decisions-1', newEvents(2), { expectedRevision: 'no_stream', fence: { streamId: fenceStream, revision: term } });
+        expect(r.nextExpectedRevision).toBe(1n);
+        expect(await store.readStream('decisions-1')).toHaveLength(2);
+        const wrong = await caught(() => store.appendToStream('decisions-1', [newEvent()], { expectedRevision: 0n, fence: { streamId: fenceStream, revision: term } }));
+        expect(wrong).toBeInstanceOf(WrongExpectedVersionError);
+      });
+
+      it('refuses the whole append with FencedError, writing nothing, once the fence stream moved on', async () => {
+        const term = await elect();
+        await store.appendToStream('decisions-1', [newEvent()], { fence: { streamId: fenceStream, revision: term } });
+        const next = await elect(await ctx.openAnother());
+        expect(next).toBe(term + 1n);
+        const before = await readEverything();
+        const err = await caught(() => store.appendToStream('decisions-1', newEvents(3), { expectedRevision: 0n, fence: { streamId: fenceStream, revision: term } }));
+        expect(err).toBeInstanceOf(FencedError);
+        const fenced = err as FencedError;
+        expect(fenced.retryable).toBe(false);
+        expect(fenced.code).toBe('fenced');
+        expect(fenced.streamId).toBe('decisions-1');
+        expect(fenced.actual).toBe(next);
+        expect(fenced.fence).toEqual({ streamId: fenceStream, revision: term });
+        expect(await readEverything()).toEqual(before);
+        // The new term's writer goes on.
+        await store.appendToStream('decisions-1', [newEvent()], { expectedRevision: 0n, fence: { streamId: fenceStream, revision: next } });
+      });
+
+      it('refuses an append fenced on a stream that does not exist (actual: no_stream)', async () => {
+        const err = await caught(() => store.appendToStream('decisions-1', [newEvent()], { fence: { streamId: fenceStream, revision: 0n } }));
+        expect(err).toBeInstanceOf(FencedError);
+        expect((err as FencedError).actual).toBe('no_stream');
+        expect(await store.readStream('decisions-1')).toEqual([]);
+      });
+
+      it('no fenced append commits after the election that ends its term (appends racing it)', async () => {
+        const term = await elect();
+        const old = await ctx.openAnother();
+        const fence = { streamId: fenceStream, revision: term };
+        let landed = 0;
+        let refused = 0;
+        let failed: unknown;
+        /** The old holder appending as fast as it can until it is fenced off. */
+        const writer = async (lane: number) => {
+          for (let k = 0; ; k++) {
+            // An embedded store's append resolves without a macrotask: yield, or nothing else runs.
+            await new Promise((r) => setImmediate(r));
+            try {
+              await old.appendToStream(`decisions-${lane}`, [newEvent({ data: { lane, k } })], { fence });
+              landed++;
+            } catch (err) {
+              if (!(err instanceof FencedError)) {
+                failed = err;
+                throw err;
+              }
+              refused++;
+              return;
+            }
+          }
+        };
+        const writers = [writer(1), writer(2), writer(3)];
+        const newHolder = await ctx.openAnother();
+        while (landed < 6 && failed === undefined) await new Promise((r) => setTimeout(r, 1));
+        expect(failed).toBeUndefined();
+        await elect(newHolder);
+        // Everything the old holder got in is visible to the new one right after its election.
+        const seen = new Set([...(await newHolder.readStream('decisions-1')), ...(await newHolder.readStream('decisions-2')), ...(await newHolder.readStream('decisions-3'))].map((e) => e.eventId));
+        await Promise.all(writers);
+        expect(refused).toBe(3);
+        const all = [...(await store.readStream('decisions-1')), ...(await store.readStream('decisions-2')), ...(await store.readStream('decisions-3'))];
+        expect(all).toHaveLength(landed);
+        expect(all.filter((e) => !seen.has(e.eventId))).toEqual([]);
+        expect((await store.verify()).ok).toBe(true);
+      }, 60_000);
+
+      it('rejects a malformed fence before any I/O', async () => {
+        const err = await caught(() => store.appendToStream('decisions-1', [newEvent()], { fence: { streamId: '', revision: -1n } }));
+        expect(err).toBeInstanceOf(ValidationError);
+        expect((err as ValidationError).issues.map((i) => i.path)).toContain('options.fence');
       });
     });
 

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { TransientError, ValidationError } from '#errors';
 import { prepareAppend } from '../append-validation.js';
-import { IdempotencyConflictError, WrongExpectedVersionError } from '../errors.js';
+import { FencedError, IdempotencyConflictError, WrongExpectedVersionError } from '../errors.js';
 import type { AppendOptions, AppendResult, EventToAppend, ExpectedRevision } from '../event-store.js';
 import { computeEventHashCanonical } from '../hash-chain.js';
 import { SQLSTATE } from './schema.js';
@@ -75,6 +75,28 @@ export async function appendOnClient(
     });
 
   try {
+    const fence = options.fence;
+    if (fence) {
+      // The fence stream's head is share-locked until this transaction ends: an election (an
+      // append there, which locks the head for update) waits for this append to commit, and
+      // one that committed first is seen here. Lock order is always fence, then stream.
+      return await inTransaction(client, async () => {
+        const { rows } = await client.query<{ revision: string }>({
+          name: `gpunet_fence_${settings.schema}`,
+          text: `SELECT revision FROM ${settings.schema}.streams WHERE stream_id = $1 FOR SHARE`,
+          values: [fence.streamId],
+        });
+        const at = rows[0] === undefined || rows[0].revision === '-1' ? 'no_stream' : BigInt(rows[0].revision);
+        if (at !== fence.revision) throw new FencedError(streamId, fence, at);
+        return append();
+      });
+    }
+    return await append();
+  } catch (err) {
+    throw mapAppendError(err, streamId, expected);
+  }
+
+  async function append(): Promise<AppendResult> {
     if (!settings.chainKey) {
       const heads = prepared.map((e, i) => `${JSON.stringify(eventIds[i])},${JSON.stringify(e.type)}`);
       return toResult((await call(String(expected), heads, null, null, false)).rows[0]!);
@@ -97,8 +119,6 @@ export async function appendOnClient(
       const exact = revision < 0n ? 'no_stream' : revision.toString();
       return toResult((await call(exact, null, hashes, first, false)).rows[0]!);
     });
-  } catch (err) {
-    throw mapAppendError(err, streamId, expected);
   }
 }
 

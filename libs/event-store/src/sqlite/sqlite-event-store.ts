@@ -3,8 +3,9 @@ import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { IllegalStateError, TransientError } from '#errors';
 import { prepareAppend, type PreparedEvent } from '../append-validation.js';
-import { IdempotencyConflictError, WrongExpectedVersionError } from '../errors.js';
+import { FencedError, IdempotencyConflictError, WrongExpectedVersionError } from '../errors.js';
 import type {
+  AppendFence,
   AppendOptions,
   AppendResult,
   EventStore,
@@ -133,7 +134,7 @@ export class SqliteEventStore implements EventStore {
     allEvents: Database.Statement<[], EventRow>;
     allStreams: Database.Statement<[], StreamRow & { stream_id: string }>;
   };
-  private readonly appendTx: (streamId: string, events: PreparedEvent[], expected: ExpectedRevision) => AppendResult;
+  private readonly appendTx: (streamId: string, events: PreparedEvent[], expected: ExpectedRevision, fence: AppendFence | undefined) => AppendResult;
   private readonly busyTimeoutMs: number;
 
   /**
@@ -178,7 +179,7 @@ export class SqliteEventStore implements EventStore {
       allEvents: this.db.prepare(`SELECT ${EVENT_COLUMNS} FROM events ORDER BY position`),
       allStreams: this.db.prepare('SELECT stream_id, revision, head_position, head_hash FROM streams'),
     };
-    this.appendTx = this.db.transaction((streamId, events, expected) => this.appendLocked(streamId, events, expected)).immediate;
+    this.appendTx = this.db.transaction((streamId, events, expected, fence) => this.appendLocked(streamId, events, expected, fence)).immediate;
 
     let listeners = appendListeners.get(this.file);
     if (!listeners) appendListeners.set(this.file, (listeners = new Set()));
@@ -207,7 +208,7 @@ export class SqliteEventStore implements EventStore {
     const expected = options?.expectedRevision ?? 'any';
     let result: AppendResult;
     try {
-      result = await this.withWriteLock(() => this.appendTx(streamId, prepared, expected));
+      result = await this.withWriteLock(() => this.appendTx(streamId, prepared, expected, options?.fence));
     } catch (err) {
       if (isSqliteError(err, 'SQLITE_CONSTRAINT_UNIQUE') && err.message.includes('events.event_id')) {
         // An id of the batch is already in the log: the rollback left nothing; tell a retry from a clash.
@@ -250,7 +251,13 @@ export class SqliteEventStore implements EventStore {
   }
 
   /** Runs inside BEGIN IMMEDIATE: nobody else writes until it returns. */
-  private appendLocked(streamId: string, events: PreparedEvent[], expected: ExpectedRevision): AppendResult {
+  private appendLocked(streamId: string, events: PreparedEvent[], expected: ExpectedRevision, fence: AppendFence | undefined): AppendResult {
+    if (fence) {
+      // Under the write lock: no holder of the role can be elected between this check and the commit.
+      const head = this.stmt.selectStream.get(fence.streamId);
+      const at = head ? head.revision : 'no_stream';
+      if (at !== fence.revision) throw new FencedError(streamId, fence, at);
+    }
     const stream = this.stmt.selectStream.get(streamId);
     const actual = stream ? stream.revision : 'no_stream';
     if (!matchesExpected(expected, actual)) {
