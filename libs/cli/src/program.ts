@@ -91,6 +91,7 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .option('--keys <dir>', 'the identities\' NKey seed files (svc-<service>.nk, node-<id>.nk, team-<team>.nk, operator.nk, 0600); default <data-dir>/keys, missing ones created')
     .option('--team <team>', 'another producer team besides `local`, with its own API key and NKey (repeatable)', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--postgres <url>', 'event store on this PostgreSQL database instead of SQLite <data-dir>/events.db')
+    .option('--cluster', 'three nats-servers forming one JetStream cluster (from deploy/nats/cluster.conf), streams R3; needs --postgres')
     .option('--port <n>', 'HTTP port of the API; default: a free one')
     .option('--timeout <duration>', 'how long to wait for every process to answer its health query', '60s')
     .addOption(new Option('--log-level <level>', 'log level of the services').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'))

@@ -77,7 +77,7 @@ export class NodeRegistry {
   private async ensureConsumer(nodeId: string): Promise<void> {
     const topology = await topologyFor(this.config.GPUNET_TOPOLOGY_FILE ?? defaultTopologyFile(), nodeId, [`execution-${nodeId}`]);
     const consumers = topology.consumers.filter((c) => c.stream === WORK_STREAM);
-    await provision(await jetstreamManager(this.nc), { streams: topology.streams, consumers }, { serverVersion: this.nc.info?.version, logger: this.logger });
+    await provision(await jetstreamManager(this.nc), { streams: topology.streams, consumers }, { serverVersion: this.nc.info?.version, serverInfo: this.nc.info, logger: this.logger });
   }
 }
 
