@@ -162,6 +162,7 @@ export async function writeServerConfig(path: string, text: string): Promise<voi
 /** Parses an identity's name (`svc-ledger`, `node-node-1`, `team-ml`, `operator`) back into kind and id. */
 export function identityRefOf(name: string): IdentityRef | undefined {
   if (name === 'operator') return { kind: 'operator' };
+  if (name === 'joiner') return { kind: 'joiner' };
   const m = /^(svc|node|team|operator)-([A-Za-z0-9_-]+)$/.exec(name);
   if (!m) return undefined;
   const kind = ({ svc: 'service', node: 'node', team: 'team', operator: 'operator' } as const)[m[1] as 'svc' | 'node' | 'team' | 'operator'];
@@ -177,7 +178,7 @@ export async function identitiesInDir(dir: string): Promise<NetworkIdentity[]> {
   const out: NetworkIdentity[] = [];
   for (const file of files) {
     const ref = identityRefOf(file.slice(0, -3));
-    if (!ref) throw new PermissionsError(`${join(dir, file)}: not an identity's key file (name it svc-<service>.nk, node-<nodeId>.nk, team-<team>.nk or operator.nk)`);
+    if (!ref) throw new PermissionsError(`${join(dir, file)}: not an identity's key file (name it svc-<service>.nk, node-<nodeId>.nk, team-<team>.nk, operator.nk or joiner.nk)`);
     const { publicKey } = await loadIdentityFile(join(dir, file));
     out.push({ ...ref, publicKey });
   }

@@ -177,6 +177,8 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     ...nodeIds.map((n) => identityName('node', n)),
     ...teams.map((t) => identityName('team', t)),
     identityName('operator'),
+    // Machines that join later (`gpunet node join`) connect as it, with the seed their token carries.
+    identityName('joiner'),
   ]);
   const operatorKeyFile = keyFiles[identityName('operator')]!;
   const natsDir = join(dataDir, 'nats');

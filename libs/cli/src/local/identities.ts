@@ -3,7 +3,7 @@
  * operator in `<data dir>/keys/` (0700, files 0600), and the nats-server config that lets each
  * in with the permissions of deploy/nats-permissions.yaml (libs/bus-auth).
  */
-import { defaultClusterTemplateFile, defaultPermissionsFile, identitiesInDir, loadPermissionTemplates, renderAuthorization, renderClusterConfig, renderServerConfig, writeServerConfig, type ClusterServerValues } from '#bus-auth';
+import { defaultClusterTemplateFile, defaultPermissionsFile, identitiesInDir, loadPermissionTemplates, renderAuthorization, renderClusterConfig, renderServerConfig, writeServerConfig, type ClusterServerValues, type NetworkIdentity } from '#bus-auth';
 import { createIdentityFile, loadIdentityFile } from '#identity';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -36,9 +36,9 @@ export async function ensureKeyFiles(dir: string, names: readonly string[]): Pro
  * Writes the nats-server config (0600) admitting every identity in `keysDir`, each with its
  * template's permissions; `teams` (default: the team identities there) fill the per-team rules.
  */
-export async function writeNatsConfig(path: string, options: { keysDir: string; listen: string; storeDir: string; permissionsFile?: string }): Promise<void> {
+export async function writeNatsConfig(path: string, options: { keysDir: string; listen: string; storeDir: string; permissionsFile?: string; extra?: readonly NetworkIdentity[] }): Promise<void> {
   const templates = await loadPermissionTemplates(options.permissionsFile ?? defaultPermissionsFile());
-  const identities = await identitiesInDir(options.keysDir);
+  const identities = withExtra(await identitiesInDir(options.keysDir), options.extra);
   await writeServerConfig(path, renderServerConfig(templates, { listen: options.listen, storeDir: options.storeDir, identities }));
 }
 
@@ -46,9 +46,19 @@ export async function writeNatsConfig(path: string, options: { keysDir: string; 
  * Writes the `authorization { … }` block alone (0600) admitting every identity in `keysDir`: the
  * file each server of a cluster includes (deploy/nats/cluster.conf's `{{authorization}}`).
  */
-export async function writeAuthorizationFile(path: string, options: { keysDir: string; permissionsFile?: string }): Promise<void> {
+export async function writeAuthorizationFile(path: string, options: { keysDir: string; permissionsFile?: string; extra?: readonly NetworkIdentity[] }): Promise<void> {
   const templates = await loadPermissionTemplates(options.permissionsFile ?? defaultPermissionsFile());
-  await writeServerConfig(path, renderAuthorization(templates, await identitiesInDir(options.keysDir)));
+  await writeServerConfig(path, renderAuthorization(templates, withExtra(await identitiesInDir(options.keysDir), options.extra)));
+}
+
+/**
+ * The key directory's identities with `extra` on top: an identity of the same name takes the
+ * extra's key (an enrolled node's key is the one the recorder trusts, whatever seed lies here).
+ */
+function withExtra(identities: readonly NetworkIdentity[], extra: readonly NetworkIdentity[] = []): NetworkIdentity[] {
+  const name = (i: NetworkIdentity) => `${i.kind}/${i.id ?? ''}`;
+  const replaced = new Set(extra.map(name));
+  return [...identities.filter((i) => !replaced.has(name(i))), ...extra];
 }
 
 /** Writes one cluster server's config (0600) from deploy/nats/cluster.conf (or `templateFile`). */
