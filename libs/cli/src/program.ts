@@ -20,7 +20,7 @@ import { verify } from './commands/verify.js';
 import { invoiceShow, invoicesList, isInvoiceId } from './commands/invoices.js';
 import { ledgerRebuild } from './commands/ledger.js';
 import { keysCreate, keysList, keysRevoke, teamsCreate, teamsDisable, teamsList, teamsShow, type KeysCreateFlags } from './commands/keys.js';
-import { natsAuthorization, nodeJoin, nodesEnroll, nodesList, nodesToken } from './commands/nodes.js';
+import { natsAuthorization, natsConfig, natsKeys, nodeJoin, nodesEnroll, nodesList, nodesToken } from './commands/nodes.js';
 import { top, type TopOptions } from './commands/top.js';
 import { pricesList, pricesPublish } from './commands/prices.js';
 import { quotaSet, quotaShow, type QuotaSetFlags } from './commands/quota.js';
@@ -343,8 +343,23 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .option('--keys <dir>', 'the identities\' seed files; default: the local network\'s')
     .option('--out <file>', 'write the authorization block here (what deploy/nats/cluster.conf includes); default: the local network\'s config')
     .option('--reload', 'then signal the local network\'s nats-servers to reload it (SIGHUP)')
+    .option('--offline', 'the keys directory alone, without asking the recorder for enrolled nodes (a network\'s first start)')
     .option('--nats <url>', 'NATS URL of the network; default env GPUNET_NATS_URL, else the one in <data-dir>/state.json')
     .action(run((ctx, opts) => natsAuthorization(ctx, opts as Parameters<typeof natsAuthorization>[1])));
+  withBaseOptions(nats.command('keys').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('make the seed files of the control plane\'s identities (services, recorder, operator, joiner) and of each --team, where missing')
+    .requiredOption('--keys <dir>', 'the keys directory (0700; seeds 0600)')
+    .option('--team <team>', 'a producer team\'s identity too (repeatable)', collect)
+    .option('--signing-key <file>', 'also the network signing key the ledger signs chain heads with (decision 0011), where missing')
+    .action(run((ctx, opts) => natsKeys(ctx, opts as Parameters<typeof natsKeys>[1])));
+  withBaseOptions(nats.command('config').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('one cluster server\'s nats-server config from deploy/nats/cluster.conf (clients :4222, routes :6222, monitoring 127.0.0.1:8222)')
+    .requiredOption('--name <name>', 'this server\'s name, unique in the cluster (e.g. ctl-1)')
+    .requiredOption('--host <address>', 'this machine\'s address on the control network')
+    .requiredOption('--peers <addresses>', 'every control machine\'s address, this one included, comma-separated')
+    .requiredOption('--out <file>', 'where to write it (e.g. /etc/gpunet/nats/nats.conf); route.secret and authorization.conf live beside it')
+    .option('--store-dir <dir>', 'JetStream\'s directory', '/var/lib/gpunet/nats')
+    .action(run((ctx, opts) => natsConfig(ctx, opts as Parameters<typeof natsConfig>[1])));
 
   withBaseOptions(command('top'))
     .description('a live view of the network from every process\'s /metrics: queue by reason, jobs, GPUs per model, nodes, consumer lag, dead letters, relay lag, billed GPU time')

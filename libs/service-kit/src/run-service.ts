@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { Commands, Queries, querySubject, Events, type ServiceName } from '#contracts';
 import { openEventStore, parseEventStoreUrl, type EventStore } from '#event-store';
 import { natsAuthOptions } from '#identity';
@@ -153,7 +154,8 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
   type C = BaseConfig & z.output<S>;
   const config = loadConfig((def.config ?? ({ shape: {} } as unknown as S)) as S, def.env ?? process.env) as C;
   const instance = config.GPUNET_INSTANCE ?? def.instance?.(config) ?? def.name;
-  const options = { level: config.GPUNET_LOG_LEVEL, base: { service: def.name, instance } };
+  // `host`: on a network of several machines a log line says which one did it (journald keeps the lines per machine).
+  const options = { level: config.GPUNET_LOG_LEVEL, base: { service: def.name, instance, host: hostname() } };
   const logger = def.logDestination ? pino(options, def.logDestination) : pino(options);
   const clock = def.clock ?? systemClock;
   const startedAt = clock.now();

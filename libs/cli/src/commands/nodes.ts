@@ -6,18 +6,18 @@
  * talk to the recorder over NATS (`gpunet.cmd.EnrollNode`, `gpunet.qry.execution.ListNodes`),
  * authenticated with the operator's key file when `GPUNET_NATS_NKEY_FILE` is set.
  */
-import { Commands, ListNodesReply, parseDuration, querySubject, type EnrollNodeReply, type IssueJoinTokenReply, type JoinNodeReply } from '#contracts';
+import { Commands, ListNodesReply, parseDuration, SERVICE_NAMES, querySubject, type EnrollNodeReply, type IssueJoinTokenReply, type JoinNodeReply } from '#contracts';
 import { createIdentityFile, identityName, inboxPrefix, loadIdentityFile, natsAuthOptions } from '#identity';
 import { requestQuery } from '#messaging';
-import { operatorKeyFileOf, writeAuthorizationFile, writeNatsConfig } from '../local/identities.js';
+import { ensureKeyFiles, operatorKeyFileOf, routePassword, writeAuthorizationFile, writeClusterServerConfig, writeNatsConfig } from '../local/identities.js';
 import { waitForNats } from '../local/health.js';
 import { isAlive } from '../local/processes.js';
 import { connect, nkeyAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { CommandContext } from '../context.js';
 import { LocalNetworkError, UsageError } from '../errors.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
@@ -157,16 +157,19 @@ export async function nodeJoin(ctx: CommandContext, opts: { nats?: string; token
  * the block alone (what deploy/nats/cluster.conf includes); without it, the local network's
  * config (state.json). `--reload` then signals the local network's nats-servers (SIGHUP).
  */
-export async function natsAuthorization(ctx: CommandContext, opts: NodesOptions & { keys?: string; out?: string; reload?: boolean }): Promise<ExitCode> {
+export async function natsAuthorization(ctx: CommandContext, opts: NodesOptions & { keys?: string; out?: string; reload?: boolean; offline?: boolean }): Promise<ExitCode> {
   const state = await ctx.state();
   const keysDir = opts.keys ? resolve(ctx.io.cwd, opts.keys) : state?.keysDir;
   if (!keysDir) throw new UsageError('no keys directory', [{ path: '--keys', message: 'not given, no local network', fix: 'pass `--keys /etc/gpunet/keys`' }]);
-  const nc = await operatorConnection(ctx, opts);
-  let nodes: ListNodesReply['nodes'];
-  try {
-    nodes = (await requestQuery<ListNodesReply>(nc, querySubject('execution', 'ListNodes'), {}, { response: ListNodesReply })).nodes;
-  } finally {
-    await nc.close();
+  let nodes: ListNodesReply['nodes'] = [];
+  // Offline: the keys directory alone (a network's first start, before nats-server and the recorder run).
+  if (!opts.offline) {
+    const nc = await operatorConnection(ctx, opts);
+    try {
+      nodes = (await requestQuery<ListNodesReply>(nc, querySubject('execution', 'ListNodes'), {}, { response: ListNodesReply })).nodes;
+    } finally {
+      await nc.close();
+    }
   }
   const extra = nodes.map((n) => ({ kind: 'node' as const, id: n.nodeId, publicKey: n.publicKey }));
   let written: string;
@@ -193,5 +196,63 @@ export async function natsAuthorization(ctx: CommandContext, opts: NodesOptions 
   }
   ctx.out.doc({ written, nodes: nodes.map((n) => n.nodeId), reloaded });
   ctx.out.line(`authorization written to ${written}: ${nodes.length} enrolled node(s) admitted${reloaded.length > 0 ? `; reloaded ${reloaded.join(', ')}` : '; reload nats-server to apply it (`systemctl reload gpunet-nats`)'}`);
+  return EXIT.ok;
+}
+
+/**
+ * `gpunet nats keys --keys <dir> [--team T…]` (operator, once per network): the seed file of every
+ * control-plane identity (the services, the recorder, the operator, the joiner) and of each team,
+ * made where missing (0600 in a 0700 directory), kept where present. Nodes make their own
+ * (`gpunet node join`).
+ */
+export async function natsKeys(ctx: CommandContext, opts: { keys: string; team?: string[]; signingKey?: string }): Promise<ExitCode> {
+  const dir = resolve(ctx.io.cwd, opts.keys);
+  const names = [
+    ...SERVICE_NAMES.filter((s) => s !== 'execution').map((s) => identityName('service', s)),
+    identityName('service', 'recorder'),
+    identityName('operator'),
+    identityName('joiner'),
+    ...(opts.team ?? []).map((t) => identityName('team', t)),
+  ];
+  const files = await ensureKeyFiles(dir, names);
+  const keys: Record<string, string> = {};
+  for (const [name, file] of Object.entries(files)) keys[name] = (await loadIdentityFile(file)).publicKey;
+  // The network signing key (decision 0011) is no bus identity: kept apart from the keys directory.
+  if (opts.signingKey) {
+    const file = resolve(ctx.io.cwd, opts.signingKey);
+    keys.signing = (existsSync(file) ? await loadIdentityFile(file) : await createIdentityFile(file)).publicKey;
+  }
+  ctx.out.doc({ keysDir: dir, keys });
+  ctx.out.line(table(['IDENTITY', 'PUBLIC KEY'], Object.entries(keys)));
+  ctx.out.line(`seeds in ${dir}/ (0600): copy each service's to the machine that runs it, keep operator.nk and joiner.nk with the operator`);
+  return EXIT.ok;
+}
+
+/**
+ * `gpunet nats config --name ctl-1 --host 10.0.0.11 --peers 10.0.0.11,10.0.0.12,10.0.0.13 --out …`:
+ * one server's config from deploy/nats/cluster.conf (clients on 4222, routes on 6222, monitoring on
+ * 127.0.0.1:8222), including `authorization.conf` beside it, with the route password of
+ * `<out dir>/route.secret` (made when missing: copy it to the other two machines before theirs).
+ */
+export async function natsConfig(ctx: CommandContext, opts: { name: string; host: string; peers: string; out: string; storeDir: string }): Promise<ExitCode> {
+  const peers = opts.peers.split(',').map((p) => p.trim()).filter(Boolean);
+  if (peers.length < 3 || !peers.includes(opts.host)) {
+    throw new UsageError('--peers must list the three (or more) control machines, this one (--host) included', [{ path: '--peers', message: `got ${peers.join(',') || 'nothing'}`, fix: 'write e.g. `--peers 10.0.0.11,10.0.0.12,10.0.0.13`' }]);
+  }
+  const out = resolve(ctx.io.cwd, opts.out);
+  const dir = dirname(out);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await writeClusterServerConfig(out, {
+    serverName: opts.name,
+    clientListen: `${opts.host}:4222`,
+    routeListen: `${opts.host}:6222`,
+    routes: peers.map((p) => `${p}:6222`),
+    routePassword: await routePassword(dir),
+    storeDir: opts.storeDir,
+    monitorListen: '127.0.0.1:8222',
+    authorizationFile: 'authorization.conf',
+  });
+  ctx.out.doc({ config: out, routeSecret: join(dir, 'route.secret') });
+  ctx.out.line(`${out} written (server ${opts.name}); it includes ${join(dir, 'authorization.conf')} (\`gpunet nats authorization --out\`); the route password is ${join(dir, 'route.secret')}: the same file on every control machine`);
   return EXIT.ok;
 }
