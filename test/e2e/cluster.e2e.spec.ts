@@ -2,22 +2,37 @@
  * `gpunet up --cluster`: three nats-servers on this machine forming one JetStream cluster (from
  * deploy/nats/cluster.conf, routes authenticated), the store on PostgreSQL, every stream and
  * durable consumer of deploy/topology.yaml at three replicas, a job run to its end, and
- * `gpunet down` stopping all of it.
+ * a GPU machine joining through the cluster, and `gpunet down` stopping all of it.
  */
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { natsAuthOptions } from '#identity';
+import { connect } from '@nats-io/transport-node';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { runCli } from '../../libs/cli/src/program.js';
 import { isAlive } from '../../libs/cli/src/local/processes.js';
 import { scriptJob, settle } from '../support/jobs.js';
 import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { until } from '../support/poll.js';
 import { createTestDatabase, type TestDatabase } from '../support/postgres.js';
 
 let db: TestDatabase | undefined;
 let net: TestNetwork | undefined;
 const network = () => net!;
 const e2e = (body: () => Promise<void>) => withLogsOnFailure(() => net, body);
+
+async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out = new PassThrough();
+  const err = new PassThrough();
+  const o: Buffer[] = [];
+  const e: Buffer[] = [];
+  out.on('data', (c: Buffer) => o.push(c));
+  err.on('data', (c: Buffer) => e.push(c));
+  const code = await runCli(args, { stdout: out, stderr: err, env: { ...process.env, GPUNET_DATA_DIR: network().dataDir }, cwd: network().dataDir });
+  return { code, out: Buffer.concat(o).toString('utf8'), err: Buffer.concat(e).toString('utf8') };
+}
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -31,7 +46,7 @@ afterAll(async () => {
 
 describe('gpunet up --cluster', () => {
   it(
-    'runs three nats-servers of one cluster with authenticated routes, R3 streams and consumers, a job to its end, and down stops everything',
+    'runs three nats-servers of one cluster with authenticated routes, R3 streams and consumers, a job to its end, a GPU machine joining through it, and down stops everything',
     e2e(async () => {
       const servers = network().processes.filter((p) => p.role === 'nats');
       expect(servers.map((p) => p.name)).toEqual(['nats-1', 'nats-2', 'nats-3']);
@@ -62,6 +77,26 @@ describe('gpunet up --cluster', () => {
       const settled = await settle(network(), [jobId]);
       expect(settled.views.get(jobId)?.state).toBe('completed');
       expect(settled.events.filter((e) => e.type === 'UsageRecorded')).toHaveLength(1);
+
+      // A GPU machine joins through the cluster: token, join, the authorization rendered again and
+      // reloaded on all three servers, then its key is admitted by each of them.
+      const token = JSON.parse((await cli(['nodes', 'token', 'gpu-1', '--json'])).out) as { token: string };
+      const keyFile = join(network().dataDir, 'gpu-1.nk');
+      const joined = await cli(['node', 'join', '--nats', network().natsUrl, '--token', token.token, '--key-file', keyFile, '--json']);
+      expect([joined.code, joined.err]).toEqual([0, '']);
+      expect((await cli(['nats', 'authorization', '--reload', '--json'])).code).toBe(0);
+      expect(readFileSync(join(network().dataDir, 'nats', 'authorization.conf'), 'utf8')).toContain((JSON.parse(joined.out) as { publicKey: string }).publicKey);
+      for (const url of network().natsUrl.split(',')) {
+        await until(`${url} to admit gpu-1`, async () => {
+          try {
+            const nc = await connect({ ...(await natsAuthOptions(keyFile)), servers: url, reconnect: false, timeout: 5_000 });
+            await nc.close();
+            return true;
+          } catch {
+            return false;
+          }
+        }, { timeoutMs: 30_000, intervalMs: 100 });
+      }
 
       const all = [...network().processes];
       await network().stop();
