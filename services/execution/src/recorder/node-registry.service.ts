@@ -87,7 +87,8 @@ export class NodeRegistry {
   /**
    * A machine spends a join token: checked (src/domain/join.ts), then NodeJoinTokenUsed and
    * NodeEnrolled in one append at the stream's expected revision — a token raced by two machines
-   * enrolls one of them, and a recorder that lost the race rereads and refuses.
+   * (or two recorders) enrolls one of them: the other's append fails because the stream moved,
+   * its request is answered with that error, and asked again it is refused as `used`.
    */
   join(req: JoinNode): Promise<JoinNodeReply> {
     return this.serial(async () => {
