@@ -9,9 +9,9 @@
  */
 import { z } from 'zod';
 import { StoreOutputs } from './commands.js';
-import { NodePublicKey, NodeEnrolled, REPORT_REFUSAL_REASONS } from './events/reports.js';
+import { JOIN_REFUSAL_REASONS, JoinTokenId, NodePublicKey, NodeEnrolled, REPORT_REFUSAL_REASONS } from './events/reports.js';
 import { defineCommand, defineQuery } from './message.js';
-import { AttemptId, ByteCount, JobId, NodeId, Sha256, TeamId } from './primitives.js';
+import { AttemptId, ByteCount, JobId, NodeId, Sha256, TeamId, Timestamp } from './primitives.js';
 import { SUBJECT_ROOT } from './subjects.js';
 
 /** Stream of every node's work, `gpunet.work.<nodeId>.<EventType>`; each node has one durable consumer on its own subjects. */
@@ -169,6 +169,34 @@ export const EnrollNodeReply = z.object({
 });
 export type EnrollNodeReply = z.output<typeof EnrollNodeReply>;
 
+export const IssueJoinToken = z.object({
+  nodeId: NodeId,
+  secretSha256: z.string().regex(/^[0-9a-f]{64}$/).describe('sha256 (hex) of the one-time secret the operator\'s CLI made; the secret never crosses the bus.'),
+  expiresAt: Timestamp,
+  issuedBy: z.string().min(1).max(200).default('operator').describe('Who issues it, for the record.'),
+});
+export type IssueJoinToken = z.output<typeof IssueJoinToken>;
+
+export const IssueJoinTokenReply = z.object({ nodeId: NodeId, tokenId: JoinTokenId, expiresAt: Timestamp });
+export type IssueJoinTokenReply = z.output<typeof IssueJoinTokenReply>;
+
+export const JoinNode = z.object({
+  nodeId: NodeId,
+  secret: z.string().regex(/^[A-Za-z0-9_-]{43}$/).describe('The token\'s one-time secret (32 random bytes, base64url).'),
+  publicKey: NodePublicKey.describe('The key the machine made for itself; its seed never leaves the machine.'),
+});
+export type JoinNode = z.output<typeof JoinNode>;
+
+export const JoinNodeReply = z.object({
+  status: z.enum(['joined', 'refused']).describe('`joined`: the token is spent and the key enrolled; `refused`: nothing was recorded.'),
+  nodeId: NodeId,
+  publicKey: NodePublicKey.optional().describe('The key enrolled (joined).'),
+  tokenId: JoinTokenId.optional(),
+  reason: z.enum(JOIN_REFUSAL_REASONS).optional().describe('Why a join was refused.'),
+  detail: z.string().optional().describe('What to do about a refusal, in words.'),
+});
+export type JoinNodeReply = z.output<typeof JoinNodeReply>;
+
 export const ListNodes = z.object({}).describe('Every enrolled node.');
 export const ListNodesReply = z.object({ nodes: z.array(NodeEnrolled).describe('Each enrolled node with its current key, by node id.') });
 export type ListNodesReply = z.output<typeof ListNodesReply>;
@@ -181,6 +209,22 @@ export const reportCommands = [
     description: 'Operator: the recorder takes this node\'s reports signed with this key (NodeEnrolled).',
     schema: EnrollNode,
     replySchema: EnrollNodeReply,
+  }),
+  defineCommand({
+    name: 'IssueJoinToken',
+    version: 1,
+    handler: 'execution',
+    description: 'Operator: a one-time token a machine may join as this node with (NodeJoinTokenIssued; only the secret\'s hash is sent and kept).',
+    schema: IssueJoinToken,
+    replySchema: IssueJoinTokenReply,
+  }),
+  defineCommand({
+    name: 'JoinNode',
+    version: 1,
+    handler: 'execution',
+    description: 'A joining machine (identity `joiner`): spend a join token and enroll the key it made (NodeJoinTokenUsed + NodeEnrolled).',
+    schema: JoinNode,
+    replySchema: JoinNodeReply,
   }),
 ] as const;
 

@@ -21,6 +21,31 @@ export const NodeEnrolled = z.object({
 });
 export type NodeEnrolled = z.output<typeof NodeEnrolled>;
 
+/** The id of a join token in the record: the first 16 hex digits of the sha256 of its secret. */
+export const JoinTokenId = z.string().regex(/^[0-9a-f]{16}$/).describe('First 16 hex digits of the sha256 of the token\'s secret: names the token in the record.');
+
+export const NodeJoinTokenIssued = z.object({
+  nodeId: NodeId.describe('The only node this token may join as.'),
+  tokenId: JoinTokenId,
+  secretSha256: z.string().regex(/^[0-9a-f]{64}$/).describe('sha256 (hex) of the token\'s one-time secret; the secret itself is never recorded.'),
+  expiresAt: Timestamp.describe('After this the token joins nothing.'),
+  issuedBy: z.string().min(1).max(200).describe('The operator who ran `gpunet nodes token`.'),
+  issuedAt: Timestamp.describe('Recorder clock.'),
+});
+export type NodeJoinTokenIssued = z.output<typeof NodeJoinTokenIssued>;
+
+export const NodeJoinTokenUsed = z.object({
+  nodeId: NodeId,
+  tokenId: JoinTokenId,
+  publicKey: NodePublicKey.describe('The key the node made on its own machine and joined with (enrolled in the same append).'),
+  usedAt: Timestamp.describe('Recorder clock.'),
+});
+export type NodeJoinTokenUsed = z.output<typeof NodeJoinTokenUsed>;
+
+/** Why the recorder refused a join. */
+export const JOIN_REFUSAL_REASONS = ['unknown_token', 'used', 'expired', 'other_node'] as const;
+export type JoinRefusalReason = (typeof JOIN_REFUSAL_REASONS)[number];
+
 /** Why the recorder refused a node's report. */
 export const REPORT_REFUSAL_REASONS = [
   'malformed',
@@ -60,6 +85,20 @@ export const reportEvents = [
     producers: ['execution'],
     description: 'The recorder takes reports from this node signed with this key (a later enrollment of the node replaces the key).',
     schema: NodeEnrolled,
+  }),
+  defineEvent({
+    name: 'NodeJoinTokenIssued',
+    version: 1,
+    producers: ['execution'],
+    description: 'An operator issued a one-time token a machine may join as this node with, until it expires (only its secret\'s hash is kept).',
+    schema: NodeJoinTokenIssued,
+  }),
+  defineEvent({
+    name: 'NodeJoinTokenUsed',
+    version: 1,
+    producers: ['execution'],
+    description: 'A machine joined with this token: the token is spent, and the node is enrolled with the key it made (NodeEnrolled, same append).',
+    schema: NodeJoinTokenUsed,
   }),
   defineEvent({
     name: 'NodeReportRefused',

@@ -56,6 +56,8 @@ export interface TestNetworkOptions {
   postgresUrl?: string;
   /** Producer teams besides `local` (`up --team`), each with its own API key and NKey. */
   teams?: string[];
+  /** Three nats-servers forming one JetStream cluster, streams R3 (`up --cluster`; needs `postgresUrl`). */
+  cluster?: boolean;
 }
 
 /** Names of processes: `nats`, a service name, or an agent's node id (`node-1`). */
@@ -122,6 +124,7 @@ export class TestNetwork {
       '--log-level', options.logLevel ?? 'info',
       '--timeout', `${options.startTimeoutMs ?? 60_000}ms`,
       ...(options.postgresUrl ? ['--postgres', options.postgresUrl] : []),
+      ...(options.cluster ? ['--cluster'] : []),
       ...(options.teams ?? []).flatMap((t) => ['--team', t]),
     ];
     const code = await runCli(argv, { stdout: out.stream, stderr: err.stream, env, cwd: dataDir });

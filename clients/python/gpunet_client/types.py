@@ -2303,6 +2303,21 @@ InvoiceFinalized = TypedDict("InvoiceFinalized", {
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
+# Operator: a one-time token a machine may join as this node with (NodeJoinTokenIssued; only the secret's hash is sent and kept). Subject: `gpunet.cmd.IssueJoinToken`. Schema version 1.
+IssueJoinToken = TypedDict("IssueJoinToken", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "secretSha256": str,  # sha256 (hex) of the one-time secret the operator's CLI made; the secret never crosses the bus.
+    "expiresAt": str,  # UTC instant, ISO-8601 with `Z`.
+    "issuedBy": NotRequired[str],  # Who issues it, for the record.
+})
+
+# Reply to IssueJoinToken.
+IssueJoinTokenReply = TypedDict("IssueJoinTokenReply", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "tokenId": str,  # First 16 hex digits of the sha256 of the token's secret: names the token in the record.
+    "expiresAt": str,  # UTC instant, ISO-8601 with `Z`.
+})
+
 # The team asked to cancel the job. A queued job ends at once; a running one is stopped by its agent.
 JobCancelRequestedData = TypedDict("JobCancelRequestedData", {
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
@@ -2979,6 +2994,23 @@ JobWithdrawn = TypedDict("JobWithdrawn", {
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
+# A joining machine (identity `joiner`): spend a join token and enroll the key it made (NodeJoinTokenUsed + NodeEnrolled). Subject: `gpunet.cmd.JoinNode`. Schema version 1.
+JoinNode = TypedDict("JoinNode", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "secret": str,  # The token's one-time secret (32 random bytes, base64url).
+    "publicKey": str,  # The key the machine made for itself; its seed never leaves the machine.
+})
+
+# Reply to JoinNode.
+JoinNodeReply = TypedDict("JoinNodeReply", {
+    "status": Literal["joined", "refused"],  # `joined`: the token is spent and the key enrolled; `refused`: nothing was recorded.
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "publicKey": NotRequired[str],  # The key enrolled (joined).
+    "tokenId": NotRequired[str],  # First 16 hex digits of the sha256 of the token's secret: names the token in the record.
+    "reason": NotRequired[Literal["unknown_token", "used", "expired", "other_node"]],  # Why a join was refused.
+    "detail": NotRequired[str],  # What to do about a refusal, in words.
+})
+
 # A process won the lease of a single-writer role (stream `leadership-<role>`). Every event it appends afterwards is fenced on this event's revision, so an earlier holder that wakes up cannot append any more.
 LeaderElectedData = TypedDict("LeaderElectedData", {
     "role": Literal["intake", "placement", "execution", "storage", "ledger"],  # The single-writer role taken over: the service whose decisions this holder now makes.
@@ -3370,6 +3402,76 @@ NodeHeartbeatMessage = TypedDict("NodeHeartbeatMessage", {
     "cachedData": NotRequired[List[NodeHeartbeatMessageCachedDataItem]],  # Blobs in the node's input cache by team (the cache is per team): placement prefers a node holding a job's inputs for that job's team only.
     "sequence": int,  # Increases by one per heartbeat of this agent run, so gaps are visible.
     "sentAt": str,  # Agent clock: when the heartbeat was sent.
+})
+
+# An operator issued a one-time token a machine may join as this node with, until it expires (only its secret's hash is kept).
+NodeJoinTokenIssuedData = TypedDict("NodeJoinTokenIssuedData", {
+    "nodeId": str,  # The only node this token may join as.
+    "tokenId": str,  # First 16 hex digits of the sha256 of the token's secret: names the token in the record.
+    "secretSha256": str,  # sha256 (hex) of the token's one-time secret; the secret itself is never recorded.
+    "expiresAt": str,  # After this the token joins nothing.
+    "issuedBy": str,  # The operator who ran `gpunet nodes token`.
+    "issuedAt": str,  # Recorder clock.
+})
+
+# Metadata every event carries; covered by the hash chain.
+NodeJoinTokenIssuedMetadata = TypedDict("NodeJoinTokenIssuedMetadata", {
+    "correlationId": str,  # Ties together every event caused by one request.
+    "causationId": str,  # Id of the event or request that directly caused this one.
+    "jobId": NotRequired[str],  # The job the event concerns, if any (indexed for audit).
+    "team": NotRequired[str],  # The team the event concerns, if any (indexed for audit).
+    "producer": str,  # Service or client that produced the event, e.g. `intake`.
+    "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
+    "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
+})
+
+# An operator issued a one-time token a machine may join as this node with, until it expires (only its secret's hash is kept). Subject: `gpunet.evt.NodeJoinTokenIssued.*.*`. Schema version 1.
+NodeJoinTokenIssued = TypedDict("NodeJoinTokenIssued", {
+    "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
+    "revision": str,  # 0-based revision within the stream, as decimal text.
+    "position": str,  # Global position in the store, totally ordered, as decimal text.
+    "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
+    "type": Literal["NodeJoinTokenIssued"],  # Always `NodeJoinTokenIssued`.
+    "data": NodeJoinTokenIssuedData,  # An operator issued a one-time token a machine may join as this node with, until it expires (only its secret's hash is kept).
+    "metadata": NodeJoinTokenIssuedMetadata,  # Metadata every event carries; covered by the hash chain.
+    "recordedAt": str,  # When the store recorded the event.
+    "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
+# A machine joined with this token: the token is spent, and the node is enrolled with the key it made (NodeEnrolled, same append).
+NodeJoinTokenUsedData = TypedDict("NodeJoinTokenUsedData", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "tokenId": str,  # First 16 hex digits of the sha256 of the token's secret: names the token in the record.
+    "publicKey": str,  # The key the node made on its own machine and joined with (enrolled in the same append).
+    "usedAt": str,  # Recorder clock.
+})
+
+# Metadata every event carries; covered by the hash chain.
+NodeJoinTokenUsedMetadata = TypedDict("NodeJoinTokenUsedMetadata", {
+    "correlationId": str,  # Ties together every event caused by one request.
+    "causationId": str,  # Id of the event or request that directly caused this one.
+    "jobId": NotRequired[str],  # The job the event concerns, if any (indexed for audit).
+    "team": NotRequired[str],  # The team the event concerns, if any (indexed for audit).
+    "producer": str,  # Service or client that produced the event, e.g. `intake`.
+    "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
+    "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
+})
+
+# A machine joined with this token: the token is spent, and the node is enrolled with the key it made (NodeEnrolled, same append). Subject: `gpunet.evt.NodeJoinTokenUsed.*.*`. Schema version 1.
+NodeJoinTokenUsed = TypedDict("NodeJoinTokenUsed", {
+    "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
+    "revision": str,  # 0-based revision within the stream, as decimal text.
+    "position": str,  # Global position in the store, totally ordered, as decimal text.
+    "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
+    "type": Literal["NodeJoinTokenUsed"],  # Always `NodeJoinTokenUsed`.
+    "data": NodeJoinTokenUsedData,  # A machine joined with this token: the token is spent, and the node is enrolled with the key it made (NodeEnrolled, same append).
+    "metadata": NodeJoinTokenUsedMetadata,  # Metadata every event carries; covered by the hash chain.
+    "recordedAt": str,  # When the store recorded the event.
+    "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
 NodeLostDataAffectedAttemptsItem = TypedDict("NodeLostDataAffectedAttemptsItem", {
@@ -4569,6 +4671,8 @@ __all__ = [
     "HealthReply",
     "InputsStaged",
     "InvoiceFinalized",
+    "IssueJoinToken",
+    "IssueJoinTokenReply",
     "JobCancelRequested",
     "JobCheckpointed",
     "JobEnded",
@@ -4581,6 +4685,8 @@ __all__ = [
     "JobStarted",
     "JobSubmitted",
     "JobWithdrawn",
+    "JoinNode",
+    "JoinNodeReply",
     "LeaderElected",
     "ListApiKeys",
     "ListApiKeysReply",
@@ -4600,6 +4706,8 @@ __all__ = [
     "NodeEnrolled",
     "NodeHeartbeat",
     "NodeHeartbeatMessage",
+    "NodeJoinTokenIssued",
+    "NodeJoinTokenUsed",
     "NodeLost",
     "NodeOutputsReport",
     "NodeOutputsReportReply",

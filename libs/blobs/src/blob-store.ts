@@ -34,7 +34,7 @@ export interface BlobStoreOptions {
    * nodes open with `false`: creating a stream is the control plane's (see deploy/nats-permissions.yaml).
    */
   create?: boolean;
-  /** Replicas of a bucket this call creates. Default 1. */
+  /** Replicas of a bucket this call creates. Default 3 when the server is in a cluster (its INFO names one), else 1 (as `replicas: auto` in deploy/topology.yaml). */
   replicas?: number;
   /** Most bytes the bucket may hold (a bucket this call creates); -1 = no limit. Default -1. */
   maxBytes?: number;
@@ -148,7 +148,7 @@ export class BlobStore {
    * bucket is opened (by default created) on its first use.
    */
   static async open(nc: NatsConnection, options: BlobStoreOptions = {}): Promise<BlobStore> {
-    const o = { ...DEFAULTS, ...definedOnly(options) };
+    const o = { ...DEFAULTS, replicas: nc.info?.cluster ? 3 : 1, ...definedOnly(options) };
     // Downloads verify sha256 as they go; the client's default pure-JS hash runs at a few dozen MB/s.
     setSha256Backend('native');
     return Promise.resolve(new BlobStore(nc, o));

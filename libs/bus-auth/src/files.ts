@@ -10,3 +10,8 @@ export function defaultPermissionsFile(from = dirname(fileURLToPath(import.meta.
     if (dirname(dir) === dir) throw new Error(`deploy/nats-permissions.yaml not found above ${from}`);
   }
 }
+
+/** `deploy/nats/cluster.conf` of this checkout: the template of one server of a NATS cluster. */
+export function defaultClusterTemplateFile(from = dirname(fileURLToPath(import.meta.url))): string {
+  return join(dirname(dirname(defaultPermissionsFile(from))), 'deploy', 'nats', 'cluster.conf');
+}

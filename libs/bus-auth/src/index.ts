@@ -13,5 +13,5 @@ export {
   type IdentityRef,
   type RenderedPermissions,
 } from './permissions.js';
-export { identitiesInDir, identityRefOf, renderServerConfig, serverUsers, writeServerConfig, type NetworkIdentity, type ServerConfigOptions, type ServerUser } from './server-config.js';
-export { defaultPermissionsFile } from './files.js';
+export { identitiesInDir, identityRefOf, renderAuthorization, renderClusterConfig, renderServerConfig, type ClusterServerValues, serverUsers, writeServerConfig, type NetworkIdentity, type ServerConfigOptions, type ServerUser } from './server-config.js';
+export { defaultClusterTemplateFile, defaultPermissionsFile } from './files.js';

@@ -41,6 +41,8 @@ export const PermissionTemplates = z
         node: Kind,
         team: Kind,
         operator: Kind,
+        /** Optional: a network without it has no door for joining machines (decision 0022). */
+        joiner: Kind.optional(),
       })
       .strict(),
   })
@@ -49,7 +51,7 @@ export type PermissionTemplates = z.output<typeof PermissionTemplates>;
 
 /** Who connects: kind and id (`service`/`ledger`, `node`/`node-1`, `team`/`ml`, `operator`). */
 export interface IdentityRef {
-  kind: 'service' | 'node' | 'team' | 'operator';
+  kind: 'service' | 'node' | 'team' | 'operator' | 'joiner';
   /** Service name, node id or team id; none for the operator. */
   id?: string;
 }
@@ -72,6 +74,8 @@ export function identityNameOf(ref: IdentityRef): string {
       return `team-${ref.id}`;
     case 'operator':
       return ref.id ? `operator-${ref.id}` : 'operator';
+    case 'joiner':
+      return 'joiner';
   }
 }
 
@@ -166,7 +170,7 @@ export function renderPermissions(
 
 function renderOnce(templates: PermissionTemplates, identity: IdentityRef, teams: readonly string[], nodes: readonly string[], durable?: string): RenderedPermissions {
   const name = identityNameOf(identity);
-  if (identity.kind !== 'operator' && (!identity.id || !ID.test(identity.id))) {
+  if (identity.kind !== 'operator' && identity.kind !== 'joiner' && (!identity.id || !ID.test(identity.id))) {
     throw new PermissionsError(`identity of kind ${identity.kind} needs an id of letters, digits, _ and - (got ${JSON.stringify(identity.id)})`);
   }
   for (const team of teams) if (!ID.test(team)) throw new PermissionsError(`team \`${team}\` cannot be a subject token (use letters, digits, _ and -)`);
@@ -177,6 +181,7 @@ function renderOnce(templates: PermissionTemplates, identity: IdentityRef, teams
   if (identity.kind === 'team') Object.assign(values, { team: identity.id! });
 
   const kind = templates.kinds[identity.kind];
+  if (!kind) throw new PermissionsError(`${name}: the permissions file has no kinds.${identity.kind} template`);
   const extra = identity.kind === 'service' ? templates.kinds.services[identity.id!] : undefined;
   const where = `kinds.${identity.kind}${extra ? ` / kinds.services.${identity.id}` : ''} (${name})`;
   const publish = [...expand(templates.common.publish, values, `common (${name})`), ...expand(kind.publish, values, where), ...expand(extra?.publish ?? [], values, where)];

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { defaultPermissionsFile } from './files.js';
+import { defaultClusterTemplateFile, defaultPermissionsFile } from './files.js';
 import { PermissionsError, parsePermissionTemplates, renderPermissions } from './permissions.js';
-import { renderServerConfig, serverUsers } from './server-config.js';
+import { renderClusterConfig, renderServerConfig, serverUsers } from './server-config.js';
 
 const templates = parsePermissionTemplates(readFileSync(defaultPermissionsFile(), 'utf8'));
 const key = (c: string) => `U${c.repeat(55)}`;
@@ -136,5 +136,33 @@ describe('renderServerConfig', () => {
   it('refuses two identities with one key, and a key that is not a user key', () => {
     expect(() => serverUsers(templates, [{ kind: 'team', id: 'a', publicKey: key('A') }, { kind: 'team', id: 'b', publicKey: key('A') }])).toThrow(/a key of its own/);
     expect(() => serverUsers(templates, [{ kind: 'team', id: 'a', publicKey: 'SUABC' }])).toThrow(/not an NKey user public key/);
+  });
+});
+
+describe('renderClusterConfig (deploy/nats/cluster.conf)', () => {
+  const values = {
+    serverName: 'ctl-1',
+    clientListen: '10.0.0.1:4222',
+    routeListen: '10.0.0.1:6222',
+    routes: ['10.0.0.1:6222', '10.0.0.2:6222', '10.0.0.3:6222'],
+    routePassword: 'a'.repeat(43),
+    storeDir: '/var/lib/gpunet/nats',
+    monitorListen: '127.0.0.1:8222',
+    authorizationFile: 'authorization.conf',
+  };
+
+  it('fills every placeholder of the template, routes carrying the route user and password', () => {
+    const text = renderClusterConfig(readFileSync(defaultClusterTemplateFile(), 'utf8'), values);
+    const config = text.split('\n').filter((l) => !/^\s*#/.test(l)).join('\n');
+    expect(config).not.toMatch(/\{\{/);
+    expect(config).toContain('server_name: "ctl-1"');
+    expect(config).toContain(`"nats-route://gpunet-route:${'a'.repeat(43)}@10.0.0.3:6222"`);
+    expect(config).toContain('include "authorization.conf"');
+    expect(config).toMatch(/cluster \{[\s\S]*name: gpunet[\s\S]*authorization \{/);
+  });
+
+  it('refuses a placeholder without a value and a short route password', () => {
+    expect(() => renderClusterConfig('listen: {{nope}}', values)).toThrow(/no value for \{\{nope\}\}/);
+    expect(() => renderClusterConfig('x', { ...values, routePassword: 'short' })).toThrow(/route password/);
   });
 });

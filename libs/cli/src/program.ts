@@ -20,7 +20,7 @@ import { verify } from './commands/verify.js';
 import { invoiceShow, invoicesList, isInvoiceId } from './commands/invoices.js';
 import { ledgerRebuild } from './commands/ledger.js';
 import { keysCreate, keysList, keysRevoke, teamsCreate, teamsDisable, teamsList, teamsShow, type KeysCreateFlags } from './commands/keys.js';
-import { nodesEnroll, nodesList } from './commands/nodes.js';
+import { natsAuthorization, natsConfig, natsKeys, nodeJoin, nodesEnroll, nodesList, nodesToken } from './commands/nodes.js';
 import { top, type TopOptions } from './commands/top.js';
 import { pricesList, pricesPublish } from './commands/prices.js';
 import { quotaSet, quotaShow, type QuotaSetFlags } from './commands/quota.js';
@@ -91,6 +91,7 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .option('--keys <dir>', 'the identities\' NKey seed files (svc-<service>.nk, node-<id>.nk, team-<team>.nk, operator.nk, 0600); default <data-dir>/keys, missing ones created')
     .option('--team <team>', 'another producer team besides `local`, with its own API key and NKey (repeatable)', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--postgres <url>', 'event store on this PostgreSQL database instead of SQLite <data-dir>/events.db')
+    .option('--cluster', 'three nats-servers forming one JetStream cluster (from deploy/nats/cluster.conf), streams R3; needs --postgres')
     .option('--port <n>', 'HTTP port of the API; default: a free one')
     .option('--timeout <duration>', 'how long to wait for every process to answer its health query', '60s')
     .addOption(new Option('--log-level <level>', 'log level of the services').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'))
@@ -318,6 +319,47 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .description('every enrolled node, its key and who enrolled it')
     .option('--nats <url>', 'NATS URL of the network; default env GPUNET_NATS_URL, else the one in <data-dir>/state.json')
     .action(run((ctx, opts) => nodesList(ctx, opts as Parameters<typeof nodesList>[1])));
+  withBaseOptions(nodes.command('token').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('a one-time token a GPU machine joins as this node with (`gpunet node join`); only its hash is recorded (NodeJoinTokenIssued); printed once')
+    .argument('<nodeId>', 'the node id the machine will join as')
+    .option('--ttl <duration>', 'how long the token may be used', '1h')
+    .option('--by <who>', 'who issues it, for the record (default: operator <your user name>)')
+    .option('--joiner-key <file>', 'the network\'s joiner seed file the token carries; default env GPUNET_JOINER_NKEY_FILE, else <keys dir>/joiner.nk of the local network')
+    .option('--nats <url>', 'NATS URL of the network; default env GPUNET_NATS_URL, else the one in <data-dir>/state.json')
+    .action(run((ctx, nodeId: string, opts) => nodesToken(ctx, nodeId, opts as Parameters<typeof nodesToken>[2])));
+
+  const node = command('node').description('this machine as an execution node');
+  withBaseOptions(node.command('join').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('join the network with a token from `gpunet nodes token`: makes this node\'s key here (the seed never leaves the machine) and has it enrolled')
+    .requiredOption('--token <token>', 'the join token (gpj1.…)')
+    .option('--nats <url>', 'NATS URL(s) of the network, comma-separated; default env GPUNET_NATS_URL')
+    .option('--key-file <file>', 'where the node\'s seed is kept (0600; reused when it exists); default node-<nodeId>.nk in the working directory')
+    .option('--wait <duration>', 'then wait this long until NATS admits the new key (the control plane renders its authorization again)')
+    .action(run((ctx, opts) => nodeJoin(ctx, opts as Parameters<typeof nodeJoin>[1])));
+
+  const nats = command('nats').description('the NATS side of the network (operator)');
+  withBaseOptions(nats.command('authorization').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('render the authorization every nats-server loads again: the keys directory\'s identities and every enrolled node\'s key (joined nodes are admitted by it)')
+    .option('--keys <dir>', 'the identities\' seed files; default: the local network\'s')
+    .option('--out <file>', 'write the authorization block here (what deploy/nats/cluster.conf includes); default: the local network\'s config')
+    .option('--reload', 'then signal the local network\'s nats-servers to reload it (SIGHUP)')
+    .option('--offline', 'the keys directory alone, without asking the recorder for enrolled nodes (a network\'s first start)')
+    .option('--nats <url>', 'NATS URL of the network; default env GPUNET_NATS_URL, else the one in <data-dir>/state.json')
+    .action(run((ctx, opts) => natsAuthorization(ctx, opts as Parameters<typeof natsAuthorization>[1])));
+  withBaseOptions(nats.command('keys').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('make the seed files of the control plane\'s identities (services, recorder, operator, joiner) and of each --team, where missing')
+    .requiredOption('--keys <dir>', 'the keys directory (0700; seeds 0600)')
+    .option('--team <team>', 'a producer team\'s identity too (repeatable)', collect)
+    .option('--signing-key <file>', 'also the network signing key the ledger signs chain heads with (decision 0011), where missing')
+    .action(run((ctx, opts) => natsKeys(ctx, opts as Parameters<typeof natsKeys>[1])));
+  withBaseOptions(nats.command('config').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('one cluster server\'s nats-server config from deploy/nats/cluster.conf (clients :4222, routes :6222, monitoring 127.0.0.1:8222)')
+    .requiredOption('--name <name>', 'this server\'s name, unique in the cluster (e.g. ctl-1)')
+    .requiredOption('--host <address>', 'this machine\'s address on the control network')
+    .requiredOption('--peers <addresses>', 'every control machine\'s address, this one included, comma-separated')
+    .requiredOption('--out <file>', 'where to write it (e.g. /etc/gpunet/nats/nats.conf); route.secret and authorization.conf live beside it')
+    .option('--store-dir <dir>', 'JetStream\'s directory', '/var/lib/gpunet/nats')
+    .action(run((ctx, opts) => natsConfig(ctx, opts as Parameters<typeof natsConfig>[1])));
 
   withBaseOptions(command('top'))
     .description('a live view of the network from every process\'s /metrics: queue by reason, jobs, GPUs per model, nodes, consumer lag, dead letters, relay lag, billed GPU time')

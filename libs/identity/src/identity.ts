@@ -17,9 +17,9 @@ import { basename, dirname } from 'node:path';
 export const NKEY_FILE_ENV = 'GPUNET_NATS_NKEY_FILE';
 
 /** What an identity is: it decides the subjects it may use (see `deploy/nats-permissions.yaml`). */
-export type IdentityKind = 'service' | 'node' | 'team' | 'operator';
+export type IdentityKind = 'service' | 'node' | 'team' | 'operator' | 'joiner';
 
-const KIND_PREFIX: Record<IdentityKind, string> = { service: 'svc', node: 'node', team: 'team', operator: 'operator' };
+const KIND_PREFIX: Record<IdentityKind, string> = { service: 'svc', node: 'node', team: 'team', operator: 'operator', joiner: 'joiner' };
 
 /**
  * The identity's name, also its seed file's base name and its NATS inbox prefix's tail:
@@ -27,6 +27,8 @@ const KIND_PREFIX: Record<IdentityKind, string> = { service: 'svc', node: 'node'
  */
 export function identityName(kind: IdentityKind, id?: string): string {
   if (kind === 'operator') return id ? `operator-${id}` : 'operator';
+  // One per network: a machine that has no identity yet, holding a join token (decision 0022).
+  if (kind === 'joiner') return 'joiner';
   if (!id || !/^[A-Za-z0-9_-]+$/.test(id)) throw new IdentityError(`an identity of kind ${kind} needs an id of letters, digits, _ and - (got ${JSON.stringify(id)})`);
   return `${KIND_PREFIX[kind]}-${id}`;
 }

@@ -1,8 +1,10 @@
+import { hostname } from 'node:os';
 import { Commands, Queries, querySubject, Events, partitionedEventSubject, type ServiceName } from '#contracts';
 import { ValidationError } from '#errors';
 import { openEventStore, parseEventStoreUrl, type EventStore } from '#event-store';
 import { natsAuthOptions } from '#identity';
 import {
+  autoReplicas,
   JetStreamServer,
   JetStreamTransportModule,
   OutboxRelay,
@@ -181,7 +183,8 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
   // Every process of a service (replicas, partitions) shares its relay's checkpoint; see relayName.
   const serviceInstance = def.instance?.(config) ?? def.name;
   const instance = config.GPUNET_INSTANCE ?? (partition ? `${serviceInstance}-p${partition.index}` : serviceInstance);
-  const options = { level: config.GPUNET_LOG_LEVEL, base: { service: def.name, instance } };
+  // `host`: on a network of several machines a log line says which one did it (journald keeps the lines per machine).
+  const options = { level: config.GPUNET_LOG_LEVEL, base: { service: def.name, instance, host: hostname() } };
   const logger = def.logDestination ? pino(options, def.logDestination) : pino(options);
   const clock = def.clock ?? systemClock;
   const startedAt = clock.now();
@@ -225,7 +228,8 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
       const leaderGauge = metrics.gauge({ name: 'gpunet_leader', help: '1 while this process leads its single-writer role, 0 as a standby (decision 0029).', labelNames: ['role'] });
       leaderGauge.set({ role }, 0);
       // The lease bucket is replicated as the event stream is (R3 in a cluster): a lost nats-server must not take the lease with it.
-      const replicas = topology.streams.find((st) => st.name === 'GPUNET_EVENTS')?.replicas ?? 1;
+      const declared = topology.streams.find((st) => st.name === 'GPUNET_EVENTS')?.replicas ?? 1;
+      const replicas = declared === 'auto' ? autoReplicas(nc.info) : declared;
       lease = new LeaderLease(nc, role, instance, { leaseMs: config.GPUNET_LEASE_MS, renewMs: config.GPUNET_LEASE_RENEW_MS, replicas }, logger);
       const waited = performance.now();
       await lease.acquire(run.signal);

@@ -1,17 +1,25 @@
 /**
  * `gpunet nodes enroll <nodeId> --public-key U…` and `gpunet nodes list`: the execution nodes
- * whose reports the recorder records, and their keys (decision 0015). Operator commands: they
+ * whose reports the recorder records, and their keys (decision 0015). `gpunet nodes token`,
+ * `gpunet node join` and `gpunet nats authorization`: a machine joins with a one-time token
+ * (decision 0022). Operator commands: they
  * talk to the recorder over NATS (`gpunet.cmd.EnrollNode`, `gpunet.qry.execution.ListNodes`),
  * authenticated with the operator's key file when `GPUNET_NATS_NKEY_FILE` is set.
  */
-import { Commands, ListNodesReply, querySubject, type EnrollNodeReply } from '#contracts';
-import { natsAuthOptions } from '#identity';
+import { Commands, ListNodesReply, parseDuration, SERVICE_NAMES, querySubject, type EnrollNodeReply, type IssueJoinTokenReply, type JoinNodeReply } from '#contracts';
+import { createIdentityFile, identityName, inboxPrefix, loadIdentityFile, natsAuthOptions } from '#identity';
 import { requestQuery } from '#messaging';
-import { operatorKeyFileOf } from '../local/identities.js';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { ensureKeyFiles, operatorKeyFileOf, routePassword, writeAuthorizationFile, writeClusterServerConfig, writeNatsConfig } from '../local/identities.js';
+import { waitForNats } from '../local/health.js';
+import { isAlive } from '../local/processes.js';
+import { connect, nkeyAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import type { CommandContext } from '../context.js';
-import { UsageError } from '../errors.js';
+import { LocalNetworkError, UsageError } from '../errors.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
 import { table } from '../format.js';
 
@@ -52,4 +60,199 @@ export async function nodesList(ctx: CommandContext, opts: NodesOptions): Promis
   } finally {
     await nc.close();
   }
+}
+
+/** A join token: `gpj1.<nodeId>.<secret>.<joiner seed>` (decision 0022). */
+const TOKEN_PREFIX = 'gpj1';
+
+/** The parts of a join token; a UsageError naming the flag when it is not one. Pure. */
+export function parseJoinToken(token: string): { nodeId: string; secret: string; joinerSeed: string } {
+  const parts = token.trim().split('.');
+  const [prefix, nodeId, secret, joinerSeed] = parts;
+  if (parts.length !== 4 || prefix !== TOKEN_PREFIX || !nodeId || !/^[A-Za-z0-9_-]{43}$/.test(secret ?? '') || !/^SU[A-Z2-7]{56}$/.test(joinerSeed ?? '')) {
+    throw new UsageError('--token is not a gpunet join token', [{ path: '--token', message: `expected ${TOKEN_PREFIX}.<nodeId>.<secret>.<key>`, fix: 'copy the whole line `gpunet nodes token <nodeId>` printed on the control machine' }]);
+  }
+  return { nodeId, secret: secret!, joinerSeed: joinerSeed! };
+}
+
+/**
+ * `gpunet nodes token <nodeId> [--ttl 1h]` (operator): makes a one-time secret here, has the
+ * recorder record its sha256 with the node id and expiry (NodeJoinTokenIssued), prints the token
+ * once. The token also carries the network's `joiner` seed, the identity a machine without one
+ * connects as to spend it.
+ */
+export async function nodesToken(ctx: CommandContext, nodeId: string, opts: NodesOptions & { ttl: string; by?: string; joinerKey?: string }): Promise<ExitCode> {
+  const ttlMs = parseDuration(opts.ttl);
+  if (ttlMs === undefined || ttlMs <= 0) throw new UsageError(`--ttl must be a duration such as 1h, got \`${opts.ttl}\``, [{ path: '--ttl', message: 'must be a duration', fix: 'write e.g. `--ttl 1h`' }]);
+  const state = await ctx.state();
+  const joinerFile = opts.joinerKey ?? ctx.io.env.GPUNET_JOINER_NKEY_FILE ?? (state?.keysDir ? join(state.keysDir, `${identityName('joiner')}.nk`) : undefined);
+  if (!joinerFile || !existsSync(joinerFile)) {
+    throw new UsageError('no joiner key: the token carries it so that the machine may connect to spend it', [
+      { path: '--joiner-key', message: joinerFile ? `${joinerFile} does not exist` : 'not given, no GPUNET_JOINER_NKEY_FILE, no local network', fix: 'pass `--joiner-key /etc/gpunet/keys/joiner.nk` (the keys directory the NATS authorization is rendered from)' },
+    ]);
+  }
+  await loadIdentityFile(joinerFile); // 0600 and a user seed, or a clear error
+  const joinerSeed = (await readFile(joinerFile, 'utf8')).trim();
+  const secret = randomBytes(32).toString('base64url');
+  const secretSha256 = createHash('sha256').update(secret).digest('hex');
+  const expiresAt = new Date(Date.now() + ttlMs).toISOString();
+  const nc = await operatorConnection(ctx, opts);
+  try {
+    const reply = await requestQuery<IssueJoinTokenReply>(
+      nc,
+      Commands.IssueJoinToken.subject,
+      { nodeId, secretSha256, expiresAt, issuedBy: opts.by ?? `operator ${userInfo().username}` },
+      { request: Commands.IssueJoinToken.schema, response: Commands.IssueJoinToken.replySchema },
+    );
+    const token = [TOKEN_PREFIX, nodeId, secret, joinerSeed].join('.');
+    ctx.out.doc({ ...reply, token });
+    ctx.out.line(token);
+    ctx.out.note(`join token ${reply.tokenId} for node ${nodeId}, once, until ${reply.expiresAt}: on the GPU machine run \`gpunet node join --nats <url> --token <token>\` (it is shown only now)`);
+    return EXIT.ok;
+  } finally {
+    await nc.close();
+  }
+}
+
+/**
+ * `gpunet node join --nats <url> --token <t>` (on the GPU machine): makes the node's key here
+ * (`--key-file`, 0600; an existing one is reused, so a failed join can be retried), connects as
+ * `joiner` with the seed the token carries, and asks the recorder to spend the token for this key.
+ */
+export async function nodeJoin(ctx: CommandContext, opts: { nats?: string; token: string; keyFile?: string; wait?: string }): Promise<ExitCode> {
+  const token = parseJoinToken(opts.token);
+  const url = opts.nats ?? ctx.io.env.GPUNET_NATS_URL;
+  if (!url) throw new UsageError('no NATS server to join through', [{ path: '--nats', message: 'not given, no GPUNET_NATS_URL', fix: 'pass `--nats nats://ctl-1:4222,nats://ctl-2:4222,nats://ctl-3:4222`' }]);
+  const keyFile = resolve(ctx.io.cwd, opts.keyFile ?? `${identityName('node', token.nodeId)}.nk`);
+  const identity = existsSync(keyFile) ? await loadIdentityFile(keyFile) : await createIdentityFile(keyFile);
+  const nc = await connect({ authenticator: nkeyAuthenticator(new TextEncoder().encode(token.joinerSeed)), inboxPrefix: inboxPrefix(identityName('joiner')), servers: url.split(','), name: 'gpunet-cli-join', noAsyncTraces: true, maxReconnectAttempts: 2 });
+  let reply: JoinNodeReply;
+  try {
+    reply = await requestQuery<JoinNodeReply>(nc, Commands.JoinNode.subject, { nodeId: token.nodeId, secret: token.secret, publicKey: identity.publicKey }, { request: Commands.JoinNode.schema, response: Commands.JoinNode.replySchema });
+  } finally {
+    await nc.close();
+  }
+  if (reply.status !== 'joined') {
+    throw new UsageError(`the control plane refused the join (${reply.reason})`, [{ path: '--token', message: reply.detail ?? reply.reason ?? 'refused', fix: 'ask the operator for a new token: `gpunet nodes token ' + token.nodeId + '`' }]);
+  }
+  ctx.out.doc({ ...reply, keyFile });
+  ctx.out.line(`node ${token.nodeId} joined with key ${identity.publicKey} (seed in ${keyFile}, 0600; token ${reply.tokenId} is spent)`);
+  const waitMs = opts.wait ? parseDuration(opts.wait) : 0;
+  if (waitMs === undefined) throw new UsageError(`--wait must be a duration such as 2m, got \`${opts.wait}\``, [{ path: '--wait', message: 'must be a duration', fix: 'write e.g. `--wait 2m`' }]);
+  if (waitMs > 0) {
+    await waitForNats(url, { timeoutMs: waitMs, keyFile }).catch((err: unknown) => {
+      throw new LocalNetworkError(`node ${token.nodeId} is enrolled but NATS does not admit its key after ${opts.wait}: the control plane renders its authorization again (\`gpunet nats authorization\`) and reloads nats-server`, [], { cause: err });
+    });
+    ctx.out.line(`NATS admits node ${token.nodeId}: start the agent with GPUNET_NODE_ID=${token.nodeId} GPUNET_NATS_NKEY_FILE=${keyFile}`);
+  } else {
+    ctx.out.line(`start the agent with GPUNET_NODE_ID=${token.nodeId} GPUNET_NATS_NKEY_FILE=${keyFile} once NATS admits the key (the control plane renders its authorization again: \`gpunet nats authorization\`)`);
+  }
+  return EXIT.ok;
+}
+
+/**
+ * `gpunet nats authorization` (operator, on a control machine): the authorization every
+ * nats-server of the network loads, rendered again from the keys directory and every enrolled
+ * node's key (the recorder's ListNodes): a node that joined is admitted by it. `--out` writes
+ * the block alone (what deploy/nats/cluster.conf includes); without it, the local network's
+ * config (state.json). `--reload` then signals the local network's nats-servers (SIGHUP).
+ */
+export async function natsAuthorization(ctx: CommandContext, opts: NodesOptions & { keys?: string; out?: string; reload?: boolean; offline?: boolean }): Promise<ExitCode> {
+  const state = await ctx.state();
+  const keysDir = opts.keys ? resolve(ctx.io.cwd, opts.keys) : state?.keysDir;
+  if (!keysDir) throw new UsageError('no keys directory', [{ path: '--keys', message: 'not given, no local network', fix: 'pass `--keys /etc/gpunet/keys`' }]);
+  let nodes: ListNodesReply['nodes'] = [];
+  // Offline: the keys directory alone (a network's first start, before nats-server and the recorder run).
+  if (!opts.offline) {
+    const nc = await operatorConnection(ctx, opts);
+    try {
+      nodes = (await requestQuery<ListNodesReply>(nc, querySubject('execution', 'ListNodes'), {}, { response: ListNodesReply })).nodes;
+    } finally {
+      await nc.close();
+    }
+  }
+  const extra = nodes.map((n) => ({ kind: 'node' as const, id: n.nodeId, publicKey: n.publicKey }));
+  let written: string;
+  if (opts.out) {
+    written = resolve(ctx.io.cwd, opts.out);
+    await writeAuthorizationFile(written, { keysDir, extra });
+  } else if (state?.natsConfig && state.natsManaged) {
+    written = state.natsConfig;
+    if (state.natsCluster) await writeAuthorizationFile(written, { keysDir, extra });
+    else {
+      const nats = state.processes.find((p) => p.role === 'nats');
+      await writeNatsConfig(written, { keysDir, listen: `127.0.0.1:${nats?.port ?? 4222}`, storeDir: join(state.dataDir, 'nats'), extra });
+    }
+  } else {
+    throw new UsageError('nowhere to write the authorization', [{ path: '--out', message: 'not given, no local network that started its own nats-server', fix: 'pass `--out /etc/gpunet/nats/authorization.conf`' }]);
+  }
+  const reloaded: string[] = [];
+  if (opts.reload) {
+    if (!state?.natsManaged) throw new UsageError('--reload signals the local network\'s nats-servers; there are none here', [{ path: '--reload', message: 'no local nats-server', fix: 'reload nats-server yourself: `systemctl reload gpunet-nats` (or `nats-server --signal reload`)' }]);
+    for (const p of state.processes.filter((q) => q.role === 'nats' && isAlive(q.pid))) {
+      process.kill(p.pid, 'SIGHUP');
+      reloaded.push(p.name);
+    }
+  }
+  ctx.out.doc({ written, nodes: nodes.map((n) => n.nodeId), reloaded });
+  ctx.out.line(`authorization written to ${written}: ${nodes.length} enrolled node(s) admitted${reloaded.length > 0 ? `; reloaded ${reloaded.join(', ')}` : '; reload nats-server to apply it (`systemctl reload gpunet-nats`)'}`);
+  return EXIT.ok;
+}
+
+/**
+ * `gpunet nats keys --keys <dir> [--team T…]` (operator, once per network): the seed file of every
+ * control-plane identity (the services, the recorder, the operator, the joiner) and of each team,
+ * made where missing (0600 in a 0700 directory), kept where present. Nodes make their own
+ * (`gpunet node join`).
+ */
+export async function natsKeys(ctx: CommandContext, opts: { keys: string; team?: string[]; signingKey?: string }): Promise<ExitCode> {
+  const dir = resolve(ctx.io.cwd, opts.keys);
+  const names = [
+    ...SERVICE_NAMES.filter((s) => s !== 'execution').map((s) => identityName('service', s)),
+    identityName('service', 'recorder'),
+    identityName('operator'),
+    identityName('joiner'),
+    ...(opts.team ?? []).map((t) => identityName('team', t)),
+  ];
+  const files = await ensureKeyFiles(dir, names);
+  const keys: Record<string, string> = {};
+  for (const [name, file] of Object.entries(files)) keys[name] = (await loadIdentityFile(file)).publicKey;
+  // The network signing key (decision 0011) is no bus identity: kept apart from the keys directory.
+  if (opts.signingKey) {
+    const file = resolve(ctx.io.cwd, opts.signingKey);
+    keys.signing = (existsSync(file) ? await loadIdentityFile(file) : await createIdentityFile(file)).publicKey;
+  }
+  ctx.out.doc({ keysDir: dir, keys });
+  ctx.out.line(table(['IDENTITY', 'PUBLIC KEY'], Object.entries(keys)));
+  ctx.out.line(`seeds in ${dir}/ (0600): copy each service's to the machine that runs it, keep operator.nk and joiner.nk with the operator`);
+  return EXIT.ok;
+}
+
+/**
+ * `gpunet nats config --name ctl-1 --host 10.0.0.11 --peers 10.0.0.11,10.0.0.12,10.0.0.13 --out …`:
+ * one server's config from deploy/nats/cluster.conf (clients on 4222, routes on 6222, monitoring on
+ * 127.0.0.1:8222), including `authorization.conf` beside it, with the route password of
+ * `<out dir>/route.secret` (made when missing: copy it to the other two machines before theirs).
+ */
+export async function natsConfig(ctx: CommandContext, opts: { name: string; host: string; peers: string; out: string; storeDir: string }): Promise<ExitCode> {
+  const peers = opts.peers.split(',').map((p) => p.trim()).filter(Boolean);
+  if (peers.length < 3 || !peers.includes(opts.host)) {
+    throw new UsageError('--peers must list the three (or more) control machines, this one (--host) included', [{ path: '--peers', message: `got ${peers.join(',') || 'nothing'}`, fix: 'write e.g. `--peers 10.0.0.11,10.0.0.12,10.0.0.13`' }]);
+  }
+  const out = resolve(ctx.io.cwd, opts.out);
+  const dir = dirname(out);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await writeClusterServerConfig(out, {
+    serverName: opts.name,
+    clientListen: `${opts.host}:4222`,
+    routeListen: `${opts.host}:6222`,
+    routes: peers.map((p) => `${p}:6222`),
+    routePassword: await routePassword(dir),
+    storeDir: opts.storeDir,
+    monitorListen: '127.0.0.1:8222',
+    authorizationFile: 'authorization.conf',
+  });
+  ctx.out.doc({ config: out, routeSecret: join(dir, 'route.secret') });
+  ctx.out.line(`${out} written (server ${opts.name}); it includes ${join(dir, 'authorization.conf')} (\`gpunet nats authorization --out\`); the route password is ${join(dir, 'route.secret')}: the same file on every control machine`);
+  return EXIT.ok;
 }

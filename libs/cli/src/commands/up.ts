@@ -17,11 +17,15 @@
  */
 import { parseDuration, SERVICE_NAMES, type ServiceName } from '#contracts';
 import { BlobStore } from '#blobs';
+import { parseTopology, provision } from '#messaging';
+import { parse as parseYaml } from 'yaml';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { pino } from 'pino';
 import { createIdentityFile, identityName, loadIdentityFile, natsAuthOptions, type Identity } from '#identity';
 import { connect } from '@nats-io/transport-node';
-import { chmod, lstat, mkdir, readdir, stat } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, readFile, stat } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import type { CommandContext } from '../context.js';
 import { LocalNetworkError, UsageError } from '../errors.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
@@ -29,7 +33,7 @@ import { displayPath } from '../format.js';
 import { writeApiKeysFile, LOCAL_TEAM, newAdminApiKey, newApiKey } from '../local/api-keys.js';
 import { checkServicesBuilt, findNatsServer, freePort, recorderEntry, repoRoot } from '../local/environment.js';
 import { HealthTimeoutError, waitForNats, waitHealthy } from '../local/health.js';
-import { ensureKeyFiles, writeNatsConfig } from '../local/identities.js';
+import { ensureKeyFiles, routePassword, writeAuthorizationFile, writeClusterServerConfig, writeNatsConfig } from '../local/identities.js';
 import { isAlive, runsCommand, spawnDetached, stopProcesses, tailOf } from '../local/processes.js';
 import { removeState, writeState, type LocalProcess, type LocalState } from '../local/state.js';
 import { spinner } from '../progress.js';
@@ -42,6 +46,7 @@ export interface UpOptions {
   keys?: string;
   team?: string[];
   postgres?: string;
+  cluster?: boolean;
   port?: string;
   timeout: string;
   logLevel: string;
@@ -134,6 +139,15 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
   const gpus = count('--gpus', opts.gpus, 1);
   const timeoutMs = duration('--timeout', opts.timeout);
   const httpPortWanted = opts.port === undefined ? undefined : count('--port', opts.port, 1);
+  if (opts.cluster && opts.nats) {
+    throw new UsageError('--cluster starts its own three nats-servers: it cannot be given --nats', [{ path: '--nats', message: 'not with --cluster', fix: 'drop `--nats` (or drop `--cluster` to use that server)' }]);
+  }
+  if (opts.cluster && !opts.postgres) {
+    // A cluster's point is that no one machine holds the truth: SQLite is a file on one machine.
+    throw new UsageError('--cluster needs --postgres: the store of a clustered network is PostgreSQL, not a SQLite file on one machine', [
+      { path: '--postgres', message: 'required with --cluster', fix: 'pass `--postgres postgres://user@host:5432/gpunet` (an empty database; `createdb gpunet` makes one)' },
+    ]);
+  }
   const root = repoRoot();
   const entries = checkServicesBuilt(root);
   const dataDir = ctx.dataDir;
@@ -163,6 +177,8 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     ...nodeIds.map((n) => identityName('node', n)),
     ...teams.map((t) => identityName('team', t)),
     identityName('operator'),
+    // Machines that join later (`gpunet node join`) connect as it, with the seed their token carries.
+    identityName('joiner'),
   ]);
   const operatorKeyFile = keyFiles[identityName('operator')]!;
   const natsDir = join(dataDir, 'nats');
@@ -190,6 +206,13 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
           { path: '--nats', message: 'the server requires no authentication', fix: `include the authorization block of ${natsConfig} in that server's config, \`nats-server --signal reload\`, and run \`gpunet up\` again` },
         ]);
       }
+    } else if (opts.cluster) {
+      spin.text('starting a 3-server NATS cluster');
+      natsUrl = await startNatsCluster({ natsDir, keysDir, logsDir, dataDir, natsBin: natsBin!, env: io.env, started, timeoutMs, operatorKeyFile, check: () => assertRunning(started) });
+      // The streams, at their cluster replicas, before any service: a service whose R3 stream the
+      // cluster cannot place yet (its meta leader still being elected) would exit at start.
+      spin.text('provisioning the streams (R3)');
+      await provisionStreams(natsUrl, operatorKeyFile, join(root, 'deploy', 'topology.yaml'), { timeoutMs, check: () => assertRunning(started) });
     } else {
       const port = await freePort();
       await mkdir(natsDir, { recursive: true, mode: 0o700 });
@@ -276,9 +299,10 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
       natsKeyFile: keyFiles[identityName('team', LOCAL_TEAM)]!,
       operatorKeyFile,
       keysDir,
-      natsConfig,
+      natsConfig: opts.cluster ? join(natsDir, 'authorization.conf') : natsConfig,
       ...(others.length > 0 ? { otherTeams: others } : {}),
       natsManaged: !opts.nats,
+      ...(opts.cluster ? { natsCluster: { servers: started.filter((p) => p.role === 'nats').length } } : {}),
       storeUrl,
       signingPublicKey: signing.identity.publicKey,
       signingKeyFile: signing.file,
@@ -303,7 +327,8 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     out.line(`  API     ${state.url}  (team ${LOCAL_TEAM}; key in ${show(ctx.statePath)})`);
     const consoleBuilt = existsSync(join(root, 'dist', 'console', 'index.html'));
     out.line(`  console ${state.url}/console  ${consoleBuilt ? '(log in with that key)' : '(not built yet: run `npm run build:console`)'}`);
-    out.line(`  NATS    ${natsUrl}${state.natsManaged ? `  (data in ${show(natsDir)})` : ''}; every connection authenticates (keys in ${show(keysDir)}/, permissions in ${show(natsConfig)})`);
+    if (opts.cluster) out.line(`  cluster 3 nats-servers (${started.filter((p) => p.role === 'nats').map((p) => p.name).join(', ')}), streams R3; routes authenticate (password in ${show(join(natsDir, 'route.secret'))})`);
+    out.line(`  NATS    ${natsUrl}${state.natsManaged ? `  (data in ${show(natsDir)})` : ''}; every connection authenticates (keys in ${show(keysDir)}/, permissions in ${show(state.natsConfig!)})`);
     out.line(`  store   ${opts.postgres ? 'PostgreSQL' : show(join(dataDir, 'events.db'))}`);
     out.line(`  signing ${state.signingPublicKey}  (chain heads signed by the ledger; seed in ${show(signing.file)}, 0600)`);
     out.line(`  agents  ${nodeIds.length > 0 ? `${nodeIds.join(', ')}: ${gpus} × ${opts.gpuModel} each` : 'none'}`);
@@ -324,6 +349,103 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
       throw new LocalNetworkError(`the network did not become healthy within ${err.timeoutMs} ms: ${err.missing.join(', ')} never answered its health query; everything started was stopped`, logs, { cause: err });
     }
     throw err;
+  }
+}
+
+/** Provisioning's own log lines would land in the middle of the spinner: `up` says what it did itself. */
+const silentLogger = pino({ level: 'silent' });
+
+/** Servers of a `--cluster` network: three, so that one may be down and the streams (R3) keep their majority. */
+const CLUSTER_SERVERS = 3;
+
+/**
+ * Starts the three nats-servers of `--cluster` on 127.0.0.1, each on its own client, route and
+ * monitoring ports and store directory (`<natsDir>/nats-<i>/`), from deploy/nats/cluster.conf with
+ * one rendered authorization (`<natsDir>/authorization.conf`) all three include; resolves with
+ * the three client URLs (comma-separated) once every server accepts the operator and sees the
+ * other two (the INFO's `connect_urls`).
+ */
+async function startNatsCluster(o: {
+  natsDir: string;
+  keysDir: string;
+  logsDir: string;
+  dataDir: string;
+  natsBin: string;
+  env: NodeJS.ProcessEnv;
+  started: LocalProcess[];
+  timeoutMs: number;
+  operatorKeyFile: string;
+  check: () => void;
+}): Promise<string> {
+  await mkdir(o.natsDir, { recursive: true, mode: 0o700 });
+  await chmod(o.natsDir, 0o700);
+  const authorizationFile = join(o.natsDir, 'authorization.conf');
+  await writeAuthorizationFile(authorizationFile, { keysDir: o.keysDir });
+  const password = await routePassword(o.natsDir);
+  const servers: { name: string; client: number; route: number; monitor: number }[] = [];
+  for (let i = 1; i <= CLUSTER_SERVERS; i++) servers.push({ name: `nats-${i}`, client: await freePort(), route: await freePort(), monitor: await freePort() });
+  for (const s of servers) {
+    const dir = join(o.natsDir, s.name);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const config = join(dir, 'nats.conf');
+    await writeClusterServerConfig(config, {
+      serverName: s.name,
+      clientListen: `127.0.0.1:${s.client}`,
+      routeListen: `127.0.0.1:${s.route}`,
+      routes: servers.map((r) => `127.0.0.1:${r.route}`),
+      routePassword: password,
+      storeDir: join(dir, 'jetstream'),
+      monitorListen: `127.0.0.1:${s.monitor}`,
+      // nats-server resolves an include relative to the including file, even an absolute path.
+      authorizationFile: relative(dir, authorizationFile),
+    });
+    const command = [o.natsBin, '-c', config];
+    const log = join(o.logsDir, `${s.name}.log`);
+    o.started.push({ name: s.name, role: 'nats', pid: spawnDetached(command, { cwd: o.dataDir, env: { ...o.env }, log }), command, log, cwd: o.dataDir, env: {}, port: s.client });
+  }
+  const urls = servers.map((s) => `nats://127.0.0.1:${s.client}`);
+  for (const url of urls) await waitForNats(url, { timeoutMs: o.timeoutMs, check: o.check, keyFile: o.operatorKeyFile });
+  const auth = await natsAuthOptions(o.operatorKeyFile);
+  const deadline = Date.now() + o.timeoutMs;
+  for (const url of urls) {
+    for (;;) {
+      o.check();
+      const nc = await connect({ ...auth, servers: url, name: 'gpunet-cli-up', noAsyncTraces: true, reconnect: false, timeout: 5_000 });
+      const peers = nc.info?.connect_urls?.length ?? 0;
+      await nc.close();
+      if (peers >= CLUSTER_SERVERS) break;
+      if (Date.now() >= deadline) throw new LocalNetworkError(`nats-server at ${url} sees ${peers} of the cluster's ${CLUSTER_SERVERS} servers after ${o.timeoutMs} ms: its routes did not connect`, o.started.filter((p) => p.role === 'nats').map((p) => p.log));
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return urls.join(',');
+}
+
+/**
+ * Creates (or updates) the streams of the topology file as the operator, retrying while the
+ * cluster cannot take them yet (no JetStream meta leader, peers not yet known to it).
+ */
+async function provisionStreams(natsUrl: string, operatorKeyFile: string, topologyFile: string, o: { timeoutMs: number; check: () => void }): Promise<void> {
+  // The streams only: each service makes its own consumers (the file's `templates` are theirs too).
+  const raw = (parseYaml(await readFile(topologyFile, 'utf8')) ?? {}) as { streams?: unknown };
+  const topology = parseTopology({ streams: raw.streams ?? [] }, topologyFile);
+  const nc = await connect({ ...(await natsAuthOptions(operatorKeyFile)), servers: natsUrl.split(','), name: 'gpunet-cli-up', noAsyncTraces: true });
+  try {
+    const deadline = Date.now() + o.timeoutMs;
+    for (;;) {
+      o.check();
+      try {
+        // Until the cluster has elected its JetStream meta leader, the API does not answer (a timeout).
+        const jsm = await jetstreamManager(nc);
+        await provision(jsm, { streams: topology.streams }, { serverVersion: nc.info?.version, serverInfo: nc.info, logger: silentLogger });
+        return;
+      } catch (err) {
+        if (Date.now() >= deadline) throw new LocalNetworkError(`the NATS cluster did not take the streams of ${topologyFile} within ${o.timeoutMs} ms: ${(err as Error).message}`, [], { cause: err });
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+  } finally {
+    await nc.close();
   }
 }
 

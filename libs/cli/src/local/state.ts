@@ -61,6 +61,8 @@ export const LocalState = z.object({
   natsConfig: z.string().min(1).optional(),
   /** True when `up` started nats-server itself (and `down` stops it). */
   natsManaged: z.boolean(),
+  /** `up --cluster`: the NATS cluster's servers (processes `nats-1`…), all started and stopped by `up`/`down`. */
+  natsCluster: z.object({ servers: z.int().min(1) }).optional(),
   storeUrl: z.string().min(1),
   /**
    * Public key (NKey `U…`, ed25519) of the network signing key the ledger signs chain heads with;

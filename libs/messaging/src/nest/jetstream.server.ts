@@ -113,7 +113,7 @@ export class JetStreamServer extends Server<StatusEvents, ServerStatus> implemen
     void this.watchConnection(nc);
 
     if (this.options.topology) {
-      this.provisionReport = await provision(await jetstreamManager(nc), this.options.topology, { serverVersion: nc.info?.version, logger: this.log, streams: this.options.streams ?? 'manage' });
+      this.provisionReport = await provision(await jetstreamManager(nc), this.options.topology, { serverVersion: nc.info?.version, serverInfo: nc.info, logger: this.log, streams: this.options.streams ?? 'manage' });
     }
 
     const bindings = this.options.consumers ?? [];

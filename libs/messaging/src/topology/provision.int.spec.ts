@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { startNatsServer, type TestNatsServer } from '../../../../test/support/nats-server.js';
 import { ProvisioningError, TopologyError } from '../errors.js';
-import { commonWildcard, provision } from './provision.js';
+import { autoReplicas, commonWildcard, provision } from './provision.js';
 import type { TopologyDefinition } from './topology.js';
 import { loadTopologyFile } from './topology-file.js';
 
@@ -92,6 +92,17 @@ describe('provision (nats-server)', () => {
     expect(err).toBeInstanceOf(ProvisioningError);
     expect((err as ProvisioningError).fields).toContain('storage');
     expect((await jsm.streams.info('EVT')).config.storage).toBe('file');
+  });
+
+  it('makes a `replicas: auto` stream R1 on a server alone, and means 3 only where the server names a cluster', async () => {
+    expect(nc.info?.cluster).toBeUndefined();
+    await provision(jsm, { streams: [{ name: 'AUTO', subjects: ['t.auto.>'], replicas: 'auto' }] }, { serverInfo: nc.info, logger });
+    expect((await jsm.streams.info('AUTO')).config.num_replicas).toBe(1);
+    // Told the server is in a cluster, the same file asks it for three copies.
+    const clustered = await provision(jsm, { streams: [{ name: 'AUTO', subjects: ['t.auto.>'], replicas: 'auto' }] }, { serverInfo: { cluster: 'gpunet' }, logger });
+    expect(clustered.streams[0]).toMatchObject({ action: 'updated', changed: ['num_replicas'] });
+    expect(autoReplicas({ cluster: 'gpunet' })).toBe(3);
+    expect(autoReplicas(undefined)).toBe(1);
   });
 
   it('fails on a consumer whose stream does not exist', async () => {

@@ -33,6 +33,19 @@ export interface ProvisionOptions {
   streams?: 'manage' | 'use';
   /** How long `use` waits for a missing stream. Default 60 s. */
   streamWaitMs?: number;
+  /**
+   * The server's INFO (`nc.info`): a stream with `replicas: auto` gets {@link CLUSTER_REPLICAS}
+   * when it names a cluster, else 1. Default: unknown (alone).
+   */
+  serverInfo?: { cluster?: string | undefined } | undefined;
+}
+
+/** Replicas of a `replicas: auto` stream on a clustered server (a cluster of three tolerates one server down). */
+export const CLUSTER_REPLICAS = 3;
+
+/** The replicas `replicas: auto` means on the server that sent `info`: 3 in a cluster, 1 alone. */
+export function autoReplicas(info: { cluster?: string | undefined } | undefined): number {
+  return info?.cluster ? CLUSTER_REPLICAS : 1;
 }
 
 export type ProvisionAction = 'created' | 'updated' | 'unchanged';
@@ -63,7 +76,9 @@ export async function provision(jsm: JetStreamManager, topology: TopologyDefinit
   const multiFilter = supportsMultipleFilters(options.serverVersion);
   const report: ProvisionReport = { streams: [], consumers: [] };
 
-  for (const s of spec.streams) {
+  const replicas = autoReplicas(options.serverInfo);
+  for (const stream of spec.streams) {
+    const s = { ...stream, replicas: stream.replicas === 'auto' ? replicas : stream.replicas };
     const entry = options.streams === 'use' ? await useStream(jsm, s, options.streamWaitMs ?? 60_000, logger) : await provisionStream(jsm, s);
     report.streams.push(entry);
     if (entry.action !== 'unchanged') logger.info({ stream: s.name, action: entry.action, changed: entry.changed }, 'stream provisioned');
@@ -103,7 +118,10 @@ export function commonWildcard(subjects: readonly string[]): string | undefined 
   return prefix.length === 0 ? undefined : `${prefix.join('.')}.>`;
 }
 
-function streamConfig(s: StreamSpec): Partial<StreamConfig> & { name: string } {
+/** A stream whose replicas are a number (`auto` resolved for the server at hand). */
+type ResolvedStreamSpec = StreamSpec & { replicas: number };
+
+function streamConfig(s: ResolvedStreamSpec): Partial<StreamConfig> & { name: string } {
   return {
     name: s.name,
     subjects: s.subjects,
@@ -122,7 +140,7 @@ function streamConfig(s: StreamSpec): Partial<StreamConfig> & { name: string } {
   };
 }
 
-async function provisionStream(jsm: JetStreamManager, s: StreamSpec): Promise<ProvisionReport['streams'][number]> {
+async function provisionStream(jsm: JetStreamManager, s: ResolvedStreamSpec): Promise<ProvisionReport['streams'][number]> {
   const desired = streamConfig(s);
   const current = await jsm.streams.info(s.name).catch((err: unknown) => {
     if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return undefined;
@@ -144,7 +162,7 @@ async function provisionStream(jsm: JetStreamManager, s: StreamSpec): Promise<Pr
 }
 
 /** A stream this identity uses but may not change: see {@link ProvisionOptions.streams}. */
-async function useStream(jsm: JetStreamManager, s: StreamSpec, waitMs: number, logger: Logger): Promise<ProvisionReport['streams'][number]> {
+async function useStream(jsm: JetStreamManager, s: ResolvedStreamSpec, waitMs: number, logger: Logger): Promise<ProvisionReport['streams'][number]> {
   const info = () =>
     jsm.streams.info(s.name).catch((err: unknown) => {
       if (isApiError(err, JetStreamApiCodes.StreamNotFound)) return undefined;

@@ -43,8 +43,12 @@ const streamSchema = z.strictObject({
   discard: z.enum(['old', 'new']).default('old'),
   /** Window in which a repeated `Nats-Msg-Id` is dropped. Default 2m. */
   duplicateWindow: duration.default(120_000),
-  /** Default 1. */
-  replicas: z.number().int().min(1).max(5).default(1),
+  /**
+   * Copies of the stream kept by the cluster (Raft). Default 1. `auto`: 3 when the server is a
+   * member of a cluster (its INFO names one), 1 when it runs alone — one topology file for both
+   * (decision 0022). A cluster that cannot hold 3 copies refuses the stream (provision names it).
+   */
+  replicas: z.union([z.number().int().min(1).max(5), z.literal('auto')]).default(1),
   /** Default false. Once true, the server never lets it go back. */
   denyDelete: z.boolean().default(false),
   /** Default false. Once true, the server never lets it go back. */

@@ -1,4 +1,6 @@
-import { WORK_STREAM, type EnrollNodeReply, type NodeEnrolled } from '#contracts';
+import { WORK_STREAM, type EnrollNodeReply, type IssueJoinToken, type IssueJoinTokenReply, type JoinNode, type JoinNodeReply, type NodeEnrolled } from '#contracts';
+import { createHash } from 'node:crypto';
+import { decideJoin, evolveJoinTokens, type JoinTokenState } from '../domain/join.js';
 import { provision } from '#messaging';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, NATS_CONNECTION, SERVICE_CONFIG, defaultTopologyFile, topologyFor, type Clock, type EventWriter } from '#service-kit';
 import type { EventStore } from '#event-store';
@@ -17,6 +19,8 @@ import { ENROLLMENT_STREAM } from './recorder.streams.js';
 @Injectable()
 export class NodeRegistry {
   private nodes = new Map<string, NodeEnrolled>();
+  /** Join tokens by the sha256 of their secret (NodeJoinTokenIssued / NodeJoinTokenUsed, same stream). */
+  private readonly tokens = new Map<string, JoinTokenState>();
   private revision = -1n;
   private chain: Promise<unknown> = Promise.resolve();
 
@@ -65,10 +69,65 @@ export class NodeRegistry {
     return run;
   }
 
+  /** Records a join token (its secret's hash only); one at a time with enrollments, so a token is never spent twice. */
+  issueJoinToken(req: IssueJoinToken): Promise<IssueJoinTokenReply> {
+    return this.serial(async () => {
+      await this.refresh();
+      const tokenId = req.secretSha256.slice(0, 16);
+      const issuedAt = this.clock.now().toISOString();
+      await this.writer.append(ENROLLMENT_STREAM, [{ type: 'NodeJoinTokenIssued', data: { nodeId: req.nodeId, tokenId, secretSha256: req.secretSha256, expiresAt: req.expiresAt, issuedBy: req.issuedBy, issuedAt } }], {
+        expectedRevision: this.revision < 0n ? 'no_stream' : this.revision,
+      });
+      await this.refresh();
+      this.logger.info({ nodeId: req.nodeId, tokenId, expiresAt: req.expiresAt, issuedBy: req.issuedBy }, 'join token issued');
+      return { nodeId: req.nodeId, tokenId, expiresAt: req.expiresAt };
+    });
+  }
+
+  /**
+   * A machine spends a join token: checked (src/domain/join.ts), then NodeJoinTokenUsed and
+   * NodeEnrolled in one append at the stream's expected revision — a token raced by two machines
+   * (or two recorders) enrolls one of them: the other's append fails because the stream moved,
+   * its request is answered with that error, and asked again it is refused as `used`.
+   */
+  join(req: JoinNode): Promise<JoinNodeReply> {
+    return this.serial(async () => {
+      await this.refresh();
+      const secretSha256 = createHash('sha256').update(req.secret).digest('hex');
+      const now = this.clock.now();
+      const decision = decideJoin(this.tokens, { nodeId: req.nodeId, secretSha256 }, now);
+      if (!decision.ok) {
+        this.logger.warn({ nodeId: req.nodeId, reason: decision.reason, publicKey: req.publicKey }, `join refused: ${decision.detail}`);
+        return { status: 'refused', nodeId: req.nodeId, reason: decision.reason, detail: decision.detail };
+      }
+      const { tokenId } = decision.token;
+      const at = now.toISOString();
+      await this.writer.append(
+        ENROLLMENT_STREAM,
+        [
+          { type: 'NodeJoinTokenUsed', data: { nodeId: req.nodeId, tokenId, publicKey: req.publicKey, usedAt: at } },
+          { type: 'NodeEnrolled', data: { nodeId: req.nodeId, publicKey: req.publicKey, enrolledBy: `join token ${tokenId}`, enrolledAt: at } },
+        ],
+        { expectedRevision: this.revision < 0n ? 'no_stream' : this.revision },
+      );
+      await this.refresh();
+      await this.ensureConsumer(req.nodeId);
+      this.logger.info({ nodeId: req.nodeId, publicKey: req.publicKey, tokenId }, 'node joined');
+      return { status: 'joined', nodeId: req.nodeId, publicKey: req.publicKey, tokenId };
+    });
+  }
+
+  private serial<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(task);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
   private async refresh(): Promise<void> {
     const events = await this.store.readStream(ENROLLMENT_STREAM, { fromRevision: this.revision + 1n });
     for (const e of events) {
       if (e.type === 'NodeEnrolled') this.nodes.set((e.data as NodeEnrolled).nodeId, e.data as NodeEnrolled);
+      evolveJoinTokens(this.tokens, e.type, e.data);
       this.revision = e.revision;
     }
   }
@@ -77,7 +136,7 @@ export class NodeRegistry {
   private async ensureConsumer(nodeId: string): Promise<void> {
     const topology = await topologyFor(this.config.GPUNET_TOPOLOGY_FILE ?? defaultTopologyFile(), nodeId, [`execution-${nodeId}`]);
     const consumers = topology.consumers.filter((c) => c.stream === WORK_STREAM);
-    await provision(await jetstreamManager(this.nc), { streams: topology.streams, consumers }, { serverVersion: this.nc.info?.version, logger: this.logger });
+    await provision(await jetstreamManager(this.nc), { streams: topology.streams, consumers }, { serverVersion: this.nc.info?.version, serverInfo: this.nc.info, logger: this.logger });
   }
 }
 

@@ -2,6 +2,8 @@ import {
   Commands,
   commandSubject,
   EnrollNode,
+  IssueJoinToken,
+  JoinNode,
   ListNodes,
   ListNodesReply,
   NodeOutputsReport,
@@ -75,6 +77,15 @@ export class ReportsService implements OnApplicationBootstrap, OnApplicationShut
         const r = req as EnrollNode;
         return this.registry.enroll(r.nodeId, r.publicKey, r.enrolledBy);
       }, { queue: 'execution-recorder', logger: this.logger }),
+      serveQuery(this.nc, commandSubject('IssueJoinToken'), { request: IssueJoinToken, response: Commands.IssueJoinToken.replySchema }, (req) => this.registry.issueJoinToken(req as IssueJoinToken), {
+        queue: 'execution-recorder',
+        logger: this.logger,
+      }),
+      // From the `joiner` identity (anyone holding a join token): the token is all that is trusted.
+      serveQuery(this.nc, commandSubject('JoinNode'), { request: JoinNode, response: Commands.JoinNode.replySchema }, (req) => this.registry.join(req as JoinNode), {
+        queue: 'execution-recorder',
+        logger: this.logger,
+      }),
       serveQuery(this.nc, querySubject('execution', 'ListNodes'), { request: ListNodes, response: ListNodesReply }, () => ({ nodes: this.registry.list() }), {
         queue: 'execution-recorder',
         logger: this.logger,
