@@ -505,12 +505,23 @@ export async function runServiceMain<S extends z.ZodObject>(def: ServiceDefiniti
   };
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
-  for (;;) {
+  // After stepping down, starting again as a standby meets the same outage that cost the lease (a
+  // nats-server gone, the cluster electing): such a start is retried, never the end of the process.
+  let steppedDown = false;
+  for (let failures = 0; ; ) {
     try {
       running = await startService(def, { signal: waiting.signal });
+      failures = 0;
     } catch (err) {
       if (signalled) process.exit(0);
       const e = err as Error & { issues?: unknown };
+      if (steppedDown && !(err instanceof ValidationError)) {
+        failures++;
+        const delayMs = Math.min(500 * 2 ** Math.min(failures, 4), 8_000);
+        process.stderr.write(`${def.name}: cannot start again as a standby (${e.message}); retrying in ${delayMs} ms\n`);
+        await new Promise((r) => setTimeout(r, delayMs));
+        continue;
+      }
       process.stderr.write(`${def.name}: cannot start: ${e.message}\n`);
       if (e.issues) process.stderr.write(`${JSON.stringify(e.issues, null, 2)}\n`);
       process.exit(1);
@@ -524,6 +535,7 @@ export async function runServiceMain<S extends z.ZodObject>(def: ServiceDefiniti
     running = undefined;
     await stepping.stop().catch((err: unknown) => logger.error({ err }, 'stop after stepping down failed'));
     if (signalled) process.exit(0);
+    steppedDown = true;
   }
 }
 
