@@ -43,6 +43,9 @@ const SERVICE_HOSTS: Record<Exclude<ServiceName, 'execution'> | typeof RECORDER_
   storage: 'c3',
 };
 
+/** The single writers' standbys (decision 0029), each on another control host than its leader's. */
+const STANDBY_HOSTS: Partial<Record<ServiceName, string>> = { placement: 'c3', storage: 'c1' };
+
 export interface GpunetOnHostsOptions {
   /** GPU hosts, each with one agent (`node-1` on g1, …). Default 2. */
   gpuHosts?: number;
@@ -117,7 +120,10 @@ export class GpunetOnHosts {
       const adminApiKey = newAdminApiKey();
       await writeApiKeysFile(join(dir, 'api-keys.yaml'), apiKey, LOCAL_TEAM, adminApiKey);
       const g = new GpunetOnHosts(net, cluster, pg, dir, keyFiles, storeUrl, apiKey, adminApiKey, nodeIds);
-      await g.operator('buckets', { teams: [LOCAL_TEAM] });
+      // The streams first, as `gpunet up --cluster` does: until the cluster has elected its
+      // JetStream meta leader the API does not answer, and a service would give up at start.
+      await g.operator('streams', { topologyFile: join(ROOT, 'deploy', 'topology.yaml'), timeoutMs: 90_000 }, 120_000);
+      await g.operator('buckets', { teams: [LOCAL_TEAM], replicas: 3 });
       await g.startAll(options);
       await g.operator('healthy', {
         services: [...SERVICE_NAMES],
@@ -167,6 +173,11 @@ export class GpunetOnHosts {
         ...(service === undefined ? { GPUNET_ENROLL_NODES: enroll.join(',') } : {}),
       };
       this.spawn(name, host, [process.execPath, service ? entries[service] : recorderEntry(ROOT)], env);
+      const standbyHost = service && STANDBY_HOSTS[service];
+      if (standbyHost) {
+        // The same service and identity as another process (`<service>-standby`): it waits for the lease.
+        this.spawn(`${name}-standby`, this.net.host(standbyHost), [process.execPath, entries[service]], { ...env, GPUNET_METRICS_PORT: String(metricsPort++), GPUNET_INSTANCE: `${name}-standby` });
+      }
     }
     for (const [i, nodeId] of this.nodeIds.entries()) {
       // No store URL: a node holds its own key and journal, nothing of the control plane's.
@@ -197,6 +208,21 @@ export class GpunetOnHosts {
     const p = this.processes.get(name);
     if (!p) throw new Error(`no process ${name}; processes: ${[...this.processes.keys()].join(', ')}`);
     return p.host;
+  }
+
+  /**
+   * The process that holds `role`'s term now: the holder named by the last `LeaderElected` of
+   * `leadership-<role>` in the store (decision 0029), with how many terms there were.
+   */
+  async leaderOf(role: string): Promise<{ name: string; terms: number }> {
+    const events = await (await this.store()).readStream(`leadership-${role}`);
+    const last = events.at(-1);
+    if (!last) throw new Error(`no leader of ${role} recorded yet`);
+    const holder = String((last.data as { holder: string }).holder);
+    // The holder is `<instance>@<host>:<pid>:<id>`; the instance is the process's name here.
+    const name = [...this.processes.keys()].find((n) => holder.startsWith(`${n}@`));
+    if (!name) throw new Error(`the leader of ${role} is ${holder}, no process of this network`);
+    return { name, terms: events.length };
   }
 
   /** Sends `signal` to a process and waits for it to be gone (SIGKILL by default). */

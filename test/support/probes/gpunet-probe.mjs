@@ -2,6 +2,8 @@
 // operator's side of a gpunet network spread over hosts, as a process on one of them, using the
 // CLI's own code from dist/ (`npm run build` first). Prints one JSON line; exit 0 when the
 // operation did what was asked, 1 otherwise.
+//   streams  { servers, keyFile, topologyFile, timeoutMs }     the topology's streams, made as the operator
+//            once the cluster can take them (as `gpunet up --cluster` does)
 //   buckets  { servers, keyFile, teams }                       each team's blob bucket, made as the operator
 //   healthy  { servers, keyFile, services, agents, timeoutMs } every process answered its health query
 //   load     { urls, apiKey, team, spec, jobs, concurrency }   a producer's steady submits over HTTP, spread
@@ -19,6 +21,11 @@ const args = JSON.parse(raw ?? '{}');
 const dist = (path) => import(join(process.cwd(), 'dist', path));
 
 async function main() {
+  if (op === 'streams') {
+    const { provisionStreams } = await dist('libs/cli/src/commands/up.js');
+    await provisionStreams(args.servers.join(','), args.keyFile, args.topologyFile, { timeoutMs: args.timeoutMs ?? 60_000, check: () => undefined });
+    return { topologyFile: args.topologyFile };
+  }
   if (op === 'buckets') {
     const [{ connect }, { natsAuthOptions }, { BlobStore }] = await Promise.all([
       import('@nats-io/transport-node'),

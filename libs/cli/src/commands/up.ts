@@ -425,7 +425,7 @@ async function startNatsCluster(o: {
  * Creates (or updates) the streams of the topology file as the operator, retrying while the
  * cluster cannot take them yet (no JetStream meta leader, peers not yet known to it).
  */
-async function provisionStreams(natsUrl: string, operatorKeyFile: string, topologyFile: string, o: { timeoutMs: number; check: () => void }): Promise<void> {
+export async function provisionStreams(natsUrl: string, operatorKeyFile: string, topologyFile: string, o: { timeoutMs: number; check: () => void }): Promise<void> {
   // The streams only: each service makes its own consumers (the file's `templates` are theirs too).
   const raw = (parseYaml(await readFile(topologyFile, 'utf8')) ?? {}) as { streams?: unknown };
   const topology = parseTopology({ streams: raw.streams ?? [] }, topologyFile);
