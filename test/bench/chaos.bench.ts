@@ -59,14 +59,24 @@ async function readAll(g: GpunetOnHosts): Promise<RecordedEvent[]> {
   }
 }
 
-/** The node with the most attempts holding compute and not yet released. */
-async function busiestNode(g: GpunetOnHosts): Promise<{ nodeId: string; running: number }> {
-  const events = await readAll(g);
-  const released = new Set(events.filter((e) => e.type === 'ComputeReleased').map((e) => (e.data as ComputeReleased).attemptId));
-  const running = new Map<string, number>(g.nodeIds.map((n) => [n, 0]));
-  for (const e of events) if (e.type === 'ComputeHeld' && !released.has((e.data as ComputeHeld).attemptId)) running.set((e.data as ComputeHeld).nodeId, (running.get((e.data as ComputeHeld).nodeId) ?? 0) + 1);
-  const [nodeId, n] = [...running].sort((a, b) => b[1] - a[1])[0]!;
-  return { nodeId, running: n };
+/**
+ * The node with the most attempts running now (compute held, no end reported), waiting up to
+ * `waitMs` for one to have any: a node whose attempts all ended has nothing left to lose.
+ */
+async function busiestNode(g: GpunetOnHosts, waitMs = 20_000): Promise<{ nodeId: string; running: number }> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const events = await readAll(g);
+    const ended = new Set(events.filter((e) => e.type === 'JobFinished' || e.type === 'ComputeReleased').map((e) => (e.data as { attemptId: string }).attemptId));
+    const running = new Map<string, number>(g.nodeIds.map((n) => [n, 0]));
+    for (const e of events) {
+      const h = e.data as ComputeHeld;
+      if (e.type === 'ComputeHeld' && !ended.has(h.attemptId)) running.set(h.nodeId, (running.get(h.nodeId) ?? 0) + 1);
+    }
+    const [nodeId, n] = [...running].sort((a, b) => b[1] - a[1])[0]!;
+    if (n > 0 || Date.now() > deadline) return { nodeId, running: n };
+    await sleep(100);
+  }
 }
 
 interface Check {
