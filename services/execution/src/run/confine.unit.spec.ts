@@ -46,28 +46,32 @@ describe('confineArgv', () => {
 
 describe('JobUserPool', () => {
   let claims: string;
+  // A range no agent of this machine hands out (agents use 61000-61999): the pool also checks the
+  // machine for processes and files of a uid, and a network running beside the tests must not
+  // make these uids look taken.
+  const B = 3_900_000_000;
   beforeEach(() => {
     claims = mkdtempSync(join(tmpdir(), 'gpunet-uids-'));
   });
   afterEach(() => rmSync(claims, { recursive: true, force: true }));
 
   it('gives concurrent attempts distinct uids and reuses a uid only once given back', () => {
-    const pool = new JobUserPool(61000, 2, claims);
-    expect(pool.take('a1')).toEqual({ uid: 61000, gid: 61000 });
-    expect(pool.take('a1')).toEqual({ uid: 61000, gid: 61000 });
-    expect(pool.take('a2')).toEqual({ uid: 61001, gid: 61001 });
+    const pool = new JobUserPool(B, 2, claims);
+    expect(pool.take('a1')).toEqual({ uid: B, gid: B });
+    expect(pool.take('a1')).toEqual({ uid: B, gid: B });
+    expect(pool.take('a2')).toEqual({ uid: B + 1, gid: B + 1 });
     expect(pool.take('a3')).toBeUndefined();
     pool.give('a1');
-    expect(pool.take('a3')).toEqual({ uid: 61000, gid: 61000 });
+    expect(pool.take('a3')).toEqual({ uid: B, gid: B });
   });
 
   it('never hands one uid to two agents of the same machine; a dead agent\'s claim is taken over', () => {
-    const one = new JobUserPool(61100, 3, claims);
-    const other = new JobUserPool(61100, 3, claims);
-    expect(one.take('x')).toEqual({ uid: 61100, gid: 61100 });
-    expect(other.take('x')).toEqual({ uid: 61101, gid: 61101 }); // same attempt id on two nodes (a gang)
-    writeFileSync(join(claims, '61101', 'pid'), '999999999'); // as if that agent had died
-    expect(one.take('y')).toEqual({ uid: 61101, gid: 61101 });
+    const one = new JobUserPool(B + 100, 3, claims);
+    const other = new JobUserPool(B + 100, 3, claims);
+    expect(one.take('x')).toEqual({ uid: B + 100, gid: B + 100 });
+    expect(other.take('x')).toEqual({ uid: B + 101, gid: B + 101 }); // same attempt id on two nodes (a gang)
+    writeFileSync(join(claims, String(B + 101), 'pid'), '999999999'); // as if that agent had died
+    expect(one.take('y')).toEqual({ uid: B + 101, gid: B + 101 });
   });
 
   it('parses uid ranges', () => {
