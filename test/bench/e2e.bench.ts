@@ -4,7 +4,8 @@
  * and its `ComputeReleased` are in the store), beside raw JetStream publish on the same
  * nats-server in the same run.
  *
- *   npm run bench:e2e -- [--jobs 200] [--concurrency 32] [--agents 2] [--gpus 8] [--log-level info] [--spawns K] [--postgres] [--cluster]
+ *   npm run bench:e2e -- [--jobs 200] [--concurrency 32] [--agents 2] [--gpus 8] [--log-level info] [--spawns K] [--postgres]
+ *                        [--cluster [--cluster-intakes 1,2,3] [--cluster-agents 2,4,8]]
  *
  * The network is `gpunet up` on a temporary directory (see test/support/network.ts): nats-server,
  * the five services and the agents as separate processes, SQLite store (with `--postgres`: a
@@ -28,7 +29,13 @@
  *
  * With `--cluster`, the same jobs then run on separate hosts (test/bench/cluster.ts: network
  * namespaces, a 3-node NATS cluster, PostgreSQL on a control host, one agent per GPU host with the
- * same GPUs), and the two are printed side by side, with `e2e.cluster.*` JSON lines.
+ * same GPUs, the single writers' standbys), and the two are printed side by side, with
+ * `e2e.cluster.*` JSON lines. One fresh network runs per configuration: each intake count of
+ * `--cluster-intakes` (replicas on c1, c2, c3, the producer spreading submits over them) with
+ * `--agents` GPU hosts, then each GPU host count of `--cluster-agents` with one intake; each gets
+ * `e2e.cluster.i<intakes>.a<agents>.{jobs,submit_p50,submit_p99}`. For the first configuration it
+ * prints where the time goes beside the single host: each stage's p50/p99 and the CPU per job of
+ * every process (three nats-servers, the standbys, every postgres process of the machine).
  *
  * Ends with one JSON line per figure:
  *   {"bench":"e2e.jobs","value":N,"unit":"jobs/s","raw":R,"ratio":X}
@@ -49,9 +56,18 @@ import { Command, InvalidArgumentError } from 'commander';
 import { TestNetwork } from '../support/network.js';
 import { createTestDatabase } from '../support/postgres.js';
 import { until } from '../support/poll.js';
-import { clusterRun } from './cluster.js';
+import { clusterRun, percentile, stageLatencies, type ClusterFigures } from './cluster.js';
 import { cpuDelta, cpuOfCommand, processCpu, type ProcessCpu } from './cpu.js';
 import { floorTotalMs, observedAppends, spawnFloors, storeAppendFloor, type StoreFloor } from './floors.js';
+
+/** A comma-separated list of whole numbers in [min, max], e.g. `1,2,3`. */
+function counts(min: number, max: number) {
+  return (v: string): number[] => {
+    const list = v.split(',').map((x) => x.trim());
+    if (list.some((x) => !/^\d+$/.test(x) || Number(x) < min || Number(x) > max)) throw new InvalidArgumentError(`a comma-separated list of whole numbers from ${min} to ${max}, e.g. ${min},${Math.min(max, min + 1)}`);
+    return [...new Set(list.map(Number))];
+  };
+}
 
 const positive = (v: string) => {
   const n = Number(v);
@@ -69,20 +85,28 @@ const opts = new Command('e2e.bench')
   .option('--spawns <k>', 'spawns of the confinement chain, and runs of the run engine, for the floors; default --jobs, at most 100', positive)
   .option('--postgres', 'event store on a fresh PostgreSQL database (GPUNET_TEST_PG_URL) instead of SQLite')
   .option('--cluster', 'then the same jobs on separate hosts (network namespaces, 3-node NATS cluster, PostgreSQL): side by side')
+  .option('--cluster-intakes <list>', 'with --cluster: intake replicas to run, one network each (1–3, one per control host), e.g. 1,2,3', counts(1, 3), [1])
+  .option('--cluster-agents <list>', 'with --cluster: GPU hosts to run with one intake, one network each, e.g. 2,4,8 (default: --agents)', counts(1, 64))
   .parse()
-  .opts<{ jobs: number; concurrency: number; agents: number; gpus: number; logLevel: string; raw: number; spawns?: number; postgres?: boolean; cluster?: boolean }>();
+  .opts<{
+    jobs: number;
+    concurrency: number;
+    agents: number;
+    gpus: number;
+    logLevel: string;
+    raw: number;
+    spawns?: number;
+    postgres?: boolean;
+    cluster?: boolean;
+    clusterIntakes: number[];
+    clusterAgents?: number[];
+  }>();
 
 /** Every figure's JSON line, printed at the very end. */
 const jsonLines: string[] = [];
 
 /** The trivial job every run submits. */
 const SPEC = { work: { kind: 'script', script: { inline: 'true' } }, request: { gpus: 1, timeLimit: '1m' } };
-
-/** Percentile by nearest rank over sorted values. */
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
 
 /**
  * Raw limit: async JetStream publishes to 1,000 subjects of a file stream, 1,000 PubAcks in
@@ -118,19 +142,6 @@ async function streamSequences(jsm: JetStreamManager): Promise<Map<string, numbe
   for await (const info of jsm.streams.list()) seqs.set(info.config.name, info.state.last_seq);
   return seqs;
 }
-
-/** Stages of a job's life, as consecutive event types; the service that writes the second one is the one measured. */
-const STAGES: ReadonlyArray<[string, string, string]> = [
-  ['JobSubmitted', 'InputsStaged', 'storage: stage inputs'],
-  ['InputsStaged', 'JobPlaced', 'placement: place'],
-  ['JobPlaced', 'ComputeHeld', 'agent: hold'],
-  ['ComputeHeld', 'JobStarted', 'agent: start process'],
-  ['JobStarted', 'JobFinished', 'agent: run `true`'],
-  ['JobFinished', 'UsageRecorded', 'ledger: bill'],
-  ['JobFinished', 'OutputsStored', 'agent+storage: outputs'],
-  ['OutputsStored', 'ComputeReleased', 'agent: release'],
-  ['JobSubmitted', 'ComputeReleased', 'whole job'],
-];
 
 /** A message the size of one relayed event (a JobFinished as the relay publishes it), for the raw figure. */
 function relayedEventSample(): string {
@@ -178,6 +189,9 @@ interface Headline {
   p50: number;
   p99: number;
   store: string;
+  stages: Map<string, number[]>;
+  /** CPU-ms per job, by process (agents summed as `agents`) and `total`. */
+  cpuPerJob: Map<string, number>;
 }
 
 async function main(): Promise<Headline> {
@@ -269,12 +283,7 @@ async function main(): Promise<Headline> {
 
     // Where the time goes, per stage, from every event of the measured jobs.
     const all = (await net.events()).filter((e) => wanted.has(e.metadata.jobId ?? ''));
-    const at = new Map<string, Map<string, number>>();
-    for (const e of all) {
-      const m = at.get(e.metadata.jobId!) ?? new Map<string, number>();
-      if (!m.has(e.type)) m.set(e.type, Date.parse(e.recordedAt));
-      at.set(e.metadata.jobId!, m);
-    }
+    const stages = stageLatencies(all);
     const perJob = all.length / k;
     const sorted = [...latencies].sort((a, b) => a - b);
     const p50 = percentile(sorted, 50);
@@ -289,9 +298,8 @@ async function main(): Promise<Headline> {
     console.log(`  raw JetStream publish   ${Math.round(raw)} msg/s   ratio jobs/s : raw msg/s = ${(jobsPerSecond / raw).toFixed(4)}`);
     console.log('');
     console.log('stage latency (store recordedAt, ms)        p50      p99      max');
-    for (const [from, to, label] of STAGES) {
-      const d = [...at.values()].filter((m) => m.has(from) && m.has(to)).map((m) => m.get(to)! - m.get(from)!).sort((a, b) => a - b);
-      console.log(`  ${`${label} (${from} → ${to})`.padEnd(40).slice(0, 40)} ${String(percentile(d, 50)).padStart(7)}  ${String(percentile(d, 99)).padStart(7)}  ${String(d.at(-1) ?? NaN).padStart(7)}`);
+    for (const [label, d] of stages) {
+      console.log(`  ${label.padEnd(40).slice(0, 40)} ${String(percentile(d, 50)).padStart(7)}  ${String(percentile(d, 99)).padStart(7)}  ${String(d.at(-1) ?? NaN).padStart(7)}`);
     }
     console.log('');
     console.log('relay lag (store recordedAt → JetStream, ms)  p50      p99      max');
@@ -386,7 +394,12 @@ async function main(): Promise<Headline> {
     jsonLines.push(JSON.stringify({ bench: 'e2e.floor.store_append.batch1', value: r(store.batch1.cpuMsPerEvent, 4), unit: 'ms/event', events_per_s: Math.round(store.batch1.eventsPerSecond) }));
     jsonLines.push(JSON.stringify({ bench: 'e2e.floor.store_append.observed', value: r(store.observed.cpuMsPerEvent, 4), unit: 'ms/event', events_per_s: Math.round(store.observed.eventsPerSecond), batch: r(all.length / appends.length) }));
     jsonLines.push(JSON.stringify({ bench: 'e2e.floor.store_per_job', value: r(floors.store), unit: 'ms', events_per_job: r(perJob, 1) }));
-    return { jobsPerSecond, p50, p99, store: storeName };
+    const cpuPerJob = new Map<string, number>([
+      ...cpu.filter((c) => !net.nodeIds.includes(c.name)).map((c) => [c.name === 'postgres*' ? 'postgres (all)' : c.name, total(c) / k] as const),
+      ['agents', total(agents) / k],
+      ['total', total(everything) / k],
+    ]);
+    return { jobsPerSecond, p50, p99, store: storeName, stages, cpuPerJob };
   } catch (err) {
     net.failed = true;
     process.stderr.write(`\n${net.logTails(5)}\n`);
@@ -398,19 +411,64 @@ async function main(): Promise<Headline> {
 }
 
 const single = await main();
-if (opts.cluster) {
-  console.log('');
-  console.log(`the same ${opts.jobs} jobs on separate hosts: 3 control hosts (NATS cluster, PostgreSQL on c1, services), ${opts.agents} GPU hosts × ${opts.gpus} GPUs`);
-  const c = await clusterRun({ jobs: opts.jobs, concurrency: opts.concurrency, agents: opts.agents, gpus: opts.gpus, spec: SPEC });
-  const row = (name: string, jobs: number, p50: number, p99: number) => console.log(`  ${name.padEnd(34)} ${jobs.toFixed(1).padStart(8)} ${p50.toFixed(1).padStart(10)} ${p99.toFixed(1).padStart(10)}`);
-  console.log(`  ${''.padEnd(34)} ${'jobs/s'.padStart(8)} ${'submit p50'.padStart(10)} ${'submit p99'.padStart(10)}`);
-  row(`one host (${single.store})`, single.jobsPerSecond, single.p50, single.p99);
-  row('separate hosts (PostgreSQL)', c.jobsPerSecond, c.p50, c.p99);
-  const r = (v: number, digits = 2) => Number(v.toFixed(digits));
-  jsonLines.push(JSON.stringify({ bench: 'e2e.cluster.jobs', value: r(c.jobsPerSecond, 1), unit: 'jobs/s', single_host: r(single.jobsPerSecond, 1), ratio: r(c.jobsPerSecond / single.jobsPerSecond) }));
-  jsonLines.push(JSON.stringify({ bench: 'e2e.cluster.submit_p50', value: r(c.p50, 1), unit: 'ms', single_host: r(single.p50, 1) }));
-  jsonLines.push(JSON.stringify({ bench: 'e2e.cluster.submit_p99', value: r(c.p99, 1), unit: 'ms', single_host: r(single.p99, 1) }));
-}
+if (opts.cluster) await clusterSweep(single);
 // The figures' JSON lines last, one per figure, after every table.
 console.log('');
 for (const line of jsonLines) console.log(line);
+
+/**
+ * The same jobs on separate hosts, one fresh network per configuration: each intake count of
+ * `--cluster-intakes` with `--agents` GPU hosts, then each GPU host count of `--cluster-agents`
+ * with one intake. Side by side with the single-host run: throughput, submit latency, CPU per job
+ * by process, and per stage where the time goes.
+ */
+async function clusterSweep(single: Headline): Promise<void> {
+  const r = (v: number, digits = 2) => Number(v.toFixed(digits));
+  const configs: Array<{ intakes: number; agents: number }> = [
+    ...opts.clusterIntakes.map((intakes) => ({ intakes, agents: opts.agents })),
+    ...(opts.clusterAgents ?? []).filter((a) => !(opts.clusterIntakes.includes(1) && a === opts.agents)).map((agents) => ({ intakes: 1, agents })),
+  ];
+  const runs: ClusterFigures[] = [];
+  for (const c of configs) {
+    console.log('');
+    console.log(`the same ${opts.jobs} jobs on separate hosts: 3 control hosts (NATS cluster R3, PostgreSQL on c1, ${c.intakes} intake${c.intakes > 1 ? 's' : ''}, standbys), ${c.agents} GPU hosts × ${opts.gpus} GPUs…`);
+    const figures = await clusterRun({ jobs: opts.jobs, concurrency: opts.concurrency, agents: c.agents, gpus: opts.gpus, intakes: c.intakes, spec: SPEC });
+    console.log(`  ${figures.jobsPerSecond.toFixed(1)} jobs/s, submit p50 ${figures.p50.toFixed(1)} ms, p99 ${figures.p99.toFixed(1)} ms`);
+    runs.push(figures);
+  }
+  const total = (c: ProcessCpu) => c.ownMs + c.childrenMs;
+  const clusterCpuPerJob = (f: ClusterFigures): number => [...f.cpu.values()].reduce((n, c) => n + total(c), 0) / opts.jobs;
+
+  console.log('');
+  console.log(`${opts.jobs} jobs, ${opts.concurrency} submits in flight, ${opts.gpus} GPUs per host`);
+  console.log(`  ${''.padEnd(44)} ${'jobs/s'.padStart(8)} ${'submit p50'.padStart(10)} ${'submit p99'.padStart(10)} ${'CPU-ms/job'.padStart(10)}`);
+  const row = (name: string, jobs: number, p50: number, p99: number, cpu: number) =>
+    console.log(`  ${name.padEnd(44)} ${jobs.toFixed(1).padStart(8)} ${p50.toFixed(1).padStart(10)} ${p99.toFixed(1).padStart(10)} ${cpu.toFixed(1).padStart(10)}`);
+  row(`one host (${single.store}, ${opts.agents} agents)`, single.jobsPerSecond, single.p50, single.p99, single.cpuPerJob.get('total') ?? NaN);
+  for (const f of runs) row(`separate hosts, ${f.intakes} intake${f.intakes > 1 ? 's' : ''}, ${f.agents} GPU hosts`, f.jobsPerSecond, f.p50, f.p99, clusterCpuPerJob(f));
+
+  // Where the time goes: the first configuration beside the single host, per stage and per process.
+  const base = runs[0]!;
+  console.log('');
+  console.log(`where the time goes, one host vs separate hosts (${base.intakes} intake, ${base.agents} GPU hosts): stage p50 / p99 (ms)`);
+  for (const [label, d] of single.stages) {
+    const c = base.stages.get(label) ?? [];
+    console.log(`  ${label.padEnd(40).slice(0, 40)} ${`${percentile(d, 50)} / ${percentile(d, 99)}`.padStart(12)}   ${`${percentile(c, 50)} / ${percentile(c, 99)}`.padStart(12)}`);
+  }
+  console.log('');
+  console.log(`CPU-ms per job by process, separate hosts (${base.intakes} intake, ${base.agents} GPU hosts; the machine runs every host)`);
+  const byProcess = [...base.cpu].map(([name, c]) => [name, total(c) / opts.jobs] as const).sort((a, b) => b[1] - a[1]);
+  for (const [name, ms] of byProcess) console.log(`  ${name.padEnd(22)} ${ms.toFixed(1).padStart(8)}`);
+  console.log(`  ${'total'.padEnd(22)} ${clusterCpuPerJob(base).toFixed(1).padStart(8)}   (one host: ${(single.cpuPerJob.get('total') ?? NaN).toFixed(1)})`);
+
+  jsonLines.push(JSON.stringify({ bench: 'e2e.cluster.jobs', value: r(base.jobsPerSecond, 1), unit: 'jobs/s', single_host: r(single.jobsPerSecond, 1), ratio: r(base.jobsPerSecond / single.jobsPerSecond) }));
+  jsonLines.push(JSON.stringify({ bench: 'e2e.cluster.submit_p50', value: r(base.p50, 1), unit: 'ms', single_host: r(single.p50, 1) }));
+  jsonLines.push(JSON.stringify({ bench: 'e2e.cluster.submit_p99', value: r(base.p99, 1), unit: 'ms', single_host: r(single.p99, 1) }));
+  jsonLines.push(JSON.stringify({ bench: 'e2e.cluster.cpu_per_job', value: r(clusterCpuPerJob(base), 1), unit: 'ms', single_host: r(single.cpuPerJob.get('total') ?? NaN, 1) }));
+  for (const f of runs) {
+    const name = `e2e.cluster.i${f.intakes}.a${f.agents}`;
+    jsonLines.push(JSON.stringify({ bench: `${name}.jobs`, value: r(f.jobsPerSecond, 1), unit: 'jobs/s', single_host: r(single.jobsPerSecond, 1), ratio: r(f.jobsPerSecond / single.jobsPerSecond) }));
+    jsonLines.push(JSON.stringify({ bench: `${name}.submit_p50`, value: r(f.p50, 1), unit: 'ms' }));
+    jsonLines.push(JSON.stringify({ bench: `${name}.submit_p99`, value: r(f.p99, 1), unit: 'ms' }));
+  }
+}

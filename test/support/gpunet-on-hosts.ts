@@ -55,7 +55,17 @@ export interface GpunetOnHostsOptions {
   env?: Record<string, string>;
   /** How long the processes get to answer their health queries. Default 120 s. */
   startTimeoutMs?: number;
+  /**
+   * Intake replicas (decision 0030), one per control host: `intake` on c1, `intake-2` on c2,
+   * `intake-3` on c3, each serving HTTP on its host's address. Default 1.
+   */
+  intakes?: number;
 }
+
+/** The control host of the n-th intake replica (1-based). */
+const intakeHost = (n: number): string => `c${n}`;
+/** The process name of the n-th intake replica (1-based): `intake`, `intake-2`, … */
+const intakeName = (n: number): string => (n === 1 ? 'intake' : `intake-${n}`);
 
 interface Running {
   readonly name: string;
@@ -81,11 +91,14 @@ export class GpunetOnHosts {
     readonly apiKey: string,
     readonly adminApiKey: string,
     readonly nodeIds: readonly string[],
+    readonly intakes: number,
   ) {}
 
   /** Builds the hosts and starts everything; nothing is left behind when it fails. */
   static async start(options: GpunetOnHostsOptions = {}): Promise<GpunetOnHosts> {
     const gpuHosts = options.gpuHosts ?? 2;
+    const intakes = options.intakes ?? 1;
+    if (!Number.isInteger(intakes) || intakes < 1 || intakes > 3) throw new Error(`intakes: ${intakes} is not 1, 2 or 3 (one replica per control host)`);
     const dir = await mkdtemp(join(tmpdir(), 'gpunet-hosts-'));
     // Agents run jobs below the data directory: job users must pass through it (as `up` does).
     await closeDataDir(dir, true);
@@ -119,7 +132,7 @@ export class GpunetOnHosts {
       const apiKey = newApiKey();
       const adminApiKey = newAdminApiKey();
       await writeApiKeysFile(join(dir, 'api-keys.yaml'), apiKey, LOCAL_TEAM, adminApiKey);
-      const g = new GpunetOnHosts(net, cluster, pg, dir, keyFiles, storeUrl, apiKey, adminApiKey, nodeIds);
+      const g = new GpunetOnHosts(net, cluster, pg, dir, keyFiles, storeUrl, apiKey, adminApiKey, nodeIds, intakes);
       // The streams first, as `gpunet up --cluster` does: until the cluster has elected its
       // JetStream meta leader the API does not answer, and a service would give up at start.
       await g.operator('streams', { topologyFile: join(ROOT, 'deploy', 'topology.yaml'), timeoutMs: 90_000 }, 120_000);
@@ -151,6 +164,19 @@ export class GpunetOnHosts {
     return `http://${this.net.host(SERVICE_HOSTS.intake).address}:${HTTP_PORT}`;
   }
 
+  /** Every intake replica's HTTP API, c1 first. */
+  get urls(): string[] {
+    return Array.from({ length: this.intakes }, (_, i) => `http://${this.net.host(intakeHost(i + 1)).address}:${HTTP_PORT}`);
+  }
+
+  /** Each process's pid, by name (nats-servers as `nats-<host>`), for CPU readings. */
+  pids(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [name, p] of this.processes) if (p.child.pid !== undefined && p.child.exitCode === null && p.child.signalCode === null) out.set(name, p.child.pid);
+    for (const [host, pid] of this.cluster.pids()) out.set(`nats-${host}`, pid);
+    return out;
+  }
+
   private async startAll(options: GpunetOnHostsOptions): Promise<void> {
     const entries = checkServicesBuilt(ROOT);
     const signingFile = join(this.dir, 'signing', 'signing.nk');
@@ -173,6 +199,18 @@ export class GpunetOnHosts {
         ...(service === undefined ? { GPUNET_ENROLL_NODES: enroll.join(',') } : {}),
       };
       this.spawn(name, host, [process.execPath, service ? entries[service] : recorderEntry(ROOT)], env);
+      if (service === 'intake') {
+        // More replicas of the same service and identity, each its own instance and host.
+        for (let n = 2; n <= this.intakes; n++) {
+          const replicaHost = this.net.host(intakeHost(n));
+          this.spawn(intakeName(n), replicaHost, [process.execPath, entries.intake], {
+            ...env,
+            GPUNET_METRICS_PORT: String(metricsPort++),
+            GPUNET_INSTANCE: intakeName(n),
+            GPUNET_HTTP_HOST: replicaHost.address,
+          });
+        }
+      }
       const standbyHost = service && STANDBY_HOSTS[service];
       if (standbyHost) {
         // The same service and identity as another process (`<service>-standby`): it waits for the lease.

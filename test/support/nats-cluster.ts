@@ -35,6 +35,13 @@ export interface NatsClusterOptions {
 export class NatsCluster {
   private readonly servers = new Map<string, { child: ChildProcess; log: string }>();
 
+  /** The pid of each running server, by host name. */
+  pids(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [host, s] of this.servers) if (s.child.pid !== undefined && s.child.exitCode === null && s.child.signalCode === null) out.set(host, s.child.pid);
+    return out;
+  }
+
   constructor(
     private readonly net: HostNetwork,
     readonly hosts: readonly Host[],

@@ -7,7 +7,7 @@
 //   buckets  { servers, keyFile, teams }                       each team's blob bucket, made as the operator
 //   healthy  { servers, keyFile, services, agents, timeoutMs } every process answered its health query
 //   load     { urls, apiKey, team, spec, jobs, concurrency }   a producer's steady submits over HTTP, spread
-//            over the intake URLs: one warm-up job waited for, then the jobs; the start time, each
+//            over the intake URLs: a warm-up job per URL waited for, then the jobs; the start time, each
 //            submit's latency (ms) and the job ids
 //   steady   { urls, apiKey, team, spec, rate, seconds, retryMs } submits paced at `rate` per second for
 //            `seconds`, each retried with its own idempotency key (the same job, never a second) until
@@ -49,8 +49,11 @@ async function main() {
   if (op === 'load') {
     const { GpunetClient } = await dist('libs/sdk/src/index.js');
     const clients = args.urls.map((baseUrl) => new GpunetClient({ baseUrl, apiKey: args.apiKey, team: args.team }));
-    const warm = await clients[0].submit(args.spec);
-    await clients[0].waitFor(warm.jobId, { timeoutMs: 60_000 });
+    // One warm-up job through each intake replica, waited for: each is ready before the clock.
+    for (const client of clients) {
+      const warm = await client.submit(args.spec);
+      await client.waitFor(warm.jobId, { timeoutMs: 60_000 });
+    }
     const latencies = [];
     const jobIds = [];
     const t0 = Date.now();
