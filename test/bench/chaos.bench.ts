@@ -13,7 +13,10 @@
  *   a node cut off past its lease has its late reports recorded, never charged (docs/billing.md);
  * - the hash chain verifies.
  *
- *   npm run bench:chaos -- [--rate 20] [--seconds 120] [--gpus 8] [--job-ms 2000]
+ *   npm run bench:chaos -- [--rate 20] [--seconds 120] [--gpus 8] [--job-ms 2000] [--intakes 3] [--drain-s 1800]
+ *
+ * The producer spreads its submits over the intake replicas (one per control host), retrying a
+ * failed submit on the next one with the same idempotency key.
  *
  * A script, not a test tier: two minutes at 20 jobs/s on two cores, with the drain after it, does
  * not fit `npm test`'s budget. Prints each fault with its time, each check with what it found,
@@ -37,8 +40,10 @@ const opts = new Command('chaos.bench')
   .option('--seconds <n>', 'how long the load runs', positive, 120)
   .option('--gpus <n>', 'GPU slots of each of the two GPU hosts', positive, 8)
   .option('--job-ms <n>', 'how long each job runs (sleep)', positive, 2_000)
+  .option('--intakes <n>', 'intake replicas, one per control host (1–3)', positive, 3)
+  .option('--drain-s <n>', 'how long to wait, after the load, for every accepted job to end', positive, 1_800)
   .parse()
-  .opts<{ rate: number; seconds: number; gpus: number; jobMs: number }>();
+  .opts<{ rate: number; seconds: number; gpus: number; jobMs: number; intakes: number; drainS: number }>();
 
 /** Heartbeats every 500 ms: placement's node lease is then max(3 × 500 ms, 5 s) = 5 s. */
 const HEARTBEAT_MS = 500;
@@ -150,13 +155,13 @@ function checks(events: readonly RecordedEvent[], jobIds: readonly string[], giv
 }
 
 async function main(): Promise<number> {
-  console.log(`chaos on separate hosts: ${opts.rate} jobs/s for ${opts.seconds} s, jobs of ${opts.jobMs} ms, 2 GPU hosts × ${opts.gpus} GPUs, PostgreSQL store`);
-  const g = await GpunetOnHosts.start({ gpuHosts: 2, gpus: opts.gpus, env: { GPUNET_HEARTBEAT_MS: String(HEARTBEAT_MS), GPUNET_NODE_CHECK_MS: '200' } });
+  console.log(`chaos on separate hosts: ${opts.rate} jobs/s for ${opts.seconds} s, jobs of ${opts.jobMs} ms, 2 GPU hosts × ${opts.gpus} GPUs, ${opts.intakes} intake${opts.intakes > 1 ? 's' : ''}, PostgreSQL store`);
+  const g = await GpunetOnHosts.start({ gpuHosts: 2, gpus: opts.gpus, intakes: opts.intakes, env: { GPUNET_HEARTBEAT_MS: String(HEARTBEAT_MS), GPUNET_NODE_CHECK_MS: '200' } });
   let keep = true;
   try {
     const spec = { work: { kind: 'script', script: { inline: `sleep ${opts.jobMs / 1000}` } }, request: { gpus: 1, timeLimit: '5m' } };
     const t0 = Date.now();
-    const load = g.operator('steady', { urls: [g.url], apiKey: g.apiKey, team: 'local', spec, rate: opts.rate, seconds: opts.seconds, retryMs: 180_000 }, (opts.seconds + 300) * 1000) as Promise<unknown> as Promise<{
+    const load = g.operator('steady', { urls: g.urls, apiKey: g.apiKey, team: 'local', spec, rate: opts.rate, seconds: opts.seconds, retryMs: 180_000 }, (opts.seconds + 300) * 1000) as Promise<unknown> as Promise<{
       t0: number;
       latencies: number[];
       jobIds: string[];
@@ -211,7 +216,7 @@ async function main(): Promise<number> {
         progress = `${ended}/${wanted.size} ended`;
         return ended === wanted.size;
       },
-      { timeoutMs: 600_000, intervalMs: 1_000, describe: () => progress },
+      { timeoutMs: opts.drainS * 1000, intervalMs: 2_000, describe: () => progress },
     ).catch((err: unknown) => log(t0, `gave up waiting: ${(err as Error).message}`));
     log(t0, `drained: ${progress}`);
     // Billing follows the ends: wait until every finished attempt that held compute has its line.

@@ -84,9 +84,10 @@ async function main() {
       const key = randomUUID();
       const started = performance.now();
       const deadline = Date.now() + (args.retryMs ?? 120_000);
-      for (let delay = 200; ; delay = Math.min(delay * 2, 2_000)) {
+      for (let attempt = 0, delay = 200; ; attempt++, delay = Math.min(delay * 2, 2_000)) {
         try {
-          const reply = await clients[i % clients.length].submit(args.spec, { idempotencyKey: key });
+          // A retry goes to the next intake, as a load balancer would send it.
+          const reply = await clients[(i + attempt) % clients.length].submit(args.spec, { idempotencyKey: key });
           latencies.push(performance.now() - started);
           jobIds.push(reply.jobId);
           return;
