@@ -5,6 +5,7 @@ export * from './append-validation.js';
 export { SqliteEventStore, type SqliteEventStoreOptions } from './sqlite/sqlite-event-store.js';
 export {
   appendOnClient,
+  guardCheckedOutClients,
   openPostgresEventStore,
   PostgresEventStore,
   POSTGRES_DEFAULTS,

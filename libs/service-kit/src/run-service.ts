@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { Commands, Queries, querySubject, Events, partitionedEventSubject, type ServiceName } from '#contracts';
 import { ValidationError } from '#errors';
-import { openEventStore, parseEventStoreUrl, type EventStore } from '#event-store';
+import { guardCheckedOutClients, openEventStore, parseEventStoreUrl, type EventStore } from '#event-store';
 import { natsAuthOptions } from '#identity';
 import {
   autoReplicas,
@@ -205,6 +205,7 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
     // pg emits 'error' on the pool when the server ends an idle client (restart, failover);
     // unhandled, that would end the process. The next query reconnects.
     inboxPool.on('error', (err) => logger.warn({ err }, 'inbox connection lost; reconnecting on next use'));
+    guardCheckedOutClients(inboxPool);
     inbox = new PostgresInbox(inboxPool);
   }
   const nc = await connect({

@@ -1,2 +1,2 @@
 export { appendOnClient, type PostgresAppendSettings } from './append.js';
-export { openPostgresEventStore, PostgresEventStore, POSTGRES_DEFAULTS, type PostgresEventStoreOptions } from './postgres-event-store.js';
+export { guardCheckedOutClients, openPostgresEventStore, PostgresEventStore, POSTGRES_DEFAULTS, type PostgresEventStoreOptions } from './postgres-event-store.js';

@@ -364,6 +364,42 @@ describe('postgres: notifications', () => {
   });
 });
 
+describe('postgres: the server ends a connection the store has checked out', () => {
+  let db: TestDatabase;
+  let store: PostgresEventStore;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    store = await openPostgresEventStore({ connectionString: db.url, poolSize: 2 });
+  });
+  afterAll(async () => {
+    await store?.close();
+    await db?.drop();
+  });
+
+  it('between two statements of a transaction (as a server restart does): the process lives on, the statement fails, the next append gets a fresh connection', async () => {
+    const c = await store.connect();
+    const ended = new Promise<void>((resolve) => c.once('end', () => resolve()));
+    await c.query('BEGIN');
+    const pid = (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    // What a fast shutdown sends every backend: FATAL 57P01, with no statement of ours running.
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    try {
+      expect((await admin.query<{ ok: boolean }>('SELECT pg_terminate_backend($1) AS ok', [pid])).rows[0]!.ok).toBe(true);
+    } finally {
+      await admin.end();
+    }
+    // Unguarded, the client's 'error' event had no listener here and Node ended the process.
+    await ended;
+    await expect(c.query('SELECT 1')).rejects.toThrow();
+    c.release();
+    const r = await store.appendToStream('after-terminate', newEvents(1));
+    expect(r.nextExpectedRevision).toBe(0n);
+    expect((await store.readStream('after-terminate')).length).toBe(1);
+  });
+});
+
 async function within<T>(ms: number, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {

@@ -120,6 +120,7 @@ export class PostgresEventStore implements EventStore {
     // An idle pooled connection that dies (server restart) must not crash the process; the
     // next query on the pool gets a fresh connection or a TransientError.
     this.pool.on('error', () => undefined);
+    guardCheckedOutClients(this.pool);
     this.settings = { schema, chainKey: options.chainKey, clock: options.clock ?? (() => new Date()) };
     this.readYourWritesMs = options.readYourWritesMs ?? POSTGRES_DEFAULTS.readYourWritesMs;
     this.feed = new ChangeFeed(options.connectionString, channelOf(schema));
@@ -431,4 +432,18 @@ function toRecorded(r: EventRow): RecordedEvent {
     recordedAt: r.recorded_at.toISOString(),
     hash: r.hash,
   };
+}
+
+/**
+ * The pool listens for a client's 'error' only while the client is idle; a checked-out client
+ * (an append's transaction between two statements, a caller's outbox transaction) whose server
+ * ends it — a restart's "terminating connection due to administrator command" arrives with no
+ * query running — emits 'error' with nobody listening, and Node ends the process. Every client
+ * gets a listener for its whole life: the statement in hand fails with the lost connection, and
+ * the pool drops the client on release (it is no longer queryable).
+ */
+export function guardCheckedOutClients(pool: pg.Pool): void {
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
 }
