@@ -183,16 +183,21 @@ function isWrongLastSequence(err: unknown): boolean {
   return e?.api_error?.err_code === 10071 || /wrong last sequence/i.test(e?.message ?? '');
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/**
+ * Waits `ms`, or rejects when `signal` aborts. The abort listener goes when the wait ends: a
+ * standby waits on one signal every `renewMs` for as long as the leader lives, and listeners left
+ * behind would pile up on it (one per wait).
+ */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal!.reason);
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
