@@ -158,6 +158,7 @@ async function main(): Promise<number> {
   console.log(`chaos on separate hosts: ${opts.rate} jobs/s for ${opts.seconds} s, jobs of ${opts.jobMs} ms, 2 GPU hosts × ${opts.gpus} GPUs, ${opts.intakes} intake${opts.intakes > 1 ? 's' : ''}, PostgreSQL store`);
   const g = await GpunetOnHosts.start({ gpuHosts: 2, gpus: opts.gpus, intakes: opts.intakes, env: { GPUNET_HEARTBEAT_MS: String(HEARTBEAT_MS), GPUNET_NODE_CHECK_MS: '200' } });
   let keep = true;
+  const undoSignals = g.stopOnSignals();
   try {
     const spec = { work: { kind: 'script', script: { inline: `sleep ${opts.jobMs / 1000}` } }, request: { gpus: 1, timeLimit: '5m' } };
     const t0 = Date.now();
@@ -245,6 +246,7 @@ async function main(): Promise<number> {
     console.error(`${(err as Error).message}\n${g.logTails(5)}\n(data and logs kept in ${g.dir})`);
     return 1;
   } finally {
+    undoSignals();
     await g.stop({ keep });
   }
 }

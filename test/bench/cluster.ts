@@ -69,6 +69,7 @@ export async function clusterRun(options: { jobs: number; concurrency: number; a
   const intakes = options.intakes ?? 1;
   const g = await GpunetOnHosts.start({ gpuHosts: options.agents, gpus: options.gpus, intakes });
   let ok = false;
+  const undoSignals = g.stopOnSignals();
   try {
     // CPU is read around the whole load step, warm-up jobs included (one per intake, waited for; a few ms each).
     const readings = (): Map<string, ProcessCpu | undefined> =>
@@ -116,6 +117,7 @@ export async function clusterRun(options: { jobs: number; concurrency: number; a
     process.stderr.write(`\n${g.logTails(5)}\n(data and logs kept in ${g.dir})\n`);
     throw err;
   } finally {
+    undoSignals();
     await g.stop({ keep: !ok });
   }
 }

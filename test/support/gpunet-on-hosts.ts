@@ -335,6 +335,23 @@ export class GpunetOnHosts {
       .join('\n');
   }
 
+  /**
+   * For scripts (benches): on SIGINT or SIGTERM, stop the whole network (its data kept) and exit,
+   * so an interrupted run leaves no servers, agents or jobs behind. Returns the undo.
+   */
+  stopOnSignals(): () => void {
+    const onSignal = (signal: NodeJS.Signals) => {
+      process.stderr.write(`\n${signal}: stopping the network on the hosts (data and logs kept in ${this.dir})\n`);
+      void this.stop({ keep: true }).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    return () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    };
+  }
+
   /** Stops everything and removes the hosts and the data (kept with `keep`, e.g. after a failure). */
   async stop(options: { keep?: boolean } = {}): Promise<void> {
     await (await this.storeHandle?.catch(() => undefined))?.close().catch(() => undefined);
