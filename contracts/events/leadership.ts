@@ -5,10 +5,14 @@
 import { z } from 'zod';
 import { defineEvent } from '../message.js';
 import { DurationMs, Timestamp } from '../primitives.js';
-import { SERVICE_NAMES } from '../subjects.js';
+
+/** A single-writer role: a service (`placement`, `storage`), a part of one (`recorder`), or one partition of a partitioned service (`ledger-p0`). */
+export const LeaderRole = z
+  .string()
+  .regex(/^[a-z][a-z0-9-]{0,62}$/, 'a role is lower-case letters, digits and -, starting with a letter (e.g. placement, recorder, ledger-p0)');
 
 export const LeaderElected = z.object({
-  role: z.enum(SERVICE_NAMES).describe('The single-writer role taken over: the service whose decisions this holder now makes.'),
+  role: LeaderRole.describe('The single-writer role taken over: a service (`placement`, `storage`), the execution recorder (`recorder`), or one event partition of the ledger (`ledger`, `ledger-p<i>`). Also the lease key in NATS KV `gpunet-leases`.'),
   holder: z.string().min(1).max(200).describe('The process that holds the lease: instance, host and process id, for people and logs.'),
   term: z.int().min(1).describe('1 for the role\'s first leader, one more for each election after: the revision of this event in `leadership-<role>` plus one.'),
   leaseMs: DurationMs.min(1).describe('How long the holder\'s NATS KV lease lasts without renewal: a standby takes over at most about this long after the holder dies.'),
@@ -20,7 +24,7 @@ export const leadershipEvents = [
   defineEvent({
     name: 'LeaderElected',
     version: 1,
-    producers: ['placement', 'storage'],
+    producers: ['placement', 'storage', 'ledger', 'execution'],
     description:
       'A process won the lease of a single-writer role (stream `leadership-<role>`). Every event it appends afterwards is fenced on this event\'s revision, so an earlier holder that wakes up cannot append any more.',
     schema: LeaderElected,

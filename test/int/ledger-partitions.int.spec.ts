@@ -164,8 +164,10 @@ describe.each(['sqlite', 'postgres'] as const)('a ledger in two event partitions
       expect({ jobId, lines: (await linesOf(jobId)).length, ends: (await endsOf(jobId)).length }).toEqual({ jobId, lines: 0, ends: 0 });
     }
 
-    // Partition 1's process starts on its own durable and bills the rest.
-    await startLedger(1);
+    // Partition 1's process starts on its own durable and bills the rest. It leads its own
+    // partition (decision 0029): partition 0's leader does not keep it waiting as a standby.
+    const second = await startLedger(1);
+    expect([ledgers[0]!.leadership, second.leadership].map((l) => [l?.role, l?.term])).toEqual([['ledger-p0', 1], ['ledger-p1', 1]]);
     await drained(1);
     for (const { jobId } of jobs) await until(`the JobEnded of ${jobId}`, async () => ((await endsOf(jobId)).length > 0 ? true : undefined), { timeoutMs: 30_000 });
     await published();

@@ -4,7 +4,7 @@
  * both GPU hosts and are billed, every fact in the store (test/support/gpunet-on-hosts.ts).
  */
 import type { JobPlaced, UsageRecorded } from '#contracts';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { GpunetOnHosts } from '../support/gpunet-on-hosts.js';
 import { until } from '../support/poll.js';
@@ -55,4 +55,13 @@ describe('gpunet on separate hosts', () => {
     for (const u of events.filter((e) => e.type === 'UsageRecorded')) expect((u.data as UsageRecorded).billableMs).toBeGreaterThan(0);
     expect(await store.verify()).toMatchObject({ ok: true });
   }), 180_000);
+
+  it('runs each single writer as one leader, its standby waiting on another control host (decision 0029)', onHosts(async (net) => {
+    for (const role of ['placement', 'storage', 'ledger', 'recorder']) {
+      expect(await net.leaderOf(role)).toEqual({ name: role, terms: 1 });
+      const standby = `${role}-standby`;
+      expect(net.hostOf(standby).name).not.toBe(net.hostOf(role).name);
+      await until(`${standby} to wait for the lease`, async () => (await readFile(join(net.dir, 'logs', `${standby}.log`), 'utf8')).includes('"msg":"leader: standby, waiting for the lease"') || undefined, { timeoutMs: 30_000, intervalMs: 250 });
+    }
+  }), 60_000);
 });

@@ -43,8 +43,8 @@ const SERVICE_HOSTS: Record<Exclude<ServiceName, 'execution'> | typeof RECORDER_
   storage: 'c3',
 };
 
-/** The single writers' standbys (decision 0029), each on another control host than its leader's. */
-const STANDBY_HOSTS: Partial<Record<ServiceName, string>> = { placement: 'c3', storage: 'c1' };
+/** The single writers' standbys (decision 0029), each on another control host than its leader's (process `<name>-standby`). */
+const STANDBY_HOSTS: Partial<Record<keyof typeof SERVICE_HOSTS, string>> = { placement: 'c3', storage: 'c1', ledger: 'c2', [RECORDER_INSTANCE]: 'c3' };
 
 export interface GpunetOnHostsOptions {
   /** GPU hosts, each with one agent (`node-1` on g1, …). Default 2. */
@@ -79,6 +79,8 @@ interface Running {
 
 export class GpunetOnHosts {
   private readonly processes = new Map<string, Running>();
+  /** Started once the network answers: the named processes lead first (the recorder's health is asked of instance `recorder`). */
+  private readonly standbys: (() => void)[] = [];
   private storeHandle: Promise<EventStore> | undefined;
 
   private constructor(
@@ -145,6 +147,7 @@ export class GpunetOnHosts {
       }, (options.startTimeoutMs ?? 120_000) + 30_000).catch((err: unknown) => {
         throw new Error(`${(err as Error).message}\n${g.logTails()}`, { cause: err });
       });
+      for (const start of g.standbys.splice(0)) start();
       return g;
     } catch (err) {
       // The data directory (logs, configs) stays for reading; its path is in the message.
@@ -198,7 +201,8 @@ export class GpunetOnHosts {
         ...(service === 'ledger' ? { GPUNET_SIGNING_KEY_FILE: signingFile } : {}),
         ...(service === undefined ? { GPUNET_ENROLL_NODES: enroll.join(',') } : {}),
       };
-      this.spawn(name, host, [process.execPath, service ? entries[service] : recorderEntry(ROOT)], env);
+      const entry = service ? entries[service] : recorderEntry(ROOT);
+      this.spawn(name, host, [process.execPath, entry], env);
       if (service === 'intake') {
         // More replicas of the same service and identity, each its own instance and host.
         for (let n = 2; n <= this.intakes; n++) {
@@ -211,10 +215,11 @@ export class GpunetOnHosts {
           });
         }
       }
-      const standbyHost = service && STANDBY_HOSTS[service];
+      const standbyHost = STANDBY_HOSTS[name as keyof typeof SERVICE_HOSTS];
       if (standbyHost) {
-        // The same service and identity as another process (`<service>-standby`): it waits for the lease.
-        this.spawn(`${name}-standby`, this.net.host(standbyHost), [process.execPath, entries[service]], { ...env, GPUNET_METRICS_PORT: String(metricsPort++), GPUNET_INSTANCE: `${name}-standby` });
+        // The same service and identity as another process (`<name>-standby`): it waits for the lease.
+        const standbyEnv = { ...env, GPUNET_METRICS_PORT: String(metricsPort++), GPUNET_INSTANCE: `${name}-standby` };
+        this.standbys.push(() => this.spawn(`${name}-standby`, this.net.host(standbyHost), [process.execPath, entry], standbyEnv));
       }
     }
     for (const [i, nodeId] of this.nodeIds.entries()) {

@@ -3013,7 +3013,7 @@ JoinNodeReply = TypedDict("JoinNodeReply", {
 
 # A process won the lease of a single-writer role (stream `leadership-<role>`). Every event it appends afterwards is fenced on this event's revision, so an earlier holder that wakes up cannot append any more.
 LeaderElectedData = TypedDict("LeaderElectedData", {
-    "role": Literal["intake", "placement", "execution", "storage", "ledger"],  # The single-writer role taken over: the service whose decisions this holder now makes.
+    "role": str,  # The single-writer role taken over: a service (`placement`, `storage`), the execution recorder (`recorder`), or one event partition of the ledger (`ledger`, `led
     "holder": str,  # The process that holds the lease: instance, host and process id, for people and logs.
     "term": int,  # 1 for the role's first leader, one more for each election after: the revision of this event in `leadership-<role>` plus one.
     "leaseMs": int,  # How long the holder's NATS KV lease lasts without renewal: a standby takes over at most about this long after the holder dies.

@@ -30,6 +30,7 @@ const who = {
   ledger: { kind: 'service', id: 'ledger' },
   placement: { kind: 'service', id: 'placement' },
   storage: { kind: 'service', id: 'storage' },
+  recorder: { kind: 'service', id: 'recorder' },
   n1: { kind: 'node', id: 'n1' },
   n2: { kind: 'node', id: 'n2' },
   a: { kind: 'team', id: 'a' },
@@ -360,5 +361,39 @@ describe('a single writer\'s lease (decision 0029)', () => {
     const ledger = await as('ledger');
     await refusedPublish(ledger, `$KV.${LEASE_BUCKET}.placement`);
     expect((await kv.get('placement'))?.string()).toBe('{"holder":"p1"}');
+  });
+
+  it('the ledger takes and renews its own lease key only: placement\'s and storage\'s keys cannot be written, deleted or read through it', async () => {
+    const placement = await as('placement');
+    const placementKv = await new Kvm(jetstream(placement)).create(LEASE_BUCKET, { history: 1, ttl: 6_000 });
+    await placementKv.put('placement', '{"holder":"p2"}');
+    const ledger = await as('ledger');
+    const kv = await new Kvm(jetstream(ledger)).create(LEASE_BUCKET, { history: 1, ttl: 6_000 });
+    // Its own key (unpartitioned: `ledger`), as the lease does it: create, update on its revision, read, delete on release.
+    const revision = await kv.create('ledger', '{"holder":"l1"}');
+    expect(await kv.update('ledger', '{"holder":"l1"}', revision)).toBeGreaterThan(revision);
+    expect((await kv.get('ledger'))?.string()).toBe('{"holder":"l1"}');
+
+    // What a ledger taking over placement's role would do: its KV writes never reach the bucket.
+    await expect(kv.put('placement', '{"holder":"ledger"}', { timeout: 3_000 })).rejects.toThrow(/Permissions Violation|timeout/i);
+    await logged(violation('Publish', 'ledger', `$KV.${LEASE_BUCKET}.placement`));
+    await expect(kv.delete('placement')).rejects.toThrow(/Permissions Violation|timeout/i);
+    await refusedPublish(ledger, `$KV.${LEASE_BUCKET}.storage`);
+    await expect(kv.get('placement')).rejects.toThrow(/Permissions Violation|timeout/i);
+    await logged(violation('Publish', 'ledger', `$JS.API.DIRECT.GET.KV_${LEASE_BUCKET}.$KV.${LEASE_BUCKET}.placement`));
+    await expect((await jetstreamManager(ledger)).streams.purge(`KV_${LEASE_BUCKET}`)).rejects.toThrow(/Permissions Violation|timeout/i);
+    await logged(violation('Publish', 'ledger', `$JS.API.STREAM.PURGE.KV_${LEASE_BUCKET}`));
+    expect((await placementKv.get('placement'))?.string()).toBe('{"holder":"p2"}');
+    await kv.delete('ledger', { previousSeq: (await kv.get('ledger'))!.revision });
+  });
+
+  it('the recorder takes its own lease key (`recorder`) only: never the ledger\'s or placement\'s', async () => {
+    const recorder = await as('recorder');
+    const kv = await new Kvm(jetstream(recorder)).create(LEASE_BUCKET, { history: 1, ttl: 6_000 });
+    const revision = await kv.create('recorder', '{"holder":"r1"}');
+    expect(await kv.update('recorder', '{"holder":"r1"}', revision)).toBeGreaterThan(revision);
+    await refusedPublish(recorder, `$KV.${LEASE_BUCKET}.ledger`);
+    await refusedPublish(recorder, `$KV.${LEASE_BUCKET}.placement`);
+    await refusedPublish(recorder, `$KV.${LEASE_BUCKET}.ledger-p0`);
   });
 });

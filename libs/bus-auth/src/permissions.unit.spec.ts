@@ -47,6 +47,13 @@ describe('deploy/nats-permissions.yaml', () => {
     expect(ledger.publish).not.toContain('gpunet.evt.JobFinished.*.*.*');
     for (const durable of ['ledger', 'ledger-p0', 'ledger-p1']) expect(ledger.publish).toContain(`$JS.API.CONSUMER.MSG.NEXT.GPUNET_EVENTS.${durable}`);
     expect(ledger.publish).not.toContain('$JS.API.CONSUMER.MSG.NEXT.GPUNET_EVENTS.ledger-p2');
+    // Each partition's lease key (decision 0029), named as its durable; no other role's key.
+    const leaseKeys = ledger.publish.filter((s) => s.startsWith('$KV.gpunet-leases.'));
+    expect(leaseKeys.sort()).toEqual(['$KV.gpunet-leases.ledger', '$KV.gpunet-leases.ledger-p0', '$KV.gpunet-leases.ledger-p1']);
+    expect(renderPermissions(templates, { kind: 'service', id: 'recorder' }, []).publish.filter((s) => s.includes('gpunet-leases.'))).toEqual([
+      '$KV.gpunet-leases.recorder',
+      '$JS.API.DIRECT.GET.KV_gpunet-leases.$KV.gpunet-leases.recorder',
+    ]);
     expect(ledger.publish.filter((s) => s.includes('placement'))).toEqual(renderPermissions(templates, { kind: 'service', id: 'ledger' }, []).publish.filter((s) => s.includes('placement')));
     // One partition: exactly the rights of an unpartitioned network.
     expect(renderPermissions(templates, { kind: 'service', id: 'ledger' }, [], [], { eventPartitions: 1 })).toEqual(renderPermissions(templates, { kind: 'service', id: 'ledger' }, []));

@@ -1,6 +1,6 @@
 import { validateEventData, type EventData, type EventType } from '#contracts';
 import { ValidationError } from '#errors';
-import { FencedError, IdempotencyConflictError, WrongExpectedVersionError, type AppendFence, type AppendResult, type EventMetadata, type EventStore, type ExpectedRevision } from '#event-store';
+import { FencedError, IdempotencyConflictError, WrongExpectedVersionError, type AppendFence, type AppendResult, type EventMetadata, type EventStore, type EventToAppend, type ExpectedRevision } from '#event-store';
 import { traceFields, tracingEnabled } from '#telemetry';
 import type { Clock } from './clock.js';
 import { derivedId, newId } from './ids.js';
@@ -103,22 +103,36 @@ export class EventWriter {
       const eventId = e.eventId ?? (ctx.cause ? this.eventIdFor(ctx.cause.eventId, e.type, e.discriminator) : newId());
       return { eventId, type: e.type, data, metadata };
     });
+    try {
+      const result = await this.appendAsIs(streamId, prepared, ctx.expectedRevision ?? 'any');
+      return { ...result, alreadyRecorded: false };
+    } catch (err) {
+      // Handling a cause again derives the same ids, but data stamped with the clock (stagedAt,
+      // occurredAt) differs: the first recorded decision stands, and this append is a no-op.
+      if (ctx.cause && (err instanceof IdempotencyConflictError || err instanceof WrongExpectedVersionError)) {
+        const earlier = await this.findRecorded(streamId, prepared.map((e) => e.eventId));
+        if (earlier) return { ...earlier, alreadyRecorded: true };
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Appends events that are complete already (ids and metadata their own, e.g. a node's report
+   * the recorder keeps as the node wrote it), with nothing checked or added — but fenced like
+   * every append of this process: a leader that is no longer one appends nothing and gets
+   * NotLeaderError (retryable), whether its lease ended or the store refused its term.
+   */
+  async appendAsIs(streamId: string, events: readonly EventToAppend[], expectedRevision: ExpectedRevision = 'any'): Promise<AppendResult> {
     if (this.deposed !== undefined) throw new NotLeaderError(`${streamId}: not appended, this process is no longer the leader (${this.deposed})`);
     try {
-      const result = await this.store.appendToStream(streamId, prepared, { expectedRevision: ctx.expectedRevision ?? 'any', ...(this.term ? { fence: this.term.fence } : {}) });
-      return { ...result, alreadyRecorded: false };
+      return await this.store.appendToStream(streamId, events, { expectedRevision, ...(this.term ? { fence: this.term.fence } : {}) });
     } catch (err) {
       if (err instanceof FencedError && this.term) {
         // Retryable for the caller: the message in hand goes back to the bus, for the new leader.
         this.depose(err.message);
         this.term.onFenced(err);
         throw new NotLeaderError(`${streamId}: not appended, another process leads now: ${err.message}`, { cause: err });
-      }
-      // Handling a cause again derives the same ids, but data stamped with the clock (stagedAt,
-      // occurredAt) differs: the first recorded decision stands, and this append is a no-op.
-      if (ctx.cause && (err instanceof IdempotencyConflictError || err instanceof WrongExpectedVersionError)) {
-        const earlier = await this.findRecorded(streamId, prepared.map((e) => e.eventId));
-        if (earlier) return { ...earlier, alreadyRecorded: true };
       }
       throw err;
     }

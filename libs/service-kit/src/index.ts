@@ -7,7 +7,7 @@ export * from './clock.js';
 export * from './config.js';
 export * from './event-writer.js';
 export * from './ids.js';
-export { elect, LEASE_BUCKET, LeaderLease, leadershipStreamId, NotLeaderError, type LeaderOptions, type LeaseTiming } from './leadership.js';
+export { elect, LEASE_BUCKET, LeaderLease, leaderRoleOf, leadershipStreamId, NotLeaderError, type LeaderOptions, type LeaseTiming } from './leadership.js';
 export * from './run-service.js';
 export * from './tokens.js';
 export * from './store-follower.js';

@@ -1,4 +1,3 @@
-import type { ServiceName } from '#contracts';
 import { TransientError } from '#errors';
 import { WrongExpectedVersionError, type AppendFence, type EventStore } from '#event-store';
 import { jetstream } from '@nats-io/jetstream';
@@ -14,14 +13,28 @@ import { newId } from './ids.js';
 export const LEASE_BUCKET = 'gpunet-leases';
 
 /** Store stream of a role's terms: one LeaderElected per election; its revision is the fence. */
-export function leadershipStreamId(role: ServiceName): string {
+export function leadershipStreamId(role: string): string {
   return `leadership-${role}`;
 }
 
 /** A single-writer part run as a leader and standbys (`ServiceDefinition.leader`). */
 export interface LeaderOptions {
-  /** The role, and the lease's key: one leader per role per network. */
-  role: ServiceName;
+  /**
+   * The role, and the lease's key: one leader per role per network. Lower-case letters, digits
+   * and `-` (`LeaderRole`): a NATS KV key and a store stream id at once.
+   */
+  role: string;
+  /**
+   * For a partitioned service (decision 0030): one leader per event partition, role
+   * `<role>-p<i>` for partition i of N > 1 (the partition's durable's name), `<role>` when the
+   * network is not partitioned. Default false.
+   */
+  perPartition?: boolean;
+}
+
+/** The lease key and term stream a process of this service leads, given its partition. */
+export function leaderRoleOf(options: LeaderOptions, partition: { index: number } | undefined): string {
+  return options.perPartition && partition ? `${options.role}-p${partition.index}` : options.role;
 }
 
 /** Lease timing, from GPUNET_LEASE_MS / GPUNET_LEASE_RENEW_MS. */
@@ -57,7 +70,7 @@ export class LeaderLease {
 
   constructor(
     private readonly nc: NatsConnection,
-    private readonly role: ServiceName,
+    private readonly role: string,
     instance: string,
     private readonly timing: LeaseTiming,
     private readonly logger: Logger,
@@ -155,7 +168,7 @@ export class LeaderLease {
 export async function elect(
   store: EventStore,
   writer: EventWriter,
-  role: ServiceName,
+  role: string,
   holder: string,
   leaseMs: number,
   clock: Clock,

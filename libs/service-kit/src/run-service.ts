@@ -32,7 +32,7 @@ import type { z } from 'zod';
 import { systemClock, type Clock } from './clock.js';
 import { loadConfig, type BaseConfig } from './config.js';
 import { EventWriter } from './event-writer.js';
-import { elect, LeaderLease, type LeaderOptions } from './leadership.js';
+import { elect, LeaderLease, leaderRoleOf, type LeaderOptions } from './leadership.js';
 import { busMetrics, consumerMetrics, instrumentStore, relayMetrics } from './kit-metrics.js';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, METRICS, NATS_CONNECTION, SERVICE_CONFIG, SERVICE_CONTEXT } from './tokens.js';
 import { defaultTopologyFile, eventPartitionsOf, topologyFor } from './topology.js';
@@ -102,7 +102,8 @@ export interface ServiceDefinition<S extends z.ZodObject = z.ZodObject> {
   provision?: boolean;
   /**
    * A single-writer part (decision 0029): the process waits as a standby until it holds the
-   * role's lease (NATS KV `gpunet-leases`, key = role), records its term in the store, and only
+   * role's lease (NATS KV `gpunet-leases`, key = role; with `perPartition`, one role per event
+   * partition, `<role>-p<i>`), records its term in the store, and only
    * then starts (onStart, its consumers, timers, relay). Every append it makes is fenced on that
    * term; when the lease ends or the store refuses an append, it stops deciding at once and steps
    * down (`runServiceMain` starts it again as a standby).
@@ -110,7 +111,13 @@ export interface ServiceDefinition<S extends z.ZodObject = z.ZodObject> {
   leader?: LeaderOptions;
   /** Also serve HTTP (intake). `bodyLimit` of JSON bodies, default `8mb`. */
   http?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => { port: number; host?: string; bodyLimit?: string };
-  /** After store and NATS are open, before anything is consumed (e.g. fold state from the store). */
+  /**
+   * Checks of the configuration that need I/O (a key file), run once store and NATS are open and
+   * *before* a `leader` waits for its lease: a standby that could not work fails at its start, not
+   * hours later when it takes over.
+   */
+  preflight?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => Promise<void> | void;
+  /** After store and NATS are open, before anything is consumed (e.g. fold state from the store); a `leader` runs it once elected. */
   onStart?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => Promise<void> | void;
   /** Before the store and NATS close on shutdown. */
   onStop?: (ctx: ServiceContext<BaseConfig & z.output<S>>) => Promise<void> | void;
@@ -146,8 +153,8 @@ export interface RunningService<C = BaseConfig> {
   readonly httpUrl?: string;
   /** `http://host:port` of `/metrics` when served (GPUNET_METRICS_PORT). */
   readonly metricsUrl?: string;
-  /** For a `leader` service: this process's term, and a promise that resolves when it ends (the reason). */
-  readonly leadership?: { readonly holder: string; readonly term: number; readonly lost: Promise<string> };
+  /** For a `leader` service: the role it leads, this process's term, and a promise that resolves when it ends (the reason). */
+  readonly leadership?: { readonly role: string; readonly holder: string; readonly term: number; readonly lost: Promise<string> };
   /** Graceful stop: consumers finish or hand back the message in hand, the relay flushes, connections close. */
   stop(): Promise<void>;
 }
@@ -223,9 +230,10 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
   let lease: LeaderLease | undefined;
   try {
     const topology = await topologyFor(topologyFile, instance, durables, partition?.index);
+    await def.preflight?.(ctx);
     let leadership: Leadership | undefined;
     if (def.leader) {
-      const role = def.leader.role;
+      const role = leaderRoleOf(def.leader, partition);
       const leaderGauge = metrics.gauge({ name: 'gpunet_leader', help: '1 while this process leads its single-writer role, 0 as a standby (decision 0029).', labelNames: ['role'] });
       leaderGauge.set({ role }, 0);
       // The lease bucket is replicated as the event stream is (R3 in a cluster): a lost nats-server must not take the lease with it.
@@ -243,7 +251,7 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
       });
       leaderGauge.set({ role }, 1);
       logger.info({ role, holder: lease.holder, term, fence: fence.revision.toString(), waitedMs: Math.round(performance.now() - waited) }, 'leader: acquired');
-      leadership = { holder: lease.holder, term, lost: held.lost, lease: held };
+      leadership = { role, holder: lease.holder, term, lost: held.lost, lease: held };
     }
     if (def.provision === false) await waitForConsumers(nc, topology, logger);
     await def.onStart?.(ctx);
@@ -262,6 +270,7 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
 }
 
 interface Leadership {
+  role: string;
   holder: string;
   term: number;
   lost: Promise<string>;
@@ -427,7 +436,7 @@ async function startApp<C extends BaseConfig>(
     app,
     ...(httpUrl ? { httpUrl } : {}),
     ...(metricsServer ? { metricsUrl: metricsServer.url } : {}),
-    ...(leadership ? { leadership: { holder: leadership.holder, term: leadership.term, lost: leadership.lost } } : {}),
+    ...(leadership ? { leadership: { role: leadership.role, holder: leadership.holder, term: leadership.term, lost: leadership.lost } } : {}),
     stop,
   };
 }
@@ -531,7 +540,7 @@ export async function runServiceMain<S extends z.ZodObject>(def: ServiceDefiniti
     const reason = await running.leadership.lost;
     if (signalled) return; // the signal handler stops and exits
     const { logger } = running.ctx;
-    logger.warn({ role: def.leader?.role, holder: running.leadership.holder, term: running.leadership.term, reason }, 'leader: stepped down');
+    logger.warn({ role: running.leadership.role, holder: running.leadership.holder, term: running.leadership.term, reason }, 'leader: stepped down');
     const stepping = running;
     running = undefined;
     await stepping.stop().catch((err: unknown) => logger.error({ err }, 'stop after stepping down failed'));

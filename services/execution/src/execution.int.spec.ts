@@ -127,7 +127,13 @@ beforeAll(async () => {
   const storeUrl = `sqlite:${join(dir, 'events.db')}`;
   keyFile = join(dir, 'keys', `node-${NODE}.nk`);
   const key = await createIdentityFile(keyFile);
-  recorder = await startService({ ...recorderService, env: { GPUNET_NATS_URL: nats.url, GPUNET_STORE_URL: storeUrl, GPUNET_LOG_LEVEL: 'silent', GPUNET_ENROLL_NODES: `${NODE}=${key.publicKey}` } });
+  // The recorder leads its role (decision 0029). The bus goes away below for longer than the
+  // default lease; run in process (startService, which does not start again as a standby as
+  // runServiceMain does), its lease must outlast that outage.
+  recorder = await startService({
+    ...recorderService,
+    env: { GPUNET_NATS_URL: nats.url, GPUNET_STORE_URL: storeUrl, GPUNET_LOG_LEVEL: 'silent', GPUNET_ENROLL_NODES: `${NODE}=${key.publicKey}`, GPUNET_LEASE_MS: '120000' },
+  });
   store = await openEventStore(storeUrl);
   nc = await connect({ servers: nats.url });
   js = jetstream(nc);

@@ -11,6 +11,8 @@ import { LedgerModule } from './ledger.module.js';
  * Partitioned (decision 0030): on a network of N > 1 event partitions, one process per partition
  * (`GPUNET_PARTITION=i/N`) consumes `ledger-p<i>`, the events of its jobs; what spans teams and
  * jobs (invoices, the notary, the audit) follows the store, not the bus.
+ * Each partition has one leader and any number of standbys (decision 0029): the lease and term of
+ * role `ledger-p<i>` (`ledger` unpartitioned), every append of the leader fenced on its term.
  */
 export const ledgerService = defineService({
   name: 'ledger',
@@ -19,9 +21,11 @@ export const ledgerService = defineService({
   partitioned: true,
   consumers: ({ partition }) => [{ durable: partition ? `ledger-p${partition.index}` : 'ledger' }],
   streamPrefix: () => LEDGER_STREAM_PREFIX,
+  leader: { role: 'ledger', perPartition: true },
   // A signing key file that is missing, not a seed, or readable by others stops the start before
-  // anything runs: a notary that silently signs nothing is worse than none (NotaryService).
-  onStart: async ({ config }) => {
+  // anything runs: a notary that silently signs nothing is worse than none (NotaryService). Also a
+  // standby's: checked before it waits for the lease, not when it takes over.
+  preflight: async ({ config }) => {
     if (config.GPUNET_SIGNING_KEY_FILE) await loadIdentityFile(config.GPUNET_SIGNING_KEY_FILE);
   },
 });

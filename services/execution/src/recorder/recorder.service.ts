@@ -9,6 +9,12 @@ import { EXECUTION_STREAM_PREFIX } from './recorder.streams.js';
  * (`execution-<nodeId>-…`) from their signed reports, and its own (`execution-recorder-…`); its
  * outbox relay publishes all of them. It consumes nothing from the bus: its work dispatcher
  * follows the store.
+ *
+ * One recorder records at a time (decision 0029, role `recorder`): others started beside it wait
+ * as standbys for its lease and take over when it dies; every append of the leader — a node's
+ * report, a refusal, an enrollment — is fenced on its term in the store. So reports of one attempt
+ * are judged and recorded in one process, one after another, and the work checkpoint has one
+ * writer.
  */
 export const recorderService = defineService({
   name: 'execution',
@@ -17,4 +23,5 @@ export const recorderService = defineService({
   instance: () => 'recorder',
   consumers: () => [],
   streamPrefix: () => EXECUTION_STREAM_PREFIX,
+  leader: { role: 'recorder' },
 });

@@ -165,9 +165,9 @@ export class ReportsService implements OnApplicationBootstrap, OnApplicationShut
       // With tracing on, recording is a span of the job's trace, child of the node's (from the
       // report's metadata: advisory only, like every trace context), and the recorded event
       // carries the recorder's context on to the consumers.
-      const append = () => this.store.appendToStream(streamId, [{ eventId, type, data, metadata: tracingEnabled() ? { ...metadata, ...traceFields() } : metadata }], {
-        expectedRevision: recorded.length === 0 ? 'no_stream' : recorded[recorded.length - 1]!.revision,
-      });
+      // Through the writer: the node's event as it wrote it, fenced on this recorder's term
+      // (decision 0029), so a recorder that is no longer the leader records nothing.
+      const append = () => this.writer.appendAsIs(streamId, [{ eventId, type, data, metadata: tracingEnabled() ? { ...metadata, ...traceFields() } : metadata }], recorded.length === 0 ? 'no_stream' : recorded[recorded.length - 1]!.revision);
       if (tracingEnabled()) await inSpan(`recorder record ${type}`, { parent: contextFromFields(m as Record<string, unknown>), attributes: { 'gpunet.job_id': verdict.jobId, 'gpunet.node_id': fromNode } }, append);
       else await append();
     } catch (err) {

@@ -43,6 +43,7 @@ describe('the notary in the ledger', () => {
   it('signs the heads at start and on demand, not again while nothing moved, with the key of its file', async () => {
     const keyFile = join(dir, 'keys', 'signing.nk');
     const key = await createIdentityFile(keyFile);
+    // One ledger leads a network at a time (decision 0029): each test stops its own before the next starts.
     const ledger = await startService({ ...ledgerService, env: env('signed', { GPUNET_SIGNING_KEY_FILE: keyFile }) });
     running.push(ledger as unknown as RunningService<never>);
     const store = ledger.ctx.store;
@@ -57,6 +58,7 @@ describe('the notary in the ledger', () => {
     expect(second.digest!.heads.map((h) => h.streamId)).toEqual([DIGEST_STREAM, 'placement-node-x']);
     expect(await sign()).toMatchObject({ signed: false, digest: { sequence: 2 } });
     expect(await verifyStoreDigests(store, { publicKey: key.publicKey })).toMatchObject({ ok: true, digests: 2 });
+    await ledger.stop();
   }, 60_000);
 
   it('signs at its interval when the store moved, unasked', async () => {
@@ -79,8 +81,6 @@ describe('the notary in the ledger', () => {
   it('a ledger without the key signs nothing and says how to give it one', async () => {
     const ledger = await startService({ ...ledgerService, env: env('unsigned') });
     running.push(ledger as unknown as RunningService<never>);
-    // Only one ledger answers the subject at a time in this file: stop the signing one first.
-    await running[0]!.stop();
     await expect(sign()).rejects.toMatchObject({ message: expect.stringMatching(/holds no signing key: start the ledger with GPUNET_SIGNING_KEY_FILE/) });
     expect(await ledger.ctx.store.readStream(DIGEST_STREAM)).toEqual([]);
   }, 60_000);
