@@ -2,8 +2,8 @@
  * Chaos under load on separate hosts (issue 12, item 5): while a producer on c1 submits jobs at a
  * steady rate, one nats-server of the cluster is SIGKILLed and brought back, a GPU host's link is
  * cut for longer than its node lease and restored, placement's leader is SIGKILLed (its standby on
- * another control host takes over; the killed one comes back as a standby), and PostgreSQL is
- * restarted. Then, from the store alone:
+ * another control host takes over; the killed one comes back as a standby), so is the ledger's,
+ * and PostgreSQL is restarted. Then, from the store alone:
  *
  * - every job accepted is terminal (`JobEnded`), and no submit was given up;
  * - no GPU of a node was held by two attempts at once (`ComputeHeld` → `ComputeReleased`, or the
@@ -68,7 +68,7 @@ async function readAll(g: GpunetOnHosts): Promise<RecordedEvent[]> {
  * The node with the most attempts running now (compute held, no end reported), waiting up to
  * `waitMs` for one to have any: a node whose attempts all ended has nothing left to lose.
  */
-async function busiestNode(g: GpunetOnHosts, waitMs = 20_000): Promise<{ nodeId: string; running: number }> {
+async function busiestNode(g: GpunetOnHosts, waitMs = 60_000): Promise<{ nodeId: string; running: number }> {
   const deadline = Date.now() + waitMs;
   for (;;) {
     const events = await readAll(g);
@@ -170,6 +170,7 @@ async function main(): Promise<number> {
       givenUp: number;
     }>;
     let takeoverMs: number | undefined;
+    let ledgerTakeoverMs: number | undefined;
     const at = (fraction: number) => sleep(Math.max(0, t0 + fraction * opts.seconds * 1000 - Date.now()));
     const faults = (async () => {
       const c3 = g.net.host('c3');
@@ -197,6 +198,16 @@ async function main(): Promise<number> {
       takeoverMs = Date.now() - killedAt;
       log(t0, `placement taken over by ${(await g.leaderOf('placement')).name} after ${takeoverMs} ms; ${leader.name} started again as a standby`);
       g.restart(leader.name);
+      await at(0.65);
+      // The ledger too: what it bills after the kill is billed once, by its standby.
+      const ledger = await g.leaderOf('ledger');
+      log(t0, `SIGKILL the ledger's leader (${ledger.name}, term ${ledger.terms}); its standby takes over`);
+      await g.kill(ledger.name);
+      const ledgerKilledAt = Date.now();
+      await until('a standby to take the ledger over', async () => (await g.leaderOf('ledger').catch(() => ledger)).terms > ledger.terms, { timeoutMs: 60_000, intervalMs: 100 });
+      ledgerTakeoverMs = Date.now() - ledgerKilledAt;
+      log(t0, `ledger taken over by ${(await g.leaderOf('ledger')).name} after ${ledgerTakeoverMs} ms; ${ledger.name} started again as a standby`);
+      g.restart(ledger.name);
       await at(0.75);
       log(t0, 'restart PostgreSQL (fast shutdown, start)');
       await g.pg.stopServer();
@@ -238,6 +249,7 @@ async function main(): Promise<number> {
     console.log(JSON.stringify({ bench: 'chaos.submit_p50', value: Number(p(0.5).toFixed(1)), unit: 'ms' }));
     console.log(JSON.stringify({ bench: 'chaos.submit_p99', value: Number(p(0.99).toFixed(1)), unit: 'ms' }));
     if (takeoverMs !== undefined) console.log(JSON.stringify({ bench: 'chaos.placement_takeover', value: takeoverMs, unit: 'ms' }));
+    if (ledgerTakeoverMs !== undefined) console.log(JSON.stringify({ bench: 'chaos.ledger_takeover', value: ledgerTakeoverMs, unit: 'ms' }));
     console.log(JSON.stringify({ bench: 'chaos.checks_failed', value: all.filter((c) => !c.ok).length, unit: 'checks', of: all.length }));
     keep = all.some((c) => !c.ok);
     if (keep) console.log(`\ndata and logs kept in ${g.dir}`);
