@@ -49,11 +49,11 @@ export type UncordonNode = z.output<typeof UncordonNode>;
 /** One node as placement sees it. */
 export const NodeStatus = z.object({
   nodeId: NodeId,
-  state: z.enum(NODE_STATES),
+  state: z.enum(NODE_STATES).describe('ready, cordoned, draining, drained, lost or offline (see NODE_STATES).'),
   hostname: z.string().optional().describe('Host name the agent registered with.'),
   gpus: z.int().min(0).describe('GPUs (or declared slots) the node offers.'),
   gpusHeld: z.int().min(0).describe('GPUs held by attempts now.'),
-  gpuModels: z.array(GpuModel),
+  gpuModels: z.array(GpuModel).describe('The models of its GPUs.'),
   runningAttempts: z.int().min(0).describe('Attempts holding GPUs on the node (placed, not yet released).'),
   lastHeartbeatAt: Timestamp.optional().describe('Placement clock: when its last heartbeat arrived (this placement process).'),
   heartbeatAgeMs: DurationMs.optional().describe('How long ago, at `at` of the reply.'),
@@ -62,11 +62,11 @@ export const NodeStatus = z.object({
   lostAt: Timestamp.optional().describe('When placement declared it lost (while it has not registered again).'),
   admin: z
     .object({
-      state: z.enum(['cordoned', 'draining', 'drained']),
-      by: z.string(),
-      reason: z.string(),
-      at: Timestamp,
-      drainedAt: Timestamp.optional(),
+      state: z.enum(['cordoned', 'draining', 'drained']).describe('Cordoned, or draining until NodeDrained, then drained.'),
+      by: z.string().describe('The operator who did it.'),
+      reason: z.string().describe('Why, in the operator\'s words.'),
+      at: Timestamp.describe('When it was recorded (placement clock).'),
+      drainedAt: Timestamp.optional().describe('When the drain completed (NodeDrained).'),
     })
     .optional()
     .describe('The operator\'s cordon or drain in force, with who, why and when.'),
@@ -74,7 +74,7 @@ export const NodeStatus = z.object({
 export type NodeStatus = z.output<typeof NodeStatus>;
 
 export const NodeAdminReply = z.object({
-  node: NodeStatus,
+  node: NodeStatus.describe('The node as it now stands.'),
   changed: z.boolean().describe('False when the node already was so: nothing was recorded.'),
   event: z.string().optional().describe('The event recorded, when one was.'),
 });

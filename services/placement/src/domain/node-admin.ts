@@ -89,14 +89,15 @@ export function decideNodeAdmin(state: PlacementState, command: NodeAdminCommand
  * marked `afterLoss`.
  */
 export function detectDrained(state: PlacementState, now: Date): NodeAdminDecision[] {
-  const out: NodeAdminDecision[] = [];
-  const nodes = [...state.nodes.values()].sort((a, b) => a.order - b.order);
-  for (const node of nodes) {
+  // Run after every event: only the (rare) drained nodes are sorted.
+  const done: NodeRecord[] = [];
+  for (const node of state.nodes.values()) {
     const admin = node.admin;
-    if (admin?.kind !== 'draining' || admin.drainedAt !== undefined || node.holds.size > 0) continue;
-    out.push({ type: 'NodeDrained', data: { nodeId: node.nodeId, requestedAt: admin.at, at: now.toISOString(), afterLoss: !node.registered && node.lostAt !== undefined } });
+    if (admin?.kind === 'draining' && admin.drainedAt === undefined && node.holds.size === 0) done.push(node);
   }
-  return out;
+  return done
+    .sort((a, b) => a.order - b.order)
+    .map((node) => ({ type: 'NodeDrained' as const, data: { nodeId: node.nodeId, requestedAt: node.admin!.at, at: now.toISOString(), afterLoss: !node.registered && node.lostAt !== undefined } }));
 }
 
 function adminState(admin: NonNullable<NodeRecord['admin']>): 'cordoned' | 'draining' | 'drained' {
