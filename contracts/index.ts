@@ -30,6 +30,7 @@ export * from './job-spec.js';
 export * from './keys.js';
 export * from './logs.js';
 export * from './message.js';
+export * from './node-admin.js';
 export * from './primitives.js';
 export * from './principal.js';
 export * from './queries.js';

@@ -22,6 +22,7 @@ import { EVERY_SERVICE, type CommandDefinition, type EventDefinition, type Messa
 import { queries } from './queries.js';
 import { quotaCommands, quotaEvents, quotaQueries } from './quotas.js';
 import { reportCommands, reportQueries } from './reports.js';
+import { nodeAdminCommands, nodeAdminQueries } from './node-admin.js';
 import { reportEvents } from './events/reports.js';
 
 type ByName<D extends readonly { name: string }[]> = { readonly [E in D[number] as E['name']]: E };
@@ -38,9 +39,9 @@ function byName<const D extends readonly { name: string }[]>(defs: D): ByName<D>
 /** Every event definition by type. */
 export const Events = byName([...jobEvents, ...estimateEvents, ...dataEvents, ...nodeEvents, ...ledgerEvents, ...auditEvents, ...digestEvents, ...keyEvents, ...reportEvents, ...quotaEvents, ...budgetEvents, ...leadershipEvents]);
 /** Every command definition by name. */
-export const Commands = byName([...commands, ...billingCommands, ...digestCommands, ...keyCommands, ...reportCommands, ...quotaCommands, ...budgetCommands]);
+export const Commands = byName([...commands, ...billingCommands, ...digestCommands, ...keyCommands, ...reportCommands, ...nodeAdminCommands, ...quotaCommands, ...budgetCommands]);
 /** Every query definition by name. */
-export const Queries = byName([...queries, ...feedQueries, ...auditQueries, ...billingQueries, ...keyQueries, ...reportQueries, ...quotaQueries, ...budgetQueries]);
+export const Queries = byName([...queries, ...feedQueries, ...auditQueries, ...billingQueries, ...keyQueries, ...reportQueries, ...nodeAdminQueries, ...quotaQueries, ...budgetQueries]);
 
 export type EventType = keyof typeof Events;
 export type CommandName = keyof typeof Commands;

@@ -1,6 +1,7 @@
 /**
  * Events of the node inventory: agents register their GPUs and send heartbeats; placement
- * declares a node lost when the heartbeats stop.
+ * declares a node lost when the heartbeats stop; the operator cordons, drains and uncordons a
+ * node, and placement records when a draining node has no work left (decision 0031).
  */
 import { z } from 'zod';
 import { defineEvent } from '../message.js';
@@ -71,6 +72,48 @@ export const NodeLost = z.object({
 });
 export type NodeLost = z.output<typeof NodeLost>;
 
+/** Who did an operator action on a node, for the record: set by the operator's CLI or by intake from the operator's API key. */
+const OperatorName = z.string().min(1).max(200).describe('The operator who did it: `operator <user>` (`gpunet nodes …` with the operator identity on NATS) or `operator key <team>/<keyId>` (through intake\'s HTTP API with a key of role operator).');
+const AdminReason = z.string().min(1).max(500).describe('Why, in the operator\'s words (shown by `gpunet nodes list`).');
+const RunningAttempts = z
+  .array(z.object({ jobId: JobId, attemptId: AttemptId }))
+  .describe('Attempts holding GPUs on the node when it was recorded: they keep running.');
+
+export const NodeCordoned = z.object({
+  nodeId: NodeId,
+  by: OperatorName,
+  reason: AdminReason,
+  at: Timestamp.describe('Placement clock: when it was recorded; from then on nothing new is placed on the node.'),
+  runningAttempts: RunningAttempts,
+});
+export type NodeCordoned = z.output<typeof NodeCordoned>;
+
+export const NodeDrainRequested = z.object({
+  nodeId: NodeId,
+  by: OperatorName,
+  reason: AdminReason,
+  at: Timestamp.describe('Placement clock: when it was recorded; from then on nothing new is placed on the node.'),
+  runningAttempts: RunningAttempts.describe('Attempts holding GPUs on the node when the drain was asked: the node is drained once every one has released its GPUs.'),
+});
+export type NodeDrainRequested = z.output<typeof NodeDrainRequested>;
+
+export const NodeDrained = z.object({
+  nodeId: NodeId,
+  requestedAt: Timestamp.describe('The `at` of the NodeDrainRequested this completes.'),
+  at: Timestamp.describe('Placement clock: when placement saw the node hold nothing any more (its last attempt released its GPUs, or the node was lost).'),
+  afterLoss: z.boolean().describe('True when the node was lost while draining: its attempts ended `node_lost` (requeued, not billed) rather than on their own.'),
+});
+export type NodeDrained = z.output<typeof NodeDrained>;
+
+export const NodeUncordoned = z.object({
+  nodeId: NodeId,
+  by: OperatorName,
+  reason: AdminReason.optional(),
+  at: Timestamp.describe('Placement clock: from then on the node takes new work again (while it is alive).'),
+  previous: z.enum(['cordoned', 'draining', 'drained']).describe('What the operator took back.'),
+});
+export type NodeUncordoned = z.output<typeof NodeUncordoned>;
+
 export const nodeEvents = [
   defineEvent({
     name: 'NodeRegistered',
@@ -92,5 +135,33 @@ export const nodeEvents = [
     producers: ['placement'],
     description: 'A node stopped answering; its running attempts are lost (a platform fault, not billed by default).',
     schema: NodeLost,
+  }),
+  defineEvent({
+    name: 'NodeCordoned',
+    version: 1,
+    producers: ['placement'],
+    description: 'The operator cordoned a node: nothing new is placed on it; what runs there keeps running.',
+    schema: NodeCordoned,
+  }),
+  defineEvent({
+    name: 'NodeDrainRequested',
+    version: 1,
+    producers: ['placement'],
+    description: 'The operator asked to drain a node: nothing new is placed on it, what runs there finishes, then placement records NodeDrained.',
+    schema: NodeDrainRequested,
+  }),
+  defineEvent({
+    name: 'NodeDrained',
+    version: 1,
+    producers: ['placement'],
+    description: 'A draining node holds no attempt any more: it may be taken down without losing work.',
+    schema: NodeDrained,
+  }),
+  defineEvent({
+    name: 'NodeUncordoned',
+    version: 1,
+    producers: ['placement'],
+    description: 'The operator took back a cordon or drain: the node takes new work again.',
+    schema: NodeUncordoned,
   }),
 ] as const;

@@ -1036,6 +1036,46 @@ ComputeReleased = TypedDict("ComputeReleased", {
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
+# Operator: place nothing new on this node (NodeCordoned); running attempts continue. Subject: `gpunet.cmd.CordonNode`. Schema version 1.
+CordonNode = TypedDict("CordonNode", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "reason": str,  # Why, for the record.
+    "by": NotRequired[str],  # Who does it, for the record (`operator <user>`); intake sets it from the operator's key.
+})
+
+# The operator's cordon or drain in force, with who, why and when.
+CordonNodeReplyNodeAdmin = TypedDict("CordonNodeReplyNodeAdmin", {
+    "state": Literal["cordoned", "draining", "drained"],  # Cordoned, or draining until NodeDrained, then drained.
+    "by": str,  # The operator who did it.
+    "reason": str,  # Why, in the operator's words.
+    "at": str,  # When it was recorded (placement clock).
+    "drainedAt": NotRequired[str],  # When the drain completed (NodeDrained).
+})
+
+# The node as it now stands.
+CordonNodeReplyNode = TypedDict("CordonNodeReplyNode", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "state": Literal["ready", "cordoned", "draining", "drained", "lost", "offline"],  # ready, cordoned, draining, drained, lost or offline (see NODE_STATES).
+    "hostname": NotRequired[str],  # Host name the agent registered with.
+    "gpus": int,  # GPUs (or declared slots) the node offers.
+    "gpusHeld": int,  # GPUs held by attempts now.
+    "gpuModels": List[str],  # The models of its GPUs.
+    "runningAttempts": int,  # Attempts holding GPUs on the node (placed, not yet released).
+    "lastHeartbeatAt": NotRequired[str],  # Placement clock: when its last heartbeat arrived (this placement process).
+    "heartbeatAgeMs": NotRequired[int],  # How long ago, at `at` of the reply.
+    "leaseMs": NotRequired[int],  # Silence longer than this and the node is declared lost.
+    "registeredAt": NotRequired[str],  # UTC instant, ISO-8601 with `Z`.
+    "lostAt": NotRequired[str],  # When placement declared it lost (while it has not registered again).
+    "admin": NotRequired[CordonNodeReplyNodeAdmin],  # The operator's cordon or drain in force, with who, why and when.
+})
+
+# Reply to CordonNode.
+CordonNodeReply = TypedDict("CordonNodeReply", {
+    "node": CordonNodeReplyNode,  # The node as it now stands.
+    "changed": bool,  # False when the node already was so: nothing was recorded.
+    "event": NotRequired[str],  # The event recorded, when one was.
+})
+
 # Issue an API key; the reply holds the key, once (role `operator`, or `admin` for its own team). Same as `POST /v1/keys`. Subject: `gpunet.cmd.CreateApiKey`. Schema version 1.
 CreateApiKey = TypedDict("CreateApiKey", {
     "team": NotRequired[str],  # The key's team; it must exist and not be disabled. Default: the caller's team.
@@ -1288,6 +1328,46 @@ DisableTeamReply = TypedDict("DisableTeamReply", {
     "createdAt": NotRequired[str],  # UTC instant, ISO-8601 with `Z`.
     "disabled": NotRequired[DisableTeamReplyDisabled],  # Present when the team is disabled.
     "activeKeys": int,  # Keys of the team that are neither revoked nor expired.
+})
+
+# Operator: place nothing new on this node and record NodeDrained once its running attempts have released their GPUs (NodeDrainRequested). Subject: `gpunet.cmd.DrainNode`. Schema version 1.
+DrainNode = TypedDict("DrainNode", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "reason": str,  # Why, for the record.
+    "by": NotRequired[str],  # Who does it, for the record (`operator <user>`); intake sets it from the operator's key.
+})
+
+# The operator's cordon or drain in force, with who, why and when.
+DrainNodeReplyNodeAdmin = TypedDict("DrainNodeReplyNodeAdmin", {
+    "state": Literal["cordoned", "draining", "drained"],  # Cordoned, or draining until NodeDrained, then drained.
+    "by": str,  # The operator who did it.
+    "reason": str,  # Why, in the operator's words.
+    "at": str,  # When it was recorded (placement clock).
+    "drainedAt": NotRequired[str],  # When the drain completed (NodeDrained).
+})
+
+# The node as it now stands.
+DrainNodeReplyNode = TypedDict("DrainNodeReplyNode", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "state": Literal["ready", "cordoned", "draining", "drained", "lost", "offline"],  # ready, cordoned, draining, drained, lost or offline (see NODE_STATES).
+    "hostname": NotRequired[str],  # Host name the agent registered with.
+    "gpus": int,  # GPUs (or declared slots) the node offers.
+    "gpusHeld": int,  # GPUs held by attempts now.
+    "gpuModels": List[str],  # The models of its GPUs.
+    "runningAttempts": int,  # Attempts holding GPUs on the node (placed, not yet released).
+    "lastHeartbeatAt": NotRequired[str],  # Placement clock: when its last heartbeat arrived (this placement process).
+    "heartbeatAgeMs": NotRequired[int],  # How long ago, at `at` of the reply.
+    "leaseMs": NotRequired[int],  # Silence longer than this and the node is declared lost.
+    "registeredAt": NotRequired[str],  # UTC instant, ISO-8601 with `Z`.
+    "lostAt": NotRequired[str],  # When placement declared it lost (while it has not registered again).
+    "admin": NotRequired[DrainNodeReplyNodeAdmin],  # The operator's cordon or drain in force, with who, why and when.
+})
+
+# Reply to DrainNode.
+DrainNodeReply = TypedDict("DrainNodeReply", {
+    "node": DrainNodeReplyNode,  # The node as it now stands.
+    "changed": bool,  # False when the node already was so: nothing was recorded.
+    "event": NotRequired[str],  # The event recorded, when one was.
 })
 
 # Operator: the recorder takes this node's reports signed with this key (NodeEnrolled). Subject: `gpunet.cmd.EnrollNode`. Schema version 1.
@@ -3221,6 +3301,39 @@ ListJobsReply = TypedDict("ListJobsReply", {
     "countsByTeam": NotRequired[List[ListJobsReplyCountsByTeamItem]],  # With `allTeams`: how many of the jobs that match every filter but `team` and `states` are of each team (teams with none left out), over every page: the group-by
 })
 
+ListNodeStates = Dict[str, Any]
+
+# The operator's cordon or drain in force, with who, why and when.
+ListNodeStatesReplyNodesItemAdmin = TypedDict("ListNodeStatesReplyNodesItemAdmin", {
+    "state": Literal["cordoned", "draining", "drained"],  # Cordoned, or draining until NodeDrained, then drained.
+    "by": str,  # The operator who did it.
+    "reason": str,  # Why, in the operator's words.
+    "at": str,  # When it was recorded (placement clock).
+    "drainedAt": NotRequired[str],  # When the drain completed (NodeDrained).
+})
+
+ListNodeStatesReplyNodesItem = TypedDict("ListNodeStatesReplyNodesItem", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "state": Literal["ready", "cordoned", "draining", "drained", "lost", "offline"],  # ready, cordoned, draining, drained, lost or offline (see NODE_STATES).
+    "hostname": NotRequired[str],  # Host name the agent registered with.
+    "gpus": int,  # GPUs (or declared slots) the node offers.
+    "gpusHeld": int,  # GPUs held by attempts now.
+    "gpuModels": List[str],  # The models of its GPUs.
+    "runningAttempts": int,  # Attempts holding GPUs on the node (placed, not yet released).
+    "lastHeartbeatAt": NotRequired[str],  # Placement clock: when its last heartbeat arrived (this placement process).
+    "heartbeatAgeMs": NotRequired[int],  # How long ago, at `at` of the reply.
+    "leaseMs": NotRequired[int],  # Silence longer than this and the node is declared lost.
+    "registeredAt": NotRequired[str],  # UTC instant, ISO-8601 with `Z`.
+    "lostAt": NotRequired[str],  # When placement declared it lost (while it has not registered again).
+    "admin": NotRequired[ListNodeStatesReplyNodesItemAdmin],  # The operator's cordon or drain in force, with who, why and when.
+})
+
+# Reply to ListNodeStates.
+ListNodeStatesReply = TypedDict("ListNodeStatesReply", {
+    "nodes": List[ListNodeStatesReplyNodesItem],  # Registration order.
+    "at": str,  # UTC instant, ISO-8601 with `Z`.
+})
+
 ListNodes = Dict[str, Any]
 
 ListNodesReplyNodesItem = TypedDict("ListNodesReplyNodesItem", {
@@ -3300,6 +3413,120 @@ LogLine = TypedDict("LogLine", {
     "stream": Literal["stdout", "stderr", "agent"],  # `stdout`/`stderr` of the job, or `agent` for the agent's own notices (time limit, kill).
     "line": str,  # The line, without its newline; long lines are cut.
     "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
+})
+
+NodeCordonedDataRunningAttemptsItem = TypedDict("NodeCordonedDataRunningAttemptsItem", {
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
+})
+
+# The operator cordoned a node: nothing new is placed on it; what runs there keeps running.
+NodeCordonedData = TypedDict("NodeCordonedData", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "by": str,  # The operator who did it: `operator <user>` (`gpunet nodes …` with the operator identity on NATS) or `operator key <team>/<keyId>` (through intake's HTTP API wit
+    "reason": str,  # Why, in the operator's words (shown by `gpunet nodes list`).
+    "at": str,  # Placement clock: when it was recorded; from then on nothing new is placed on the node.
+    "runningAttempts": List[NodeCordonedDataRunningAttemptsItem],  # Attempts holding GPUs on the node when it was recorded: they keep running.
+})
+
+# Metadata every event carries; covered by the hash chain.
+NodeCordonedMetadata = TypedDict("NodeCordonedMetadata", {
+    "correlationId": str,  # Ties together every event caused by one request.
+    "causationId": str,  # Id of the event or request that directly caused this one.
+    "jobId": NotRequired[str],  # The job the event concerns, if any (indexed for audit).
+    "team": NotRequired[str],  # The team the event concerns, if any (indexed for audit).
+    "producer": str,  # Service or client that produced the event, e.g. `intake`.
+    "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
+    "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
+})
+
+# The operator cordoned a node: nothing new is placed on it; what runs there keeps running. Subject: `gpunet.evt.NodeCordoned.*.*`. Schema version 1.
+NodeCordoned = TypedDict("NodeCordoned", {
+    "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
+    "revision": str,  # 0-based revision within the stream, as decimal text.
+    "position": str,  # Global position in the store, totally ordered, as decimal text.
+    "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
+    "type": Literal["NodeCordoned"],  # Always `NodeCordoned`.
+    "data": NodeCordonedData,  # The operator cordoned a node: nothing new is placed on it; what runs there keeps running.
+    "metadata": NodeCordonedMetadata,  # Metadata every event carries; covered by the hash chain.
+    "recordedAt": str,  # When the store recorded the event.
+    "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
+NodeDrainRequestedDataRunningAttemptsItem = TypedDict("NodeDrainRequestedDataRunningAttemptsItem", {
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
+})
+
+# The operator asked to drain a node: nothing new is placed on it, what runs there finishes, then placement records NodeDrained.
+NodeDrainRequestedData = TypedDict("NodeDrainRequestedData", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "by": str,  # The operator who did it: `operator <user>` (`gpunet nodes …` with the operator identity on NATS) or `operator key <team>/<keyId>` (through intake's HTTP API wit
+    "reason": str,  # Why, in the operator's words (shown by `gpunet nodes list`).
+    "at": str,  # Placement clock: when it was recorded; from then on nothing new is placed on the node.
+    "runningAttempts": List[NodeDrainRequestedDataRunningAttemptsItem],  # Attempts holding GPUs on the node when the drain was asked: the node is drained once every one has released its GPUs.
+})
+
+# Metadata every event carries; covered by the hash chain.
+NodeDrainRequestedMetadata = TypedDict("NodeDrainRequestedMetadata", {
+    "correlationId": str,  # Ties together every event caused by one request.
+    "causationId": str,  # Id of the event or request that directly caused this one.
+    "jobId": NotRequired[str],  # The job the event concerns, if any (indexed for audit).
+    "team": NotRequired[str],  # The team the event concerns, if any (indexed for audit).
+    "producer": str,  # Service or client that produced the event, e.g. `intake`.
+    "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
+    "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
+})
+
+# The operator asked to drain a node: nothing new is placed on it, what runs there finishes, then placement records NodeDrained. Subject: `gpunet.evt.NodeDrainRequested.*.*`. Schema version 1.
+NodeDrainRequested = TypedDict("NodeDrainRequested", {
+    "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
+    "revision": str,  # 0-based revision within the stream, as decimal text.
+    "position": str,  # Global position in the store, totally ordered, as decimal text.
+    "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
+    "type": Literal["NodeDrainRequested"],  # Always `NodeDrainRequested`.
+    "data": NodeDrainRequestedData,  # The operator asked to drain a node: nothing new is placed on it, what runs there finishes, then placement records NodeDrained.
+    "metadata": NodeDrainRequestedMetadata,  # Metadata every event carries; covered by the hash chain.
+    "recordedAt": str,  # When the store recorded the event.
+    "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
+# A draining node holds no attempt any more: it may be taken down without losing work.
+NodeDrainedData = TypedDict("NodeDrainedData", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "requestedAt": str,  # The `at` of the NodeDrainRequested this completes.
+    "at": str,  # Placement clock: when placement saw the node hold nothing any more (its last attempt released its GPUs, or the node was lost).
+    "afterLoss": bool,  # True when the node was lost while draining: its attempts ended `node_lost` (requeued, not billed) rather than on their own.
+})
+
+# Metadata every event carries; covered by the hash chain.
+NodeDrainedMetadata = TypedDict("NodeDrainedMetadata", {
+    "correlationId": str,  # Ties together every event caused by one request.
+    "causationId": str,  # Id of the event or request that directly caused this one.
+    "jobId": NotRequired[str],  # The job the event concerns, if any (indexed for audit).
+    "team": NotRequired[str],  # The team the event concerns, if any (indexed for audit).
+    "producer": str,  # Service or client that produced the event, e.g. `intake`.
+    "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
+    "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
+})
+
+# A draining node holds no attempt any more: it may be taken down without losing work. Subject: `gpunet.evt.NodeDrained.*.*`. Schema version 1.
+NodeDrained = TypedDict("NodeDrained", {
+    "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
+    "revision": str,  # 0-based revision within the stream, as decimal text.
+    "position": str,  # Global position in the store, totally ordered, as decimal text.
+    "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
+    "type": Literal["NodeDrained"],  # Always `NodeDrained`.
+    "data": NodeDrainedData,  # A draining node holds no attempt any more: it may be taken down without losing work.
+    "metadata": NodeDrainedMetadata,  # Metadata every event carries; covered by the hash chain.
+    "recordedAt": str,  # When the store recorded the event.
+    "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
 # The recorder takes reports from this node signed with this key (a later enrollment of the node replaces the key).
@@ -3678,6 +3905,41 @@ NodeReportRefused = TypedDict("NodeReportRefused", {
     "type": Literal["NodeReportRefused"],  # Always `NodeReportRefused`.
     "data": NodeReportRefusedData,  # The recorder refused a report of a node: nothing of it was recorded or billed.
     "metadata": NodeReportRefusedMetadata,  # Metadata every event carries; covered by the hash chain.
+    "recordedAt": str,  # When the store recorded the event.
+    "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
+})
+
+# The operator took back a cordon or drain: the node takes new work again.
+NodeUncordonedData = TypedDict("NodeUncordonedData", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "by": str,  # The operator who did it: `operator <user>` (`gpunet nodes …` with the operator identity on NATS) or `operator key <team>/<keyId>` (through intake's HTTP API wit
+    "reason": NotRequired[str],  # Why, in the operator's words (shown by `gpunet nodes list`).
+    "at": str,  # Placement clock: from then on the node takes new work again (while it is alive).
+    "previous": Literal["cordoned", "draining", "drained"],  # What the operator took back.
+})
+
+# Metadata every event carries; covered by the hash chain.
+NodeUncordonedMetadata = TypedDict("NodeUncordonedMetadata", {
+    "correlationId": str,  # Ties together every event caused by one request.
+    "causationId": str,  # Id of the event or request that directly caused this one.
+    "jobId": NotRequired[str],  # The job the event concerns, if any (indexed for audit).
+    "team": NotRequired[str],  # The team the event concerns, if any (indexed for audit).
+    "producer": str,  # Service or client that produced the event, e.g. `intake`.
+    "occurredAt": str,  # When the producer observed or decided the fact (producer clock).
+    "schemaVersion": NotRequired[int],  # Schema version of `data` when it was written; absent means 1.
+    "traceparent": NotRequired[str],  # W3C trace context of the work that produced the event, present only while tracing is on; sent on as the `traceparent` message header (docs/observability.md).
+    "tracestate": NotRequired[str],  # W3C `tracestate` that goes with `traceparent`, when there is one.
+})
+
+# The operator took back a cordon or drain: the node takes new work again. Subject: `gpunet.evt.NodeUncordoned.*.*`. Schema version 1.
+NodeUncordoned = TypedDict("NodeUncordoned", {
+    "streamId": str,  # Event store stream the event belongs to, e.g. `job-job_01jz8k4m2n`.
+    "revision": str,  # 0-based revision within the stream, as decimal text.
+    "position": str,  # Global position in the store, totally ordered, as decimal text.
+    "eventId": str,  # Event id (UUID): the idempotency key in the event store and `Nats-Msg-Id` on the bus.
+    "type": Literal["NodeUncordoned"],  # Always `NodeUncordoned`.
+    "data": NodeUncordonedData,  # The operator took back a cordon or drain: the node takes new work again.
+    "metadata": NodeUncordonedMetadata,  # Metadata every event carries; covered by the hash chain.
     "recordedAt": str,  # When the store recorded the event.
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
@@ -4521,6 +4783,46 @@ TeamDisabled = TypedDict("TeamDisabled", {
     "hash": str,  # Hex sha256 chaining this event to the previous one of its stream (HMAC when a chain key is set).
 })
 
+# Operator: take back a cordon or drain; the node takes new work again (NodeUncordoned). Subject: `gpunet.cmd.UncordonNode`. Schema version 1.
+UncordonNode = TypedDict("UncordonNode", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "reason": NotRequired[str],  # Why, for the record.
+    "by": NotRequired[str],  # Who does it, for the record (`operator <user>`); intake sets it from the operator's key.
+})
+
+# The operator's cordon or drain in force, with who, why and when.
+UncordonNodeReplyNodeAdmin = TypedDict("UncordonNodeReplyNodeAdmin", {
+    "state": Literal["cordoned", "draining", "drained"],  # Cordoned, or draining until NodeDrained, then drained.
+    "by": str,  # The operator who did it.
+    "reason": str,  # Why, in the operator's words.
+    "at": str,  # When it was recorded (placement clock).
+    "drainedAt": NotRequired[str],  # When the drain completed (NodeDrained).
+})
+
+# The node as it now stands.
+UncordonNodeReplyNode = TypedDict("UncordonNodeReplyNode", {
+    "nodeId": str,  # Execution node (one agent process) id, e.g. `node-a100-01`.
+    "state": Literal["ready", "cordoned", "draining", "drained", "lost", "offline"],  # ready, cordoned, draining, drained, lost or offline (see NODE_STATES).
+    "hostname": NotRequired[str],  # Host name the agent registered with.
+    "gpus": int,  # GPUs (or declared slots) the node offers.
+    "gpusHeld": int,  # GPUs held by attempts now.
+    "gpuModels": List[str],  # The models of its GPUs.
+    "runningAttempts": int,  # Attempts holding GPUs on the node (placed, not yet released).
+    "lastHeartbeatAt": NotRequired[str],  # Placement clock: when its last heartbeat arrived (this placement process).
+    "heartbeatAgeMs": NotRequired[int],  # How long ago, at `at` of the reply.
+    "leaseMs": NotRequired[int],  # Silence longer than this and the node is declared lost.
+    "registeredAt": NotRequired[str],  # UTC instant, ISO-8601 with `Z`.
+    "lostAt": NotRequired[str],  # When placement declared it lost (while it has not registered again).
+    "admin": NotRequired[UncordonNodeReplyNodeAdmin],  # The operator's cordon or drain in force, with who, why and when.
+})
+
+# Reply to UncordonNode.
+UncordonNodeReply = TypedDict("UncordonNodeReply", {
+    "node": UncordonNodeReplyNode,  # The node as it now stands.
+    "changed": bool,  # False when the node already was so: nothing was recorded.
+    "event": NotRequired[str],  # The event recorded, when one was.
+})
+
 # One billed (or waived) run attempt: held → finished time, rate, amount and the rounding rule used.
 UsageRecordedData = TypedDict("UsageRecordedData", {
     "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
@@ -4632,6 +4934,8 @@ __all__ = [
     "ClearBudgetReply",
     "ComputeHeld",
     "ComputeReleased",
+    "CordonNode",
+    "CordonNodeReply",
     "CreateApiKey",
     "CreateApiKeyReply",
     "CreateTeam",
@@ -4641,6 +4945,8 @@ __all__ = [
     "DeadLetter",
     "DisableTeam",
     "DisableTeamReply",
+    "DrainNode",
+    "DrainNodeReply",
     "EnrollNode",
     "EnrollNodeReply",
     "Estimate",
@@ -4696,6 +5002,8 @@ __all__ = [
     "ListInvoicesReply",
     "ListJobs",
     "ListJobsReply",
+    "ListNodeStates",
+    "ListNodeStatesReply",
     "ListNodes",
     "ListNodesReply",
     "ListPriceLists",
@@ -4703,6 +5011,9 @@ __all__ = [
     "ListTeams",
     "ListTeamsReply",
     "LogLine",
+    "NodeCordoned",
+    "NodeDrainRequested",
+    "NodeDrained",
     "NodeEnrolled",
     "NodeHeartbeat",
     "NodeHeartbeatMessage",
@@ -4715,6 +5026,7 @@ __all__ = [
     "NodeReport",
     "NodeReportReply",
     "NodeReportRefused",
+    "NodeUncordoned",
     "OutputsStored",
     "PriceListPublished",
     "PublishPriceList",
@@ -4750,6 +5062,8 @@ __all__ = [
     "SubmitJobReply",
     "TeamCreated",
     "TeamDisabled",
+    "UncordonNode",
+    "UncordonNodeReply",
     "UsageRecorded",
     "VerifyChain",
     "VerifyChainReply",

@@ -481,6 +481,83 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/nodes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every node placement knows: state (ready, cordoned, draining, drained, lost, offline), host, GPUs total and held, running attempts, last heartbeat, the cordon or drain in force (role `operator`) */
+        get: operations["listNodes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/nodes/{nodeId}/cordon": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cordon a node: nothing new is placed on it, what runs there keeps running (role `operator`)
+         * @description Records `NodeCordoned` (the operator named from the key, the reason, when). `reason` is required. A node already so records nothing (`changed: false`). A node id placement does not know is 400 on `nodeId` (see `GET /v1/nodes`). Every role but `operator` is 403.
+         */
+        post: operations["cordonNode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/nodes/{nodeId}/drain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Drain a node: nothing new is placed on it; it is recorded drained once its running attempts have released their GPUs (role `operator`)
+         * @description Records `NodeDrainRequested`, then `NodeDrained`. `reason` is required. Follow it with `GET /v1/nodes`. A node already so records nothing (`changed: false`). A node id placement does not know is 400 on `nodeId` (see `GET /v1/nodes`). Every role but `operator` is 403.
+         */
+        post: operations["drainNode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/nodes/{nodeId}/uncordon": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take back a cordon or drain: the node takes new work again (role `operator`)
+         * @description Records `NodeUncordoned`. A node already so records nothing (`changed: false`). A node id placement does not know is 400 on `nodeId` (see `GET /v1/nodes`). Every role but `operator` is 403.
+         */
+        post: operations["uncordonNode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/teams": {
         parameters: {
             query?: never;
@@ -3046,6 +3123,145 @@ export interface components {
             /** @description Keys of the team that are neither revoked nor expired. */
             activeKeys: number;
         };
+        NodeAdminRequest: {
+            /** @description Why, for the record (required to cordon or drain). */
+            reason?: string;
+        };
+        NodeAdminReply: {
+            /** @description The node as it now stands. */
+            node: {
+                /** @description Execution node (one agent process) id, e.g. `node-a100-01`. */
+                nodeId: string;
+                /**
+                 * @description ready, cordoned, draining, drained, lost or offline (see NODE_STATES).
+                 * @enum {string}
+                 */
+                state: "ready" | "cordoned" | "draining" | "drained" | "lost" | "offline";
+                /** @description Host name the agent registered with. */
+                hostname?: string;
+                /** @description GPUs (or declared slots) the node offers. */
+                gpus: number;
+                /** @description GPUs held by attempts now. */
+                gpusHeld: number;
+                /** @description The models of its GPUs. */
+                gpuModels: string[];
+                /** @description Attempts holding GPUs on the node (placed, not yet released). */
+                runningAttempts: number;
+                /**
+                 * Format: date-time
+                 * @description Placement clock: when its last heartbeat arrived (this placement process).
+                 */
+                lastHeartbeatAt?: string;
+                /** @description How long ago, at `at` of the reply. */
+                heartbeatAgeMs?: number;
+                /** @description Silence longer than this and the node is declared lost. */
+                leaseMs?: number;
+                /**
+                 * Format: date-time
+                 * @description UTC instant, ISO-8601 with `Z`.
+                 */
+                registeredAt?: string;
+                /**
+                 * Format: date-time
+                 * @description When placement declared it lost (while it has not registered again).
+                 */
+                lostAt?: string;
+                /** @description The operator's cordon or drain in force, with who, why and when. */
+                admin?: {
+                    /**
+                     * @description Cordoned, or draining until NodeDrained, then drained.
+                     * @enum {string}
+                     */
+                    state: "cordoned" | "draining" | "drained";
+                    /** @description The operator who did it. */
+                    by: string;
+                    /** @description Why, in the operator's words. */
+                    reason: string;
+                    /**
+                     * Format: date-time
+                     * @description When it was recorded (placement clock).
+                     */
+                    at: string;
+                    /**
+                     * Format: date-time
+                     * @description When the drain completed (NodeDrained).
+                     */
+                    drainedAt?: string;
+                };
+            };
+            /** @description False when the node already was so: nothing was recorded. */
+            changed: boolean;
+            /** @description The event recorded, when one was. */
+            event?: string;
+        };
+        ListNodeStatesReply: {
+            /** @description Registration order. */
+            nodes: {
+                /** @description Execution node (one agent process) id, e.g. `node-a100-01`. */
+                nodeId: string;
+                /**
+                 * @description ready, cordoned, draining, drained, lost or offline (see NODE_STATES).
+                 * @enum {string}
+                 */
+                state: "ready" | "cordoned" | "draining" | "drained" | "lost" | "offline";
+                /** @description Host name the agent registered with. */
+                hostname?: string;
+                /** @description GPUs (or declared slots) the node offers. */
+                gpus: number;
+                /** @description GPUs held by attempts now. */
+                gpusHeld: number;
+                /** @description The models of its GPUs. */
+                gpuModels: string[];
+                /** @description Attempts holding GPUs on the node (placed, not yet released). */
+                runningAttempts: number;
+                /**
+                 * Format: date-time
+                 * @description Placement clock: when its last heartbeat arrived (this placement process).
+                 */
+                lastHeartbeatAt?: string;
+                /** @description How long ago, at `at` of the reply. */
+                heartbeatAgeMs?: number;
+                /** @description Silence longer than this and the node is declared lost. */
+                leaseMs?: number;
+                /**
+                 * Format: date-time
+                 * @description UTC instant, ISO-8601 with `Z`.
+                 */
+                registeredAt?: string;
+                /**
+                 * Format: date-time
+                 * @description When placement declared it lost (while it has not registered again).
+                 */
+                lostAt?: string;
+                /** @description The operator's cordon or drain in force, with who, why and when. */
+                admin?: {
+                    /**
+                     * @description Cordoned, or draining until NodeDrained, then drained.
+                     * @enum {string}
+                     */
+                    state: "cordoned" | "draining" | "drained";
+                    /** @description The operator who did it. */
+                    by: string;
+                    /** @description Why, in the operator's words. */
+                    reason: string;
+                    /**
+                     * Format: date-time
+                     * @description When it was recorded (placement clock).
+                     */
+                    at: string;
+                    /**
+                     * Format: date-time
+                     * @description When the drain completed (NodeDrained).
+                     */
+                    drainedAt?: string;
+                };
+            }[];
+            /**
+             * Format: date-time
+             * @description UTC instant, ISO-8601 with `Z`.
+             */
+            at: string;
+        };
         /** @description The teams. */
         ListTeamsReply: {
             /** @description Sorted by id. */
@@ -4567,6 +4783,122 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             502: components["responses"]["BadGateway"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listNodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The nodes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListNodeStatesReply"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    cordonNode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description As listed by `GET /v1/nodes`. */
+                nodeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["NodeAdminRequest"];
+            };
+        };
+        responses: {
+            /** @description The node as it now stands. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeAdminReply"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    drainNode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description As listed by `GET /v1/nodes`. */
+                nodeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["NodeAdminRequest"];
+            };
+        };
+        responses: {
+            /** @description The node as it now stands. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeAdminReply"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    uncordonNode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description As listed by `GET /v1/nodes`. */
+                nodeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["NodeAdminRequest"];
+            };
+        };
+        responses: {
+            /** @description The node as it now stands. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeAdminReply"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             503: components["responses"]["Unavailable"];
         };
     };

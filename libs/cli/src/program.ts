@@ -20,7 +20,7 @@ import { verify } from './commands/verify.js';
 import { invoiceShow, invoicesList, isInvoiceId } from './commands/invoices.js';
 import { ledgerRebuild } from './commands/ledger.js';
 import { keysCreate, keysList, keysRevoke, teamsCreate, teamsDisable, teamsList, teamsShow, type KeysCreateFlags } from './commands/keys.js';
-import { natsAuthorization, natsConfig, natsKeys, nodeJoin, nodesEnroll, nodesList, nodesToken } from './commands/nodes.js';
+import { natsAuthorization, natsConfig, natsKeys, nodeJoin, nodesAdmin, nodesEnroll, nodesList, nodesToken, type NodeAdminOptions } from './commands/nodes.js';
 import { top, type TopOptions } from './commands/top.js';
 import { pricesList, pricesPublish } from './commands/prices.js';
 import { quotaSet, quotaShow, type QuotaSetFlags } from './commands/quota.js';
@@ -316,9 +316,24 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .option('--nats <url>', 'NATS URL of the network; default env GPUNET_NATS_URL, else the one in <data-dir>/state.json')
     .action(run((ctx, nodeId: string, opts) => nodesEnroll(ctx, nodeId, opts as Parameters<typeof nodesEnroll>[2])));
   withBaseOptions(nodes.command('list').exitOverride().showHelpAfterError('(add --help for usage)'))
-    .description('every enrolled node, its key and who enrolled it')
+    .description('every node: state (ready, cordoned, draining, drained, lost, offline), host, GPUs held/total, running attempts, last heartbeat, why it is cordoned or drained')
     .option('--nats <url>', 'NATS URL of the network; default env GPUNET_NATS_URL, else the one in <data-dir>/state.json')
     .action(run((ctx, opts) => nodesList(ctx, opts as Parameters<typeof nodesList>[1])));
+  const nodeAdmin = (action: 'cordon' | 'drain' | 'uncordon', description: string) =>
+    withBaseOptions(nodes.command(action).exitOverride().showHelpAfterError('(add --help for usage)'))
+      .description(description)
+      .argument('<nodeId>', 'as shown by `gpunet nodes list`')
+      .option('--reason <text>', action === 'uncordon' ? 'why, for the record' : 'why, for the record and `gpunet nodes list` (required)')
+      .option('--by <who>', 'who does it, for the record (default: operator <your user name>)')
+      .option('--nats <url>', 'NATS URL of the network; default env GPUNET_NATS_URL, else the one in <data-dir>/state.json');
+  nodeAdmin('cordon', 'place nothing new on the node (NodeCordoned); what runs there keeps running (operator)')
+    .action(run((ctx, nodeId: string, opts) => nodesAdmin(ctx, 'cordon', nodeId, opts as NodeAdminOptions)));
+  nodeAdmin('drain', 'place nothing new on the node and let what runs there finish; it is drained once its last attempt has released its GPUs (NodeDrainRequested, NodeDrained) (operator)')
+    .option('--wait', 'then follow the node until it is drained, showing its running attempts')
+    .option('--timeout <duration>', 'with --wait: give up after this long (exit 1)', '24h')
+    .action(run((ctx, nodeId: string, opts) => nodesAdmin(ctx, 'drain', nodeId, opts as NodeAdminOptions)));
+  nodeAdmin('uncordon', 'take back a cordon or drain: the node takes new work again (NodeUncordoned) (operator)')
+    .action(run((ctx, nodeId: string, opts) => nodesAdmin(ctx, 'uncordon', nodeId, opts as NodeAdminOptions)));
   withBaseOptions(nodes.command('token').exitOverride().showHelpAfterError('(add --help for usage)'))
     .description('a one-time token a GPU machine joins as this node with (`gpunet node join`); only its hash is recorded (NodeJoinTokenIssued); printed once')
     .argument('<nodeId>', 'the node id the machine will join as')

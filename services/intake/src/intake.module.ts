@@ -1,3 +1,5 @@
+import { NodesHttpController } from './nodes/nodes.http.controller.js';
+import { NodesService } from './nodes/nodes.service.js';
 import { Module, type Type } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { AuditHttpController } from './audit/audit.http.controller.js';
@@ -59,8 +61,9 @@ export interface IntakeStartState {
  */
 export function intakeModule(started: () => IntakeStartState): Type<unknown> {
   @Module({
-    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, ChargesNatsController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController, QueueHttpController, CapacityHttpController, AuditHttpController, InvoicesHttpController, PricesHttpController, LedgerHttpController, BillingNatsController, TeamsHttpController, KeysHttpController, KeysNatsController, FeedHttpController, FeedNatsController, UploadsHttpController, QuotasHttpController, QuotasNatsController, BudgetsHttpController, BudgetsNatsController, ConsoleHttpController, WhoAmIHttpController, TeamQueueHttpController],
+    controllers: [JobsHttpController, LogsHttpController, OutputsHttpController, ChargesHttpController, ChargesNatsController, HealthHttpController, JobsNatsController, EstimateHttpController, EstimateNatsController, QueueHttpController, CapacityHttpController, AuditHttpController, InvoicesHttpController, PricesHttpController, LedgerHttpController, BillingNatsController, TeamsHttpController, KeysHttpController, KeysNatsController, FeedHttpController, FeedNatsController, UploadsHttpController, QuotasHttpController, QuotasNatsController, BudgetsHttpController, BudgetsNatsController, ConsoleHttpController, WhoAmIHttpController, TeamQueueHttpController, NodesHttpController],
     providers: [
+      NodesService,
       { provide: Authenticator, useFactory: () => started().authenticator },
       { provide: JobViewsFeed, useFactory: () => started().feed },
       { provide: KeyRingFeed, useFactory: () => started().keyRing },

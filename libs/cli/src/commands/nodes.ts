@@ -1,12 +1,13 @@
 /**
  * `gpunet nodes enroll <nodeId> --public-key U…` and `gpunet nodes list`: the execution nodes
- * whose reports the recorder records, and their keys (decision 0015). `gpunet nodes token`,
+ * whose reports the recorder records, and their keys (decision 0015), with placement's view of each
+ * (state, GPUs, attempts, heartbeat). `gpunet nodes cordon|drain|uncordon`: placement's (decision 0031). `gpunet nodes token`,
  * `gpunet node join` and `gpunet nats authorization`: a machine joins with a one-time token
  * (decision 0022). Operator commands: they
  * talk to the recorder over NATS (`gpunet.cmd.EnrollNode`, `gpunet.qry.execution.ListNodes`),
  * authenticated with the operator's key file when `GPUNET_NATS_NKEY_FILE` is set.
  */
-import { Commands, ListNodesReply, parseDuration, SERVICE_NAMES, querySubject, type EnrollNodeReply, type IssueJoinTokenReply, type JoinNodeReply } from '#contracts';
+import { Commands, ListNodesReply, ListNodeStatesReply, parseDuration, Queries, SERVICE_NAMES, querySubject, type EnrollNodeReply, type IssueJoinTokenReply, type JoinNodeReply, type NodeAdminReply, type NodeStatus } from '#contracts';
 import { createIdentityFile, identityName, inboxPrefix, loadIdentityFile, natsAuthOptions } from '#identity';
 import { requestQuery } from '#messaging';
 import { ensureKeyFiles, operatorKeyFileOf, routePassword, writeAuthorizationFile, writeClusterServerConfig, writeNatsConfig } from '../local/identities.js';
@@ -21,7 +22,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { CommandContext } from '../context.js';
 import { LocalNetworkError, UsageError } from '../errors.js';
 import { EXIT, type ExitCode } from '../exit-codes.js';
-import { table } from '../format.js';
+import { formatDuration, table } from '../format.js';
 
 export interface NodesOptions {
   nats?: string;
@@ -50,13 +51,132 @@ export async function nodesEnroll(ctx: CommandContext, nodeId: string, opts: Nod
   }
 }
 
+/** One row of `gpunet nodes list`: placement's view of a node, or an enrolled node placement has not heard of. */
+export type NodeListEntry = NodeStatus & { enrolled: boolean; publicKey?: string };
+
+/**
+ * Every node: placement's (state, GPUs, attempts, heartbeat, cordon or drain) joined with the
+ * recorder's enrollments; an enrolled node that never registered is `offline`. Pure.
+ */
+export function mergeNodeViews(placement: readonly NodeStatus[], enrolled: ListNodesReply['nodes']): NodeListEntry[] {
+  const keys = new Map(enrolled.map((n) => [n.nodeId, n.publicKey]));
+  const rows: NodeListEntry[] = placement.map((n) => ({ ...n, enrolled: keys.has(n.nodeId), ...(keys.has(n.nodeId) ? { publicKey: keys.get(n.nodeId)! } : {}) }));
+  const seen = new Set(placement.map((n) => n.nodeId));
+  for (const e of enrolled) {
+    if (!seen.has(e.nodeId)) rows.push({ nodeId: e.nodeId, state: 'offline', gpus: 0, gpusHeld: 0, gpuModels: [], runningAttempts: 0, enrolled: true, publicKey: e.publicKey });
+  }
+  return rows;
+}
+
+/** The table of `gpunet nodes list`. Pure. */
+export function nodesTable(rows: readonly NodeListEntry[]): string {
+  return table(
+    ['NODE', 'STATE', 'HOST', 'GPUS HELD/TOTAL', 'MODELS', 'ATTEMPTS', 'HEARTBEAT', 'REASON'],
+    rows.map((n) => [
+      n.nodeId,
+      n.state,
+      n.hostname ?? '-',
+      `${n.gpusHeld}/${n.gpus}`,
+      n.gpuModels.join(',') || '-',
+      String(n.runningAttempts),
+      n.heartbeatAgeMs !== undefined ? `${formatDuration(Math.round(n.heartbeatAgeMs / 1000) * 1000)} ago` : '-',
+      n.admin ? `${n.admin.reason} (${n.admin.by}, ${n.admin.at})` : n.state === 'lost' && n.lostAt ? `lost at ${n.lostAt}` : n.enrolled || n.state !== 'offline' ? '' : 'not enrolled',
+    ]),
+  );
+}
+
+/** The remote refusal of a node command as a usage error (exit 2), its issues kept: an unknown node id, a missing reason. */
+function asUsage(err: unknown): never {
+  const e = err as { code?: string; message?: string; issues?: readonly { path: string; message: string; fix?: string }[] };
+  if (e?.code === 'validation_failed') throw new UsageError(e.message ?? 'refused', (e.issues ?? []).map((i) => ({ path: i.path === 'nodeId' ? '<nodeId>' : i.path === 'reason' ? '--reason' : i.path, message: i.message, ...(i.fix ? { fix: i.fix } : {}) })), { cause: err });
+  throw err;
+}
+
+async function listNodeStates(nc: NatsConnection): Promise<ListNodeStatesReply> {
+  return requestQuery<ListNodeStatesReply>(nc, Queries.ListNodeStates.subject, {}, { response: ListNodeStatesReply });
+}
+
 export async function nodesList(ctx: CommandContext, opts: NodesOptions): Promise<ExitCode> {
   const nc = await operatorConnection(ctx, opts);
   try {
-    const reply = await requestQuery<ListNodesReply>(nc, querySubject('execution', 'ListNodes'), {}, { response: ListNodesReply });
-    ctx.out.doc(reply);
-    ctx.out.line(reply.nodes.length === 0 ? 'no nodes enrolled' : table(['NODE', 'PUBLIC KEY', 'ENROLLED BY', 'AT'], reply.nodes.map((n) => [n.nodeId, n.publicKey, n.enrolledBy, n.enrolledAt])));
+    const [states, enrolled] = await Promise.all([
+      listNodeStates(nc),
+      requestQuery<ListNodesReply>(nc, querySubject('execution', 'ListNodes'), {}, { response: ListNodesReply }).catch((err: unknown) => {
+        ctx.out.note(`the recorder did not list enrolled nodes (${(err as Error).message}): only nodes placement knows are shown`);
+        return { nodes: [] } as ListNodesReply;
+      }),
+    ]);
+    const rows = mergeNodeViews(states.nodes, enrolled.nodes);
+    ctx.out.doc({ nodes: rows, at: states.at });
+    ctx.out.line(rows.length === 0 ? 'no nodes: none has registered or been enrolled (`gpunet nodes token <nodeId>` lets a machine join)' : nodesTable(rows));
     return EXIT.ok;
+  } finally {
+    await nc.close();
+  }
+}
+
+export interface NodeAdminOptions extends NodesOptions {
+  reason?: string;
+  by?: string;
+  wait?: boolean;
+  timeout?: string;
+}
+
+const NODE_ADMIN = {
+  cordon: Commands.CordonNode,
+  drain: Commands.DrainNode,
+  uncordon: Commands.UncordonNode,
+} as const;
+
+/**
+ * `gpunet nodes cordon|drain|uncordon <nodeId> --reason "…"` (operator, decision 0031): placement
+ * records the change and answers with the node as it now stands. `drain --wait` then follows the
+ * node until it is drained, printing each change of its running attempts.
+ */
+export async function nodesAdmin(ctx: CommandContext, action: keyof typeof NODE_ADMIN, nodeId: string, opts: NodeAdminOptions): Promise<ExitCode> {
+  if (action !== 'uncordon' && (opts.reason === undefined || opts.reason.trim() === '')) {
+    throw new UsageError(`--reason is required to ${action} a node`, [{ path: '--reason', message: 'missing', fix: `say why, for the record and for \`gpunet nodes list\`: \`gpunet nodes ${action} ${nodeId} --reason "replace GPU 3"\`` }]);
+  }
+  if (opts.wait && action !== 'drain') throw new UsageError('--wait is for `gpunet nodes drain`', [{ path: '--wait', message: `not used by ${action}`, fix: `leave --wait out, or run \`gpunet nodes drain ${nodeId} --wait\`` }]);
+  const timeoutMs = opts.timeout !== undefined ? parseDuration(opts.timeout) : 24 * 3_600_000;
+  if (timeoutMs === undefined || timeoutMs <= 0) throw new UsageError(`--timeout must be a duration such as 30m, got \`${opts.timeout}\``, [{ path: '--timeout', message: 'must be a duration', fix: 'write e.g. `--timeout 30m`' }]);
+  const command = NODE_ADMIN[action];
+  const nc = await operatorConnection(ctx, opts);
+  try {
+    const request = { nodeId, by: opts.by ?? `operator ${userInfo().username}`, ...(opts.reason !== undefined ? { reason: opts.reason } : {}) };
+    const reply = await requestQuery<NodeAdminReply>(nc, command.subject, request, { request: command.schema, response: command.replySchema }).catch(asUsage);
+    const n = reply.node;
+    const running = `${n.runningAttempts} attempt(s) running, ${n.gpusHeld}/${n.gpus} GPUs held`;
+    const line = reply.changed ? `node ${nodeId}${n.hostname ? ` (${n.hostname})` : ''} is ${n.state} (${reply.event}): ${running}` : `node ${nodeId} already is ${n.state}: nothing changed (${running})`;
+    if (!(opts.wait && n.state === 'draining')) {
+      ctx.out.doc(reply);
+      ctx.out.line(line);
+      return EXIT.ok;
+    }
+    ctx.out.note(line);
+    const deadline = Date.now() + timeoutMs;
+    let last = n;
+    let shown = `${n.runningAttempts}/${n.gpusHeld}`;
+    for (;;) {
+      if (Date.now() > deadline) {
+        ctx.out.doc({ ...reply, node: last, timedOut: true });
+        ctx.out.line(`node ${nodeId} still ${last.state} after ${opts.timeout ?? '24h'}: ${last.runningAttempts} attempt(s) running`);
+        return EXIT.failure;
+      }
+      await new Promise((r) => setTimeout(r, 500));
+      const now = (await listNodeStates(nc)).nodes.find((x) => x.nodeId === nodeId);
+      if (!now) throw new UsageError(`node ${nodeId} is no longer known to placement`, [{ path: '<nodeId>', message: 'gone from the node list', fix: 'see `gpunet nodes list`' }]);
+      last = now;
+      if (now.state !== 'draining') break;
+      const progress = `${now.runningAttempts}/${now.gpusHeld}`;
+      if (progress !== shown) {
+        shown = progress;
+        ctx.out.note(`node ${nodeId} draining: ${now.runningAttempts} attempt(s) still running, ${now.gpusHeld}/${now.gpus} GPUs held`);
+      }
+    }
+    ctx.out.doc({ ...reply, node: last });
+    ctx.out.line(last.state === 'drained' ? `node ${nodeId} drained at ${last.admin?.drainedAt ?? '?'}: nothing runs there, it may be taken down` : `node ${nodeId} is ${last.state} (no longer draining)`);
+    return last.state === 'drained' || last.state === 'offline' ? EXIT.ok : EXIT.failure;
   } finally {
     await nc.close();
   }

@@ -28,7 +28,8 @@ export type Action =
   | 'quotas:read-all-teams'
   | 'budgets:read'
   | 'budgets:manage'
-  | 'audit:chain';
+  | 'audit:chain'
+  | 'nodes:manage';
 
 /**
  * - `producer`: submits, cancels and reads its team's jobs and charges (not its invoices);
@@ -37,7 +38,8 @@ export type Action =
  * - `admin`: everything within its team, including its team's keys (issuing only roles
  *   {@link TEAM_ADMIN_ISSUABLE}: the others reach beyond one team);
  * - `operator`: the network's: creates and disables teams, issues and revokes every team's keys
- *   with any role (`teams:manage`, `keys:all-teams`), and nothing else (no jobs, no charges).
+ *   with any role (`teams:manage`, `keys:all-teams`), lists, cordons, drains and uncordons the
+ *   nodes (`nodes:manage`, decision 0031), and nothing else (no jobs, no charges).
  *
  * Billing: invoices are for the people who settle them (issue 13: "billing role, and a team its
  * own"): `billing`, `admin` and `compliance` read their team's invoices, replay them (a what-if
@@ -64,7 +66,7 @@ export const ROLE_ACTIONS: Readonly<Record<ApiRole, readonly Action[]>> = {
   compliance: ['jobs:read', 'charges:read', 'audit:read', 'audit:read-all-teams', 'invoices:read', 'prices:read', 'quotas:read', 'budgets:read', 'audit:chain'],
   billing: ['charges:read', 'audit:read', 'invoices:read', 'prices:read', 'prices:publish', 'ledger:rebuild', 'quotas:read', 'quotas:set', 'quotas:read-all-teams', 'budgets:read', 'budgets:manage', 'audit:chain'],
   admin: ['jobs:submit', 'jobs:cancel', 'jobs:read', 'charges:read', 'audit:read', 'invoices:read', 'prices:read', 'ledger:rebuild', 'teams:read', 'keys:manage', 'keys:read', 'quotas:read', 'budgets:read'],
-  operator: ['prices:read', 'teams:manage', 'teams:read', 'keys:manage', 'keys:read', 'keys:all-teams'],
+  operator: ['prices:read', 'teams:manage', 'teams:read', 'keys:manage', 'keys:read', 'keys:all-teams', 'nodes:manage'],
 };
 
 /**

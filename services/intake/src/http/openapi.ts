@@ -4,6 +4,8 @@
  * input (fields with defaults optional), answers as output. Served at `GET /openapi.json`.
  */
 import {
+  ListNodeStatesReply,
+  NodeAdminReply,
   AUDIT_OUTCOMES,
   AuditJobReport,
   AuditJobsReply,
@@ -29,6 +31,7 @@ import {
   SubmitJobReply,
   TeamId,
 } from '#contracts';
+import { NodeAdminBody } from '../nodes/nodes.service.js';
 import { z } from 'zod';
 import { JobEvents, JobOutputs } from '#contracts';
 import { INVOICE_STATUSES, InvoiceView, ListInvoicesReply, ListPriceListsReply, PriceListPublished, PublishPriceList, RebuildLedgerReply } from '#contracts';
@@ -85,6 +88,9 @@ const COMPONENTS: Record<string, { schema: z.ZodType; io: 'input' | 'output' }> 
   CreateTeam: { schema: CreateTeam, io: 'input' },
   DisableTeamRequest: { schema: DisableTeam.omit({ team: true }), io: 'input' },
   TeamView: { schema: TeamView, io: 'output' },
+  NodeAdminRequest: { schema: NodeAdminBody, io: 'input' },
+  NodeAdminReply: { schema: NodeAdminReply, io: 'output' },
+  ListNodeStatesReply: { schema: ListNodeStatesReply, io: 'output' },
   ListTeamsReply: { schema: ListTeamsReply, io: 'output' },
   CreateApiKey: { schema: CreateApiKey, io: 'input' },
   RevokeApiKeyRequest: { schema: RevokeApiKey.omit({ keyId: true }), io: 'input' },
@@ -195,6 +201,10 @@ export const ROUTES = [
   'GET /v1/budgets/{team}',
   'PUT /v1/budgets/{team}',
   'DELETE /v1/budgets/{team}',
+  'GET /v1/nodes',
+  'POST /v1/nodes/{nodeId}/cordon',
+  'POST /v1/nodes/{nodeId}/drain',
+  'POST /v1/nodes/{nodeId}/uncordon',
   'GET /v1/whoami',
   'GET /healthz',
   'GET /openapi.json',
@@ -637,6 +647,34 @@ function paths(): Json {
         responses: { '200': { description: 'The quotas.', content: json('QuotasReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS, '502': errorResponse('BadGateway') },
       },
     },
+    '/v1/nodes': {
+      get: {
+        operationId: 'listNodes',
+        summary: 'Every node placement knows: state (ready, cordoned, draining, drained, lost, offline), host, GPUs total and held, running attempts, last heartbeat, the cordon or drain in force (role `operator`)',
+        responses: { '200': { description: 'The nodes.', content: json('ListNodeStatesReply') }, ...AUTH_ERRORS },
+      },
+    },
+    ...Object.fromEntries(
+      (
+        [
+          ['cordon', 'cordonNode', 'Cordon a node: nothing new is placed on it, what runs there keeps running (role `operator`)', 'Records `NodeCordoned` (the operator named from the key, the reason, when). `reason` is required.'],
+          ['drain', 'drainNode', 'Drain a node: nothing new is placed on it; it is recorded drained once its running attempts have released their GPUs (role `operator`)', 'Records `NodeDrainRequested`, then `NodeDrained`. `reason` is required. Follow it with `GET /v1/nodes`.'],
+          ['uncordon', 'uncordonNode', 'Take back a cordon or drain: the node takes new work again (role `operator`)', 'Records `NodeUncordoned`.'],
+        ] as const
+      ).map(([action, operationId, summary, description]) => [
+        `/v1/nodes/{nodeId}/${action}`,
+        {
+          post: {
+            operationId,
+            summary,
+            description: `${description} A node already so records nothing (\`changed: false\`). A node id placement does not know is 400 on \`nodeId\` (see \`GET /v1/nodes\`). Every role but \`operator\` is 403.`,
+            parameters: [{ name: 'nodeId', in: 'path', required: true, description: 'As listed by `GET /v1/nodes`.', schema: { type: 'string' } }],
+            requestBody: { required: false, content: json('NodeAdminRequest') },
+            responses: { '200': { description: 'The node as it now stands.', content: json('NodeAdminReply') }, '400': errorResponse('BadRequest'), ...AUTH_ERRORS },
+          },
+        },
+      ]),
+    ),
     '/v1/teams': {
       post: {
         operationId: 'createTeam',

@@ -9,7 +9,8 @@
  * 2. reject every never-placed job that the registered nodes could never hold, even together as
  *    whole nodes of one model (`JobRejected`, `unsatisfiable`); with no node registered yet, jobs wait instead;
  * 3. requeue every job whose attempt ended `node_lost` (`JobRequeued`); it keeps its submit position;
- * 4. place: the policy (backfill with reservations by priority, by default) puts placeable jobs on free GPUs (`JobPlaced`).
+ * 4. place: the policy (backfill with reservations by priority, by default) puts placeable jobs on free GPUs (`JobPlaced`),
+ *    never on a cordoned or draining node (`node-admin.ts`).
  * A job gets at most one of 1–3 and, after a requeue, possibly a placement in the same pass.
  */
 import type { EventData, FieldIssue } from '#contracts';
@@ -22,6 +23,7 @@ import { registeredView, type JobRecord, type NodeRecord, type PlacementState } 
 import { missingRuntime } from './work-kinds.js';
 import { localityReason } from './locality.js';
 import { budgetAllows } from './budget.js';
+import { isSchedulable } from './node-admin.js';
 
 /** One event placement decided to append, to the job's placement stream. */
 export type PlacementDecision =
@@ -79,7 +81,10 @@ export function decide(state: PlacementState, now: Date, options: DecideOptions 
 
   if (candidates.length === 0 || nodes.length === 0) return out;
   const policy = options.policy ?? (options.plan ? backfill(options.plan) : defaultPolicy);
-  for (const { job, gangs, borrowed } of policy(candidates, new PassCapacity(nodes), now, state)) {
+  // Cordoned and draining nodes (node-admin.ts) count for what the network could ever hold (a job
+  // is not rejected because a node is cordoned for a while) but offer no GPU to this pass.
+  const open = nodes.some((n) => !isSchedulable(n)) ? nodes.filter(isSchedulable) : nodes;
+  for (const { job, gangs, borrowed } of policy(candidates, new PassCapacity(open), now, state)) {
     const attempt = (job.attempts[job.attempts.length - 1]?.attempt ?? 0) + 1;
     const [rank0] = gangs as [Gang, ...Gang[]];
     out.push({

@@ -29,6 +29,10 @@ export const PLACEMENT_EVENT_TYPES = [
   'JobFinished',
   'ComputeReleased',
   'NodeLost',
+  'NodeCordoned',
+  'NodeDrainRequested',
+  'NodeDrained',
+  'NodeUncordoned',
   'QuotaSet',
   'BudgetSet',
   'BudgetCleared',
@@ -165,7 +169,39 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
       node.heartbeatIntervalMs = d.heartbeatIntervalMs;
       node.registeredAt = d.registeredAt;
       node.containerRuntimes = d.containerRuntimes ?? [];
+      if (d.hostname !== undefined) node.hostname = d.hostname;
       state.registeredCache = undefined;
+      return state;
+    }
+    // The operator's cordon and drain (`node-admin.ts`): only who may be placed on changes; the
+    // node's holds and liveness do not. A redelivered event sets what it set before.
+    case 'NodeCordoned': {
+      const d = event.data;
+      const node = nodeRecord(state, d.nodeId);
+      if (!newerAdmin(node, event.position)) return state;
+      node.admin = { kind: 'cordoned', by: d.by, reason: d.reason, at: d.at };
+      return state;
+    }
+    case 'NodeDrainRequested': {
+      const d = event.data;
+      const node = nodeRecord(state, d.nodeId);
+      if (!newerAdmin(node, event.position)) return state;
+      node.admin = { kind: 'draining', by: d.by, reason: d.reason, at: d.at };
+      return state;
+    }
+    case 'NodeDrained': {
+      const d = event.data;
+      const admin = state.nodes.get(d.nodeId)?.admin;
+      if (admin?.kind === 'draining' && admin.at === d.requestedAt && admin.drainedAt === undefined) {
+        admin.drainedAt = d.at;
+        if (d.afterLoss) admin.afterLoss = true;
+      }
+      return state;
+    }
+    case 'NodeUncordoned': {
+      const d = event.data;
+      const node = nodeRecord(state, d.nodeId);
+      if (newerAdmin(node, event.position)) delete node.admin;
       return state;
     }
     case 'ComputeHeld': {
@@ -235,6 +271,13 @@ export function observeHeartbeat(state: PlacementState, heartbeat: NodeHeartbeat
   node.lastHeartbeatSentAt = heartbeat.sentAt;
   if (heartbeat.cachedData) node.cachedData = new Set(heartbeat.cachedData.map((d) => cacheKey(d.team, d.sha256)));
   return state;
+}
+
+/** True (and remembered) when an admin event at `position` comes after the last one applied to the node. */
+function newerAdmin(node: NodeRecord, position: bigint): boolean {
+  if (node.adminPosition !== undefined && position <= node.adminPosition) return false;
+  node.adminPosition = position;
+  return true;
 }
 
 function nodeRecord(state: PlacementState, nodeId: string): NodeRecord {

@@ -9,6 +9,7 @@
  */
 import { expectedEndOf, plan, type PlanOptions } from './plan.js';
 import { registeredNodes, type PlacementState } from './state.js';
+import { isSchedulable } from './node-admin.js';
 
 /** Options of {@link forecast}. */
 export interface ForecastOptions extends PlanOptions {
@@ -42,6 +43,11 @@ export function forecast(state: PlacementState, now: number | Date, options: For
   };
   const nodes = registeredNodes(state);
   for (const node of nodes) {
+    // A cordoned or draining node offers nothing ahead (node-admin.ts).
+    if (!isSchedulable(node)) {
+      for (const g of node.gpus) mark(node.nodeId, g.index, t, Infinity);
+      continue;
+    }
     for (const [attemptId, indices] of node.holds) {
       const live = state.live.get(attemptId);
       // As in the plan: an attempt of an unknown job never ends; a finished one only waits for its release.

@@ -9,6 +9,7 @@ export * from './decide.js';
 export * from './estimate.js';
 export * from './evolve.js';
 export * from './forecast.js';
+export * from './node-admin.js';
 export * from './plan.js';
 export * from './policy.js';
 export * from './predict.js';

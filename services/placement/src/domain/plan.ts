@@ -26,6 +26,7 @@ import { budgetAllows } from './budget.js';
 import { byPriority, DEFAULT_PRIORITY_WEIGHTS, type PriorityWeights } from './priority.js';
 import { QuotaGate } from './quotas.js';
 import { predictedRunOf, registeredView, submittedMsOf, type JobRecord, type LiveAttempt, type PlacementState } from './state.js';
+import { isSchedulable } from './node-admin.js';
 
 /** Options of {@link plan} and of the {@link backfill} policy. */
 export interface PlanOptions {
@@ -458,7 +459,7 @@ class FreeIndex {
   }
 }
 
-/** Every registered node's GPU timeline at `now`. */
+/** Every registered node's GPU timeline at `now` (a cordoned or draining node's GPUs never free). */
 function timeline(state: PlacementState, now: number, predictions: boolean): NodeLine[] {
   return registeredView(state).map((node) => {
     let busyUntil: Map<number, number> | undefined;
@@ -471,8 +472,10 @@ function timeline(state: PlacementState, now: number, predictions: boolean): Nod
       }
     }
     let freeNow = 0;
+    // A cordoned or draining node (node-admin.ts) takes nothing new: its GPUs are never free in the plan, so no start and no reservation lands there.
+    const closed = !isSchedulable(node);
     const gpus = node.gpus.map((g): GpuLine => {
-      const freeAt = node.busy.has(g.index) ? (busyUntil?.get(g.index) ?? Infinity) : now;
+      const freeAt = closed ? Infinity : node.busy.has(g.index) ? (busyUntil?.get(g.index) ?? Infinity) : now;
       if (freeAt <= now) freeNow++;
       return { index: g.index, model: g.model, freeAt, reservedFrom: Infinity, reservedUntil: -Infinity };
     });

@@ -58,6 +58,28 @@ export interface NodeRecord {
   containerRuntimes?: readonly string[];
   /** `<team>/<sha256>` of the blobs in the node's input cache, from its last heartbeat (see `locality.ts`). */
   cachedData?: ReadonlySet<string>;
+  /** Host name from its NodeRegistered, for people and logs. */
+  hostname?: string;
+  /**
+   * The operator's cordon or drain in force (`node-admin.ts`): while set, nothing new is placed on
+   * the node. It outlives a loss and a new registration; only NodeUncordoned takes it back.
+   */
+  admin?: NodeAdmin;
+  /** Store position of the last cordon / drain / uncordon applied: an older one seen again (its echo on the bus) changes nothing. */
+  adminPosition?: bigint;
+}
+
+/** A cordon or drain in force on a node, from NodeCordoned / NodeDrainRequested (and NodeDrained). */
+export interface NodeAdmin {
+  kind: 'cordoned' | 'draining';
+  by: string;
+  reason: string;
+  /** Placement clock of the event that set it (a drain's NodeDrained names it as `requestedAt`). */
+  at: string;
+  /** From NodeDrained: the drain is complete. */
+  drainedAt?: string;
+  /** From NodeDrained: it completed because the node was lost, not because its work ended. */
+  afterLoss?: boolean;
 }
 
 /** Where a job stands, as far as placement is concerned. */

@@ -73,6 +73,24 @@ export class SchedulerController {
   onNodeLost(@Ctx() ctx: JetStreamContext) {
     return this.handle(ctx);
   }
+  // The operator's cordon and drain (decision 0031): placement's own events, applied when written;
+  // their echo on the bus changes nothing (evolve compares store positions), as NodeLost's does.
+  @EventPattern<string>('NodeCordoned')
+  onNodeCordoned(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+  @EventPattern<string>('NodeDrainRequested')
+  onNodeDrainRequested(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+  @EventPattern<string>('NodeDrained')
+  onNodeDrained(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
+  @EventPattern<string>('NodeUncordoned')
+  onNodeUncordoned(@Ctx() ctx: JetStreamContext) {
+    return this.handle(ctx);
+  }
   @EventPattern<string>('BudgetSet')
   onBudgetSet(@Ctx() ctx: JetStreamContext) {
     return this.handle(ctx);

@@ -1,14 +1,17 @@
-import { validateEventData, type NodeHeartbeat } from '#contracts';
+import { validateEventData, type NodeAdminReply, type NodeHeartbeat } from '#contracts';
 import { ValidationError } from '#errors';
 import { IdempotencyConflictError, WrongExpectedVersionError, type EventStore, type RecordedEvent } from '#event-store';
 import type { BusEvent } from '#messaging';
 import { contextFromFields, inSpan, tracingEnabled } from '#telemetry';
-import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, SERVICE_CONFIG, type Cause, type Clock, type EventWriter } from '#service-kit';
+import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, SERVICE_CONFIG, type Cause, type Clock, type EventWriter, type NewEvent } from '#service-kit';
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
 import {
   deadlinePassed,
   decide,
+  decideNodeAdmin,
+  detectDrained,
+  nodeStatus,
   predictionsOutlived,
   evolve,
   initialState,
@@ -17,6 +20,8 @@ import {
   observeHeartbeat,
   PLACEMENT_EVENT_TYPES,
   placementJobStreamId,
+  type NodeAdminCommand,
+  type NodeAdminDecision,
   type PlacementDecision,
   type PlacementEvent,
   type PlacementState,
@@ -89,6 +94,7 @@ export class SchedulerService implements OnModuleInit {
       const events = await this.fold();
       this.log.info({ events, position: this.foldedHead.toString(), queued: this.state.queue.length, nodes: this.state.nodes.size, ms: Date.now() - started }, 'state folded from the store');
       await this.pass(undefined);
+      await this.settleDrains();
     });
   }
 
@@ -111,6 +117,7 @@ export class SchedulerService implements OnModuleInit {
       if (event.position <= this.foldedHead) return;
       this.apply(event as RecordedEvent);
       await this.pass(event, log);
+      await this.settleDrains();
     });
   }
 
@@ -134,6 +141,8 @@ export class SchedulerService implements OnModuleInit {
       // So does a running job outliving its prediction: the plan now expects it to run to its limit.
       const outlived = predictionsOutlived(this.state, this.lastPassAt, now.getTime());
       if (lost.length > 0 || outlived || this.state.queue.some((j) => deadlinePassed(j, now.getTime()))) await this.pass(undefined);
+      // A node lost while draining holds nothing any more: its drain completes (afterLoss).
+      if (lost.length > 0) await this.settleDrains();
       return lost.map((d) => d.data.nodeId);
     });
   }
@@ -144,11 +153,78 @@ export class SchedulerService implements OnModuleInit {
     try {
       const result = await this.writer.append(streamId, [{ type: 'NodeLost', data: d.data, eventId }], { causationId: d.registrationKey });
       evolve(this.state, { type: 'NodeLost', data: d.data, position: result.position });
-      this.log.warn({ nodeId: d.data.nodeId, lastSeenAt: d.data.lastSeenAt, affectedAttempts: d.data.affectedAttempts }, 'node lost: no heartbeat within its lease');
+      this.log.warn({ nodeId: d.data.nodeId, nodeHost: this.state.nodes.get(d.data.nodeId)?.hostname, lastSeenAt: d.data.lastSeenAt, affectedAttempts: d.data.affectedAttempts }, 'node lost: no heartbeat within its lease');
     } catch (err) {
       if (!(err instanceof IdempotencyConflictError)) throw err;
       // Declared before (by an earlier run of placement): that NodeLost stands.
       for (const e of await this.store.readStream(streamId)) this.apply(e);
+    }
+  }
+
+  /**
+   * The operator's cordon, drain or uncordon of a node (decision 0031): recorded on
+   * `placement-node-<nodeId>` and applied before the answer, so the next pass already skips (or,
+   * uncordoned, uses) the node. An unknown node id is a ValidationError naming `nodeId`; asking for
+   * what is already so records nothing (`changed: false`). Who may ask is nats-server's to enforce:
+   * only the operator identity and intake (for a key of role operator) may publish the command.
+   */
+  nodeAdmin(command: NodeAdminCommand, correlationId?: string): Promise<NodeAdminReply> {
+    return this.serially(async () => {
+      const now = this.clock.now();
+      const outcome = decideNodeAdmin(this.state, command, now);
+      if (!outcome.ok) {
+        this.log.info({ nodeId: command.nodeId, action: command.action, by: command.by, correlationId }, `node ${command.action} refused: ${outcome.message}`);
+        throw new ValidationError(outcome.message, [outcome.issue]);
+      }
+      if (outcome.event) await this.recordNodeEvent(outcome.event, undefined, correlationId);
+      else this.log.info({ nodeId: command.nodeId, nodeHost: this.state.nodes.get(command.nodeId)?.hostname, action: command.action, by: command.by, correlationId }, `node ${command.action}: already so, nothing recorded`);
+      await this.settleDrains();
+      // Uncordoned: the queue may start there now, not at the next event.
+      if (outcome.event?.type === 'NodeUncordoned') await this.pass(undefined);
+      const node = this.state.nodes.get(command.nodeId)!;
+      return {
+        node: nodeStatus(this.state, node, now.getTime(), { leaseMs: this.config.GPUNET_NODE_LEASE_MS }),
+        changed: outcome.event !== undefined,
+        ...(outcome.event ? { event: outcome.event.type } : {}),
+      };
+    });
+  }
+
+  /** Records NodeDrained for every draining node that holds nothing any more (its id from the drain, so a restart writes no second one). */
+  private async settleDrains(): Promise<void> {
+    for (const d of detectDrained(this.state, this.clock.now())) {
+      if (d.type !== 'NodeDrained') continue;
+      await this.recordNodeEvent(d, this.writer.eventIdFor(`${d.data.nodeId}@${d.data.requestedAt}`, 'NodeDrained'));
+    }
+  }
+
+  /** Appends one node event to `placement-node-<nodeId>`, applies it, and logs it with the node and its host. */
+  private async recordNodeEvent(d: NodeAdminDecision, eventId?: string, correlationId?: string): Promise<void> {
+    const streamId = placementNodeStreamId(d.data.nodeId);
+    try {
+      const result = await this.writer.append(streamId, [(eventId ? { ...d, eventId } : d) as NewEvent], correlationId ? { correlationId } : {});
+      evolve(this.state, { type: d.type, data: d.data, position: result.position } as PlacementEvent);
+    } catch (err) {
+      if (!(err instanceof IdempotencyConflictError)) throw err;
+      // Recorded before (by an earlier run of placement): that event stands.
+      for (const e of await this.store.readStream(streamId)) this.apply(e);
+      return;
+    }
+    const node = this.state.nodes.get(d.data.nodeId);
+    const fields = { nodeId: d.data.nodeId, nodeHost: node?.hostname, event: d.type, correlationId };
+    switch (d.type) {
+      case 'NodeCordoned':
+        this.log.info({ ...fields, by: d.data.by, reason: d.data.reason, runningAttempts: d.data.runningAttempts.length }, `node ${d.data.nodeId}${node?.hostname ? ` (${node.hostname})` : ''} cordoned: nothing new is placed there`);
+        break;
+      case 'NodeDrainRequested':
+        this.log.info({ ...fields, by: d.data.by, reason: d.data.reason, runningAttempts: d.data.runningAttempts.length }, `node ${d.data.nodeId}${node?.hostname ? ` (${node.hostname})` : ''} draining: nothing new is placed there, ${d.data.runningAttempts.length} attempt(s) run on`);
+        break;
+      case 'NodeDrained':
+        this.log.info({ ...fields, requestedAt: d.data.requestedAt, afterLoss: d.data.afterLoss }, `node ${d.data.nodeId}${node?.hostname ? ` (${node.hostname})` : ''} drained${d.data.afterLoss ? ' (it was lost while draining)' : ''}: nothing runs there`);
+        break;
+      case 'NodeUncordoned':
+        this.log.info({ ...fields, by: d.data.by, reason: d.data.reason, previous: d.data.previous }, `node ${d.data.nodeId}${node?.hostname ? ` (${node.hostname})` : ''} uncordoned: it takes new work again`);
+        break;
     }
   }
 
@@ -254,7 +330,7 @@ export class SchedulerService implements OnModuleInit {
         : await append();
       this.revisions.set(jobId, result.nextExpectedRevision);
       evolve(this.state, { type: d.type, data: d.data, position: result.position } as PlacementEvent);
-      log.info({ jobId, correlationId, decision: d.type, ...summary(d) }, describe(d));
+      log.info({ jobId, correlationId, decision: d.type, ...summary(d), ...(d.type === 'JobPlaced' ? { nodeHost: this.state.nodes.get(d.data.nodeId)?.hostname } : {}) }, describe(d));
       return true;
     } catch (err) {
       if (!(err instanceof WrongExpectedVersionError) && !(err instanceof IdempotencyConflictError)) throw err;
