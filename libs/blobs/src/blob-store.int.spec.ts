@@ -156,6 +156,35 @@ describe('BlobStore against a real nats-server', () => {
     expect((await readdir(join(dir, 'tampered'))).filter((n) => n.endsWith('.part'))).toEqual([]);
   });
 
+  it('downloads a blob of many chunks through several batched writes, in order; one changed chunk in the middle is refused and leaves no file', async () => {
+    // 64 KiB chunks: 9 MiB is 144 chunks, more than the read-ahead, written in several batches.
+    const small = await BlobStore.open(nc, { chunkBytes: 64 * 1024 });
+    const bytes = randomBytes(9 * MiB + 4321);
+    const up = await small.uploadFile('team-c', await file('batched.bin', bytes));
+    const dest = join(dir, 'batched', 'out.bin');
+    expect(await small.downloadTo('team-c', up.sha256, dest, { size: up.size })).toEqual({ sha256: up.sha256, size: up.size });
+    expect(Buffer.compare(await readFile(dest), bytes)).toBe(0);
+    // Copied into a node's bucket and back (chunks re-cut to another size on the way), still whole.
+    const node = await BlobStore.open(nc, { node: 'node-batched' });
+    expect(await node.copyFrom(small, 'team-c', up.sha256, { size: up.size })).toMatchObject({ copiedBytes: up.size });
+    const back = join(dir, 'batched', 'back.bin');
+    await node.downloadTo('team-c', up.sha256, back, { size: up.size });
+    expect(Buffer.compare(await readFile(back), bytes)).toBe(0);
+
+    // Chunk 70 of the team's copy replaced by other bytes of the same length (headers as the writer sets them).
+    const { ChunkedWriter } = await import('./chunked-put.js');
+    const writer = await ChunkedWriter.open(nc, BUCKET_C, { chunkBytes: 64 * 1024, pipeline: 2, timeoutMs: 10_000 });
+    const subject = writer.chunkSubject(writer.nuidOf(`team-c/${up.sha256}`));
+    const jsm = await jetstreamManager(nc);
+    const first = await jsm.streams.getMessage(`OBJ_${BUCKET_C}`, { seq: 1, next_by_subj: subject } as never);
+    await jsm.streams.deleteMessage(`OBJ_${BUCKET_C}`, first!.seq + 70, false);
+    await writer.publishChunk(subject, 70, randomBytes(64 * 1024));
+    const refused = join(dir, 'batched', 'refused.bin');
+    await expect(small.downloadTo('team-c', up.sha256, refused, { size: up.size })).rejects.toBeInstanceOf(BlobIntegrityError);
+    await expect(stat(refused)).rejects.toMatchObject({ code: 'ENOENT' });
+    expect((await readdir(join(dir, 'batched'))).filter((n) => n.endsWith('.part'))).toEqual([]);
+  });
+
   it('fails at once, never waiting, on a record whose chunks are gone: the blob must be uploaded again', async () => {
     const bytes = randomBytes(5000);
     const up = await blobs.uploadFile('team-c', await file('stalled.bin', bytes));
