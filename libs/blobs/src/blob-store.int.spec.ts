@@ -156,8 +156,8 @@ describe('BlobStore against a real nats-server', () => {
     expect((await readdir(join(dir, 'tampered'))).filter((n) => n.endsWith('.part'))).toEqual([]);
   });
 
-  it('downloads a blob of many chunks through several batched writes, in order; bytes that differ from the address by one byte, or a chunk out of place, are refused and leave no file', async () => {
-    // 64 KiB chunks: 9 MiB is 144 chunks, more than the read-ahead, written in several batches.
+  it('downloads a blob of many chunks with its writes overlapping the reads, in order; bytes that differ from the address by one byte, or a chunk out of place, are refused and leave no file', async () => {
+    // 64 KiB chunks: 9 MiB is 144 chunks, many times the read-ahead.
     const small = await BlobStore.open(nc, { chunkBytes: 64 * 1024 });
     const bytes = randomBytes(9 * MiB + 4321);
     const up = await small.uploadFile('team-c', await file('batched.bin', bytes));
@@ -174,7 +174,7 @@ describe('BlobStore against a real nats-server', () => {
     const { ChunkedWriter } = await import('./chunked-put.js');
     const writer = await ChunkedWriter.open(nc, BUCKET_C, { chunkBytes: 64 * 1024, pipeline: 2, timeoutMs: 10_000 });
     // A record naming bytes that differ from its chunks by one byte in the middle: every chunk
-    // arrives whole and in order, all batches are written, and only the sha256 at the end refuses it.
+    // arrives whole and in order and is written, and only the sha256 at the end refuses it.
     const flipped = Buffer.from(bytes);
     flipped[4 * MiB + 1] = flipped[4 * MiB + 1]! ^ 0xff;
     const liar = `team-c/${sha(flipped)}`;
