@@ -559,7 +559,7 @@ function headerSchemas(): Record<string, JsonObject> {
       ['Gpunet-Dead-Letter-Reason'],
     ),
     PlainHeaders: closed('No headers besides trace context.', {}),
-    BlobChunkHeaders: closed('Headers of a blob chunk: gpunet\'s writer sets both; other Object Store clients none.', {
+    BlobChunkHeaders: closed('Headers of a blob chunk: gpunet\'s writer sets both when it uploads, only the index when it copies between buckets (a copy is never resumed from); other Object Store clients none.', {
       [CHUNK_INDEX_HEADER]: header('0-based index of the chunk in its object.', { pattern: '^(0|[1-9][0-9]*)$' }),
       [CHUNK_SHA256_HEADER]: header('Hex sha256 of the chunk\'s bytes.', { pattern: '^[0-9a-f]{64}$' }),
     }),

@@ -17,9 +17,13 @@
  *   the team's bucket into the node's own bucket (verified as it copies), then the node downloads
  *   it into its cache (verified), hard-links it into `inputs/` and removes it from its bucket;
  * - copy: the team → node bucket copy alone, the part of the stage the node's own bucket costs;
+ * - download: the rest of the stage, the node's download from its bucket into its cache;
  * - second stage: bytes the NATS connection received while staging the same data for job 2.
  * Ends with one JSON line per figure:
  *   {"bench":"staging.upload","value":N,"unit":"MB/s","raw":R,"ratio":X}
+ * `raw` is the raw read + sha256 for `staging.upload` and `staging.stage`, the raw fsync'd write for
+ * `…_vs_disk_write`, `staging.copy_to_node_bucket` and `staging.download_from_node_bucket`: on a
+ * machine other work loads, compare ratios of one run, not MB/s of different runs.
  */
 import { BlobStore } from '#blobs';
 import { connect } from '@nats-io/transport-node';
@@ -171,6 +175,9 @@ async function main(): Promise<void> {
     const copyMbps = mbps(copiedBytes, copyMs);
     console.log(`stage, job 1 (download, verify, link): ${round(stageMbps)} MB/s (${Math.round(first.ms)} ms, ${first.result.downloadedBytes} bytes from the object store, ${first.received} bytes received) = ${round(stageMbps / rawMbps, 3)} of raw read`);
     console.log(`  of which storage's copy team → node bucket: ${round(copyMbps)} MB/s (${Math.round(copyMs)} ms, ${copiedBytes} bytes)`);
+    const downloadMs = first.ms - copyMs;
+    const downloadMbps = mbps(first.result.downloadedBytes, downloadMs);
+    console.log(`  and the node's download from its bucket into its cache (verify, link): ${round(downloadMbps)} MB/s (${Math.round(downloadMs)} ms)`);
     const second = await stageFor('job-2');
     console.log(`stage, job 2 same node, same dataset: ${Math.round(second.ms)} ms, ${second.result.downloadedBytes} bytes from the object store, ${second.received} bytes received on the connection`);
 
@@ -179,6 +186,7 @@ async function main(): Promise<void> {
     line({ bench: 'staging.upload_vs_disk_write', value: round(uploadMbps), unit: 'MB/s', raw: round(rawWriteMbps), ratio: round(uploadMbps / rawWriteMbps, 3) });
     line({ bench: 'staging.stage', value: round(stageMbps), unit: 'MB/s', raw: round(rawMbps), ratio: round(stageMbps / rawMbps, 3) });
     line({ bench: 'staging.stage_vs_disk_write', value: round(stageMbps), unit: 'MB/s', raw: round(rawWriteMbps), ratio: round(stageMbps / rawWriteMbps, 3) });
+    line({ bench: 'staging.download_from_node_bucket', value: round(downloadMbps), unit: 'MB/s', raw: round(rawWriteMbps), ratio: round(downloadMbps / rawWriteMbps, 3) });
     line({ bench: 'staging.copy_to_node_bucket', value: round(copyMbps), unit: 'MB/s', raw: round(rawWriteMbps), ratio: round(copyMbps / rawWriteMbps, 3) });
     line({ bench: 'staging.second_stage_bytes_moved', value: second.result.downloadedBytes, unit: 'bytes', received: second.received });
   } finally {

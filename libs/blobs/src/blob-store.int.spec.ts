@@ -9,7 +9,7 @@ import { Objm } from '@nats-io/obj';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
 import { BlobStore } from './blob-store.js';
-import { CHUNK_HEADER_ROOM, uploadNuid } from './chunked-put.js';
+import { CHUNK_HEADER_ROOM, CHUNK_INDEX_HEADER, CHUNK_SHA256_HEADER, uploadNuid } from './chunked-put.js';
 import { BlobIntegrityError, BlobNotFoundError, FolderInputError } from './errors.js';
 import { blobBucket } from './names.js';
 
@@ -154,6 +154,57 @@ describe('BlobStore against a real nats-server', () => {
     await expect(blobs.downloadTo('team-a', address, tamperedDest)).rejects.toBeInstanceOf(BlobIntegrityError);
     await expect(stat(tamperedDest)).rejects.toMatchObject({ code: 'ENOENT' });
     expect((await readdir(join(dir, 'tampered'))).filter((n) => n.endsWith('.part'))).toEqual([]);
+  });
+
+  it('downloads a blob of many chunks with its writes overlapping the reads, in order; bytes that differ from the address by one byte, or a chunk out of place, are refused and leave no file', async () => {
+    // 64 KiB chunks: 9 MiB is 144 chunks, many times the read-ahead.
+    const small = await BlobStore.open(nc, { chunkBytes: 64 * 1024 });
+    const bytes = randomBytes(9 * MiB + 4321);
+    const up = await small.uploadFile('team-c', await file('batched.bin', bytes));
+    const dest = join(dir, 'batched', 'out.bin');
+    expect(await small.downloadTo('team-c', up.sha256, dest, { size: up.size })).toEqual({ sha256: up.sha256, size: up.size });
+    expect(Buffer.compare(await readFile(dest), bytes)).toBe(0);
+    // Copied into a node's bucket and back (chunks re-cut to another size on the way), still whole.
+    const node = await BlobStore.open(nc, { node: 'node-batched' });
+    expect(await node.copyFrom(small, 'team-c', up.sha256, { size: up.size })).toMatchObject({ copiedBytes: up.size });
+    const back = join(dir, 'batched', 'back.bin');
+    await node.downloadTo('team-c', up.sha256, back, { size: up.size });
+    expect(Buffer.compare(await readFile(back), bytes)).toBe(0);
+
+    const { ChunkedWriter } = await import('./chunked-put.js');
+    const writer = await ChunkedWriter.open(nc, BUCKET_C, { chunkBytes: 64 * 1024, pipeline: 2, timeoutMs: 10_000 });
+    // A record naming bytes that differ from its chunks by one byte in the middle: every chunk
+    // arrives whole and in order and is written, and only the sha256 at the end refuses it.
+    const flipped = Buffer.from(bytes);
+    flipped[4 * MiB + 1] = flipped[4 * MiB + 1]! ^ 0xff;
+    const liar = `team-c/${sha(flipped)}`;
+    await writer.writeRecord(liar, writer.nuidOf(`team-c/${up.sha256}`), { sha256: sha(flipped), size: bytes.length }, Math.ceil(bytes.length / (64 * 1024)));
+    // The error names the sha256 of all the bytes read: every chunk came, the hash refused them.
+    await expect(node.copyFrom(small, 'team-c', sha(flipped))).rejects.toThrow(new RegExp(`found sha256 ${up.sha256}`));
+    expect(await node.stat('team-c', sha(flipped))).toBeUndefined();
+    const lied = join(dir, 'batched', 'lied.bin');
+    await expect(small.downloadTo('team-c', sha(flipped), lied, { size: bytes.length })).rejects.toThrow(new RegExp(`found sha256 ${up.sha256}`));
+    await expect(stat(lied)).rejects.toMatchObject({ code: 'ENOENT' });
+    // Chunk 70 of the team's copy deleted, and other bytes published as chunk 70 after the last one.
+    const subject = writer.chunkSubject(writer.nuidOf(`team-c/${up.sha256}`));
+    const jsm = await jetstreamManager(nc);
+    const first = await jsm.streams.getMessage(`OBJ_${BUCKET_C}`, { seq: 1, next_by_subj: subject } as never);
+    await jsm.streams.deleteMessage(`OBJ_${BUCKET_C}`, first!.seq + 70, false);
+    await writer.publishChunk(subject, 70, randomBytes(64 * 1024));
+    const refused = join(dir, 'batched', 'refused.bin');
+    await expect(small.downloadTo('team-c', up.sha256, refused, { size: up.size })).rejects.toBeInstanceOf(BlobIntegrityError);
+    await expect(stat(refused)).rejects.toMatchObject({ code: 'ENOENT' });
+
+    expect((await readdir(join(dir, 'batched'))).filter((n) => n.endsWith('.part'))).toEqual([]);
+
+    // The copy's chunks carry their index but no sha256 (a copy hashes each byte once, against the
+    // address): an upload that later finds them without a record starts over rather than resuming.
+    const nodeWriter = await ChunkedWriter.open(nc, 'gpunet-node-node-batched', { chunkBytes: MiB, pipeline: 2, timeoutMs: 10_000 });
+    const copied = nodeWriter.nuidOf(`team-c/${up.sha256}`);
+    const last = await jsm.streams.getMessage('OBJ_gpunet-node-node-batched', { last_by_subj: nodeWriter.chunkSubject(copied) });
+    expect(last?.header?.get(CHUNK_INDEX_HEADER)).toBe(String(Math.ceil(bytes.length / nodeWriter.chunkBytes) - 1));
+    expect(last?.header?.get(CHUNK_SHA256_HEADER)).toBe('');
+    expect(await nodeWriter.storedPrefix(copied)).toEqual({ chunks: 0, lastChunkSha256: undefined });
   });
 
   it('fails at once, never waiting, on a record whose chunks are gone: the blob must be uploaded again', async () => {

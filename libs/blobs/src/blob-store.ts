@@ -319,11 +319,12 @@ export class BlobStore {
       // Known wrong from the record alone: move no bytes.
       throw integrityError(name, { sha256, ...(options.size === undefined ? {} : { size: options.size }) }, { ...(recorded ? { sha256: recorded } : {}), size: info.size });
     }
-    const chunks = await guard(`get ${name}`, () => readChunks(this.nc, bucket, info.nuid, info.size === 0 ? 0 : info.chunks, 8, this.options.stallTimeoutMs));
+    const chunks = await guard(`get ${name}`, () => readChunks(this.nc, bucket, info.nuid, info.size === 0 ? 0 : info.chunks, READ_AHEAD, this.options.stallTimeoutMs));
 
     await mkdir(dirname(destPath), { recursive: true });
     const temp = `${destPath}.${randomBytes(6).toString('hex')}.part`;
     let handle: FileHandle | undefined = await open(temp, 'wx', options.mode ?? 0o644);
+    const writer = new OverlappedWriter(handle);
     try {
       const hash = createHash('sha256');
       const total = info.size;
@@ -341,10 +342,11 @@ export class BlobStore {
         }
         if (chunk.done) break;
         hash.update(chunk.value);
-        await handle.write(chunk.value);
+        await writer.write(chunk.value);
         done += chunk.value.length;
         options.onProgress?.({ phase: 'downloading', bytesDone: done, bytesTotal: total });
       }
+      await writer.end();
       if (total === 0) options.onProgress?.({ phase: 'downloading', bytesDone: 0, bytesTotal: 0 });
       const actual = { sha256: hash.digest('hex'), size: done };
       if (actual.sha256 !== sha256 || (options.size !== undefined && actual.size !== options.size)) {
@@ -357,6 +359,7 @@ export class BlobStore {
       return actual;
     } catch (err) {
       await chunks.close();
+      await writer.abandon();
       await handle?.close().catch(() => undefined);
       await unlink(temp).catch(() => undefined);
       throw err;
@@ -466,7 +469,7 @@ export class BlobStore {
     const to = await this.team(team);
     const digest = { sha256, size: info.size };
     if (await this.holds(to.os, name, digest)) return { ...digest, copiedBytes: 0 };
-    const chunks = await guard(`get ${from.bucket}/${name}`, () => readChunks(source.nc, from.bucket, info.nuid, info.size === 0 ? 0 : info.chunks, 8, source.options.stallTimeoutMs));
+    const chunks = await guard(`get ${from.bucket}/${name}`, () => readChunks(source.nc, from.bucket, info.nuid, info.size === 0 ? 0 : info.chunks, READ_AHEAD, source.options.stallTimeoutMs));
     const stall = source.options.stallTimeoutMs;
     const next = async (): Promise<IteratorResult<Uint8Array>> => {
       try {
@@ -547,6 +550,59 @@ export class BlobStore {
       digest,
       { ...(stored ? { sha256: stored } : {}), size: info.size },
     );
+  }
+}
+
+/**
+ * Direct gets of a blob's chunks in flight at once (downloads and copies). Each waits a round
+ * trip to the server and its read of the chunk; 16 (16 MiB at the default chunk size) keeps the
+ * connection busy where 8 left it waiting.
+ */
+const READ_AHEAD = 16;
+
+/**
+ * Writes chunks to a file in order, each while the next ones are received and hashed: one write
+ * under way at a time, so the disk and the connection work at once and at most one chunk waits
+ * beyond the read-ahead. (Gathering chunks into 4 MiB writes measured no faster, often slower.)
+ * An error of a write surfaces at the next `write` or at `end`.
+ */
+class OverlappedWriter {
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly handle: FileHandle) {}
+
+  /** Waits for the write before, then starts writing `chunk`. */
+  async write(chunk: Uint8Array): Promise<void> {
+    await this.writing;
+    this.writing = writeAll(this.handle, [chunk]);
+    this.writing.catch(() => undefined); // observed by the next write or by end
+  }
+
+  /** Waits for the last write. */
+  async end(): Promise<void> {
+    await this.writing;
+  }
+
+  /** Waits for the write under way, ignoring its outcome (the file is being given up). */
+  async abandon(): Promise<void> {
+    await this.writing.catch(() => undefined);
+  }
+}
+
+/** Writes every byte of `parts` at the handle's position (a short write is continued). */
+async function writeAll(handle: FileHandle, parts: Uint8Array[]): Promise<void> {
+  let rest = parts;
+  while (rest.length > 0) {
+    let { bytesWritten } = await handle.writev(rest);
+    const next: Uint8Array[] = [];
+    for (const part of rest) {
+      if (bytesWritten >= part.length) bytesWritten -= part.length;
+      else {
+        next.push(part.subarray(bytesWritten));
+        bytesWritten = 0;
+      }
+    }
+    rest = next;
   }
 }
 

@@ -122,11 +122,17 @@ export class ChunkedWriter {
     await this.jsm.streams.purge(this.stream, { filter: this.chunkSubject(nuid) });
   }
 
-  /** Publishes chunk `index` of an object on its chunk subject, with its index and sha256 in headers. */
-  publishChunk(subject: string, index: number, payload: Uint8Array): Promise<PubAck> {
+  /**
+   * Publishes chunk `index` of an object on its chunk subject, with its index in a header and,
+   * unless `withSha256` is false, its sha256: what a resumed upload checks the last stored chunk
+   * against. A copy ({@link putFrom}) leaves it out: it never resumes (it purges first), and a
+   * chunk without it is never resumed from by a later upload ({@link storedPrefix} purges), so
+   * it saves a sha256 pass over every byte copied.
+   */
+  publishChunk(subject: string, index: number, payload: Uint8Array, withSha256 = true): Promise<PubAck> {
     const h = headers();
     h.set(CHUNK_INDEX_HEADER, String(index));
-    h.set(CHUNK_SHA256_HEADER, createHash('sha256').update(payload).digest('hex'));
+    if (withSha256) h.set(CHUNK_SHA256_HEADER, createHash('sha256').update(payload).digest('hex'));
     return this.js.publish(subject, payload, { headers: h, timeout: this.timeoutMs });
   }
 
@@ -258,7 +264,7 @@ export class ChunkedWriter {
     let size = 0;
     const send = async (payload: Uint8Array) => {
       if (failed.error) throw failed.error;
-      track(this.publishChunk(subject, index, payload));
+      track(this.publishChunk(subject, index, payload, false));
       index += 1;
       if (inFlight.size >= this.pipeline) await Promise.race(inFlight).catch(() => undefined);
     };
