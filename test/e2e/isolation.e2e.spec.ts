@@ -96,7 +96,9 @@ describe('isolation of jobs on a real agent', () => {
     e2e(async () => {
       const client = network().client();
       const { jobId: a } = await client.submit(
-        scriptJob('echo secret-of-a > "$GPUNET_WORK_DIR/secret"; echo "dir=$GPUNET_WORK_DIR"; echo "out=$GPUNET_OUTPUT_DIR"; sleep 20', { name: 'victim', timeLimit: '1m' }),
+        // Runs until cancelled below: its directories must still be there when the attacker runs,
+        // however long a loaded machine takes to place and start it.
+        scriptJob('echo secret-of-a > "$GPUNET_WORK_DIR/secret"; echo "dir=$GPUNET_WORK_DIR"; echo "out=$GPUNET_OUTPUT_DIR"; sleep 600', { name: 'victim', timeLimit: '15m' }),
       );
       let dirs: string[] = [];
       await until('the first job to say where it works', async () => {
@@ -132,6 +134,7 @@ describe('isolation of jobs on a real agent', () => {
       const lines = await stdout(b);
       expect(lines.filter((l) => l.startsWith('BROKE-OUT'))).toEqual([]);
       expect(lines.filter((l) => l.startsWith('refused'))).toHaveLength(attack.length);
+      expect((await client.getJob(a)).state).toBe('running'); // the attack met a live victim
       await client.cancel(a);
       await settle(network(), [a]);
     }),

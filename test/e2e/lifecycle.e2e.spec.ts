@@ -115,19 +115,18 @@ describe('the job lifecycle across real processes', () => {
     e2e(async () => {
       const client = network().client();
       const limitMs = 2_000;
-      // Ignores SIGTERM, so only the SIGKILL after the grace ends it; it would sleep 30 s otherwise.
-      const { jobId } = await client.submit(scriptJob("trap '' TERM; echo started; sleep 30; echo never", { timeLimit: `${limitMs}ms` }));
-      const t0 = Date.now();
-      const { views, events } = await settle(network(), [jobId], { timeoutMs: 20_000 });
-      expect(Date.now() - t0).toBeLessThan(15_000);
+      // Ignores SIGTERM, so only the SIGKILL after the grace ends it; it would sleep ten minutes otherwise.
+      const { jobId } = await client.submit(scriptJob("trap '' TERM; echo started; sleep 600; echo never", { timeLimit: `${limitMs}ms` }));
+      const { views, events } = await settle(network(), [jobId], { timeoutMs: 60_000 });
       expect(views.get(jobId)!.state).toBe('timeout');
 
       const usage = events.filter((e) => e.type === 'UsageRecorded').map((e) => e.data as UsageRecorded);
       expect(usage).toHaveLength(1);
       expect(usage[0]!.outcome).toBe('timeout');
-      // Held → killed: at least the limit plus the grace, and nowhere near the 30 s it asked to sleep.
+      // Held → killed: at least the limit plus the grace, and nowhere near the ten minutes it asked
+      // to sleep (a loose ceiling: how long the kill takes to be noticed is the machine's load).
       expect(usage[0]!.billableMs).toBeGreaterThanOrEqual(limitMs + KILL_GRACE_MS);
-      expect(usage[0]!.billableMs).toBeLessThanOrEqual(limitMs + KILL_GRACE_MS + 2_000);
+      expect(usage[0]!.billableMs).toBeLessThan(60_000);
       const want = recomputeUsage(await network().events({ types: ['PriceListPublished', 'ComputeHeld', 'JobFinished'] })).get(usage[0]!.attemptId)!;
       expect({ billableMs: usage[0]!.billableMs, amountMicros: usage[0]!.amountMicros }).toEqual({ billableMs: want.billableMs, amountMicros: want.amountMicros });
     }),

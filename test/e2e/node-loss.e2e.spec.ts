@@ -58,18 +58,22 @@ describe('node loss across real processes', () => {
         const view = await until('the job to complete on the other agent', async () => {
           const v = await client.getJob(jobId);
           return v.state === 'completed' ? v : undefined;
-        }, { timeoutMs: 30_000, intervalMs: 100 });
+        }, { timeoutMs: 60_000, intervalMs: 100 });
         expect(view.attempts).toHaveLength(2);
         const events = await until('the second attempt to be billed', async () => {
           const all = await jobEvents(network(), [jobId]);
           return all.some((e) => e.type === 'UsageRecorded') ? all : undefined;
-        }, { timeoutMs: 15_000, intervalMs: 100 });
+        }, { timeoutMs: 30_000, intervalMs: 100 });
 
         // Exactly one NodeLost, not before the lease ran out, naming the running attempt.
         const losses = (await network().events({ types: ['NodeLost'] })).map((e) => ({ streamId: e.streamId, producer: e.metadata.producer, data: e.data as NodeLost }));
         expect(losses).toEqual([{ streamId: `placement-node-${nodeId}`, producer: 'placement', data: expect.objectContaining({ nodeId, reason: 'heartbeat_timeout', affectedAttempts: [{ jobId, attemptId }] }) }]);
-        // The last heartbeat came at most one interval before the kill.
-        expect(Date.parse(losses[0]!.data.detectedAt)).toBeGreaterThanOrEqual(killedAt + LEASE_MS - HEARTBEAT_MS - 100);
+        // Not before the lease ran out since the last heartbeat, which came before the kill. (Not
+        // "one interval before the kill": a loaded machine delays heartbeats, and that is the case
+        // the lease is for.)
+        const { lastSeenAt, detectedAt } = losses[0]!.data;
+        expect(Date.parse(lastSeenAt)).toBeLessThanOrEqual(killedAt);
+        expect(Date.parse(detectedAt)).toBeGreaterThanOrEqual(Date.parse(lastSeenAt) + LEASE_MS);
 
         // Requeued for node_lost and run again on the other agent.
         const requeued = events.filter((e) => e.type === 'JobRequeued').map((e) => e.data as JobRequeued);

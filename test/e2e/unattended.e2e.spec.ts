@@ -7,7 +7,8 @@
 import { BlobStore } from '#blobs';
 import type { JobCheckpointed, JobFinished, JobPlaced, JobRequeued, JobStarted, OutputsStored } from '#contracts';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { chmod } from 'node:fs/promises';
+import { chmod, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { runCli } from '../../libs/cli/src/program.js';
 import { jobEvents, scriptJob, settle } from '../support/jobs.js';
@@ -108,7 +109,10 @@ describe('unattended runs', () => {
       const [finished] = data<JobFinished>(events, 'JobFinished');
       const ranMs = Date.parse(finished!.finishedAt) - Date.parse(started!.startedAt);
       expect(ranMs).toBeGreaterThanOrEqual(2_500);
-      expect(ranMs).toBeLessThan(8_000);
+      // It ended on the warning, before its limit: completed, and the limit never reached (not a
+      // wall-clock ceiling, which a loaded machine's late stamps could pass).
+      expect(finished!.outcome).toBe('completed');
+      expect(lines.some((l) => l.includes('time limit of'))).toBe(false);
     }),
     90_000,
   );
@@ -163,7 +167,11 @@ describe('unattended runs', () => {
     'streams logs while the job runs (`gpunet logs -f`), caps them with a visible marker, and keeps them with the outputs',
     e2e(async () => {
       const script = [
-        'for i in 1 2 3 4 5; do echo "tick $i"; sleep 0.4; done',
+        // It goes on only once the test has seen its first line through `logs -f`: streamed, not
+        // replayed at the end, without comparing clocks on a loaded machine.
+        'echo "tick 1"',
+        'until [ -e seen-tick-1 ]; do sleep 0.05; done',
+        'for i in 2 3 4 5; do echo "tick $i"; done',
         'i=0; while [ $i -lt 2000 ]; do echo "bulk line $i of a chatty job"; i=$((i + 1)); done',
         'echo "the end"',
       ].join('\n');
@@ -172,6 +180,12 @@ describe('unattended runs', () => {
       // `gpunet logs -f`: lines arrive while the job still runs, and the command ends with the job.
       // Job stdout goes to the command's stdout; job stderr and agent notices to its stderr.
       const seen: { line: string; at: number }[] = [];
+      let released: Promise<void> | undefined;
+      const releaseJob = async () => {
+        const held = await until('the attempt to hold compute', async () => (await jobEvents(network(), [jobId])).find((e) => e.type === 'ComputeHeld'), { timeoutMs: 20_000 });
+        const { nodeId, attemptId } = held.data as { nodeId: string; attemptId: string };
+        await writeFile(join(network().dataDir, 'nodes', nodeId, 'runs', jobId, attemptId, 'work', 'seen-tick-1'), '');
+      };
       const lineStream = () => {
         const s = new PassThrough();
         let buffered = '';
@@ -179,17 +193,19 @@ describe('unattended runs', () => {
           buffered += chunk.toString('utf8');
           const parts = buffered.split('\n');
           buffered = parts.pop()!;
-          for (const line of parts) seen.push({ line, at: Date.now() });
+          for (const line of parts) {
+            seen.push({ line, at: Date.now() });
+            if (line.includes('tick 1') && !released) released = releaseJob();
+          }
         });
         return s;
       };
       const code = await runCli(['logs', '-f', jobId], { stdout: lineStream(), stderr: lineStream(), env: { GPUNET_URL: network().url, GPUNET_API_KEY: network().apiKey }, cwd: network().dataDir });
       expect(code).toBe(0);
+      await released;
       const { events } = await settle(network(), [jobId]);
-      const [finished] = data<JobFinished>(events, 'JobFinished');
-      const tick1 = seen.find((s) => s.line.includes('tick 1'));
-      expect(tick1).toBeDefined();
-      expect(tick1!.at).toBeLessThan(Date.parse(finished!.finishedAt) - 1_000); // streamed, not replayed at the end
+      expect(seen.find((s) => s.line.includes('tick 1'))).toBeDefined();
+      expect(seen.find((s) => s.line.includes('tick 5'))).toBeDefined();
       expect(seen.some((s) => s.line.includes('[gpunet] log truncated'))).toBe(true);
       expect(seen.some((s) => s.line.includes('the end'))).toBe(false); // beyond the cap
 

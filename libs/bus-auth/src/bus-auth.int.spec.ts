@@ -53,7 +53,7 @@ async function as(name: Who): Promise<NatsConnection> {
 }
 
 /** Resolves once nats-server has logged a refusal matching `pattern`. */
-const logged = (pattern: RegExp) => until(`nats-server to log ${pattern}`, () => pattern.test(server.log()), { timeoutMs: 5_000, intervalMs: 20 });
+const logged = (pattern: RegExp) => until(`nats-server to log ${pattern}`, () => pattern.test(server.log()), { timeoutMs: 20_000, intervalMs: 20 });
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 /** nats-server 2.9's log line of a refusal: `[ERR] … - Publish Violation - Nkey "U…", Subject "…"`, naming who tried what. */
 const violation = (what: 'Publish' | 'Subscription', name: Who, subject: string) => new RegExp(`\\[ERR\\].* - ${what} Violation - Nkey "${keys[name].publicKey}", Subject "${escape(subject)}"`);
@@ -66,7 +66,7 @@ async function refusedPublish(nc: NatsConnection, subject: string): Promise<void
   })();
   nc.publish(subject, '{"forged":true}');
   await nc.flush();
-  await until(`a permission error for ${subject}`, () => errors.some((e) => e.message.includes(subject)), { timeoutMs: 5_000, intervalMs: 20 });
+  await until(`a permission error for ${subject}`, () => errors.some((e) => e.message.includes(subject)), { timeoutMs: 20_000, intervalMs: 20 });
   await logged(violation('Publish', identityOf.get(nc)!, subject));
 }
 

@@ -5,12 +5,15 @@
  * its term ends.
  */
 import { FencedError, openEventStore, type EventStore } from '#event-store';
+import { jetstream } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { connect } from '@nats-io/transport-node';
 import { Module } from '@nestjs/common';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
-import { elect, EventWriter, leadershipStreamId, NotLeaderError, startService, systemClock, type RunningService } from './index.js';
+import { elect, EventWriter, LEASE_BUCKET, leadershipStreamId, NotLeaderError, startService, systemClock, type RunningService } from './index.js';
 
 @Module({})
 class NothingModule {}
@@ -20,12 +23,14 @@ describe('service kit: leader and standby', () => {
   let dir: string;
   let store: EventStore;
   const running: RunningService[] = [];
+  const LEASE_MS = 3_000;
+  const RENEW_MS = 300;
   const definition = () => ({
     name: 'storage' as const,
     module: NothingModule,
     consumers: () => [],
     leader: { role: 'storage' as const },
-    env: { GPUNET_NATS_URL: nats.url, GPUNET_STORE_URL: `sqlite:${join(dir, 'events.db')}`, GPUNET_LOG_LEVEL: 'silent', GPUNET_LEASE_MS: '1500', GPUNET_LEASE_RENEW_MS: '300' },
+    env: { GPUNET_NATS_URL: nats.url, GPUNET_STORE_URL: `sqlite:${join(dir, 'events.db')}`, GPUNET_LOG_LEVEL: 'silent', GPUNET_LEASE_MS: String(LEASE_MS), GPUNET_LEASE_RENEW_MS: String(RENEW_MS) },
   });
   const elected = { type: 'LeaderElected' as const, data: { role: 'storage' as const, holder: 'test', term: 99, leaseMs: 1500, electedAt: new Date().toISOString() } };
 
@@ -52,9 +57,23 @@ describe('service kit: leader and standby', () => {
       return s;
     });
     // Longer than one lease: only renewals keep the first leading, and the second still waits.
+    // Counted in renewals seen on the lease's key, not in wall-clock time: more of them than fit
+    // in one lease. (A 3 s lease renewed every 300 ms: the leader's renewals may lag 2.7 s on a
+    // loaded machine before the standby may rightly take over.)
     await first.ctx.writer.append('storage-probe', [elected]);
-    const renewedUntil = Date.now() + 2_500;
-    while (Date.now() < renewedUntil) await new Promise((r) => setTimeout(r, 50));
+    const nc = await connect({ servers: nats.url });
+    try {
+      const kv = await new Kvm(jetstream(nc)).open(LEASE_BUCKET);
+      const from = (await kv.get('storage'))!.revision;
+      const enough = LEASE_MS / RENEW_MS + 1;
+      const end = Date.now() + 30_000;
+      while ((await kv.get('storage'))!.revision < from + enough) {
+        if (Date.now() > end) throw new Error(`the leader renewed its lease fewer than ${enough} times in 30 s`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } finally {
+      await nc.close();
+    }
     expect(secondStarted).toBe(false);
     await first.stop();
     const s = await second;

@@ -32,10 +32,10 @@ describe('StoreFollower (SQLite)', () => {
     expect(await follower.start()).toMatchObject({ events: 2 });
     expect(seen).toEqual([1, 2]);
     const { position } = await store.appendToStream('s', [event(3)]);
-    expect(await follower.waitFor(position, 2_000)).toBe(true);
+    expect(await follower.waitFor(position, 20_000)).toBe(true);
     expect(seen).toEqual([1, 2, 3]);
     expect(follower.position).toBe(position);
-    expect(await follower.catchUp(2_000)).toBe(true);
+    expect(await follower.catchUp(20_000)).toBe(true);
     const pending = follower.waitFor(position + 100n, 5_000);
     await follower.close();
     expect(await pending).toBe(false);
@@ -52,11 +52,11 @@ describe('StoreFollower (SQLite)', () => {
     try {
       await follower.start();
       const { position } = await writer.appendToStream('s', [event(1), event(2)]);
-      expect(await follower.waitFor(position, 2_000)).toBe(true);
+      expect(await follower.waitFor(position, 20_000)).toBe(true);
       expect(seen).toEqual([1, 2]);
       // Whichever source delivers an event first applies it; the other passes over it.
       const next = await writer.appendToStream('s', [event(3)]);
-      expect(await follower.catchUp(2_000)).toBe(true);
+      expect(await follower.catchUp(20_000)).toBe(true);
       expect(follower.position).toBe(next.position);
       expect(seen).toEqual([1, 2, 3]);
     } finally {
@@ -79,7 +79,7 @@ describe('StoreFollower (SQLite)', () => {
     expect(await follower.start()).toMatchObject({ events: 1 });
     await store.appendToStream('other-2', [event(4)]);
     const { position } = await store.appendToStream('keep-2', [tock(5), event(6)]);
-    expect(await follower.waitFor(position, 2_000)).toBe(true);
+    expect(await follower.waitFor(position, 20_000)).toBe(true);
     expect(seen).toEqual([1, 6]);
     await follower.close();
   });

@@ -48,7 +48,9 @@ function launchAgent(): AgentProcess {
       GPUNET_NATS_NKEY_FILE: keyFile,
       GPUNET_NVIDIA_SMI: join(dir, 'no-nvidia-smi'),
       GPUNET_HEARTBEAT_MS: '200',
-      GPUNET_KILL_GRACE_MS: '3000',
+      // Far above anything a loaded machine adds to a stop: a SIGTERM stop that ends within seconds
+      // shows the shutdown grace applied, not this one. No job here ignores SIGTERM on a limit or cancel.
+      GPUNET_KILL_GRACE_MS: '30000',
       GPUNET_SHUTDOWN_GRACE_MS: '500',
       GPUNET_STORE_OUTPUTS_TIMEOUT_MS: '2000',
     },
@@ -103,7 +105,7 @@ const eventOf = async (job: Job, type: string) => (await attemptEvents(job)).fin
 const released = (job: Job, timeoutMs?: number) => waitFor(`ComputeReleased of ${job.attemptId}`, () => eventOf(job, 'ComputeReleased'), timeoutMs);
 const runRoot = (job: Job) => join(workDir(), 'runs', job.jobId, job.attemptId);
 /** The run directory (and the job's, with its only attempt) goes right after ComputeReleased is recorded. */
-const runDirRemoved = (job: Job) => waitFor(`run directory of ${job.attemptId} removed`, () => !existsSync(join(workDir(), 'runs', job.jobId)), 5_000);
+const runDirRemoved = (job: Job) => waitFor(`run directory of ${job.attemptId} removed`, () => !existsSync(join(workDir(), 'runs', job.jobId)), 20_000);
 
 async function logLines(jobId: string, atLeast: number): Promise<LogLine[]> {
   const consumer = await js.consumers.get(LOGS_STREAM, { filter_subjects: logSubject(TEAM, jobId, NODE), deliver_policy: DeliverPolicy.All });
@@ -233,14 +235,14 @@ describe('execution agent', () => {
   });
 
   it('stops a job at its time limit: outcome timeout, billed only up to the kill', async () => {
-    const job = await submitAndPlace({ work: { kind: 'script', script: { inline: 'echo tick\nsleep 30\n' } }, request: { gpus: 1, timeLimit: '1s' } }, [0]);
+    const job = await submitAndPlace({ work: { kind: 'script', script: { inline: 'echo tick\nsleep 600\n' } }, request: { gpus: 1, timeLimit: '1s' } }, [0]);
     await released(job);
     const held = (await eventOf(job, 'ComputeHeld'))!.data as { heldAt: string };
     const finished = (await eventOf(job, 'JobFinished'))!.data as { outcome: string; finishedAt: string; signal: string | null };
     expect(finished.outcome).toBe('timeout');
     const billedMs = Date.parse(finished.finishedAt) - Date.parse(held.heldAt);
     expect(billedMs).toBeGreaterThanOrEqual(1_000);
-    expect(billedMs).toBeLessThan(1_000 + 2_000); // the limit plus slack (sleep dies on SIGTERM), far from its 30 s
+    expect(billedMs).toBeLessThan(30_000); // sleep dies on the limit's SIGTERM: far from its ten minutes, however loaded the machine
   });
 
   it('refuses a placement on a GPU held here, and stops a running job on cancel', async () => {
@@ -346,8 +348,8 @@ describe('execution agent', () => {
     const t0 = Date.now();
     agent!.kill('SIGTERM');
     expect(await agent!.exited).toBe(0);
-    // Well below the 3 s kill grace of a time limit or cancel: the shutdown grace (500 ms) applied.
-    expect(Date.now() - t0).toBeLessThan(2_500);
+    // Well below the 30 s kill grace of a time limit or cancel: the shutdown grace (500 ms) applied.
+    expect(Date.now() - t0).toBeLessThan(20_000);
     expect((await attemptEvents(job)).map((e) => e.type)).toEqual(['ComputeHeld', 'JobStarted', 'JobFinished', 'ComputeReleased']);
     expect((await eventOf(job, 'JobFinished'))!.data).toMatchObject({ outcome: 'node_lost', message: 'agent stopped' });
     expect(await liveGroupMembers(marker.pgid)).toEqual([]);

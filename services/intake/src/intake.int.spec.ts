@@ -634,7 +634,7 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
     expect(await overNats(Queries.ReadFeed.subject, { after: 'x' })).toMatchObject({ ok: false, error: { code: 'validation_failed', issues: [{ path: 'after' }] } });
     expect(await overNats(Queries.ReadFeed.subject, {}, null)).toMatchObject({ ok: false, error: { code: 'unauthorized' } });
 
-    const deadline = Date.now() + 5_000;
+    const deadline = Date.now() + 20_000; // a failure guard: the three notifications are waited for
     while (notified.filter((n) => n.jobId === jobId).length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     sub.unsubscribe();
     const mine = notified.filter((n) => n.jobId === jobId);

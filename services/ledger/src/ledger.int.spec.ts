@@ -8,7 +8,7 @@ import { querySubject, type EventData, type GetChargesReply, type JobOutcome, ty
 import { SqliteEventStore, type RecordedEvent } from '#event-store';
 import { encodeEvent, OutboxRelay, requestQuery } from '#messaging';
 import { EventWriter, startService, systemClock, type RunningService } from '#service-kit';
-import { jetstream } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -77,7 +77,11 @@ async function spawnLedger(env: Record<string, string>): Promise<LedgerProcess> 
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   await Promise.race([
-    waitFor('the ledger to start', async () => logs.some((l) => l.msg === 'service started')),
+    // A failure guard: at a load average of 25 the ledger twice took over 20 s to start.
+    waitFor('the ledger to start', async () => logs.some((l) => l.msg === 'service started'), 60_000).catch((err: Error) => {
+      child.kill('SIGKILL');
+      throw new Error(`${err.message}:\n${stderr}\n${logs.map((l) => JSON.stringify(l)).join('\n')}`);
+    }),
     exited.then((code) => {
       throw new Error(`the ledger exited with ${code} before it started:\n${stderr}\n${logs.map((l) => JSON.stringify(l)).join('\n')}`);
     }),
@@ -163,7 +167,7 @@ describe('ledger process against nats-server and a SQLite store', () => {
     agent = new EventWriter(store, 'execution', systemClock);
     relay = new OutboxRelay(store, nc, { name: 'relay-test-agent', filter: { streamPrefix: 'execution-' }, logger: pino({ level: 'silent' }) });
     await relay.start();
-  }, 30_000);
+  }, 90_000);
 
   afterAll(async () => {
     await relay?.stop();
@@ -299,8 +303,14 @@ describe('ledger process against nats-server and a SQLite store', () => {
 
     ledger = await spawnLedger(env);
     await waitFor('all 120 lines after the restart', async () => (await crashLines()).length >= 120, 30_000);
-    // Messages the dead process held unacked come back after the 2 s ack wait: give them time to be (not) billed again.
-    await new Promise((r) => setTimeout(r, 3_000));
+    // Messages the dead process held unacked come back after the 2 s ack wait: wait until the
+    // ledger's consumer has delivered and had acknowledged every one (not a guessed 3 s), so a
+    // second billing of any would be in the store now.
+    const jsm = await jetstreamManager(nc);
+    await waitFor('the ledger consumer to have nothing pending or unacknowledged', async () => {
+      const info = await jsm.consumers.info('GPUNET_EVENTS', 'ledger');
+      return info.num_pending === 0 && info.num_ack_pending === 0;
+    }, 30_000);
 
     const after = await crashLines();
     expect(after).toHaveLength(120);

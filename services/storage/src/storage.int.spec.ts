@@ -351,7 +351,7 @@ describe('storage service against nats-server and a SQLite store', () => {
     const releasedAt = Date.now();
     await release('job-keep');
 
-    const [removal] = await waitFor('the retention removal', async () => ((await removalsOf('job-keep')).length > 0 ? removalsOf('job-keep') : undefined), 10_000);
+    const [removal] = await waitFor('the retention removal', async () => ((await removalsOf('job-keep')).length > 0 ? removalsOf('job-keep') : undefined), 30_000);
     expect(Date.now() - releasedAt).toBeGreaterThanOrEqual(1500);
     expect(removal).toMatchObject({ reason: 'retention_expired', blobs: [kept] });
     expect(await blobs.exists('team-a', kept.sha256)).toBe(false);

@@ -240,9 +240,9 @@ describe('postgres: appends to different streams run concurrently', () => {
       await b.query('BEGIN');
       await appendOnClient(a, store.appendSettings, 'x', newEvents(1));
       // Would hang here if appends took a global lock (a is still open).
-      await within(2_000, appendOnClient(b, store.appendSettings, 'y', newEvents(1)));
+      await within(20_000, appendOnClient(b, store.appendSettings, 'y', newEvents(1)));
       // The pool's own append to an unrelated stream also goes through at once.
-      await within(2_000, store.appendToStream('z', newEvents(1)));
+      await within(20_000, store.appendToStream('z', newEvents(1)));
 
       // But an append to x waits on x's head lock until a commits.
       let done = false;
@@ -250,10 +250,11 @@ describe('postgres: appends to different streams run concurrently', () => {
         done = true;
         return r;
       });
-      await new Promise((r) => setTimeout(r, 300));
+      // Seen waiting on a lock by the server, not guessed from a pause.
+      await waitingOnLock(store);
       expect(done).toBe(false);
       await a.query('COMMIT');
-      expect((await within(2_000, contended)).nextExpectedRevision).toBe(1n);
+      expect((await within(20_000, contended)).nextExpectedRevision).toBe(1n);
       await b.query('COMMIT');
       expect((await store.readStream('y')).length).toBe(1);
     } finally {
@@ -296,9 +297,9 @@ describe('postgres: appends to different streams run concurrently', () => {
         () => 'appended',
         (err: Error) => err.name,
       );
-      await new Promise((r) => setTimeout(r, 200));
+      await waitingOnLock(store); // the second append waits for the first's transaction
       await a.query('COMMIT');
-      expect(await within(2_000, second)).toBe('IdempotencyConflictError');
+      expect(await within(20_000, second)).toBe('IdempotencyConflictError');
     } finally {
       await a.query('ROLLBACK').catch(() => undefined);
       a.release();
@@ -340,11 +341,14 @@ describe('postgres: notifications', () => {
   it("another instance's append wakes a subscription through LISTEN/NOTIFY, long before its next poll", async () => {
     const reader = new SubscriptionReader(store.subscribeToAll({ pollIntervalMs: 60_000 }));
     try {
-      await reader.nothingWithin(300); // first read done, LISTEN connection up, now waiting a minute
-      const started = Date.now();
+      // The reader pulls (an empty store: nothing to yield), and its first wait opens the LISTEN
+      // connection. Once the server shows it (not guessed from a pause), only a notification can
+      // wake the reader before its minute is out.
+      await reader.nothingWithin(0);
+      await listening(store);
       await other.appendToStream('woken', newEvents(1));
-      expect((await reader.take(1, 5_000))[0]!.streamId).toBe('woken');
-      expect(Date.now() - started).toBeLessThan(5_000);
+      // Waits are failure guards, well below the one-minute poll that would also deliver it.
+      expect((await reader.take(1, 20_000))[0]!.streamId).toBe('woken');
 
       // An append in a caller's transaction notifies once the caller says it committed.
       const c = await other.connect();
@@ -357,7 +361,7 @@ describe('postgres: notifications', () => {
         c.release();
       }
       other.notifyAppended(appended);
-      expect((await reader.take(1, 5_000))[0]!.revision).toBe(1n);
+      expect((await reader.take(1, 20_000))[0]!.revision).toBe(1n);
     } finally {
       await reader.subscription.close();
     }
@@ -399,6 +403,38 @@ describe('postgres: the server ends a connection the store has checked out', () 
     expect((await store.readStream('after-terminate')).length).toBe(1);
   });
 });
+
+/** Resolves once some connection to the store's database waits on a lock (a heavyweight lock: a row, a transaction). */
+async function waitingOnLock(store: PostgresEventStore, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const c = await store.connect();
+    try {
+      const { rows } = await c.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
+      if (Number(rows[0]!.n) > 0) return;
+    } finally {
+      c.release();
+    }
+    if (Date.now() > end) throw new Error(`no connection waited on a lock within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Resolves once the database has a connection whose last statement was a LISTEN: a change feed's. */
+async function listening(store: PostgresEventStore, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const c = await store.connect();
+    try {
+      const { rows } = await c.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle' AND query LIKE 'LISTEN %'");
+      if (Number(rows[0]!.n) > 0) return;
+    } finally {
+      c.release();
+    }
+    if (Date.now() > end) throw new Error(`no LISTEN connection within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 
 async function within<T>(ms: number, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

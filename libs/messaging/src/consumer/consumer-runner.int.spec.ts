@@ -258,7 +258,7 @@ describe('JetStreamConsumerRunner (nats-server)', () => {
     expect(log).toEqual([]);
 
     await run('crash', { Step: { handle: (e) => void log.push((e.data as { n: number }).n) } });
-    await waitFor(() => log.length === 5, 'all handled after restart', 8_000);
+    await waitFor(() => log.length === 5, 'all handled after restart', 30_000);
     expect(log).toEqual([0, 1, 2, 3, 4]);
   });
 
@@ -415,7 +415,7 @@ describe('JetStreamConsumerRunner (nats-server)', () => {
 
     // The four handed back are redelivered promptly (not after the 30 s ack wait), in order.
     const next = await run('shutdown', routes);
-    await waitFor(() => done.length === 5, 'the rest handled after restart', 5_000);
+    await waitFor(() => done.length === 5, 'the rest handled after restart', 30_000);
     expect(done).toEqual(events.map((e) => e.eventId));
     await waitFor(() => drained('shutdown'), 'consumer drained');
     expect(next.stats.handled).toBe(4);

@@ -25,39 +25,50 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function readBack(jobId: string): Promise<LogLine[]> {
+/**
+ * Every line the stream holds for the job: fetches until the consumer has nothing pending. One
+ * fetch ends after its `expires` however many it got, which on a loaded machine is not all.
+ */
+async function readBack(jobId: string, timeoutMs = 60_000): Promise<LogLine[]> {
   const consumer = await js.consumers.get(LOGS_STREAM, { filter_subjects: logSubject('team-log', jobId, 'node-log'), deliver_policy: DeliverPolicy.All });
   const out: LogLine[] = [];
-  const messages = await consumer.fetch({ max_messages: 100_000, expires: 1_000 });
-  for await (const m of messages) {
-    out.push(m.json<LogLine>());
-    if (m.info.pending === 0) break;
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const messages = await consumer.fetch({ max_messages: 10_000, expires: 1_000 });
+    for await (const m of messages) {
+      out.push(m.json<LogLine>());
+      if (m.info.pending === 0) return out;
+    }
+    if (Date.now() > end) throw new Error(`read ${out.length} log lines of ${jobId} back within ${timeoutMs} ms, and more were pending`);
   }
-  return out;
 }
+
+const LINES = 5_000;
 
 describe('log streamer', () => {
   it('streams every line in order without making the job wait, and writes stdout and stderr files', async () => {
     const s = new LogStreamer(js, 'team-log', 'job-chatty', 'node-log', 'job-chatty-a1', await mkdtemp(join(dir, 'run-')), { now });
-    for (let i = 0; i < 20_000; i++) s.push(`line ${i}`, i % 1000 === 999 ? 'stderr' : 'stdout');
+    // 5,000 lines: enough to show order and the stdout/stderr split. The number of acknowledged
+    // publishes is what takes time on a loaded machine, not what is asserted.
+    for (let i = 0; i < LINES; i++) s.push(`line ${i}`, i % 1000 === 999 ? 'stderr' : 'stdout');
     s.push('[gpunet] time limit reached', 'system');
     // Taking a line is a queue push that returns at once: the loop above never yielded to the
     // event loop, so no acknowledgement can have come back yet, whatever the machine's load.
     expect(s.stats.published).toBe(0);
     const stats = await s.close();
-    expect(stats).toEqual({ published: 20_001, dropped: 0, failed: 0 });
+    expect(stats).toEqual({ published: LINES + 1, dropped: 0, failed: 0 });
 
     const lines = await readBack('job-chatty');
-    expect(lines).toHaveLength(20_001);
+    expect(lines).toHaveLength(LINES + 1);
     expect(lines.slice(0, 1000).every((l, i) => l.line === `line ${i}`)).toBe(true);
     expect(lines[999]).toEqual({ ts: now(), stream: 'stderr', line: 'line 999', attemptId: 'job-chatty-a1' });
-    expect(lines[20_000]).toMatchObject({ stream: 'agent', line: '[gpunet] time limit reached' });
+    expect(lines[LINES]).toMatchObject({ stream: 'agent', line: '[gpunet] time limit reached' });
     const stdout = (await readFile(s.files.stdout, 'utf8')).split('\n');
-    expect(stdout).toHaveLength(19_980 + 1);
+    expect(stdout).toHaveLength(LINES - LINES / 1000 + 1);
     expect(await readFile(s.files.stderr, 'utf8')).toMatch(/^line 999\n[\s\S]*\[gpunet\] time limit reached\n$/);
-    // The bus may take several seconds for 20k acknowledged publishes on a busy 2-core machine;
+    // The bus may take several seconds for the acknowledged publishes on a busy 2-core machine;
     // what is asserted is that the job never waited for them (nothing published while it pushed).
-  }, 30_000);
+  }, 60_000);
 
   it('beyond its queue it drops lines from the live stream only, and says how many', async () => {
     const s = new LogStreamer(js, 'team-log', 'job-flood', 'node-log', 'job-flood-a1', await mkdtemp(join(dir, 'run-')), { now, maxQueued: 100, maxInFlight: 10 });

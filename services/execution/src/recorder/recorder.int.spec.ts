@@ -53,7 +53,7 @@ function signed(nodeId: string, streamId: string, type: string, data: unknown, o
   return { ...body, signature: signBytes(o.key ?? keys[nodeId]!, reportSigningBytes(body)) };
 }
 
-const send = (fromNode: string, report: unknown) => requestQuery<NodeReportReply>(nc, reportSubject(fromNode), report, { response: NodeReportReply }, { timeoutMs: 5_000 });
+const send = (fromNode: string, report: unknown) => requestQuery<NodeReportReply>(nc, reportSubject(fromNode), report, { response: NodeReportReply }, { timeoutMs: 20_000 });
 const refusals = async () => (await store.readStream(REFUSALS_STREAM)).map((e) => e.data as NodeReportRefused);
 const at = (ms: number) => new Date(Date.parse('2026-03-01T10:00:00.000Z') + ms).toISOString();
 

@@ -51,9 +51,9 @@ describe('detectGpus', () => {
   });
 
   it('gives up after its timeout', async () => {
-    const smi = await fakeSmi('slow-smi', 'exec sleep 5');
-    const t0 = performance.now();
+    // It would answer nothing for ten minutes: only the timeout can end the call (the message
+    // says it did), so no wall-clock bound that a loaded machine could break.
+    const smi = await fakeSmi('slow-smi', 'exec sleep 600');
     await expect(detectGpus({ command: smi, timeoutMs: 200 })).rejects.toThrow(/no answer within 200 ms/);
-    expect(performance.now() - t0).toBeLessThan(2000);
   });
 });

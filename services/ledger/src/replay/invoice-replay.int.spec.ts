@@ -7,6 +7,7 @@
  * another team's invoice is not found.
  */
 import { Queries, type DisputeBundleReply, type EventData, type InvoiceView, type ReplayInvoiceReply } from '#contracts';
+import { openEventStore, type EventStore } from '#event-store';
 import { requestQuery } from '#messaging';
 import { EventWriter, startService, systemClock, type RunningService } from '#service-kit';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -49,8 +50,8 @@ describe.each(['sqlite', 'postgres'] as const)('ledger invoice replay and disput
   const ask = <T>(name: 'ReplayInvoice' | 'GetDisputeBundle' | 'GetInvoice', body: unknown) =>
     requestQuery<T>(nc, Queries[name].subject, body, { request: Queries[name].schema, response: Queries[name].replySchema }, { timeoutMs: 20_000 });
 
-  async function attempt(a: { jobId: string; team?: string; heldAt: string; finishedAt: string; gpus?: number; outcome?: EventData<'JobFinished'>['outcome'] }) {
-    const agent = new EventWriter(running.ctx.store, 'execution', systemClock);
+  async function attempt(store: EventStore, a: { jobId: string; team?: string; heldAt: string; finishedAt: string; gpus?: number; outcome?: EventData<'JobFinished'>['outcome'] }) {
+    const agent = new EventWriter(store, 'execution', systemClock);
     const attemptId = `${a.jobId}-a1`;
     const ctx = { correlationId: `corr-${a.jobId}`, team: a.team ?? 'team-a' };
     const gpuIndices = Array.from({ length: a.gpus ?? 1 }, (_, i) => i);
@@ -64,22 +65,30 @@ describe.each(['sqlite', 'postgres'] as const)('ledger invoice replay and disput
     nc = await connect({ servers: nats.url });
     dir = await mkdtemp(join(tmpdir(), 'gpunet-ledger-replay-q-'));
     if (backend === 'postgres') db = await createTestDatabase('gpunet_t_replay_q');
+    const storeUrl = db ? db.url : `sqlite:${join(dir, 'events.db')}`;
+    // This month (a draft): two attempts of team-a, one of team-b. June 2025 (finalized by the closer): one of team-a.
+    // Recorded before the ledger starts: its closer (every 100 ms) would otherwise finalize June
+    // between job-j1's ComputeHeld and its JobFinished, and the hour would be a late line of this month.
+    const store = await openEventStore(storeUrl, chainKey ? { chainKey } : {});
+    try {
+      await attempt(store, { jobId: 'job-d1', heldAt: recent(0), finishedAt: recent(90_000) });
+      await attempt(store, { jobId: 'job-d2', heldAt: recent(10_000), finishedAt: recent(500_000), gpus: 2 });
+      await attempt(store, { jobId: 'job-b1', team: 'team-b', heldAt: recent(0), finishedAt: recent(60_000) });
+      await attempt(store, { jobId: 'job-j1', heldAt: '2025-06-10T10:00:00.000Z', finishedAt: '2025-06-10T11:00:00.000Z' });
+    } finally {
+      await store.close();
+    }
     running = await startService({
       ...ledgerService,
       env: {
         GPUNET_NATS_URL: nats.url,
-        GPUNET_STORE_URL: db ? db.url : `sqlite:${join(dir, 'events.db')}`,
+        GPUNET_STORE_URL: storeUrl,
         GPUNET_LOG_LEVEL: 'silent',
         GPUNET_INVOICE_CUTOFF: '72h',
         GPUNET_INVOICE_CHECK_INTERVAL: '100ms',
         ...(chainKey ? { GPUNET_CHAIN_KEY: chainKey } : {}),
       },
     });
-    // This month (a draft): two attempts of team-a, one of team-b. June 2025 (finalized by the closer): one of team-a.
-    await attempt({ jobId: 'job-d1', heldAt: recent(0), finishedAt: recent(90_000) });
-    await attempt({ jobId: 'job-d2', heldAt: recent(10_000), finishedAt: recent(500_000), gpus: 2 });
-    await attempt({ jobId: 'job-b1', team: 'team-b', heldAt: recent(0), finishedAt: recent(60_000) });
-    await attempt({ jobId: 'job-j1', heldAt: '2025-06-10T10:00:00.000Z', finishedAt: '2025-06-10T11:00:00.000Z' });
     await waitFor('June 2025 to be finalized', async () => (await ask<InvoiceView>('GetInvoice', { invoiceId: finalId, principal: billingOf('team-a') })).status === 'finalized');
   }, 60_000);
 
