@@ -41,6 +41,20 @@ describe('StoreFollower (SQLite)', () => {
     expect(await pending).toBe(false);
   });
 
+  it('stops following when its store is closed under it (an owner that failed halfway through its start), instead of failing on every retry', async () => {
+    const lines: { level: number; msg: string }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as { level: number; msg: string }) });
+    const follower = new StoreFollower(store, logger, { name: 'ticks', apply: () => undefined, pollIntervalMs: 10, resubscribeDelayMs: 10 });
+    await follower.start();
+    await store.close();
+    const stopped = () => lines.some((l) => l.msg === 'following the store for ticks stopped: the store is closed');
+    for (const end = Date.now() + 20_000; !stopped() && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
+    expect(stopped()).toBe(true);
+    // Stopped for good: asked for more, it answers at once that it will not get there.
+    expect(await follower.waitFor(follower.position + 1n, 20_000)).toBe(false);
+    await follower.close();
+  });
+
   it("reaches another process's append at once when asked for it, not at the subscription's next poll", async () => {
     // Through a symlinked directory the writer shares no in-process wake-up with the follower's store, as another process would not.
     const alias = join(dir, 'alias');

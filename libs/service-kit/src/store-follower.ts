@@ -161,21 +161,29 @@ export class StoreFollower {
 
   private async follow(): Promise<void> {
     while (!this.closed) {
-      const subscription = this.store.subscribeToAll({
-        fromPosition: this.applied,
-        batchSize: 1_000,
-        ...(this.options.filter ? { filter: this.options.filter } : {}),
-        ...(this.options.pollIntervalMs ? { pollIntervalMs: this.options.pollIntervalMs } : {}),
-      });
-      this.subscription = subscription;
+      let subscription: Subscription | undefined;
       try {
+        subscription = this.store.subscribeToAll({
+          fromPosition: this.applied,
+          batchSize: 1_000,
+          ...(this.options.filter ? { filter: this.options.filter } : {}),
+          ...(this.options.pollIntervalMs ? { pollIntervalMs: this.options.pollIntervalMs } : {}),
+        });
+        this.subscription = subscription;
         for await (const event of subscription) this.apply(event);
         if (this.closed) break;
         throw new Error('the store subscription ended');
       } catch (err) {
         if (this.closed) break;
+        if ((err as { code?: string }).code === 'illegal_state') {
+          // The store was closed under the follower (its owner stopped without closing it):
+          // nothing more will come, and following again would throw the same, forever.
+          this.logger.warn({ err, position: String(this.applied) }, `following the store for ${this.options.name} stopped: the store is closed`);
+          this.closed = true;
+          break;
+        }
         this.logger.error({ err, position: String(this.applied) }, `following the store for ${this.options.name} failed; following again shortly`);
-        await subscription.close().catch(() => undefined);
+        await subscription?.close().catch(() => undefined);
         await new Promise((r) => setTimeout(r, this.options.resubscribeDelayMs ?? 1_000));
       }
     }
