@@ -181,7 +181,14 @@ const eventSchemas: Record<string, z.ZodType> = Object.fromEntries(Object.values
  * the JetStream strategy (and HTTP when asked) → outbox relay → health. Returns a handle for
  * in-process tests; `main.ts` files use `runServiceMain`, which also wires SIGTERM.
  */
-export async function startService<S extends z.ZodObject>(def: ServiceDefinition<S>, run: { signal?: AbortSignal } = {}): Promise<RunningService<BaseConfig & z.output<S>>> {
+export async function startService<S extends z.ZodObject>(
+  def: ServiceDefinition<S>,
+  run: {
+    signal?: AbortSignal;
+    /** Called when a `leader` service has passed its checks and begins to wait for its lease. */
+    onStandby?: () => void;
+  } = {},
+): Promise<RunningService<BaseConfig & z.output<S>>> {
   type C = BaseConfig & z.output<S>;
   const config = loadConfig((def.config ?? ({ shape: {} } as unknown as S)) as S, def.env ?? process.env) as C;
   const topologyFile = config.GPUNET_TOPOLOGY_FILE ?? defaultTopologyFile();
@@ -241,6 +248,7 @@ export async function startService<S extends z.ZodObject>(def: ServiceDefinition
       const replicas = declared === 'auto' ? autoReplicas(nc.info) : declared;
       lease = new LeaderLease(nc, role, instance, { leaseMs: config.GPUNET_LEASE_MS, renewMs: config.GPUNET_LEASE_RENEW_MS, replicas }, logger);
       const waited = performance.now();
+      run.onStandby?.();
       await lease.acquire(run.signal);
       const { fence, term } = await elect(store, writer, role, lease.holder, config.GPUNET_LEASE_MS, clock);
       const held = lease;
@@ -327,63 +335,77 @@ async function startApp<C extends BaseConfig>(
   let app: INestApplicationContext;
   let httpUrl: string | undefined;
   const http = (def.http as ((c: ServiceContext<C>) => { port: number; host?: string; bodyLimit?: string }) | undefined)?.(ctx);
-  if (http) {
-    const web = await NestFactory.create<NestExpressApplication>(RootModule, { logger: false, bodyParser: false });
-    web.useBodyParser('json', { limit: http.bodyLimit ?? '8mb' });
-    // A server span per request, child of the caller's `traceparent` when it sent one; the work
-    // the request causes (events appended, queries asked) joins that trace.
-    if (tracing) {
-      web.use((req: { method: string; path: string; headers: Record<string, unknown> }, res: { statusCode: number; on(e: 'finish' | 'close', f: () => void): void }, next: () => void) => {
-        const parent = contextFromFields(req.headers);
-        const span = tracer().startSpan(`${req.method} ${req.path.split('/').slice(0, 3).join('/')}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method, 'url.path': req.path } }, parent);
-        let ended = false;
-        const end = () => {
-          if (ended) return;
-          ended = true;
-          span.setAttribute('http.response.status_code', res.statusCode);
-          span.end();
-        };
-        res.on('finish', end);
-        res.on('close', end);
-        otelContext.with(trace.setSpan(parent, span), next);
-      });
-    }
-    web.connectMicroservice({ strategy }, { inheritAppConfig: true });
-    await web.startAllMicroservices();
-    const host = http.host ?? '127.0.0.1';
-    await web.listen(http.port, host);
-    const address = web.getHttpServer().address();
-    const port = typeof address === 'object' && address ? address.port : http.port;
-    httpUrl = `http://${host}:${port}`;
-    app = web;
-  } else {
-    const micro = await NestFactory.createMicroservice(RootModule, { strategy, logger: false });
-    await micro.listen();
-    app = micro;
-  }
-
-  const relay: ServiceRelay =
-    (def.relay as ((c: ServiceContext<C>) => ServiceRelay) | undefined)?.(ctx) ??
-    new OutboxRelay(store, nc, {
-      // One checkpoint per service, not per process: a second replica or partition resumes where
-      // the service's relays got to, instead of publishing the whole store again from position 0.
-      // Each running relay publishes every event of the prefix; JetStream keeps the first copy
-      // (Nats-Msg-Id = event id within the duplicate window) and consumers' inboxes drop a later one.
-      name: relayName,
-      filter: { streamPrefix: (def.streamPrefix as ((c: ServiceContext<C>) => string) | undefined)?.(ctx) ?? `${def.name}-` },
-      ...(eventPartitions > 1 ? { subjectOf: (e: BusEvent) => partitionedEventSubject(e.type, e.metadata, eventPartitions) } : {}),
-      logger,
-    });
-  await relay.start();
-  if (relay.position !== undefined) {
-    const filter = { streamPrefix: (def.streamPrefix as ((c: ServiceContext<C>) => string) | undefined)?.(ctx) ?? `${def.name}-` };
-    relayMetrics(metrics, store, relay as { position: bigint }, filter, () => clock.now().getTime());
-  }
+  // A start that fails halfway (a consumer that cannot be made, a port taken) closes what it
+  // opened: the app's providers (store followers, timers) and the relay would otherwise go on
+  // running on a store the caller closes next.
+  let created: INestApplicationContext | undefined;
+  let relay: ServiceRelay | undefined;
   let metricsServer: MetricsServer | undefined;
-  if (config.GPUNET_METRICS_PORT !== undefined) {
-    metricsServer = await serveMetrics(metrics, { port: config.GPUNET_METRICS_PORT, host: config.GPUNET_METRICS_HOST });
-  }
+  try {
+    if (http) {
+      const web = await NestFactory.create<NestExpressApplication>(RootModule, { logger: false, bodyParser: false });
+      created = web;
+      web.useBodyParser('json', { limit: http.bodyLimit ?? '8mb' });
+      // A server span per request, child of the caller's `traceparent` when it sent one; the work
+      // the request causes (events appended, queries asked) joins that trace.
+      if (tracing) {
+        web.use((req: { method: string; path: string; headers: Record<string, unknown> }, res: { statusCode: number; on(e: 'finish' | 'close', f: () => void): void }, next: () => void) => {
+          const parent = contextFromFields(req.headers);
+          const span = tracer().startSpan(`${req.method} ${req.path.split('/').slice(0, 3).join('/')}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method, 'url.path': req.path } }, parent);
+          let ended = false;
+          const end = () => {
+            if (ended) return;
+            ended = true;
+            span.setAttribute('http.response.status_code', res.statusCode);
+            span.end();
+          };
+          res.on('finish', end);
+          res.on('close', end);
+          otelContext.with(trace.setSpan(parent, span), next);
+        });
+      }
+      web.connectMicroservice({ strategy }, { inheritAppConfig: true });
+      await web.startAllMicroservices();
+      const host = http.host ?? '127.0.0.1';
+      await web.listen(http.port, host);
+      const address = web.getHttpServer().address();
+      const port = typeof address === 'object' && address ? address.port : http.port;
+      httpUrl = `http://${host}:${port}`;
+      app = web;
+    } else {
+      const micro = await NestFactory.createMicroservice(RootModule, { strategy, logger: false });
+      created = micro;
+      await micro.listen();
+      app = micro;
+    }
 
+    relay =
+      (def.relay as ((c: ServiceContext<C>) => ServiceRelay) | undefined)?.(ctx) ??
+      new OutboxRelay(store, nc, {
+        // One checkpoint per service, not per process: a second replica or partition resumes where
+        // the service's relays got to, instead of publishing the whole store again from position 0.
+        // Each running relay publishes every event of the prefix; JetStream keeps the first copy
+        // (Nats-Msg-Id = event id within the duplicate window) and consumers' inboxes drop a later one.
+        name: relayName,
+        filter: { streamPrefix: (def.streamPrefix as ((c: ServiceContext<C>) => string) | undefined)?.(ctx) ?? `${def.name}-` },
+        ...(eventPartitions > 1 ? { subjectOf: (e: BusEvent) => partitionedEventSubject(e.type, e.metadata, eventPartitions) } : {}),
+        logger,
+      });
+    await relay.start();
+    if (relay.position !== undefined) {
+      const filter = { streamPrefix: (def.streamPrefix as ((c: ServiceContext<C>) => string) | undefined)?.(ctx) ?? `${def.name}-` };
+      relayMetrics(metrics, store, relay as { position: bigint }, filter, () => clock.now().getTime());
+    }
+    if (config.GPUNET_METRICS_PORT !== undefined) {
+      metricsServer = await serveMetrics(metrics, { port: config.GPUNET_METRICS_PORT, host: config.GPUNET_METRICS_HOST });
+    }
+
+  } catch (err) {
+    await metricsServer?.close().catch(() => undefined);
+    await relay?.stop().catch(() => undefined);
+    await created?.close().catch(() => undefined);
+    throw err;
+  }
   const health: Subscription = serveQuery(
     nc,
     querySubject(def.name, 'Health'),
@@ -515,20 +537,23 @@ export async function runServiceMain<S extends z.ZodObject>(def: ServiceDefiniti
   };
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
-  // After stepping down, starting again as a standby meets the same outage that cost the lease (a
-  // nats-server gone, the cluster electing): such a start is retried, never the end of the process.
+  // Once a process has passed its checks and waited as a standby, a start that fails (the takeover
+  // meets the outage that cost the old leader its lease: a nats-server gone, the cluster electing;
+  // or, after stepping down, starting again meets it) is retried, never the end of the process: a
+  // standby that ended there would leave its role with no one to take over next time.
   let steppedDown = false;
+  let wasStandby = false;
   for (let failures = 0; ; ) {
     try {
-      running = await startService(def, { signal: waiting.signal });
+      running = await startService(def, { signal: waiting.signal, onStandby: () => (wasStandby = true) });
       failures = 0;
     } catch (err) {
       if (signalled) process.exit(0);
       const e = err as Error & { issues?: unknown };
-      if (steppedDown && !(err instanceof ValidationError)) {
+      if ((steppedDown || wasStandby) && !(err instanceof ValidationError)) {
         failures++;
         const delayMs = Math.min(500 * 2 ** Math.min(failures, 4), 8_000);
-        process.stderr.write(`${def.name}: cannot start again as a standby (${e.message}); retrying in ${delayMs} ms\n`);
+        process.stderr.write(`${def.name}: cannot start ${steppedDown ? 'again as a standby' : 'after waiting as a standby'} (${e.message}); retrying in ${delayMs} ms\n`);
         await new Promise((r) => setTimeout(r, delayMs));
         continue;
       }
