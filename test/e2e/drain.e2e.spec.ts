@@ -131,10 +131,16 @@ describe('cordon, drain and uncordon across real processes', () => {
       expect(error.message).toMatch(/no node no-such-node is known to placement/);
       expect(error.issues).toEqual([expect.objectContaining({ path: '<nodeId>', fix: expect.stringMatching(/gpunet nodes list/) })]);
 
-      // Placement's log lines name the node and its host.
-      const placementLog = await import('node:fs/promises').then((fs) => fs.readFile(join(network().dataDir, 'logs', 'placement.log'), 'utf8'));
-      const lines = placementLog.split('\n').filter((l) => l.includes('"nodeId"')).map((l) => JSON.parse(l) as { msg: string; nodeId?: string; nodeHost?: string });
-      for (const msg of ['cordoned', 'draining', 'drained', 'uncordoned', 'job placed']) {
+      // Placement's log lines name the node and its host (the log file may trail the store: wait for each line).
+      const wanted = ['cordoned', 'draining', 'drained', 'uncordoned', 'job placed'];
+      let lines: { msg: string; nodeId?: string; nodeHost?: string }[] = [];
+      await until('placement to have logged each node action', async () => {
+        const placementLog = await import('node:fs/promises').then((fs) => fs.readFile(join(network().dataDir, 'logs', 'placement.log'), 'utf8'));
+        // The last piece of the split is empty, or a line still being written.
+        lines = placementLog.split('\n').slice(0, -1).filter((l) => l.includes('"nodeId"')).map((l) => JSON.parse(l) as { msg: string; nodeId?: string; nodeHost?: string });
+        return wanted.every((msg) => lines.some((l) => l.msg.includes(msg)));
+      }, { timeoutMs: 30_000 });
+      for (const msg of wanted) {
         const line = lines.find((l) => l.msg.includes(msg));
         expect({ msg, nodeId: line?.nodeId, nodeHost: typeof line?.nodeHost }).toEqual({ msg, nodeId: expect.any(String), nodeHost: 'string' });
       }

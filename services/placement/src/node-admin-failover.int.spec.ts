@@ -123,10 +123,11 @@ describe('a cordon across placement fail-over', () => {
 
     const cordoned = await command(Commands.CordonNode, { nodeId: 'node-a', reason: 'GPU 2 ECC errors', by: 'operator int' });
     expect(cordoned).toMatchObject({ changed: true, event: 'NodeCordoned', node: { nodeId: 'node-a', state: 'cordoned', hostname: 'host-node-a' } });
-    expect(a.logs.find((l) => typeof l.msg === 'string' && l.msg.startsWith('node node-a (host-node-a) cordoned'))).toMatchObject({ nodeId: 'node-a', nodeHost: 'host-node-a', by: 'operator int', reason: 'GPU 2 ECC errors' });
+    // The reply and the store come before the process's log line reaches this test: wait for it.
+    expect(await waitFor('the cordon logged', () => a.logs.find((l) => typeof l.msg === 'string' && l.msg.startsWith('node node-a (host-node-a) cordoned')))).toMatchObject({ nodeId: 'node-a', nodeHost: 'host-node-a', by: 'operator int', reason: 'GPU 2 ECC errors' });
     await submit('job-1');
     expect(await waitFor('job-1 placed', () => placedOn('job-1'))).toBe('node-b');
-    expect(a.logs.find((l) => l.msg === 'job placed' && l.jobId === 'job-1')).toMatchObject({ nodeId: 'node-b', nodeHost: 'host-node-b' });
+    expect(await waitFor('job-1 placed, logged', () => a.logs.find((l) => l.msg === 'job placed' && l.jobId === 'job-1'))).toMatchObject({ nodeId: 'node-b', nodeHost: 'host-node-b' });
 
     // ── the leader dies; the standby folds the cordon and keeps to it ──
     a.child.kill('SIGKILL');
