@@ -52,18 +52,20 @@ export async function nodesEnroll(ctx: CommandContext, nodeId: string, opts: Nod
 }
 
 /** One row of `gpunet nodes list`: placement's view of a node, or an enrolled node placement has not heard of. */
-export type NodeListEntry = NodeStatus & { enrolled: boolean; publicKey?: string };
+export type NodeListEntry = NodeStatus & { enrolled: boolean; publicKey?: string; enrolledBy?: string; enrolledAt?: string };
 
 /**
  * Every node: placement's (state, GPUs, attempts, heartbeat, cordon or drain) joined with the
  * recorder's enrollments; an enrolled node that never registered is `offline`. Pure.
  */
 export function mergeNodeViews(placement: readonly NodeStatus[], enrolled: ListNodesReply['nodes']): NodeListEntry[] {
-  const keys = new Map(enrolled.map((n) => [n.nodeId, n.publicKey]));
-  const rows: NodeListEntry[] = placement.map((n) => ({ ...n, enrolled: keys.has(n.nodeId), ...(keys.has(n.nodeId) ? { publicKey: keys.get(n.nodeId)! } : {}) }));
+  const byId = new Map(enrolled.map((n) => [n.nodeId, n]));
+  // What the enrollment records (key, by whom, when), beside placement's view of the node.
+  const enrollment = (e: ListNodesReply['nodes'][number] | undefined) => (e ? { publicKey: e.publicKey, enrolledBy: e.enrolledBy, enrolledAt: e.enrolledAt } : {});
+  const rows: NodeListEntry[] = placement.map((n) => ({ ...n, enrolled: byId.has(n.nodeId), ...enrollment(byId.get(n.nodeId)) }));
   const seen = new Set(placement.map((n) => n.nodeId));
   for (const e of enrolled) {
-    if (!seen.has(e.nodeId)) rows.push({ nodeId: e.nodeId, state: 'offline', gpus: 0, gpusHeld: 0, gpuModels: [], runningAttempts: 0, enrolled: true, publicKey: e.publicKey });
+    if (!seen.has(e.nodeId)) rows.push({ nodeId: e.nodeId, state: 'offline', gpus: 0, gpusHeld: 0, gpuModels: [], runningAttempts: 0, enrolled: true, ...enrollment(e) });
   }
   return rows;
 }
