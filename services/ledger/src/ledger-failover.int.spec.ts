@@ -17,7 +17,6 @@ import { openEventStore, type EventStore, type RecordedEvent } from '#event-stor
 import { OutboxRelay, requestQuery } from '#messaging';
 import { elect, EventWriter, leadershipStreamId, systemClock } from '#service-kit';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -26,6 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import YAML from 'yaml';
 import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
+import { logged, ServiceProcesses, waitFor, type ServiceProcess } from '../../../test/support/service-process.js';
 import { monthOf } from './domain/index.js';
 
 const REPO = fileURLToPath(new URL('../../..', import.meta.url));
@@ -36,22 +36,6 @@ const TAKEOVER_BOUND_MS = 10_000;
 /** sim-gpu at 3.60 per GPU-hour: one micro per GPU-ms, so an attempt's amount is its held ms × gpus. */
 const PRICES = { default: 3_600_000 };
 
-async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-interface Ledger {
-  name: string;
-  child: ChildProcess;
-  logs: { msg?: string; [k: string]: unknown }[];
-}
-
 describe('ledger fail-over: a leader and standbys on one lease per partition, fenced in the store', () => {
   let nats: TestNatsServer;
   let dir: string;
@@ -60,28 +44,14 @@ describe('ledger fail-over: a leader and standbys on one lease per partition, fe
   let agent: EventWriter;
   let relay: OutboxRelay;
   let nc: NatsConnection;
-  const processes: Ledger[] = [];
+  const processes = new ServiceProcesses(MAIN, REPO);
   const now = Date.now();
   const month = monthOf(now);
   /** Times in this month, before now: the team's draft invoice holds every line. */
   const at = (offsetMs: number) => new Date(Math.max(now - 3_600_000, Date.parse(`${month}-01T00:00:00.000Z`)) + offsetMs).toISOString();
 
-  function spawnLedger(name: string): Ledger {
-    const child = spawn(process.execPath, [MAIN], { cwd: REPO, env: { ...process.env, ...env, GPUNET_INSTANCE: `ledger-${name}` }, stdio: ['ignore', 'pipe', 'pipe'] });
-    const l: Ledger = { name, child, logs: [] };
-    let buffered = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      const lines = buffered.split('\n');
-      buffered = lines.pop()!;
-      for (const line of lines) if (line.trim()) l.logs.push(JSON.parse(line) as Ledger['logs'][number]);
-    });
-    child.stderr!.on('data', (chunk: Buffer) => l.logs.push({ msg: 'stderr', text: chunk.toString() }));
-    processes.push(l);
-    return l;
-  }
-  const logged = (l: Ledger, msg: string, from = 0) => l.logs.slice(from).find((x) => x.msg === msg);
-  const billed = (l: Ledger, jobId: string, from = 0) => l.logs.slice(from).some((x) => x.msg === 'usage recorded' && x.jobId === jobId);
+  const spawnLedger = (name: string): ServiceProcess => processes.spawn(name, { ...env, GPUNET_INSTANCE: `ledger-${name}` });
+  const billed = (l: ServiceProcess, jobId: string, from = 0) => l.logs.slice(from).some((x) => x.msg === 'usage recorded' && x.jobId === jobId);
 
   /** The fake agent: an attempt of `ms` on one GPU, ended now (its JobFinished appended and published). */
   async function attempt(jobId: string, ms: number): Promise<void> {
@@ -110,11 +80,7 @@ describe('ledger fail-over: a leader and standbys on one lease per partition, fe
   }, 30_000);
 
   afterAll(async () => {
-    for (const l of processes) {
-      if (l.child.exitCode !== null || l.child.signalCode !== null) continue;
-      l.child.kill('SIGCONT');
-      l.child.kill('SIGKILL');
-    }
+    processes.killAll();
     await relay?.stop();
     await nc?.close();
     await store?.close();
@@ -146,7 +112,8 @@ describe('ledger fail-over: a leader and standbys on one lease per partition, fe
     const electedAfterMs = Math.round(Date.parse((await terms())[1]!.data.electedAt) - (Date.now() - (performance.now() - killedAt)));
     process.stdout.write(`ledger takeover after SIGKILL: term 2 elected ${electedAfterMs} ms after the kill, job-2 billed ${takeoverMs} ms after it (bound ${TAKEOVER_BOUND_MS} ms)\n`);
     expect(takeoverMs).toBeLessThanOrEqual(TAKEOVER_BOUND_MS);
-    expect(logged(b, 'leader: acquired')).toMatchObject({ role: 'ledger', term: 2 });
+    // Its log line may reach the test after the store shows its work: waited for.
+    expect(await waitFor('b to log its term', () => logged(b, 'leader: acquired'), 5_000)).toMatchObject({ role: 'ledger', term: 2 });
     await waitFor('b to log job-2 billed', () => billed(b, 'job-2'), 5_000);
 
     // ── SIGSTOP the new leader until a third process took over, then SIGCONT it ──

@@ -11,32 +11,17 @@ import { openEventStore, type EventStore, type RecordedEvent } from '#event-stor
 import { OutboxRelay, requestQuery } from '#messaging';
 import { EventWriter } from '#service-kit';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
+import { logged, ServiceProcesses, waitFor, type ServiceProcess } from '../../../test/support/service-process.js';
 
 const REPO = fileURLToPath(new URL('../../..', import.meta.url));
 const MAIN = resolve(REPO, 'dist/services/placement/src/main.js');
 const quiet = pino({ level: 'silent' });
-
-async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-interface Placement {
-  child: ChildProcess;
-  logs: { msg?: string; [k: string]: unknown }[];
-}
 
 const spec = (): JobSpec => ({
   work: { kind: 'script', script: { inline: 'true' }, args: [], env: {} },
@@ -53,23 +38,9 @@ describe('a cordon across placement fail-over', () => {
   let writer: EventWriter;
   let relays: OutboxRelay[];
   let nc: NatsConnection;
-  const processes: Placement[] = [];
+  const processes = new ServiceProcesses(MAIN, REPO);
 
-  function spawnPlacement(): Placement {
-    const child = spawn(process.execPath, [MAIN], { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    const p: Placement = { child, logs: [] };
-    let buffered = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      const lines = buffered.split('\n');
-      buffered = lines.pop()!;
-      for (const line of lines) if (line.trim()) p.logs.push(JSON.parse(line) as Placement['logs'][number]);
-    });
-    child.stderr!.on('data', (chunk: Buffer) => p.logs.push({ msg: 'stderr', text: chunk.toString() }));
-    processes.push(p);
-    return p;
-  }
-  const logged = (p: Placement, msg: string) => p.logs.find((l) => l.msg === msg);
+  const spawnPlacement = (): ServiceProcess => processes.spawn('placement', env);
 
   async function submit(jobId: string): Promise<void> {
     await writer.append(`intake-job-${jobId}`, [{ type: 'JobSubmitted', data: { jobId, team: 'team-a', spec: spec(), submittedAt: new Date().toISOString() } }], { expectedRevision: 'no_stream' });
@@ -103,7 +74,7 @@ describe('a cordon across placement fail-over', () => {
   }, 30_000);
 
   afterAll(async () => {
-    for (const p of processes) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+    processes.killAll();
     for (const r of relays ?? []) await r.stop();
     await nc?.close();
     await store?.close();

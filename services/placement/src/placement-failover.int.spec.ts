@@ -1,5 +1,5 @@
 /**
- * Placement's fail-over (decision 0029) with real processes (`node dist/services/placement/src/main.js`,
+ * ServiceProcess's fail-over (decision 0029) with real processes (`node dist/services/placement/src/main.js`,
  * built by `npm run build`) on one nats-server and one SQLite store file: a leader and a standby;
  * SIGKILL the leader and the standby places a new job within the lease bound; SIGSTOP the next
  * leader until a third process has taken over, SIGCONT it, and it writes nothing more and steps
@@ -10,13 +10,13 @@ import { openEventStore, type EventStore, type RecordedEvent } from '#event-stor
 import { OutboxRelay } from '#messaging';
 import { EventWriter, leadershipStreamId } from '#service-kit';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
+import { logged, ServiceProcesses, waitFor, type ServiceProcess } from '../../../test/support/service-process.js';
 
 const REPO = fileURLToPath(new URL('../../..', import.meta.url));
 const MAIN = resolve(REPO, 'dist/services/placement/src/main.js');
@@ -28,22 +28,6 @@ const quiet = pino({ level: 'silent' });
  * after its election takes whatever the machine gives it, which a 10 s bound would measure.
  */
 const TAKEOVER_GUARD_MS = 30_000;
-
-async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-interface Placement {
-  name: string;
-  child: ChildProcess;
-  logs: { msg?: string; [k: string]: unknown }[];
-}
 
 function spec(): JobSpec {
   return {
@@ -62,23 +46,9 @@ describe('placement fail-over: a leader and standbys on one lease, fenced in the
   let writer: EventWriter;
   let relays: OutboxRelay[];
   let nc: NatsConnection;
-  const processes: Placement[] = [];
+  const processes = new ServiceProcesses(MAIN, REPO);
 
-  function spawnPlacement(name: string): Placement {
-    const child = spawn(process.execPath, [MAIN], { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    const p: Placement = { name, child, logs: [] };
-    let buffered = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      const lines = buffered.split('\n');
-      buffered = lines.pop()!;
-      for (const line of lines) if (line.trim()) p.logs.push(JSON.parse(line) as Placement['logs'][number]);
-    });
-    child.stderr!.on('data', (chunk: Buffer) => p.logs.push({ msg: 'stderr', text: chunk.toString() }));
-    processes.push(p);
-    return p;
-  }
-  const logged = (p: Placement, msg: string) => p.logs.find((l) => l.msg === msg);
+  const spawnPlacement = (name: string): ServiceProcess => processes.spawn(name, env);
 
   async function submit(jobId: string): Promise<void> {
     await writer.append(`intake-job-${jobId}`, [{ type: 'JobSubmitted', data: { jobId, team: 'team-a', spec: spec(), submittedAt: new Date().toISOString() } }], { expectedRevision: 'no_stream' });
@@ -105,11 +75,7 @@ describe('placement fail-over: a leader and standbys on one lease, fenced in the
   }, 30_000);
 
   afterAll(async () => {
-    for (const p of processes) {
-      if (p.child.exitCode !== null || p.child.signalCode !== null) continue;
-      p.child.kill('SIGCONT');
-      p.child.kill('SIGKILL');
-    }
+    processes.killAll();
     for (const r of relays ?? []) await r.stop();
     await nc?.close();
     await store?.close();
@@ -138,7 +104,8 @@ describe('placement fail-over: a leader and standbys on one lease, fenced in the
     const takeoverMs = Math.round(performance.now() - killedAt);
     process.stdout.write(`placement takeover after SIGKILL: ${takeoverMs} ms (lease 6000 ms)\n`);
     expect(takeoverMs).toBeLessThanOrEqual(TAKEOVER_GUARD_MS);
-    expect(logged(b, 'leader: acquired')).toMatchObject({ term: 2 });
+    // Its log line may reach the test after the store shows its work: waited for.
+    expect(await waitFor('b to log its term', () => logged(b, 'leader: acquired'), 5_000)).toMatchObject({ term: 2 });
     await waitFor('b to log job-2 placed', () => b.logs.some((l) => l.msg === 'job placed' && l.jobId === 'job-2'), 20_000);
 
     // ── SIGSTOP the new leader until a third process took over, then SIGCONT it ──

@@ -20,13 +20,13 @@ import { requestQuery } from '#messaging';
 import { elect, EventWriter, leadershipStreamId, systemClock } from '#service-kit';
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startNatsServer, type TestNatsServer } from '../../../../test/support/nats-server.js';
+import { logged, ServiceProcesses, waitFor, type ServiceProcess } from '../../../../test/support/service-process.js';
 import { REFUSALS_STREAM } from './recorder.streams.js';
 
 const REPO = fileURLToPath(new URL('../../../..', import.meta.url));
@@ -36,27 +36,11 @@ const TAKEOVER_BOUND_MS = 10_000;
 const NODE = 'node-1';
 const key = newIdentity();
 
-async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 const spec = (() => {
   const p = parseJobSpec({ name: 'r', work: { kind: 'script', script: { inline: 'true' } }, request: { gpus: 1, gpuModel: 'sim-gpu', timeLimit: '1m' } });
   if (!p.ok) throw new Error(JSON.stringify(p.issues));
   return p.spec;
 })();
-
-interface Recorder {
-  name: string;
-  child: ChildProcess;
-  logs: { msg?: string; [k: string]: unknown }[];
-}
 
 describe('recorder fail-over: a leader and standbys on one lease, fenced in the store', () => {
   let nats: TestNatsServer;
@@ -64,26 +48,12 @@ describe('recorder fail-over: a leader and standbys on one lease, fenced in the 
   let env: Record<string, string>;
   let store: EventStore;
   let nc: NatsConnection;
-  const processes: Recorder[] = [];
+  const processes = new ServiceProcesses(MAIN, REPO);
   let seq = 0n;
   let ids = 0;
 
-  function spawnRecorder(name: string): Recorder {
-    const child = spawn(process.execPath, [MAIN], { cwd: REPO, env: { ...process.env, ...env, GPUNET_INSTANCE: `recorder-${name}` }, stdio: ['ignore', 'pipe', 'pipe'] });
-    const r: Recorder = { name, child, logs: [] };
-    let buffered = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      const lines = buffered.split('\n');
-      buffered = lines.pop()!;
-      for (const line of lines) if (line.trim()) r.logs.push(JSON.parse(line) as Recorder['logs'][number]);
-    });
-    child.stderr!.on('data', (chunk: Buffer) => r.logs.push({ msg: 'stderr', text: chunk.toString() }));
-    processes.push(r);
-    return r;
-  }
-  const logged = (r: Recorder, msg: string, from = 0) => r.logs.slice(from).find((x) => x.msg === msg);
-  const recordedBy = (r: Recorder, eventId: string, from = 0) => r.logs.slice(from).some((x) => x.msg === 'node report recorded' && x.eventId === eventId);
+  const spawnRecorder = (name: string): ServiceProcess => processes.spawn(name, { ...env, GPUNET_INSTANCE: `recorder-${name}` });
+  const recordedBy = (r: ServiceProcess, eventId: string, from = 0) => r.logs.slice(from).some((x) => x.msg === 'node report recorded' && x.eventId === eventId);
 
   /** A job submitted (as intake) and placed on the node (as placement). */
   async function placedJob(jobId: string) {
@@ -138,11 +108,7 @@ describe('recorder fail-over: a leader and standbys on one lease, fenced in the 
   }, 30_000);
 
   afterAll(async () => {
-    for (const r of processes) {
-      if (r.child.exitCode !== null || r.child.signalCode !== null) continue;
-      r.child.kill('SIGCONT');
-      r.child.kill('SIGKILL');
-    }
+    processes.killAll();
     await nc?.close();
     await store?.close();
     await nats?.stop();
@@ -174,7 +140,8 @@ describe('recorder fail-over: a leader and standbys on one lease, fenced in the 
     const electedAfterMs = Date.parse((await terms())[1]!.data.electedAt) - killedAtWall;
     process.stdout.write(`recorder takeover after SIGKILL: term 2 elected ${electedAfterMs} ms after the kill, the node's report recorded ${takeoverMs} ms after it (bound ${TAKEOVER_BOUND_MS} ms)\n`);
     expect(takeoverMs).toBeLessThanOrEqual(TAKEOVER_BOUND_MS);
-    expect(logged(b, 'leader: acquired')).toMatchObject({ role: 'recorder', term: 2 });
+    // Its log line may reach the test after the store shows its work: waited for.
+    expect(await waitFor('b to log its term', () => logged(b, 'leader: acquired'), 5_000)).toMatchObject({ role: 'recorder', term: 2 });
     await waitFor('b to log the report recorded', () => recordedBy(b, finished1.event.eventId), 5_000);
     expect((await store.readStream(job1.stream)).map((e) => e.type)).toEqual(['ComputeHeld', 'JobFinished']);
     // The work dispatcher goes on where a left it: a placement made now reaches the node's subjects.
