@@ -1,26 +1,15 @@
 /**
- * ServiceProcess's fail-over (decision 0029) with real processes (`node dist/services/placement/src/main.js`,
+ * Placement's fail-over (decision 0029) with real processes (`node dist/services/placement/src/main.js`,
  * built by `npm run build`) on one nats-server and one SQLite store file: a leader and a standby;
  * SIGKILL the leader and the standby places a new job within the lease bound; SIGSTOP the next
  * leader until a third process has taken over, SIGCONT it, and it writes nothing more and steps
  * down. The test plays intake, storage and one agent through its own writer and relays.
  */
-import type { EventData, JobSpec } from '#contracts';
-import { openEventStore, type EventStore, type RecordedEvent } from '#event-store';
-import { OutboxRelay } from '#messaging';
-import { EventWriter, leadershipStreamId } from '#service-kit';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { pino } from 'pino';
-import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
-import { logged, ServiceProcesses, waitFor, type ServiceProcess } from '../../../test/support/service-process.js';
+import type { EventData } from '#contracts';
+import { leadershipStreamId } from '#service-kit';
+import { logged, waitFor } from '../../../test/support/service-process.js';
+import { PlacementWorld } from '../test-fixtures/placement-world.js';
 
-const REPO = fileURLToPath(new URL('../../..', import.meta.url));
-const MAIN = resolve(REPO, 'dist/services/placement/src/main.js');
-const quiet = pino({ level: 'silent' });
 /**
  * The default lease (GPUNET_LEASE_MS 6 s, renewed every 2 s) bounds a takeover on a quiet machine;
  * `npm run bench:chaos` measures it. Here the takeover is printed, and the deadline only guards
@@ -29,58 +18,18 @@ const quiet = pino({ level: 'silent' });
  */
 const TAKEOVER_GUARD_MS = 30_000;
 
-function spec(): JobSpec {
-  return {
-    work: { kind: 'script', script: { inline: 'true' }, args: [], env: {} },
-    data: { inputs: [] },
-    request: { gpus: 1, timeLimitMs: 60_000, network: false },
-    outputs: { globs: ['**'] },
-  };
-}
-
 describe('placement fail-over: a leader and standbys on one lease, fenced in the store', () => {
-  let nats: TestNatsServer;
-  let dir: string;
-  let env: Record<string, string>;
-  let store: EventStore;
-  let writer: EventWriter;
-  let relays: OutboxRelay[];
-  let nc: NatsConnection;
-  const processes = new ServiceProcesses(MAIN, REPO);
-
-  const spawnPlacement = (name: string): ServiceProcess => processes.spawn(name, env);
-
-  async function submit(jobId: string): Promise<void> {
-    await writer.append(`intake-job-${jobId}`, [{ type: 'JobSubmitted', data: { jobId, team: 'team-a', spec: spec(), submittedAt: new Date().toISOString() } }], { expectedRevision: 'no_stream' });
-    await writer.append(`storage-job-${jobId}`, [{ type: 'InputsStaged', data: { jobId, inputs: [], totalBytes: 0, stagedAt: new Date().toISOString() } }]);
-  }
-  const placedEvent = async (jobId: string): Promise<RecordedEvent | undefined> => (await store.readStream(`placement-job-${jobId}`)).find((e) => e.type === 'JobPlaced');
+  let world: PlacementWorld;
+  const spawnPlacement = (name: string) => world.spawnPlacement(name);
+  const submit = (jobId: string) => world.submit(jobId);
+  const placedEvent = (jobId: string) => world.placed(jobId);
 
   beforeAll(async () => {
-    nats = await startNatsServer();
-    dir = await mkdtemp(join(tmpdir(), 'gpunet-failover-'));
-    const storeUrl = `sqlite:${join(dir, 'events.db')}`;
-    env = { GPUNET_NATS_URL: nats.url, GPUNET_STORE_URL: storeUrl, GPUNET_LOG_LEVEL: 'info', GPUNET_NODE_LEASE_MS: '600000' };
-    store = await openEventStore(storeUrl);
-    writer = new EventWriter(store, 'test', { now: () => new Date() });
-    nc = await connect({ servers: nats.url });
-    relays = ['intake-', 'storage-', 'execution-'].map((prefix) => new OutboxRelay(store, nc, { name: `test-${prefix}`, filter: { streamPrefix: prefix }, logger: quiet }));
-    for (const r of relays) await r.start();
-    await writer.append('execution-node-a-node', [
-      {
-        type: 'NodeRegistered',
-        data: { nodeId: 'node-a', gpus: Array.from({ length: 8 }, (_, index) => ({ index, model: 'A100' })), simulated: true, networkIsolation: false, heartbeatIntervalMs: 1_000, registeredAt: new Date().toISOString() },
-      },
-    ]);
+    world = await PlacementWorld.start([{ nodeId: 'node-a', gpus: 8 }]);
   }, 30_000);
 
   afterAll(async () => {
-    processes.killAll();
-    for (const r of relays ?? []) await r.stop();
-    await nc?.close();
-    await store?.close();
-    await nats?.stop();
-    await rm(dir, { recursive: true, force: true });
+    await world?.stop();
   });
 
   it('the standby places within the lease after SIGKILL; a paused leader woken after takeover appends nothing and steps down', async () => {
@@ -130,17 +79,17 @@ describe('placement fail-over: a leader and standbys on one lease, fenced in the
     await waitFor('b to wait as a standby again', () => b.logs.slice(bLinesBefore).find((l) => l.msg === 'leader: standby, waiting for the lease'), 20_000);
 
     // Nothing b decided after waking: every placement after c's election is one c logged.
-    const terms = await store.readStream(leadershipStreamId('placement'));
+    const terms = await world.store.readStream(leadershipStreamId('placement'));
     expect(terms.map((t) => (t.data as EventData<'LeaderElected'>).term)).toEqual([1, 2, 3]);
     const cElected = terms[2]!.position;
-    const after = (await store.readAll({ fromPosition: cElected, filter: { streamPrefix: 'placement-' } })).filter((e) => e.type === 'JobPlaced');
+    const after = (await world.store.readAll({ fromPosition: cElected, filter: { streamPrefix: 'placement-' } })).filter((e) => e.type === 'JobPlaced');
     expect(after.map((e) => (e.data as EventData<'JobPlaced'>).jobId).sort()).toEqual(['job-3', 'job-4']);
     expect(b.logs.slice(bLinesBefore).filter((l) => l.msg === 'job placed')).toEqual([]);
     await waitFor('c to log job-4 placed', () => c.logs.some((l) => l.msg === 'job placed' && l.jobId === 'job-4'), 20_000);
     for (const e of after) expect(c.logs.some((l) => l.msg === 'job placed' && l.jobId === (e.data as EventData<'JobPlaced'>).jobId)).toBe(true);
     // One attempt per job, never two placements of one job.
     for (const jobId of ['job-1', 'job-2', 'job-3', 'job-4']) {
-      expect((await store.readStream(`placement-job-${jobId}`)).filter((e) => e.type === 'JobPlaced')).toHaveLength(1);
+      expect((await world.store.readStream(`placement-job-${jobId}`)).filter((e) => e.type === 'JobPlaced')).toHaveLength(1);
     }
     const b2 = b.logs.slice(bLinesBefore).filter((l) => typeof l.msg === 'string' && l.msg.startsWith('leader:'));
     process.stdout.write(`woken leader: ${b2.map((l) => `${l.msg} (${String(l.reason ?? l.term ?? '')})`).join('; ')}\n`);
