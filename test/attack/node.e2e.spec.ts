@@ -16,6 +16,10 @@ import { TestNetwork, withLogsOnFailure } from '../support/network.js';
 import { until } from '../support/poll.js';
 
 const MiB = 2 ** 20;
+/** This network's job uids: no other test network on the machine uses them. */
+const JOB_UIDS = '61700-61731';
+/** Where agents on this machine claim job uids (as root). */
+const UID_CLAIMS = '/run/gpunet/job-uids';
 const PARENT = join(process.cwd(), '.gpunet', 'e2e-attack');
 let net: TestNetwork | undefined;
 const network = () => net!;
@@ -41,6 +45,9 @@ beforeAll(async () => {
     gpus: 2,
     env: {
       GPUNET_KILL_GRACE_MS: '1000',
+      // Job uids of this network's own: uid claims are machine-wide, and the uid attack below
+      // needs job B to get job A's uid, not one another network on the machine left free.
+      GPUNET_JOB_UIDS: JOB_UIDS,
       GPUNET_DISK_CHECK_MS: '200',
       // The default caps of one GPU's share: small here, so the hogs meet them quickly.
       GPUNET_JOB_MEMORY_PER_GPU_BYTES: String(128 * MiB),
@@ -103,9 +110,13 @@ describe('attack: a job against the node', () => {
       const client = network().client();
       const { jobId: a } = await client.submit(scriptJob(leave, { name: 'leaves-files' }));
       await settle(network(), [a]);
+      const outA = await stdout(a);
+      // The agent hands A's uid back after A's release is recorded, once A's files are gone: B is submitted after that.
+      const uidA = outA.find((l) => l.startsWith('uid='))?.slice('uid='.length);
+      expect(uidA).toMatch(/^\d+$/);
+      await until(`job A's uid ${uidA} handed back`, () => !existsSync(join(UID_CLAIMS, uidA!)));
       const { jobId: b } = await client.submit(scriptJob(look, { name: 'looks-for-them' }));
       await settle(network(), [b]);
-      const outA = await stdout(a);
       const outB = await stdout(b);
       expect(outA).toContain('left=3'); // A did write them, in its own /tmp
       // The next job got the same uid (handed back clean), which is what made the attack work before.
