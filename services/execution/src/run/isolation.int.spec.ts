@@ -228,7 +228,16 @@ describe('isolation: process and memory limits', () => {
   });
 
   it('kills processes that left the process group (setsid) when the run ends', async () => {
-    const { dirs, user } = await prepare('job-escape', 'setsid sleep 300 > /dev/null 2>&1 < /dev/null & echo escaped-pid $!', 61910);
+    // The job exits only once its child has left the group (its own pgrp in /proc): on a loaded
+    // machine the shell could otherwise exit first, and the child be stopped as a group member.
+    const escape = [
+      'setsid sleep 300 > /dev/null 2>&1 < /dev/null &',
+      'pid=$!',
+      'pgrp() { cut -d" " -f5 "/proc/$1/stat"; }',
+      'until [ "$(pgrp $pid)" != "$(pgrp $$)" ]; do sleep 0.01; done',
+      'echo escaped-pid $pid',
+    ].join('\n');
+    const { dirs, user } = await prepare('job-escape', escape, 61910);
     const { result, text } = await run(dirs, { user }, {}, { drainMs: 200 });
     expect(result.outcome).toBe('completed');
     expect(text).toMatch(/escaped-pid \d+/);
