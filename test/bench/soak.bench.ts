@@ -1,0 +1,214 @@
+/**
+ * Memory over a steady load: a whole local network (`gpunet up`, as bench:e2e starts it) is
+ * offered `--rate` trivial jobs per second for `--minutes`, open loop (submits are sent on
+ * schedule whether or not earlier ones have finished), and every process's resident memory
+ * (VmRSS from /proc) is sampled throughout.
+ *
+ *   npm run bench:soak -- [--minutes 30] [--rate 50] [--warm-up 5] [--agents 2] [--gpus 8] [--sample-s 30] [--postgres]
+ *
+ * The figure is each process's growth from the end of the warm-up (its first `--warm-up`
+ * minutes: caches, JIT and pools fill there) to the end of the run, each side the median of up
+ * to three samples (one reading lands anywhere in a garbage collector's cycle); the target is
+ * ≤ 10 % for every process. A network offered more than it completes holds a growing queue, and a growing
+ * queue is memory that rightly grows: the bench prints the offered and completed rates and the
+ * backlog (submitted, not yet released) at every sample, and says so when the offer is above
+ * what the network completes.
+ *
+ * Ends with one JSON line per figure:
+ *   {"bench":"soak.rss_growth.<process>","value":pct,"unit":"%","start_mib":…,"end_mib":…,"peak_mib":…}
+ *   {"bench":"soak.rss_growth.max","value":pct,"unit":"%","process":…}
+ *   {"bench":"soak.jobs_completed","value":n,"unit":"jobs","offered":…,"rate":…}   {"bench":"soak.backlog_end","value":n,"unit":"jobs"}
+ */
+import type { EventStore } from '#event-store';
+import { readFileSync } from 'node:fs';
+import { Command, InvalidArgumentError } from 'commander';
+import { TestNetwork } from '../support/network.js';
+import { createTestDatabase } from '../support/postgres.js';
+
+const positive = (v: string) => {
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || n < 1) throw new InvalidArgumentError('a whole number ≥ 1');
+  return n;
+};
+const wholeOrZero = (v: string) => {
+  const n = Number(v);
+  if (!/^\d+$/.test(v)) throw new InvalidArgumentError('a whole number ≥ 0');
+  return n;
+};
+
+const opts = new Command('soak.bench')
+  .option('--minutes <m>', 'how long the load runs', positive, 30)
+  .option('--rate <n>', 'jobs offered per second (open loop)', positive, 50)
+  .option('--warm-up <m>', 'minutes before the baseline sample; growth is measured from there', wholeOrZero, 5)
+  .option('--agents <n>', 'execution agents', positive, 2)
+  .option('--gpus <n>', 'GPU slots per agent', positive, 8)
+  .option('--sample-s <s>', 'seconds between memory samples', positive, 30)
+  .option('--max-in-flight <n>', 'submits awaiting their answer at once; past it the offer is cut and counted', positive, 512)
+  .option('--log-level <level>', 'log level of the services', 'warn')
+  .option('--postgres', 'event store on a fresh PostgreSQL database (GPUNET_TEST_PG_URL) instead of SQLite')
+  .parse()
+  .opts<{ minutes: number; rate: number; warmUp: number; agents: number; gpus: number; sampleS: number; maxInFlight: number; logLevel: string; postgres?: boolean }>();
+
+if (opts.warmUp >= opts.minutes) {
+  console.error(`--warm-up (${opts.warmUp} min) must be shorter than --minutes (${opts.minutes}): growth is measured after it.`);
+  process.exit(2);
+}
+
+const SPEC = { work: { kind: 'script', script: { inline: 'true' } }, request: { gpus: 1, timeLimit: '1m' } };
+const MiB = 1024 * 1024;
+
+/** Resident memory of a process in bytes (undefined once it is gone). */
+function rssOf(pid: number): number | undefined {
+  try {
+    const m = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Counts released attempts as they are stored, reading only what is new since the last call. */
+class Completions {
+  private from = 0n;
+  count = 0;
+  constructor(private readonly store: EventStore) {}
+  async update(): Promise<number> {
+    for (;;) {
+      const page = await this.store.readAll({ fromPosition: this.from, maxCount: 5_000, filter: { types: ['ComputeReleased'] } });
+      this.count += page.length;
+      if (page.length > 0) this.from = page[page.length - 1]!.position;
+      if (page.length < 5_000) return this.count;
+    }
+  }
+}
+
+interface Sample {
+  atS: number;
+  rss: Map<string, number | undefined>;
+  submitted: number;
+  completed: number;
+}
+
+async function main(): Promise<void> {
+  const database = opts.postgres ? await createTestDatabase('gpunet_soak') : undefined;
+  console.log(`starting a network: ${opts.agents} agents × ${opts.gpus} GPUs, ${database ? 'PostgreSQL' : 'SQLite'} store, services at log level ${opts.logLevel}`);
+  let net: TestNetwork;
+  try {
+    net = await TestNetwork.start({ agents: opts.agents, gpus: opts.gpus, logLevel: opts.logLevel, dirPrefix: 'gpunet-soak-', ...(database ? { postgresUrl: database.url } : {}) });
+  } catch (err) {
+    await database?.drop();
+    throw err;
+  }
+  try {
+    const client = net.client();
+    const warm = await client.submit(SPEC);
+    await client.waitFor(warm.jobId, { timeoutMs: 60_000 });
+    const completions = new Completions(await net.store());
+    await completions.update();
+    const completedBefore = completions.count;
+
+    const durationMs = opts.minutes * 60_000;
+    const t0 = performance.now();
+    let submitted = 0;
+    let failed = 0;
+    let cut = 0;
+    let inFlight = 0;
+    let firstError: string | undefined;
+    // Open loop: the i-th submit is due at t0 + i / rate, whatever became of the earlier ones.
+    const offer = (async () => {
+      for (let i = 0; ; i++) {
+        const due = t0 + (i * 1000) / opts.rate;
+        if (due - t0 >= durationMs) return i;
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        if (inFlight >= opts.maxInFlight) {
+          cut++;
+          continue;
+        }
+        inFlight++;
+        client.submit(SPEC).then(
+          () => submitted++,
+          (err: unknown) => {
+            failed++;
+            firstError ??= err instanceof Error ? err.message : String(err);
+          },
+        ).finally(() => inFlight--);
+      }
+    })();
+
+    const samples: Sample[] = [];
+    const sample = async (): Promise<Sample> => {
+      const s: Sample = {
+        atS: Math.round((performance.now() - t0) / 1000),
+        rss: new Map(net.processes.map((p) => [p.name, rssOf(p.pid)])),
+        submitted,
+        completed: (await completions.update()) - completedBefore,
+      };
+      samples.push(s);
+      const mib = [...s.rss].map(([name, b]) => `${name} ${b === undefined ? 'gone' : Math.round(b / MiB)}`).join(', ');
+      console.log(`  ${String(s.atS).padStart(5)} s  submitted ${s.submitted}, released ${s.completed}, backlog ${s.submitted - s.completed}; RSS MiB: ${mib}`);
+      return s;
+    };
+    console.log(`offering ${opts.rate} jobs/s for ${opts.minutes} min; baseline after ${opts.warmUp} min; a sample every ${opts.sampleS} s`);
+    await sample();
+    let baseline: Sample | undefined;
+    while (performance.now() - t0 < durationMs) {
+      const next = Math.min(opts.sampleS * 1000, durationMs - (performance.now() - t0));
+      await new Promise((r) => setTimeout(r, Math.max(0, next)));
+      const s = await sample();
+      if (baseline === undefined && s.atS >= opts.warmUp * 60) baseline = s;
+    }
+    const offered = await offer;
+    const end = samples.at(-1)!;
+    baseline ??= samples[0]!;
+
+    console.log('');
+    const completedRate = (end.completed - baseline.completed) / Math.max(1, end.atS - baseline.atS);
+    console.log(`${offered} offered (${opts.rate}/s), ${submitted} accepted, ${failed} refused or failed${firstError ? ` (first: ${firstError})` : ''}, ${cut} not sent (${opts.maxInFlight} submits already in flight)`);
+    console.log(`released ${end.completed} in ${end.atS} s; after the warm-up ${completedRate.toFixed(1)} jobs/s; backlog at the end ${end.submitted - end.completed}`);
+    if (completedRate < opts.rate * 0.95) {
+      console.log(`the network completes less than it is offered (${completedRate.toFixed(1)} < ${opts.rate} jobs/s): its queue grows through the run, and the memory of queued jobs with it`);
+    }
+    console.log('');
+    // A single reading lands anywhere in a garbage collector's cycle: each side is the median of
+    // up to three samples (the first after the warm-up, the last of the run).
+    const after = samples.filter((s) => s.atS >= baseline.atS);
+    const median = (list: Sample[], name: string): number | undefined => {
+      const v = list.map((s) => s.rss.get(name)).filter((b): b is number => b !== undefined).sort((a, b) => a - b);
+      return v.length === list.length ? v[Math.floor(v.length / 2)] : undefined;
+    };
+    const startWindow = after.slice(0, Math.min(3, Math.floor(after.length / 2)) || 1);
+    const endWindow = after.slice(-startWindow.length);
+    console.log(`resident memory (MiB), from the end of the warm-up (${baseline.atS} s) to the end (${end.atS} s), each the median of ${startWindow.length} samples; target ≤ 10 % growth`);
+    console.log('  process            start      end     peak   growth');
+    const json: string[] = [];
+    let worst: { name: string; pct: number } | undefined;
+    for (const p of net.processes) {
+      const start = median(startWindow, p.name);
+      const last = median(endWindow, p.name);
+      const peak = Math.max(...after.map((s) => s.rss.get(p.name) ?? 0));
+      if (start === undefined || last === undefined) {
+        console.log(`  ${p.name.padEnd(16)} ${start === undefined ? 'gone at the baseline' : 'gone at the end'}`);
+        continue;
+      }
+      const pct = Math.round(((last - start) / start) * 1000) / 10;
+      if (worst === undefined || pct > worst.pct) worst = { name: p.name, pct };
+      const fmt = (b: number) => (b / MiB).toFixed(1).padStart(8);
+      console.log(`  ${p.name.padEnd(16)} ${fmt(start)} ${fmt(last)} ${fmt(peak)} ${`${pct > 0 ? '+' : ''}${pct.toFixed(1)} %`.padStart(8)}${pct > 10 ? '  over' : ''}`);
+      json.push(JSON.stringify({ bench: `soak.rss_growth.${p.name}`, value: pct, unit: '%', start_mib: Math.round(start / MiB), end_mib: Math.round(last / MiB), peak_mib: Math.round(peak / MiB) }));
+    }
+    if (worst) json.push(JSON.stringify({ bench: 'soak.rss_growth.max', value: worst.pct, unit: '%', process: worst.name }));
+    json.push(JSON.stringify({ bench: 'soak.jobs_completed', value: end.completed, unit: 'jobs', offered, rate: opts.rate, completed_per_s: Math.round(completedRate * 10) / 10 }));
+    json.push(JSON.stringify({ bench: 'soak.backlog_end', value: end.submitted - end.completed, unit: 'jobs' }));
+    console.log('');
+    for (const line of json) console.log(line);
+  } finally {
+    await net.stop();
+    await database?.drop();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
+  process.exit(1);
+});
