@@ -29,6 +29,7 @@ import { requestQuery, serveQuery } from '#messaging';
 import { CLOCK, derivedId, EVENT_STORE, EVENT_WRITER, LOGGER, NATS_CONNECTION, SERVICE_CONFIG, type Clock, type EventWriter } from '#service-kit';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { attemptStreamId, judgeOutputs, judgeReport, type JudgedReport, type StreamEvent } from '../domain/index.js';
 import { ReportRefusedError } from './errors.js';
@@ -38,6 +39,8 @@ import { highWaterId, intakeJobStreamId, placementJobStreamId, REFUSALS_STREAM }
 import { WorkDispatcher } from './work-dispatcher.service.js';
 
 const JOB_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+/** Jobs whose team the recorder keeps at hand: far more than a node runs at once. */
+const TEAMS_CACHED = 10_000;
 
 /**
  * The recorder's front: nodes' reports in (`gpunet.report.<nodeId>.event|outputs`), judged
@@ -51,7 +54,8 @@ export class ReportsService implements OnApplicationBootstrap, OnApplicationShut
   private readonly subscriptions: Subscription[] = [];
   private chain: Promise<unknown> = Promise.resolve();
   private readonly highWater = new Map<string, bigint>();
-  private readonly teams = new Map<string, string>();
+  /** Teams of recent jobs (the store answers for the rest): bounded, so memory does not grow with every job ever run. */
+  private readonly teams = new LRUCache<string, string>({ max: TEAMS_CACHED });
 
   constructor(
     @Inject(SERVICE_CONFIG) private readonly config: RecorderConfig,
