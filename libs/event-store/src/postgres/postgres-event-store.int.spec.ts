@@ -155,6 +155,45 @@ describe('postgres: global order never skips a late commit', () => {
     }
   });
 
+  it('a write transaction held open in another database of the server holds nothing back, while one of this database does', async () => {
+    const elsewhere = await createTestDatabase();
+    const load = new pg.Client({ connectionString: elsewhere.url });
+    await load.connect();
+    try {
+      // A bulk load or a migration in another database: a transaction id taken, not committed.
+      await load.query('BEGIN');
+      await load.query('SELECT pg_current_xact_id()');
+      const from = await store.headPosition();
+      const reader = new SubscriptionReader(store.subscribeToAll({ fromPosition: from, pollIntervalMs: 50 }));
+      try {
+        // Appended by another instance, whose notification tells `store`'s subscription of it.
+        const appended = await other.appendToStream('beside-a-load', newEvents(2));
+        const seen = await reader.take(2, 20_000);
+        expect(seen.map((e) => e.streamId)).toEqual(['beside-a-load', 'beside-a-load']);
+        // The appender reads its own writes, and its head is its append.
+        expect(await other.readAll({ fromPosition: from })).toEqual(seen);
+        expect(await other.headPosition()).toBe(appended.position);
+      } finally {
+        await reader.subscription.close();
+      }
+      const after = await other.headPosition();
+
+      // A transaction of this database does hold the log back, even for the appender (after its 2 s wait for its own write).
+      await withTwoTransactions(async () => {
+        await txA.query('BEGIN');
+        await txA.query('SELECT pg_current_xact_id()');
+        const held = await other.appendToStream('behind-this-database', newEvents(1));
+        expect(await other.readAll({ fromPosition: after })).toEqual([]);
+        await txA.query('COMMIT');
+        expect((await other.readAll({ fromPosition: after })).map((e) => e.position)).toEqual([held.position]);
+      });
+    } finally {
+      await load.query('ROLLBACK').catch(() => undefined);
+      await load.end();
+      await elsewhere.drop();
+    }
+  });
+
   it('no skip when a transaction takes its id before another one draws positions (where a position sequence would skip)', async () => {
     // With positions from a sequence, E (older xid, higher position) is readable while T
     // (younger xid, lower position) is in flight; a reader passes E's position and T's events
