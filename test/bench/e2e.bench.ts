@@ -6,6 +6,7 @@
  *
  *   npm run bench:e2e -- [--jobs 200] [--concurrency 32] [--agents 2] [--gpus 8] [--log-level info] [--spawns K] [--postgres]
  *                        [--cluster [--cluster-intakes 1,2,3] [--cluster-agents 2,4,8]]
+ *                        [--rate N] [--busy K] [--idle-seconds S] [--overload-only]
  *
  * The network is `gpunet up` on a temporary directory (see test/support/network.ts): nats-server,
  * the five services and the agents as separate processes, SQLite store (with `--postgres`: a
@@ -37,6 +38,14 @@
  * prints where the time goes beside the single host: each stage's p50/p99 and the CPU per job of
  * every process (three nats-servers, the standbys, every postgres process of the machine).
  *
+ * With `--rate N` and/or `--busy K` it then measures work per job under a backlog on the same
+ * network (test/bench/overload.ts): each process's idle CPU per second over `--idle-seconds`; the
+ * same number of jobs unloaded (at most one per GPU slot unfinished, so no queue forms); and again
+ * offered open loop at N jobs/s whatever the completions (without `--rate`: `--concurrency` submits
+ * in flight), with K busy-loop processes taking cores meanwhile. It prints the CPU per completed
+ * job of each process in both, their ratio, the consumers' redeliveries and placement's passes
+ * per job. `--overload-only` skips the closed-loop run and the floors.
+ *
  * Ends with one JSON line per figure:
  *   {"bench":"e2e.jobs","value":N,"unit":"jobs/s","raw":R,"ratio":X}
  *   {"bench":"e2e.submit_p50","value":N,"unit":"ms"}   {"bench":"e2e.submit_p99",...}
@@ -46,6 +55,9 @@
  *   {"bench":"e2e.floor.jetstream_publish","value":ms,"unit":"ms/msg","msgs_per_s":…,"msgs_per_job":…}
  *   {"bench":"e2e.floor.store_append.batch1","value":ms,"unit":"ms/event","events_per_s":…}   .observed (with "batch")
  *   {"bench":"e2e.floor.store_per_job","value":ms,"unit":"ms","events_per_job":…}
+ *   with --rate/--busy: {"bench":"e2e.overload.cpu_per_job","value":ms,"unit":"ms","raw":<unloaded ms, same run>,"ratio":…}
+ *     and per process e2e.overload.cpu_per_job.<process> (with "idle_ms_per_s"), e2e.overload.jobs,
+ *     e2e.overload.redeliveries, e2e.overload.placement_passes_per_job (each with "raw": unloaded)
  */
 import { openEventStore, type RecordedEvent } from '#event-store';
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
@@ -58,6 +70,7 @@ import { createTestDatabase } from '../support/postgres.js';
 import { until } from '../support/poll.js';
 import { clusterRun, percentile, stageLatencies, type ClusterFigures } from './cluster.js';
 import { cpuDelta, cpuOfCommand, processCpu, type ProcessCpu } from './cpu.js';
+import { idleCpu, reportOverload, runPhase } from './overload.js';
 import { floorTotalMs, observedAppends, spawnFloors, storeAppendFloor, type StoreFloor } from './floors.js';
 
 /** A comma-separated list of whole numbers in [min, max], e.g. `1,2,3`. */
@@ -87,6 +100,10 @@ const opts = new Command('e2e.bench')
   .option('--cluster', 'then the same jobs on separate hosts (network namespaces, 3-node NATS cluster, PostgreSQL): side by side')
   .option('--cluster-intakes <list>', 'with --cluster: intake replicas to run, one network each (1–3, one per control host), e.g. 1,2,3', counts(1, 3), [1])
   .option('--cluster-agents <list>', 'with --cluster: GPU hosts to run with one intake, one network each, e.g. 2,4,8 (default: --agents)', counts(1, 64))
+  .option('--rate <n>', 'then: the same jobs offered open loop at n jobs/s whatever the completions, beside an unloaded run of them (CPU per job under a backlog)', positive)
+  .option('--busy <k>', 'then: k busy-loop processes taking cores while the jobs are offered (with or without --rate), beside an unloaded run', (v: string) => (v === '0' ? 0 : positive(v)), 0)
+  .option('--idle-seconds <s>', 'with --rate/--busy: seconds of no jobs to measure each process\'s idle CPU', positive, 10)
+  .option('--overload-only', 'with --rate/--busy: skip the closed-loop run and the floors')
   .parse()
   .opts<{
     jobs: number;
@@ -100,7 +117,16 @@ const opts = new Command('e2e.bench')
     cluster?: boolean;
     clusterIntakes: number[];
     clusterAgents?: number[];
+    rate?: number;
+    busy: number;
+    idleSeconds: number;
+    overloadOnly?: boolean;
   }>();
+
+/** Whether to measure work per job under a backlog (`--rate`, `--busy`). */
+const overload = opts.rate !== undefined || opts.busy > 0;
+if (opts.overloadOnly && !overload) throw new InvalidArgumentError('--overload-only needs --rate or --busy');
+if (opts.overloadOnly && opts.cluster) throw new InvalidArgumentError('--overload-only runs no single-host figures for --cluster to compare with');
 
 /** Every figure's JSON line, printed at the very end. */
 const jsonLines: string[] = [];
@@ -194,7 +220,28 @@ interface Headline {
   cpuPerJob: Map<string, number>;
 }
 
-async function main(): Promise<Headline> {
+/**
+ * Work per job under a backlog (`--rate`, `--busy`): each process's idle CPU, then the jobs with
+ * one per GPU slot at most unfinished (no queue anywhere), then the same number offered at `--rate`
+ * (or `--concurrency` submits in flight) with `--busy` busy loops, on this network.
+ */
+async function overloadRun(net: TestNetwork, client: ReturnType<TestNetwork['client']>): Promise<void> {
+  const slots = opts.agents * opts.gpus;
+  console.log('');
+  console.log(`work per job under a backlog: idle ${opts.idleSeconds} s, then ${opts.jobs} jobs unloaded (≤ ${slots} unfinished), then ${opts.jobs} jobs ${opts.rate !== undefined ? `offered at ${opts.rate}/s` : `with ${opts.concurrency} submits in flight`}${opts.busy > 0 ? ` beside ${opts.busy} busy loop${opts.busy > 1 ? 's' : ''}` : ''}…`);
+  const idle = await idleCpu(net, opts.idleSeconds);
+  const reference = await runPhase(net, client, SPEC, { label: 'unloaded', jobs: opts.jobs, offer: { kind: 'slots', inFlight: slots }, busy: 0 });
+  const label = [opts.rate !== undefined ? `rate ${opts.rate}` : undefined, opts.busy > 0 ? `busy ${opts.busy}` : undefined].filter(Boolean).join(', ');
+  const overloaded = await runPhase(net, client, SPEC, {
+    label,
+    jobs: opts.jobs,
+    offer: opts.rate !== undefined ? { kind: 'rate', perSecond: opts.rate } : { kind: 'submits', concurrency: opts.concurrency },
+    busy: opts.busy,
+  });
+  reportOverload(net, idle, opts.idleSeconds, reference, overloaded, jsonLines);
+}
+
+async function main(): Promise<Headline | undefined> {
   const k = opts.jobs;
   const database = opts.postgres ? await createTestDatabase('gpunet_bench') : undefined;
   const storeName = database ? 'PostgreSQL' : 'SQLite';
@@ -216,6 +263,10 @@ async function main(): Promise<Headline> {
     // Warm-up: one job through every service (JIT, connections, prepared statements) before the clock.
     const warm = await client.submit(spec);
     await client.waitFor(warm.jobId, { timeoutMs: 30_000 });
+    if (opts.overloadOnly) {
+      await overloadRun(net, client);
+      return undefined;
+    }
 
     // Which consumer falls behind: the largest backlog (not yet delivered + in hand) each durable reaches.
     const durables = ['storage', 'placement', 'ledger', ...net.nodeIds.map((n) => `execution-${n}`)];
@@ -399,6 +450,7 @@ async function main(): Promise<Headline> {
       ['agents', total(agents) / k],
       ['total', total(everything) / k],
     ]);
+    if (overload) await overloadRun(net, client);
     return { jobsPerSecond, p50, p99, store: storeName, stages, cpuPerJob };
   } catch (err) {
     net.failed = true;
@@ -411,7 +463,7 @@ async function main(): Promise<Headline> {
 }
 
 const single = await main();
-if (opts.cluster) await clusterSweep(single);
+if (opts.cluster && single) await clusterSweep(single);
 // The figures' JSON lines last, one per figure, after every table.
 console.log('');
 for (const line of jsonLines) console.log(line);

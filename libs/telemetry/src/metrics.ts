@@ -1,6 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type CounterConfiguration, type GaugeConfiguration, type HistogramConfiguration } from 'prom-client';
 
+/** Interval of the event-loop lag samples (`gpunet_nodejs_eventloop_lag_*`), ms. */
+export const EVENT_LOOP_SAMPLE_MS = 100;
+
 /**
  * One process's Prometheus registry. Every metric of a gpunet process is registered here (never
  * on prom-client's global registry), so two services started in one test process keep theirs
@@ -15,7 +18,11 @@ export class Metrics {
   constructor(labels: { service: string; instance: string }, options: { processMetrics?: boolean } = {}) {
     this.registry = new Registry();
     this.registry.setDefaultLabels({ service: labels.service, instance: labels.instance });
-    if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'gpunet_' });
+    // The event-loop lag histogram samples with a timer of its own: prom-client's default of 10 ms
+    // woke every process 100 times a second with nothing to do (about 5 CPU-ms per second each, most
+    // of what an idle process used). At 100 ms a stall of 100 ms or more is always seen, shorter
+    // ones in proportion to their length.
+    if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'gpunet_', eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   }
 
   counter<L extends string>(config: Omit<CounterConfiguration<L>, 'registers'>): Counter<L> {

@@ -22,6 +22,12 @@ export interface EventContext {
   readonly streamSequence: number;
   /** 1 on the first delivery. */
   readonly deliveryCount: number;
+  /**
+   * Messages of the same key already in hand behind this one when its handling began: they will
+   * be handled next, in order. A handler whose work covers every event so far (placement's pass)
+   * may leave it to the last of a run instead of doing it once per event while the consumer is behind.
+   */
+  readonly behind: number;
   readonly headers: MsgHdrs | undefined;
   /** Bound with `jobId`, `correlationId`, `eventId`, `type`. */
   readonly logger: Logger;
@@ -456,6 +462,7 @@ export class JetStreamConsumerRunner {
       subject: entry.msg.subject,
       streamSequence: entry.seq,
       deliveryCount,
+      behind: this.keys.get(entry.key)?.queue.length ?? 0,
       headers: entry.msg.headers,
       logger: this.log(entry),
       message: entry.msg,

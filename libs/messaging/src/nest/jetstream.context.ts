@@ -31,6 +31,10 @@ export class JetStreamContext extends BaseRpcContext<[BusEvent, EventContext]> {
   getConsumer(): string {
     return this.args[1].consumer;
   }
+  /** Messages of the same key in hand behind this one (see EventContext.behind). */
+  getBehind(): number {
+    return this.args[1].behind;
+  }
   /** A pino logger with jobId and correlationId bound. */
   getLogger(): Logger {
     return this.args[1].logger;

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
-import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FieldIssue } from '#errors';
 import type { CgroupLimits } from './cgroups.js';
@@ -168,29 +168,55 @@ export async function canIsolateMounts(unsharePath: string, mountPath: string): 
   return wrote && !leaked;
 }
 
-/** Pids of live processes whose real uid is `uid`, from `/proc/<pid>/status`. */
+/** Entries of /proc read between two turns of the event loop in {@link processesOfUid}. */
+const PROC_SLICE = 64;
+/** Bytes of `/proc/<pid>/status` read at first: `State:` and `Uid:` are among its first ten lines. */
+const STATUS_HEAD = 512;
+
+/**
+ * Pids of live processes whose real uid is `uid`, from `/proc/<pid>/status`.
+ *
+ * Every process of the machine is looked at, after every run: each read is synchronous and of
+ * the file's head only, in slices of {@link PROC_SLICE} with a turn of the event loop between
+ * them. Reading each file with `readFile` went through the thread pool (open, fstat, reads, close
+ * for every process) and cost the agent about 15 ms of CPU per scan with 130 processes on the
+ * machine, twice per job, more the busier the machine; this costs about a quarter of that.
+ */
 export async function processesOfUid(uid: number): Promise<number[]> {
   let entries: string[];
   try {
-    entries = await readdir('/proc');
+    entries = readdirSync('/proc');
   } catch {
     return [];
   }
   const found: number[] = [];
-  await Promise.all(
-    entries.map(async (name) => {
-      if (!/^\d+$/.test(name)) return;
-      try {
-        const status = await readFile(`/proc/${name}/status`, 'utf8');
-        const uidLine = /^Uid:\s+(\d+)/m.exec(status);
-        const state = /^State:\s+(\S)/m.exec(status);
-        if (uidLine && Number(uidLine[1]) === uid && state && state[1] !== 'Z' && state[1] !== 'X') found.push(Number(name));
-      } catch {
-        // exited meanwhile
-      }
-    }),
-  );
+  const head = Buffer.allocUnsafe(STATUS_HEAD);
+  for (let i = 0; i < entries.length; i++) {
+    if (i > 0 && i % PROC_SLICE === 0) await new Promise((r) => setImmediate(r));
+    const name = entries[i]!;
+    if (!/^\d+$/.test(name)) continue;
+    const status = statusHead(name, head);
+    if (status === undefined) continue; // exited meanwhile
+    const uidLine = /^Uid:\s+(\d+)/m.exec(status);
+    const state = /^State:\s+(\S)/m.exec(status);
+    if (uidLine && Number(uidLine[1]) === uid && state && state[1] !== 'Z' && state[1] !== 'X') found.push(Number(name));
+  }
   return found.sort((a, b) => a - b);
+}
+
+/** The head of `/proc/<pid>/status` (the whole file should its `Uid:` line lie beyond it); undefined once the process is gone. */
+function statusHead(pid: string, buffer: Buffer): string | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(`/proc/${pid}/status`, 'r');
+    const n = readSync(fd, buffer, 0, buffer.length, 0);
+    const text = buffer.toString('latin1', 0, n);
+    return n < buffer.length || /^Uid:.*\n/m.test(text) ? text : readFileSync(`/proc/${pid}/status`, 'latin1');
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }
 
 /**

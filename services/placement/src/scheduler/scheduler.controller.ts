@@ -5,7 +5,7 @@ import { SchedulerService } from './scheduler.service.js';
 
 /**
  * Every event placement folds comes in here and goes to the scheduler, which applies it and runs
- * a pass. Failures settle in the transport: retryable → nak with backoff, terminal → dead letter.
+ * a pass (one per run of events while the consumer is behind: `getBehind`). Failures settle in the transport: retryable → nak with backoff, terminal → dead letter.
  * (The types are those of PLACEMENT_EVENT_TYPES; decorators need them spelled out.)
  */
 @Controller()
@@ -109,6 +109,6 @@ export class SchedulerController {
   }
 
   private handle(ctx: JetStreamContext): Promise<void> {
-    return this.scheduler.handle(ctx.getEvent(), ctx.getLogger());
+    return this.scheduler.handle(ctx.getEvent(), ctx.getLogger(), ctx.getBehind());
   }
 }

@@ -4,7 +4,7 @@ import { IdempotencyConflictError, WrongExpectedVersionError, type EventStore, t
 import type { BusEvent } from '#messaging';
 import { contextFromFields, inSpan, tracingEnabled } from '#telemetry';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, LOGGER, SERVICE_CONFIG, type Cause, type Clock, type EventWriter, type NewEvent } from '#service-kit';
-import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
 import {
   deadlinePassed,
@@ -38,6 +38,14 @@ const FOLD_PAGE = 5_000;
  * to decide), so a second one runs only after a write conflict made placement catch up.
  */
 const MAX_PASSES = 5;
+/**
+ * While the consumer is behind (more placement events already in hand), one pass runs for a run
+ * of events rather than one per event: a pass plans the whole queue, so one per event costs
+ * O(queue) per event, O(queue²) for a backlog. At most this many events are applied without a pass…
+ */
+const MAX_EVENTS_PER_PASS = 32;
+/** …and an event applied without one gets its pass within this long, even if no event follows it. */
+const OWED_PASS_MS = 20;
 
 /**
  * Placement's state and its passes. The state is global (every GPU of every node), so every
@@ -53,7 +61,7 @@ const MAX_PASSES = 5;
  * their echo on the bus then changes nothing.
  */
 @Injectable()
-export class SchedulerService implements OnModuleInit {
+export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   readonly state: PlacementState;
   /** Priority weights, reservation depth and backfill, from the config: every pass and query plans with them. */
   readonly planOptions: PlanOptions;
@@ -71,6 +79,11 @@ export class SchedulerService implements OnModuleInit {
   private tail: Promise<unknown> = Promise.resolve();
   /** Clock (epoch ms) of the last pass: a prediction outlived since then calls for another. */
   private lastPassAt = 0;
+  /** Events applied since the last pass (handled while the consumer was behind): the next pass decides on them. */
+  private owed = 0;
+  /** Runs the owed pass when no later event did within OWED_PASS_MS. */
+  private owedTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
   private readonly log: Logger;
 
   constructor(
@@ -98,6 +111,11 @@ export class SchedulerService implements OnModuleInit {
     });
   }
 
+  onApplicationShutdown(): void {
+    this.stopped = true;
+    clearTimeout(this.owedTimer);
+  }
+
   /** Store position folded at start. */
   get foldedPosition(): bigint {
     return this.foldedHead;
@@ -106,19 +124,48 @@ export class SchedulerService implements OnModuleInit {
   /**
    * Applies one bus event (unless the fold already did) and runs a pass. Throws ValidationError
    * (terminal: dead-lettered) for an event without a store position, which placement cannot order.
+   *
+   * `behind` is how many events the consumer already holds after this one: while it is behind,
+   * the pass is left to a later event (at most MAX_EVENTS_PER_PASS applied without one, and
+   * never longer than OWED_PASS_MS), so a backlog costs one pass per run of events instead of one
+   * per event. Nothing is lost by acknowledging an event before its pass: the state is the
+   * store's (folded again at a start, which runs a pass), and a failed owed pass fails the next
+   * event's handling or is retried by the timer.
    */
-  handle(event: BusEvent, log: Logger): Promise<void> {
+  handle(event: BusEvent, log: Logger, behind = 0): Promise<void> {
     return this.serially(async () => {
       if (event.position === undefined) {
         throw new ValidationError(`${event.type} ${event.eventId} has no store position; placement orders its queue by position`, [
           { path: 'position', message: 'is missing', fix: 'publish events through the outbox relay' },
         ]);
       }
-      if (event.position <= this.foldedHead) return;
-      this.apply(event as RecordedEvent);
+      if (event.position > this.foldedHead && this.apply(event as RecordedEvent)) this.owed++;
+      if (this.owed === 0) return;
+      if (behind > 0 && this.owed < MAX_EVENTS_PER_PASS) {
+        this.owePass();
+        return;
+      }
       await this.pass(event, log);
       await this.settleDrains();
     });
+  }
+
+  /** Makes sure the pass owed for events applied without one runs soon, even if no event follows. */
+  private owePass(delayMs = OWED_PASS_MS): void {
+    if (this.owedTimer || this.stopped) return;
+    this.owedTimer = setTimeout(() => {
+      this.owedTimer = undefined;
+      void this.serially(async () => {
+        if (this.owed === 0) return;
+        await this.pass(undefined);
+        await this.settleDrains();
+      }).catch((err: unknown) => {
+        if (this.stopped) return;
+        this.log.warn({ err }, 'owed placement pass failed; trying again in a second, or with the next event');
+        if (this.owed > 0) this.owePass(1_000);
+      });
+    }, delayMs);
+    this.owedTimer.unref();
   }
 
   /** Records a heartbeat's arrival on the placement clock. */
@@ -274,23 +321,43 @@ export class SchedulerService implements OnModuleInit {
     });
   }
 
-  /** Applies one recorded event to the state and to the bookkeeping of placement's own streams. */
-  private apply(e: Pick<RecordedEvent, 'type' | 'data' | 'position' | 'streamId' | 'revision' | 'metadata'>): void {
-    if (!isPlacementEventType(e.type) || e.position === undefined) return;
+  /**
+   * Applies one recorded event to the state and to the bookkeeping of placement's own streams.
+   * False for the echo of a decision placement already applied when it wrote it (its own stream,
+   * at or below the revision it last saw there): the state is as it was, so no pass is owed.
+   */
+  private apply(e: Pick<RecordedEvent, 'type' | 'data' | 'position' | 'streamId' | 'revision' | 'metadata'>): boolean {
+    if (!isPlacementEventType(e.type) || e.position === undefined) return false;
     if (e.type === 'JobSubmitted' && e.metadata?.jobId) this.correlations.set(e.metadata.jobId, e.metadata.correlationId);
     if (e.metadata?.jobId && e.metadata.traceparent && tracingEnabled()) {
       this.traces.set(e.metadata.jobId, { traceparent: e.metadata.traceparent, ...(e.metadata.tracestate ? { tracestate: e.metadata.tracestate } : {}) });
     }
     const own = e.streamId === undefined ? undefined : jobIdOfPlacementStream(e.streamId);
-    if (own !== undefined && e.revision !== undefined && (this.revisions.get(own) ?? -1n) < e.revision) this.revisions.set(own, e.revision);
+    const echo = own !== undefined && e.revision !== undefined && (this.revisions.get(own) ?? -1n) >= e.revision;
+    if (own !== undefined && e.revision !== undefined && !echo) this.revisions.set(own, e.revision);
     evolve(this.state, { type: e.type, data: e.data, position: e.position } as PlacementEvent);
     if (e.metadata?.jobId && this.state.jobs.get(e.metadata.jobId)?.phase === 'ended') this.traces.delete(e.metadata.jobId);
     // A registration is a sign of life: the node gets a whole lease for its first heartbeat here.
     if (e.type === 'NodeRegistered') observeRegistration(this.state, (e.data as { nodeId: string }).nodeId, this.clock.now().getTime());
+    return !echo;
   }
 
   /** Decides and records until nothing is left to decide (normally one pass). */
   private async pass(cause: BusEvent | undefined, log: Logger = this.log): Promise<void> {
+    // Whatever was applied so far is decided on now (a failure leaves it owed: the next pass retries).
+    const owed = this.owed;
+    this.owed = 0;
+    clearTimeout(this.owedTimer);
+    this.owedTimer = undefined;
+    try {
+      await this.passes(cause, log);
+    } catch (err) {
+      this.owed += owed;
+      throw err;
+    }
+  }
+
+  private async passes(cause: BusEvent | undefined, log: Logger): Promise<void> {
     for (let n = 0; n < MAX_PASSES; n++) {
       const now = this.clock.now();
       this.lastPassAt = now.getTime();
@@ -303,6 +370,7 @@ export class SchedulerService implements OnModuleInit {
       }
     }
     log.warn({ passes: MAX_PASSES }, 'still deciding after the most passes per event; the next event continues');
+    this.owed++; // even if the next event changes nothing (an echo), it runs a pass
   }
 
   /** Appends one decision and applies it. False when the stream had moved on (placement caught up instead). */

@@ -4,9 +4,6 @@ import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } fro
 import type { Logger } from 'pino';
 import { evolve, initialDataRefs, type DataRefs } from '../domain/index.js';
 
-/** How often to look for new events when no notification arrives (SQLite polls). */
-const POLL_MS = 50;
-
 /**
  * Keeps the input reference model ({@link DataRefs}) in memory: folds the whole store at start,
  * before anything is consumed, then follows it. The store rather than the bus: it is one ordered
@@ -19,7 +16,9 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
   private readonly follower: StoreFollower;
 
   constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(LOGGER) logger: Logger) {
-    this.follower = new StoreFollower(store, logger, { name: 'input references', apply: (e) => evolve(this.model, e), pollIntervalMs: POLL_MS });
+    // The store's own poll interval: whoever needs the model current (a release, a sweep) asks
+    // `catchUp`/`waitFor`, which read the store at once, so a faster poll only cost wake-ups.
+    this.follower = new StoreFollower(store, logger, { name: 'input references', apply: (e) => evolve(this.model, e) });
   }
 
   async onModuleInit(): Promise<void> {
