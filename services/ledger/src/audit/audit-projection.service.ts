@@ -10,7 +10,7 @@ import { AUDIT_TABLE, auditQuery, auditRecordOf, auditRow } from './audit-table.
 /** How long a query waits for the projection to reach the store's head before it fails (retryable). */
 const CATCH_UP_TIMEOUT_MS = 10_000;
 /** Most events folded into one transaction of the table. */
-const BATCH = 5_000;
+const BATCH = 20_000;
 /** How often the table looks for new events while it is at the head (queries do not wait for it: they fold what they need). */
 const POLL_MS = 500;
 /** Pause after a failed step before the next. */
