@@ -11,7 +11,10 @@ import { AUDIT_TABLE, auditQuery, auditRecordOf, auditRow } from './audit-table.
 const CATCH_UP_TIMEOUT_MS = 10_000;
 /** Most events folded into one transaction of the table. */
 const BATCH = 20_000;
-/** How often the table looks for new events while it is at the head (queries do not wait for it: they fold what they need). */
+/**
+ * How often the table steps while it is near the head: at most one write transaction this often
+ * beside the services' appends (a query does not wait for it: it steps the table itself).
+ */
 const POLL_MS = 500;
 /** Pause after a failed step before the next. */
 const RETRY_MS = 1_000;
@@ -156,12 +159,12 @@ export class AuditProjectionService implements OnModuleInit, OnModuleDestroy {
     return committed ? events.length : 0;
   }
 
-  /** Keeps the table at the store's head: a step whenever there is something to fold, a look every POLL_MS otherwise. */
+  /** Keeps the table near the store's head: steps back to back while a whole batch waits, else one step every POLL_MS. */
   private async run(): Promise<void> {
     while (!this.closed) {
       let pauseMs = POLL_MS;
       try {
-        if ((await this.step()) > 0) pauseMs = 0;
+        if ((await this.step()) >= BATCH) pauseMs = 0;
       } catch (err) {
         if (this.closed) break;
         this.logger.error({ err }, 'folding the audit table failed; trying again shortly');
