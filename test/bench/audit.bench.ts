@@ -4,7 +4,10 @@
  * then the ledger as its real process on it, then the audit queries over the bus as intake asks
  * them, and through `gpunet audit` (intake's HTTP) when intake comes up in time.
  *
- *   npm run bench:audit -- [--jobs 1000000] [--postgres] [--reps 30] [--keep]
+ *   npm run bench:audit -- [--jobs 1000000] [--postgres] [--reps 30] [--keep] [--from-store FILE]
+ *
+ * `--from-store` copies a SQLite store an earlier run kept (`--keep`: `<data-dir>/events.db`)
+ * instead of building one; `--jobs` must say how many jobs it holds.
  *
  * Steps and figures:
  * - build: the history written into the network's store (every service stopped but nats-server);
@@ -21,11 +24,12 @@
 import { Queries, type AuditJobReply, type AuditJobsReply } from '#contracts';
 import { natsAuthOptions } from '#identity';
 import { openEventStore, PostgresEventStore, SqliteEventStore } from '#event-store';
-import { requestQuery } from '#messaging';
+import { QueryUnavailableError, requestQuery } from '#messaging';
 import { connect } from '@nats-io/transport-node';
 import { Command, InvalidArgumentError } from 'commander';
 import { randomBytes, createHash } from 'node:crypto';
-import { appendFile, rm, stat } from 'node:fs/promises';
+import { appendFile, copyFile, readFile, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { readState } from '../../libs/cli/src/local/state.js';
 import { runCli } from '../../libs/cli/src/program.js';
@@ -48,9 +52,10 @@ const opts = new Command('audit.bench')
   .option('--postgres', 'the store on PostgreSQL (a database made for the run) instead of SQLite')
   .option('--no-intake', 'skip intake and the CLI path (intake folds its job views from the whole store at start)')
   .option('--intake-timeout <s>', 'how long intake may take to start on the store before the CLI path is skipped', positive, 600)
-  .option('--keep', 'keep the data directory (and database) afterwards')
+  .option('--keep', 'keep the data directory (and database) afterwards; kept anyway when the bench fails')
+  .option('--from-store <file>', 'copy this SQLite store (kept by an earlier run, same --jobs) instead of building one')
   .parse()
-  .opts<{ jobs: number; teams: number; days: number; reps: number; postgres?: boolean; intake: boolean; intakeTimeout: number; keep?: boolean }>();
+  .opts<{ jobs: number; teams: number; days: number; reps: number; postgres?: boolean; intake: boolean; intakeTimeout: number; keep?: boolean; fromStore?: string }>();
 
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 const say = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
@@ -77,7 +82,8 @@ async function main(): Promise<void> {
   const db: TestDatabase | undefined = opts.postgres ? await createTestDatabase('gpunet_bench_audit') : undefined;
   const complianceKey = randomBytes(32).toString('hex');
   say(`starting a network (${opts.postgres ? 'PostgreSQL' : 'SQLite'} store)`);
-  const net = await TestNetwork.start({ agents: 1, gpus: 1, dirPrefix: 'gpunet-bench-audit-', logLevel: 'warn', ...(db ? { postgresUrl: db.url } : {}) });
+  let done = false;
+  const net = await TestNetwork.start({ agents: 1, gpus: 1, dirPrefix: 'gpunet-bench-audit-', logLevel: 'info', ...(db ? { postgresUrl: db.url } : {}) });
   try {
     const state = await readState(net.dataDir);
     const sha = createHash('sha256').update(complianceKey, 'utf8').digest('hex');
@@ -85,36 +91,63 @@ async function main(): Promise<void> {
     // Every service but nats-server stops while the history is written: none folds it live.
     for (const p of state!.processes) if (p.role !== 'nats') await net.kill(p.name, 'SIGTERM', 60_000);
 
-    const store = await openEventStore(net.storeUrl);
-    if (!(store instanceof SqliteEventStore) && !(store instanceof PostgresEventStore)) throw new Error('unexpected store adapter');
-    let lastReport = Date.now();
-    const built = await timed(() =>
-      buildHistoryStore(store, {
-        ...history,
-        progress: (done) => {
-          if (Date.now() - lastReport > 15_000) {
-            lastReport = Date.now();
-            say(`  ${done} jobs written`);
-          }
-        },
-      }),
-    );
-    const head = await store.headPosition();
-    await store.close();
-    const size = db ? undefined : (await stat(net.storeUrl.replace(/^sqlite:/, ''))).size;
-    say(`built ${built.result.jobs} jobs, ${built.result.events} events in ${round(built.ms / 1000)} s (${round(built.result.events / (built.ms / 1000), 0)} events/s)${size ? `, ${round(size / 1e9, 2)} GB` : ''}; head ${head}`);
-    figure('audit.build_store', built.ms / 1000, 's', { events: built.result.events });
-
-    const first = await timed(() => net.restart('ledger', { healthTimeoutMs: 3_600_000 }));
-    say(`ledger first start (audit table folded from the whole store): ${round(first.ms / 1000, 2)} s`);
-    figure('audit.ledger_first_start', first.ms / 1000, 's');
-    await net.kill('ledger', 'SIGTERM', 60_000);
-    const again = await timed(() => net.restart('ledger', { healthTimeoutMs: 3_600_000 }));
-    say(`ledger restart (audit table: the tail only): ${round(again.ms / 1000, 2)} s`);
-    figure('audit.ledger_restart', again.ms / 1000, 's');
+    const file = net.storeUrl.replace(/^sqlite:/, '');
+    if (opts.fromStore) {
+      if (opts.postgres) throw new Error('--from-store copies a SQLite store');
+      for (const suffix of ['-wal', '-shm']) await rm(`${file}${suffix}`, { force: true });
+      await copyFile(opts.fromStore, file);
+      say(`copied ${opts.fromStore} (${round((await stat(file)).size / 1e9, 2)} GB) as the store`);
+    } else {
+      const store = await openEventStore(net.storeUrl);
+      if (!(store instanceof SqliteEventStore) && !(store instanceof PostgresEventStore)) throw new Error('unexpected store adapter');
+      let lastReport = Date.now();
+      const built = await timed(() =>
+        buildHistoryStore(store, {
+          ...history,
+          progress: (done) => {
+            if (Date.now() - lastReport > 15_000) {
+              lastReport = Date.now();
+              say(`  ${done} jobs written`);
+            }
+          },
+        }),
+      );
+      const head = await store.headPosition();
+      await store.close();
+      const size = db ? undefined : (await stat(file)).size;
+      say(`built ${built.result.jobs} jobs, ${built.result.events} events in ${round(built.ms / 1000)} s (${round(built.result.events / (built.ms / 1000), 0)} events/s)${size ? `, ${round(size / 1e9, 2)} GB` : ''}; head ${head}`);
+      figure('audit.build_store', built.ms / 1000, 's', { events: built.result.events });
+    }
 
     const nc = await connect({ ...(await natsAuthOptions(net.operatorKeyFile)), servers: net.natsUrl, name: 'gpunet-bench-audit', noAsyncTraces: true });
     const requester = { keyId: 'bench', team: 'compliance-office', role: 'compliance', allTeams: true };
+    /** Until the ledger answers an audit query (health comes first: a standby answers it while it waits for the lease). */
+    const firstAnswer = async () => {
+      for (const deadline = Date.now() + 3_600_000; ; ) {
+        try {
+          return await requestQuery<AuditJobReply>(nc, Queries.AuditJob.subject, { requester, jobId: historyJobId(0) }, { request: Queries.AuditJob.schema, response: Queries.AuditJob.replySchema }, { timeoutMs: 60_000 });
+        } catch (err) {
+          if (!(err instanceof QueryUnavailableError) || Date.now() > deadline) throw err;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+    };
+    const startLedger = async () => {
+      const healthy = await timed(() => net.restart('ledger', { healthTimeoutMs: 3_600_000 }));
+      const answering = await timed(firstAnswer);
+      return { healthyMs: healthy.ms, answeringMs: healthy.ms + answering.ms };
+    };
+    const first = await startLedger();
+    say(`ledger first start (audit table folded from the whole store): healthy after ${round(first.healthyMs / 1000, 2)} s, first audit answer after ${round(first.answeringMs / 1000, 2)} s`);
+    figure('audit.ledger_first_start', first.answeringMs / 1000, 's', { healthy: round(first.healthyMs / 1000) });
+    await net.kill('ledger', 'SIGTERM', 60_000);
+    const again = await startLedger();
+    say(`ledger restart (audit table: the tail only): healthy after ${round(again.healthyMs / 1000, 2)} s, first audit answer after ${round(again.answeringMs / 1000, 2)} s`);
+    figure('audit.ledger_restart', again.answeringMs / 1000, 's', { healthy: round(again.healthyMs / 1000) });
+    for (const line of (await readFile(join(net.dataDir, 'logs', 'ledger.log'), 'utf8')).split('\n')) {
+      if (/folded|caught up/.test(line)) say(`  ledger: ${line.slice(0, 300)}`);
+    }
+
     const day = (k: number) => {
       const from = start + (k % opts.days) * 86_400_000;
       return { from: new Date(from).toISOString(), to: new Date(from + 86_400_000).toISOString() };
@@ -191,9 +224,10 @@ async function main(): Promise<void> {
         figure('audit.cli_job_p99', one.p99, 'ms', { path: 'cli' });
       }
     }
+    done = true;
   } finally {
     await net.stop().catch(() => undefined);
-    if (!opts.keep) {
+    if (!opts.keep && done) {
       await rm(net.dataDir, { recursive: true, force: true });
       await db?.drop().catch(() => undefined);
     } else say(`kept ${net.dataDir}${db ? ` and database ${db.name}` : ''}`);
