@@ -9,8 +9,11 @@ import { AUDIT_TABLE, auditQuery, auditRecordOf, auditRow } from './audit-table.
 
 /** How long a query waits for the projection to reach the store's head before it fails (retryable). */
 const CATCH_UP_TIMEOUT_MS = 10_000;
-/** Most events folded into one transaction of the table. */
-const BATCH = 20_000;
+/**
+ * Most events folded into one transaction of the table. On SQLite a step runs synchronously, so
+ * this bounds how long it holds the event loop (lease renewals, queries) at once.
+ */
+const BATCH = 5_000;
 /**
  * How often the table steps while it is near the head: at most one write transaction this often
  * beside the services' appends (a query does not wait for it: it steps the table itself).
@@ -18,6 +21,13 @@ const BATCH = 20_000;
 const POLL_MS = 500;
 /** Pause after a failed step before the next. */
 const RETRY_MS = 1_000;
+
+/**
+ * Lets timers and I/O run between two steps: the SQLite store answers synchronously, so a loop of
+ * awaited steps would otherwise never leave the microtask queue — the leader lease would go
+ * unrenewed for the whole fold of a large store (decision 0029) and lapse.
+ */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** The projection did not reach the store's head in time. Retryable. */
 export class AuditProjectionBehindError extends TransientError {
@@ -65,6 +75,7 @@ export class AuditProjectionService implements OnModuleInit, OnModuleDestroy {
       const cp = await this.table.checkpoint();
       if (cp.position >= head) break;
       events += await this.step();
+      await nextTurn();
     }
     this.logger.info({ from: String(from), position: String((await this.table.checkpoint()).position), events, ms: Date.now() - started }, 'audit projection caught up from its table');
     this.running = this.run();
@@ -106,6 +117,7 @@ export class AuditProjectionService implements OnModuleInit, OnModuleDestroy {
       if (cp.position >= head) return;
       if (Date.now() >= deadline || this.closed) throw new AuditProjectionBehindError(cp.position, head);
       await this.step();
+      await nextTurn();
     }
   }
 
@@ -170,6 +182,7 @@ export class AuditProjectionService implements OnModuleInit, OnModuleDestroy {
         this.logger.error({ err }, 'folding the audit table failed; trying again shortly');
         pauseMs = RETRY_MS;
       }
+      await nextTurn();
       if (pauseMs > 0 && !this.closed) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, pauseMs);
