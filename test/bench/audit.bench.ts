@@ -26,6 +26,7 @@ import { natsAuthOptions } from '#identity';
 import { openEventStore, PostgresEventStore, SqliteEventStore } from '#event-store';
 import { QueryUnavailableError, requestQuery } from '#messaging';
 import { connect } from '@nats-io/transport-node';
+import Database from 'better-sqlite3';
 import { Command, InvalidArgumentError } from 'commander';
 import { randomBytes, createHash } from 'node:crypto';
 import { appendFile, copyFile, readFile, rm, stat } from 'node:fs/promises';
@@ -96,7 +97,13 @@ async function main(): Promise<void> {
       if (opts.postgres) throw new Error('--from-store copies a SQLite store');
       for (const suffix of ['-wal', '-shm']) await rm(`${file}${suffix}`, { force: true });
       await copyFile(opts.fromStore, file);
-      say(`copied ${opts.fromStore} (${round((await stat(file)).size / 1e9, 2)} GB) as the store`);
+      await copyFile(`${opts.fromStore}-wal`, `${file}-wal`).catch(() => undefined);
+      // The copy's audit table goes: the first start below folds it from the whole store again.
+      const copy = new Database(file);
+      copy.exec('DROP TABLE IF EXISTS projection_audit_jobs');
+      if (copy.prepare("SELECT 1 FROM sqlite_master WHERE name = 'projections'").get()) copy.exec("DELETE FROM projections WHERE name = 'audit_jobs'");
+      copy.close();
+      say(`copied ${opts.fromStore} (${round((await stat(file)).size / 1e9, 2)} GB) as the store, without its audit table`);
     } else {
       const store = await openEventStore(net.storeUrl);
       if (!(store instanceof SqliteEventStore) && !(store instanceof PostgresEventStore)) throw new Error('unexpected store adapter');
@@ -127,8 +134,11 @@ async function main(): Promise<void> {
         try {
           return await requestQuery<AuditJobReply>(nc, Queries.AuditJob.subject, { requester, jobId: historyJobId(0) }, { request: Queries.AuditJob.schema, response: Queries.AuditJob.replySchema }, { timeoutMs: 60_000 });
         } catch (err) {
-          if (!(err instanceof QueryUnavailableError) || Date.now() > deadline) throw err;
-          await new Promise((r) => setTimeout(r, 20));
+          // No responder yet, or one that stepped down (its lease lapsed) and is starting again.
+          const retryable = err instanceof QueryUnavailableError || (err as { retryable?: boolean }).retryable === true;
+          if (!retryable || Date.now() > deadline) throw err;
+          if (!(err instanceof QueryUnavailableError)) say(`  waiting for the ledger's first audit answer: ${(err as Error).message}`);
+          await new Promise((r) => setTimeout(r, 200));
         }
       }
     };
@@ -226,6 +236,8 @@ async function main(): Promise<void> {
     }
     done = true;
   } finally {
+    // TestNetwork keeps the data directory when this is set.
+    if (opts.keep || !done) process.env.GPUNET_E2E_KEEP_DATA = '1';
     await net.stop().catch(() => undefined);
     if (!opts.keep && done) {
       await rm(net.dataDir, { recursive: true, force: true });
