@@ -2,6 +2,7 @@ export * from './event-store.js';
 export * from './errors.js';
 export * from './hash-chain.js';
 export * from './append-validation.js';
+export * from './projection-table.js';
 export { SqliteEventStore, type SqliteEventStoreOptions } from './sqlite/sqlite-event-store.js';
 export {
   appendOnClient,

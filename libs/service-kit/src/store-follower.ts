@@ -53,6 +53,9 @@ export class StoreFollower {
       if (batch.length === 0) break;
       for (const e of batch) this.apply(e);
       events += batch.length;
+      // The SQLite store answers synchronously: without a turn of the event loop between batches
+      // a long fold would hold it throughout, and a leader's lease would go unrenewed and lapse.
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
     const ms = Date.now() - started;
     this.logger.info({ events, position: String(this.applied), ms }, `${this.options.name} folded from the store`);

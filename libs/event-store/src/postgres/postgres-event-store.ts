@@ -17,6 +17,8 @@ import { computeEventHash, GENESIS_HASH } from '../hash-chain.js';
 import { appendOnClient, isRetryableDriverError, type PostgresAppendSettings } from './append.js';
 import { ChangeFeed, ChangeNotifier } from './change-feed.js';
 import { channelOf, migrationSql, ORDINAL_BITS, SCHEMA_NAME } from './schema.js';
+import type { ProjectionTable, ProjectionTableHost, ProjectionTableSpec } from '../projection-table.js';
+import { PostgresProjectionTable } from './postgres-projection-table.js';
 import { CatchUpSubscription } from './subscription.js';
 
 /** Options of the PostgreSQL event store. */
@@ -125,7 +127,7 @@ export async function openPostgresEventStore(options: PostgresEventStoreOptions)
  * run concurrently; appends to one stream serialize on its head row. Global reads return only
  * the committed prefix that no in-flight transaction can still extend below.
  */
-export class PostgresEventStore implements EventStore {
+export class PostgresEventStore implements EventStore, ProjectionTableHost {
   readonly schema: string;
   private readonly pool: pg.Pool;
   private readonly settings: PostgresAppendSettings;
@@ -338,6 +340,11 @@ export class PostgresEventStore implements EventStore {
       subscriberId,
     ]);
     return rows[0] ? BigInt(rows[0].position) : undefined;
+  }
+
+  /** A projection table in this store's schema (created when missing), on this store's pool. */
+  async openProjectionTable(spec: ProjectionTableSpec): Promise<ProjectionTable> {
+    return PostgresProjectionTable.open(() => this.connect(), this.schema, spec);
   }
 
   /**

@@ -20,7 +20,9 @@ import type {
   VerifyResult,
 } from '../event-store.js';
 import { computeEventHashCanonical, GENESIS_HASH } from '../hash-chain.js';
+import type { ProjectionTable, ProjectionTableHost, ProjectionTableSpec } from '../projection-table.js';
 import { CatchUpSubscription } from './catch-up-subscription.js';
+import { SqliteProjectionTable } from './sqlite-projection-table.js';
 import { CREATE_EVENT_GUARDS, CREATE_STREAM_GUARDS, CREATE_TABLES, SCHEMA_VERSION } from './schema.js';
 
 /** Options of the SQLite event store. */
@@ -108,7 +110,7 @@ function isSqliteError(err: unknown, code: string): err is Error & { code: strin
  * also why the global position never skips a late commit. The port's methods are async for the
  * sake of the other adapters; here each runs synchronously on the calling thread.
  */
-export class SqliteEventStore implements EventStore {
+export class SqliteEventStore implements EventStore, ProjectionTableHost {
   private readonly db: Database.Database;
   private readonly file: string;
   private readonly chainKey: string | undefined;
@@ -223,6 +225,20 @@ export class SqliteEventStore implements EventStore {
     }
     notifyAppended(this.file);
     return result;
+  }
+
+  /**
+   * Appends to several streams in one transaction (each append as `appendToStream` would, in
+   * order; all or none). For loading a large history fast: one commit instead of one per append.
+   */
+  async appendMany(appends: readonly { streamId: string; events: readonly EventToAppend[]; options?: AppendOptions }[]): Promise<AppendResult[]> {
+    this.assertOpen();
+    const prepared = appends.map((a) => ({ streamId: a.streamId, events: prepareAppend(a.streamId, a.events, a.options), expected: a.options?.expectedRevision ?? 'any', fence: a.options?.fence }));
+    const results = await this.withWriteLock(() =>
+      this.db.transaction(() => prepared.map((a) => this.appendLocked(a.streamId, a.events, a.expected, a.fence))).immediate(),
+    );
+    notifyAppended(this.file);
+    return results;
   }
 
   /**
@@ -373,6 +389,21 @@ export class SqliteEventStore implements EventStore {
   async loadCheckpoint(subscriberId: string): Promise<bigint | undefined> {
     this.assertOpen();
     return this.stmt.loadCheckpoint.get(subscriberId)?.position;
+  }
+
+  /** A projection table in this file (created when missing), on this store's connection. */
+  async openProjectionTable(spec: ProjectionTableSpec): Promise<ProjectionTable> {
+    this.assertOpen();
+    const write = async <T>(work: () => T): Promise<T> => {
+      this.assertOpen();
+      try {
+        return await this.withWriteLock(work);
+      } catch (err) {
+        if (isSqliteError(err, 'SQLITE_BUSY')) throw new TransientError(`projection table ${spec.name}: the database stayed locked by another writer`, { cause: err });
+        throw err;
+      }
+    };
+    return SqliteProjectionTable.open(this.db, spec, write);
   }
 
   /**

@@ -5,7 +5,7 @@ import { CLOCK, EVENT_STORE, EVENT_WRITER, NatsQueryContext, newId, type Clock, 
 import { Controller, Inject } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
 import { LEDGER_STREAM_PREFIX } from '../domain/index.js';
-import { auditList, emptyJobAudit, evolveJobAudit, isSubmitted, jobIdsOf, jobReport } from './audit-projection.js';
+import { emptyJobAudit, evolveJobAudit, isSubmitted, jobIdsOf, jobReport } from './audit-projection.js';
 import { AuditProjectionService } from './audit-projection.service.js';
 
 /** `ledger-audit`: every AuditQueried, one chain, so the record of who asked what is itself tamper-evident. */
@@ -46,8 +46,8 @@ export class AuditController {
     }
     const filter = { ...query.filter, ...(requester.allTeams ? {} : { team: requester.team }) };
     const recordedAs = await this.record('AuditJobs', filter, requester, ctx);
-    const { jobs, asOf } = await this.projection.current();
-    return { ...auditList(jobs, filter), asOfPosition: asOf.toString(), recordedAs };
+    const { jobs, total, asOf } = await this.projection.list(filter);
+    return { jobs, total, asOfPosition: asOf.toString(), recordedAs };
   }
 
   @MessagePattern(Queries.AuditJob.subject)

@@ -134,6 +134,9 @@ export async function foldStore(store: EventStore, state: BillingState, to: bigi
     count += page.length;
     if (page.length < PAGE) break;
     from = page[page.length - 1]!.position;
+    // The SQLite store answers synchronously: without a turn of the event loop between pages a
+    // fold of a large store holds it throughout, and the leader's lease goes unrenewed and lapses.
+    await new Promise<void>((resolve) => setImmediate(resolve));
   }
   if (to > state.position) state.position = to;
   return count;
