@@ -297,6 +297,20 @@ export class JobUserPool {
       // unless something of its job still runs under the uid (its recovery kills that first).
       if (!Number.isSafeInteger(owner) || owner <= 0) return false; // being written right now
       if (isProcessAlive(owner) || anyProcessOfUid(uid)) return false;
+      // Several agents may find the same dead claim at once: only the one whose mkdir of the
+      // marker succeeds takes it over, and only while the claim still names the dead agent (it may
+      // have been given back and claimed afresh meanwhile). Two agents on one uid would each kill
+      // the other's job as a stray.
+      const marker = join(dir, `takeover-${owner}`);
+      try {
+        mkdirSync(marker);
+      } catch {
+        return false;
+      }
+      if (Number(readFileSafe(join(dir, 'pid'))) !== owner) {
+        rmSync(marker, { recursive: true, force: true });
+        return false;
+      }
     }
     writeFileSync(join(dir, 'pid'), String(process.pid));
     return true;

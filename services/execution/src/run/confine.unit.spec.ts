@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cgroupV1Dirs } from './cgroups.js';
@@ -72,6 +72,15 @@ describe('JobUserPool', () => {
     expect(other.take('x')).toEqual({ uid: B + 101, gid: B + 101 }); // same attempt id on two nodes (a gang)
     writeFileSync(join(claims, String(B + 101), 'pid'), '999999999'); // as if that agent had died
     expect(one.take('y')).toEqual({ uid: B + 101, gid: B + 101 });
+  });
+
+  it("takes a dead agent's claim over once: an agent that finds another already taking it over moves on to the next uid", () => {
+    const pool = new JobUserPool(B + 200, 2, claims);
+    mkdirSync(join(claims, String(B + 200)));
+    writeFileSync(join(claims, String(B + 200), 'pid'), '999999998'); // a dead agent's claim…
+    mkdirSync(join(claims, String(B + 200), 'takeover-999999998')); // …that another agent is taking over right now
+    expect(pool.take('z')).toEqual({ uid: B + 201, gid: B + 201 });
+    expect(readFileSync(join(claims, String(B + 200), 'pid'), 'utf8')).toBe('999999998'); // left to the other agent
   });
 
   it('parses uid ranges', () => {
