@@ -51,12 +51,16 @@ export async function nodesEnroll(ctx: CommandContext, nodeId: string, opts: Nod
   }
 }
 
+const NODE_ORDER = new Intl.Collator('en', { numeric: true });
+
 /** One row of `gpunet nodes list`: placement's view of a node, or an enrolled node placement has not heard of. */
 export type NodeListEntry = NodeStatus & { enrolled: boolean; publicKey?: string; enrolledBy?: string; enrolledAt?: string };
 
 /**
  * Every node: placement's (state, GPUs, attempts, heartbeat, cordon or drain) joined with the
- * recorder's enrollments; an enrolled node that never registered is `offline`. Pure.
+ * recorder's enrollments; an enrolled node that never registered is `offline`. Sorted by node id,
+ * numbers in ids by value (`gpu-2` before `gpu-10`), so the list reads the same whatever order
+ * the nodes registered in. Pure.
  */
 export function mergeNodeViews(placement: readonly NodeStatus[], enrolled: ListNodesReply['nodes']): NodeListEntry[] {
   const byId = new Map(enrolled.map((n) => [n.nodeId, n]));
@@ -67,7 +71,7 @@ export function mergeNodeViews(placement: readonly NodeStatus[], enrolled: ListN
   for (const e of enrolled) {
     if (!seen.has(e.nodeId)) rows.push({ nodeId: e.nodeId, state: 'offline', gpus: 0, gpusHeld: 0, gpuModels: [], runningAttempts: 0, enrolled: true, ...enrollment(e) });
   }
-  return rows;
+  return rows.sort((a, b) => NODE_ORDER.compare(a.nodeId, b.nodeId));
 }
 
 /** The table of `gpunet nodes list`. Pure. */

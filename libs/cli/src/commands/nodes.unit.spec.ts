@@ -20,6 +20,12 @@ describe('gpunet nodes list', () => {
     ]);
   });
 
+  it('lists nodes by id whatever order they registered in, numbers by value', () => {
+    const seen = (ids: string[]) => mergeNodeViews(ids.map((nodeId) => ({ ...placement[0]!, nodeId })), []).map((r) => r.nodeId);
+    expect(seen(['gpu-10', 'gpu-2', 'gpu-1'])).toEqual(['gpu-1', 'gpu-2', 'gpu-10']);
+    expect(seen(['gpu-1', 'gpu-10', 'gpu-2'])).toEqual(['gpu-1', 'gpu-2', 'gpu-10']);
+  });
+
   it('shows state, host, GPUs held/total, attempts, heartbeat age and the reason', () => {
     const text = nodesTable(mergeNodeViews(placement, []));
     const [header, one, two] = text.split('\n');
