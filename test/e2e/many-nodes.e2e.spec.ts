@@ -28,11 +28,13 @@ async function deliveredPerNode(): Promise<Map<string, number>> {
 
 beforeAll(async () => {
   // One GPU each, so thirty one-GPU jobs spread over many nodes when they overlap. Fifty agents take
-  // a while to start on two cores: `up` waits for every one to answer its health query.
+  // a while to start on two cores (about 1.5 CPU-s each): `up` waits for as long as agents keep
+  // answering their health query, and gives up only when none has for two minutes. On a machine
+  // busy with other work that can take many minutes; the hook's limit only stops a run that hangs.
   // Script jobs only: no agent asks the container runtime whether it answers (`podman info`, about
   // half a second of CPU each, fifty times over).
-  net = await TestNetwork.start({ agents: AGENTS, gpus: 1, startTimeoutMs: 240_000, env: { GPUNET_CONTAINER_RUNTIME: 'off' } });
-}, 300_000);
+  net = await TestNetwork.start({ agents: AGENTS, gpus: 1, startTimeoutMs: 120_000, env: { GPUNET_CONTAINER_RUNTIME: 'off' } });
+}, 1_200_000);
 
 afterAll(async () => {
   await net?.stop();

@@ -93,7 +93,7 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .option('--postgres <url>', 'event store on this PostgreSQL database instead of SQLite <data-dir>/events.db')
     .option('--cluster', 'three nats-servers forming one JetStream cluster (from deploy/nats/cluster.conf), streams R3; needs --postgres')
     .option('--port <n>', 'HTTP port of the API; default: a free one')
-    .option('--timeout <duration>', 'how long to wait for every process to answer its health query', '60s')
+    .option('--timeout <duration>', 'how long to wait for the next process to answer its health query (the wait goes on while they keep answering)', '60s')
     .addOption(new Option('--log-level <level>', 'log level of the services').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'))
     .action(run((ctx, opts) => up(ctx, opts as Parameters<typeof up>[1])));
 

@@ -346,7 +346,7 @@ export async function up(ctx: CommandContext, opts: UpOptions): Promise<ExitCode
     }
     if (err instanceof HealthTimeoutError) {
       const logs = err.missing.map((name) => started.find((p) => p.name === name)?.log).filter((l): l is string => !!l);
-      throw new LocalNetworkError(`the network did not become healthy within ${err.timeoutMs} ms: ${err.missing.join(', ')} never answered its health query; everything started was stopped`, logs, { cause: err });
+      throw new LocalNetworkError(`the network did not become healthy: no process answered its health query for ${err.timeoutMs} ms, and ${err.missing.join(', ')} never did; everything started was stopped (a slow machine may need a longer --timeout)`, logs, { cause: err });
     }
     throw err;
   }

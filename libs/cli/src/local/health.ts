@@ -53,6 +53,11 @@ export async function probeHealth(nc: NatsConnection, targets: HealthTargets, ti
 
 /** Options of {@link waitHealthy}. */
 export interface WaitHealthyOptions {
+  /**
+   * How long to wait for the next process to answer: the wait goes on while processes keep
+   * becoming healthy, so fifty agents starting on a busy machine are waited for, and gives up
+   * once none has for this long.
+   */
   timeoutMs: number;
   /** Called after each round with the names still missing. */
   onRound?: (missing: string[], healthy: number, total: number) => void;
@@ -63,7 +68,10 @@ export interface WaitHealthyOptions {
   keyFile?: string;
 }
 
-/** Resolves once everything answered healthy; otherwise rejects with the names still missing. */
+/**
+ * Resolves once everything answered healthy; rejects with the names still missing once none
+ * became healthy for `timeoutMs`.
+ */
 export async function waitHealthy(natsUrl: string, targets: HealthTargets, options: WaitHealthyOptions): Promise<void> {
   // The caller's whole budget, not the client's default: on a busy machine the handshake alone can be slow.
   const nc = await connect({ ...(await natsAuthOptions(options.keyFile)), servers: natsUrl.split(','), name: 'gpunet-cli-health', noAsyncTraces: true, maxReconnectAttempts: 5, timeout: options.timeoutMs }).catch(
@@ -73,7 +81,7 @@ export async function waitHealthy(natsUrl: string, targets: HealthTargets, optio
   );
   const all = [...targets.services.filter((s) => s !== 'execution'), ...targets.agents];
   const done = new Set<string>();
-  const deadline = Date.now() + options.timeoutMs;
+  let deadline = Date.now() + options.timeoutMs;
   try {
     for (;;) {
       options.check?.();
@@ -81,7 +89,9 @@ export async function waitHealthy(natsUrl: string, targets: HealthTargets, optio
         services: targets.services.filter((s) => !done.has(s)),
         agents: targets.agents.filter((a) => !done.has(a)),
       };
-      for (const name of await probeHealth(nc, pending)) done.add(name);
+      const answered = await probeHealth(nc, pending);
+      for (const name of answered) done.add(name);
+      if (answered.size > 0) deadline = Date.now() + options.timeoutMs;
       const missing = all.filter((n) => !done.has(n));
       options.onRound?.(missing, all.length - missing.length, all.length);
       if (missing.length === 0) return;
@@ -99,7 +109,7 @@ export class HealthTimeoutError extends Error {
     readonly missing: readonly string[],
     readonly timeoutMs: number,
   ) {
-    super(`not healthy after ${timeoutMs} ms: ${missing.join(', ')}`);
+    super(`none became healthy for ${timeoutMs} ms: ${missing.join(', ')}`);
     this.name = 'HealthTimeoutError';
   }
 }
