@@ -61,8 +61,12 @@ export interface JobRefs {
   jobId: string;
   team: string;
   inputs: RefInput[];
-  /** Set once the job can no longer run: when, and the event that made it so. */
-  final: { atMs: number; cause: CauseRef } | undefined;
+  /**
+   * Set once the job can no longer run: when, the event that made it so, and its place among the
+   * jobs that became final (`DataRefs.finals` then), so an input several jobs held is removed
+   * under the last of them to end: the release that made it unneeded.
+   */
+  final: { atMs: number; cause: CauseRef; seq: number } | undefined;
   /** Outcome of each finished attempt, to tell a released `node_lost` attempt (requeued) from an end. */
   outcomes: Map<string, JobOutcome>;
   /** Input blobs (sha256) already removed. */
@@ -83,6 +87,8 @@ export interface DataRefs {
   retained: Map<string, { files: Set<string>; folders: Set<string> }>;
   /** Team of each job seen, also after its inputs are gone (outputs and checkpoints may come later). */
   teamOf: Map<string, string>;
+  /** How many times a job became final so far: the next `final.seq`. */
+  finals: number;
 }
 
 /** Event types the model folds; all others leave it unchanged. */
@@ -100,7 +106,7 @@ export const DATA_REF_EVENT_TYPES = [
 ] as const;
 
 export function initialDataRefs(): DataRefs {
-  return { jobs: new Map(), byTeam: new Map(), datasets: new Map(), retained: new Map(), teamOf: new Map() };
+  return { jobs: new Map(), byTeam: new Map(), datasets: new Map(), retained: new Map(), teamOf: new Map(), finals: 0 };
 }
 
 /**
@@ -193,7 +199,7 @@ function retainedOf(model: DataRefs, jobId: string): { files: Set<string>; folde
 function finish(model: DataRefs, jobId: string, at: string, cause: RefEvent): void {
   const job = model.jobs.get(jobId);
   if (!job || job.final) return;
-  job.final = { atMs: Date.parse(at), cause: { eventId: cause.eventId, metadata: { correlationId: cause.metadata.correlationId } } };
+  job.final = { atMs: Date.parse(at), cause: { eventId: cause.eventId, metadata: { correlationId: cause.metadata.correlationId } }, seq: model.finals++ };
   prune(model, job);
 }
 
@@ -272,8 +278,11 @@ export function planRemovals(model: DataRefs, nowMs: number, filesOf: FilesOf, o
     }
 
     const planned = new Set<string>();
-    for (const job of jobs) {
-      if (!job.final || (only !== undefined && job.jobId !== only)) continue;
+    // The last job to end first: a blob several final jobs held is removed under the one whose
+    // end made it unneeded, whether a sweep or that job's release plans it.
+    const ended = jobs.filter((job) => job.final && (only === undefined || job.jobId === only)).sort((a, b) => b.final!.seq - a.final!.seq);
+    for (const job of ended) {
+      if (!job.final) continue;
       const byReason = new Map<Removal['reason'], BlobRef[]>();
       for (const input of job.inputs) {
         if (job.removed.has(input.sha256) || needed.has(input.sha256) || keptUntil(model, job, input, job.final.atMs) > nowMs) continue;

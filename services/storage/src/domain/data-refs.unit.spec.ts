@@ -64,6 +64,21 @@ describe('data references', () => {
     expect(model.jobs.size).toBe(0);
   });
 
+  it('plans a blob several ended jobs held under the last of them to end, whether a sweep or that job\'s release plans it', () => {
+    const model = given(
+      submit('job-1', [{ name: 'x', sha256: sha('a1') }]),
+      submit('job-2', [{ name: 'x', sha256: sha('a1') }]),
+      submit('job-3', [{ name: 'x', sha256: sha('a1') }]),
+      released('job-2', 'b1', 1000),
+      released('job-1', 'a1', 2000),
+    );
+    expect(planRemovals(model, T0 + 3000, noFolders)).toEqual([]); // job-3 still needs it
+    evolve(model, released('job-3', 'c1', 3000));
+    const bySweep = planRemovals(model, T0 + 3000, noFolders);
+    expect(bySweep.map((r) => [r.jobId, shas(r.blobs)])).toEqual([['job-3', [sha('a1')]]]);
+    expect(planRemovals(model, T0 + 3000, noFolders, 'job-3')).toEqual(bySweep);
+  });
+
   it('given another team using the same bytes, removes this team\'s copy anyway: teams share nothing', () => {
     const model = given(
       submit('job-1', [{ name: 'x', sha256: sha('a1') }], 'team-a'),
