@@ -13,9 +13,10 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { appendBatch, historyJob, type HistoryAppend, type HistoryOptions } from '../../../../test/support/history.js';
+import { until } from '../../../../test/support/poll.js';
 import { createTestDatabase, type TestDatabase } from '../../../../test/support/postgres.js';
 import { auditList, foldJobAudits } from './audit-projection.js';
-import { AuditProjectionService } from './audit-projection.service.js';
+import { AuditProjectionService, AuditTableStartError } from './audit-projection.service.js';
 import { AUDIT_TABLE } from './audit-table.js';
 
 /** 120 jobs over 3 days, 3 teams, one in 7 lost once and run again. */
@@ -195,6 +196,37 @@ describe.each(backends)('audit projection in the store\'s database ($name)', (ba
     expect(other.lines.find((l) => l.msg === 'audit projection caught up from its table')).toMatchObject({ from: '0' });
     expect((await other.service.list({ team: 'team-1', limit: 500, offset: 0 })).jobs.map((j) => j.jobId)).not.toContain('bogus-job');
     await expectSameAsTheFold(other.service, store);
+  });
+
+  it('between queries the table follows the store: the events its subscription delivers are folded, without a query asking or a read of its own', async () => {
+    const { store, another } = await backend.open();
+    await writeJobs(store, 0, 20);
+    const { store: seen, reads } = watched(store);
+    const { service } = await started(seen);
+    const readsAtStart = reads.length;
+    // Written through another instance (another process's connection): no in-process wake-up.
+    const writer = (await another()) as SqliteEventStore | PostgresEventStore;
+    await writeJobs(writer, 20, 40);
+    const head = await store.headPosition();
+    await until('the audit table at the store head, with no query', async () => (await service.position()) >= head, { timeoutMs: 15_000, describe: () => `head ${head}` });
+    expect(reads.slice(readsAtStart)).toEqual([]);
+    await expectSameAsTheFold(service, store);
+  });
+
+  it('a start that cannot fold up to the head in GPUNET_AUDIT_CATCH_UP fails naming the table, where it is and the fix; the next start goes on', async () => {
+    const { store } = await backend.open();
+    await writeJobs(store, 0, 30);
+    const { logger } = capturedLogger();
+    const hurried = new AuditProjectionService(store, logger, { GPUNET_AUDIT_CATCH_UP: 0 });
+    const failed = await hurried.onModuleInit().then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    await hurried.onModuleDestroy();
+    expect(failed).toBeInstanceOf(AuditTableStartError);
+    expect((failed as Error).message).toMatch(/audit table \(projection_audit_jobs\) did not reach the store head \d+ within 0 s.*holds position 0.*starting the ledger again goes on from 0.*raise GPUNET_AUDIT_CATCH_UP/);
+    const { service } = await started(store);
+    await expectSameAsTheFold(service, store);
   });
 
   it('two ledgers on one store (partitions, or a deposed leader still running) keep one table as one would, while jobs are written', async () => {
