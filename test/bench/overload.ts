@@ -19,12 +19,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { TestNetwork } from '../support/network.js';
 import { until } from '../support/poll.js';
 import { cpuDelta, processCpu, type ProcessCpu } from './cpu.js';
+import { openLoop } from './open-loop.js';
 
 /** How a phase offers its jobs. */
 export type Offer =
   /** At most `inFlight` jobs unfinished (submitted and not yet billed and released). */
   | { kind: 'slots'; inFlight: number }
-  /** One submit every 1/`perSecond` s, whatever the completions (at most `maxOutstanding` submit requests open). */
+  /** One submit every 1/`perSecond` s, whatever the completions (open loop, no cap on submit requests open). */
   | { kind: 'rate'; perSecond: number }
   /** `concurrency` submit requests in flight, the next one as soon as one is answered (the closed-loop run). */
   | { kind: 'submits'; concurrency: number };
@@ -229,15 +230,8 @@ export async function runPhase(
         }),
       );
     } else {
-      // Open loop: the i-th submit leaves at t0 + i/rate whether or not the earlier ones are answered.
-      const open: Promise<unknown>[] = [];
-      for (let i = 0; i < k; i++) {
-        const due = t0 + (i * 1000) / offer.perSecond;
-        const wait = due - Date.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        open.push(submitOne());
-      }
-      await Promise.all(open);
+      const { failed, firstError } = await openLoop(submitOne, { perSecond: offer.perSecond, count: k }).answered;
+      if (failed > 0) throw firstError;
     }
     const submittedMs = Date.now() - t0;
     const wanted = jobIds.length;

@@ -24,6 +24,7 @@ import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { TestNetwork } from '../support/network.js';
 import { createTestDatabase } from '../support/postgres.js';
+import { openLoop } from './open-loop.js';
 
 const positive = (v: string) => {
   const n = Number(v);
@@ -56,6 +57,8 @@ if (opts.warmUp >= opts.minutes) {
 
 const SPEC = { work: { kind: 'script', script: { inline: 'true' } }, request: { gpus: 1, timeLimit: '1m' } };
 const MiB = 1024 * 1024;
+
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /** Resident memory of a process in bytes (undefined once it is gone). */
 function rssOf(pid: number): number | undefined {
@@ -109,39 +112,14 @@ async function main(): Promise<void> {
 
     const durationMs = opts.minutes * 60_000;
     const t0 = performance.now();
-    let submitted = 0;
-    let failed = 0;
-    let cut = 0;
-    let inFlight = 0;
-    let firstError: string | undefined;
-    // Open loop: the i-th submit is due at t0 + i / rate, whatever became of the earlier ones.
-    const offer = (async () => {
-      for (let i = 0; ; i++) {
-        const due = t0 + (i * 1000) / opts.rate;
-        if (due - t0 >= durationMs) return i;
-        const wait = due - performance.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        if (inFlight >= opts.maxInFlight) {
-          cut++;
-          continue;
-        }
-        inFlight++;
-        client.submit(SPEC).then(
-          () => submitted++,
-          (err: unknown) => {
-            failed++;
-            firstError ??= err instanceof Error ? err.message : String(err);
-          },
-        ).finally(() => inFlight--);
-      }
-    })();
+    const offer = openLoop(() => client.submit(SPEC), { perSecond: opts.rate, durationMs, maxInFlight: opts.maxInFlight, start: t0 });
 
     const samples: Sample[] = [];
     const sample = async (): Promise<Sample> => {
       const s: Sample = {
         atS: Math.round((performance.now() - t0) / 1000),
         rss: new Map(net.processes.map((p) => [p.name, rssOf(p.pid)])),
-        submitted,
+        submitted: offer.tally.accepted,
         completed: (await completions.update()) - completedBefore,
       };
       samples.push(s);
@@ -158,13 +136,13 @@ async function main(): Promise<void> {
       const s = await sample();
       if (baseline === undefined && s.atS >= opts.warmUp * 60) baseline = s;
     }
-    const offered = await offer;
+    const { offered, accepted, failed, firstError, cut } = await offer.scheduled;
     const end = samples.at(-1)!;
     baseline ??= samples[0]!;
 
     console.log('');
     const completedRate = (end.completed - baseline.completed) / Math.max(1, end.atS - baseline.atS);
-    console.log(`${offered} offered (${opts.rate}/s), ${submitted} accepted, ${failed} refused or failed${firstError ? ` (first: ${firstError})` : ''}, ${cut} not sent (${opts.maxInFlight} submits already in flight)`);
+    console.log(`${offered} offered (${opts.rate}/s), ${accepted} accepted, ${failed} refused or failed${failed > 0 ? ` (first: ${errorText(firstError)})` : ''}, ${cut} not sent (${opts.maxInFlight} submits already in flight)`);
     console.log(`released ${end.completed} in ${end.atS} s; after the warm-up ${completedRate.toFixed(1)} jobs/s; backlog at the end ${end.submitted - end.completed}`);
     if (completedRate < opts.rate * 0.95) {
       console.log(`the network completes less than it is offered (${completedRate.toFixed(1)} < ${opts.rate} jobs/s): its queue grows through the run, and the memory of queued jobs with it`);

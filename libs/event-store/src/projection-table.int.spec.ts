@@ -3,83 +3,30 @@
  * where the writer read them; a query answers rows, total and position from one snapshot; a
  * table of another derivation is emptied when opened.
  */
-import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/postgres.js';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { storeBackends, type StoreBackend } from '../../../test/support/store-backends.js';
 import type { EventStore } from './event-store.js';
-import { openPostgresEventStore } from './postgres/postgres-event-store.js';
-import { projectionTablesOf, type ProjectionRow, type ProjectionTableSpec } from './projection-table.js';
-import { SqliteEventStore } from './sqlite/sqlite-event-store.js';
+import { projectionTablesOf } from './projection-table.js';
+import { thing, THINGS } from './projection-table.fixtures.js';
 
-const SPEC: ProjectionTableSpec = {
-  name: 'things',
-  version: 1,
-  columns: [
-    { name: 'team', type: 'text' },
-    { name: 'at_ms', type: 'integer' },
-  ],
-  indexes: [['team', 'at_ms', 'key']],
-};
+const stores = storeBackends({ prefix: 'gpunet-projection-' });
+afterEach(() => stores.cleanUp(), 60_000);
 
-const row = (key: string, team: string | null, atMs: number | null, doc = `{"key":"${key}"}`): ProjectionRow => ({ key, doc, values: { team, at_ms: atMs } });
-
-interface Backend {
-  name: string;
-  /** Two store instances (two processes' worth of connections) on one fresh database. */
-  open(): Promise<{ a: EventStore; b: EventStore }>;
+/** Two store instances (two processes' worth of connections) on one fresh database. */
+async function two(backend: StoreBackend): Promise<{ a: EventStore; b: EventStore }> {
+  const { open } = await backend.fresh();
+  return { a: await open(), b: await open() };
 }
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-const dbs: TestDatabase[] = [];
-afterAll(async () => {
-  for (const d of dbs) await d.drop().catch(() => undefined);
-});
-
-const backends: Backend[] = [
-  {
-    name: 'sqlite',
-    async open() {
-      const dir = await mkdtemp(join(tmpdir(), 'gpunet-projection-'));
-      const a = new SqliteEventStore({ path: join(dir, 'events.db') });
-      const b = new SqliteEventStore({ path: join(dir, 'events.db') });
-      cleanups.push(async () => {
-        await a.close();
-        await b.close();
-        await rm(dir, { recursive: true, force: true });
-      });
-      return { a, b };
-    },
-  },
-  {
-    name: 'postgres',
-    async open() {
-      const db = await createTestDatabase();
-      dbs.push(db);
-      const a = await openPostgresEventStore({ connectionString: db.url, poolSize: 3 });
-      const b = await openPostgresEventStore({ connectionString: db.url, poolSize: 3 });
-      cleanups.push(async () => {
-        await a.close();
-        await b.close();
-      });
-      return { a, b };
-    },
-  },
-];
-
-describe.each(backends)('projection table ($name)', (backend) => {
+describe.each(stores.backends)('projection table ($name)', (backend) => {
   it('starts empty at position 0; a commit writes rows and position together, only forward and only from where the writer read it', async () => {
-    const { a, b } = await backend.open();
-    const t = await projectionTablesOf(a)!.openProjectionTable(SPEC);
-    const other = await projectionTablesOf(b)!.openProjectionTable(SPEC);
+    const { a, b } = await two(backend);
+    const t = await projectionTablesOf(a)!.openProjectionTable(THINGS);
+    const other = await projectionTablesOf(b)!.openProjectionTable(THINGS);
     const zero = await t.checkpoint();
     expect(zero).toEqual({ position: 0n, eventId: null });
 
-    expect(await t.commit(zero, { position: 10n, eventId: 'e10' }, [row('k1', 'team-a', 1_000), row('k2', 'team-b', 2_000)])).toBe(true);
+    expect(await t.commit(zero, { position: 10n, eventId: 'e10' }, [thing('k1', 'team-a', 1_000), thing('k2', 'team-b', 2_000)])).toBe(true);
     expect(await other.checkpoint()).toEqual({ position: 10n, eventId: 'e10' });
     expect([...(await other.get(['k1', 'k2', 'nope']))].sort()).toEqual([
       ['k1', '{"key":"k1"}'],
@@ -87,35 +34,35 @@ describe.each(backends)('projection table ($name)', (backend) => {
     ]);
 
     // A second writer that read position 0 lost the race: nothing of its is written.
-    expect(await other.commit(zero, { position: 20n, eventId: 'e20' }, [row('k1', 'team-z', 9), row('k3', 'team-z', 9)])).toBe(false);
+    expect(await other.commit(zero, { position: 20n, eventId: 'e20' }, [thing('k1', 'team-z', 9), thing('k3', 'team-z', 9)])).toBe(false);
     expect(await t.checkpoint()).toEqual({ position: 10n, eventId: 'e10' });
     expect([...(await t.get(['k1', 'k3']))]).toEqual([['k1', '{"key":"k1"}']]);
 
     // Never backwards, never in place.
     const at10 = await t.checkpoint();
-    expect(await t.commit(at10, { position: 10n, eventId: 'e10' }, [row('k1', 'x', 1)])).toBe(false);
-    expect(await t.commit(at10, { position: 5n, eventId: 'e5' }, [row('k1', 'x', 1)])).toBe(false);
-    expect(await t.commit(at10, { position: 20n, eventId: 'e20' }, [row('k1', 'team-a', 1_500, '{"v":2}')])).toBe(true);
+    expect(await t.commit(at10, { position: 10n, eventId: 'e10' }, [thing('k1', 'x', 1)])).toBe(false);
+    expect(await t.commit(at10, { position: 5n, eventId: 'e5' }, [thing('k1', 'x', 1)])).toBe(false);
+    expect(await t.commit(at10, { position: 20n, eventId: 'e20' }, [thing('k1', 'team-a', 1_500, '{"v":2}')])).toBe(true);
     expect((await other.get(['k1'])).get('k1')).toBe('{"v":2}');
   });
 
   it('two writers racing from the same position: exactly one wins each round, and the table holds the winner\'s rows', async () => {
-    const { a, b } = await backend.open();
-    const ta = await projectionTablesOf(a)!.openProjectionTable(SPEC);
-    const tb = await projectionTablesOf(b)!.openProjectionTable(SPEC);
+    const { a, b } = await two(backend);
+    const ta = await projectionTablesOf(a)!.openProjectionTable(THINGS);
+    const tb = await projectionTablesOf(b)!.openProjectionTable(THINGS);
     for (let round = 1; round <= 5; round++) {
       const [ca, cb] = await Promise.all([ta.checkpoint(), tb.checkpoint()]);
       const to = { position: BigInt(round * 10), eventId: `e${round}` };
-      const [wa, wb] = await Promise.all([ta.commit(ca, to, [row('k', 'a', round, `"a${round}"`)]), tb.commit(cb, to, [row('k', 'b', round, `"b${round}"`)])]);
+      const [wa, wb] = await Promise.all([ta.commit(ca, to, [thing('k', 'a', round, `"a${round}"`)]), tb.commit(cb, to, [thing('k', 'b', round, `"b${round}"`)])]);
       expect([wa, wb].filter(Boolean)).toHaveLength(1);
       expect((await ta.get(['k'])).get('k')).toBe(wa ? `"a${round}"` : `"b${round}"`);
     }
   });
 
   it('a query filters and orders by the indexed columns, pages, counts every match, and says the position it holds', async () => {
-    const { a } = await backend.open();
-    const t = await projectionTablesOf(a)!.openProjectionTable(SPEC);
-    const rows = [row('j5', 'team-a', 5), row('j1', 'team-a', 1), row('j3', 'team-b', 3), row('j2', 'team-a', 2), row('j4', 'team-a', 2), row('j0', null, null)];
+    const { a } = await two(backend);
+    const t = await projectionTablesOf(a)!.openProjectionTable(THINGS);
+    const rows = [thing('j5', 'team-a', 5), thing('j1', 'team-a', 1), thing('j3', 'team-b', 3), thing('j2', 'team-a', 2), thing('j4', 'team-a', 2), thing('j0', null, null)];
     await t.commit(await t.checkpoint(), { position: 7n, eventId: 'e7' }, rows);
     const answer = await t.query({
       where: [
@@ -135,22 +82,22 @@ describe.each(backends)('projection table ($name)', (backend) => {
   });
 
   it('reset empties the table only from the position it names; a table of another version is emptied when opened', async () => {
-    const { a, b } = await backend.open();
-    const t = await projectionTablesOf(a)!.openProjectionTable(SPEC);
-    await t.commit(await t.checkpoint(), { position: 3n, eventId: 'e3' }, [row('k', 'a', 1)]);
+    const { a, b } = await two(backend);
+    const t = await projectionTablesOf(a)!.openProjectionTable(THINGS);
+    await t.commit(await t.checkpoint(), { position: 3n, eventId: 'e3' }, [thing('k', 'a', 1)]);
     expect(await t.reset({ position: 2n, eventId: 'e2' })).toBe(false);
     expect((await t.get(['k'])).size).toBe(1);
     expect(await t.reset(await t.checkpoint())).toBe(true);
     expect(await t.checkpoint()).toEqual({ position: 0n, eventId: null });
     expect((await t.get(['k'])).size).toBe(0);
 
-    await t.commit(await t.checkpoint(), { position: 4n, eventId: 'e4' }, [row('k', 'a', 1)]);
-    const again = await projectionTablesOf(b)!.openProjectionTable(SPEC);
+    await t.commit(await t.checkpoint(), { position: 4n, eventId: 'e4' }, [thing('k', 'a', 1)]);
+    const again = await projectionTablesOf(b)!.openProjectionTable(THINGS);
     expect(await again.checkpoint()).toEqual({ position: 4n, eventId: 'e4' });
-    const v2 = await projectionTablesOf(b)!.openProjectionTable({ ...SPEC, version: 2 });
+    const v2 = await projectionTablesOf(b)!.openProjectionTable({ ...THINGS, version: 2 });
     expect(await v2.checkpoint()).toEqual({ position: 0n, eventId: null });
     expect((await v2.get(['k'])).size).toBe(0);
-    const relaid = await projectionTablesOf(b)!.openProjectionTable({ ...SPEC, version: 2, columns: [...SPEC.columns, { name: 'extra', type: 'text' }] });
+    const relaid = await projectionTablesOf(b)!.openProjectionTable({ ...THINGS, version: 2, columns: [...THINGS.columns, { name: 'extra', type: 'text' }] });
     await relaid.commit(await relaid.checkpoint(), { position: 1n, eventId: 'e1' }, [{ key: 'k', doc: '1', values: { team: 'a', at_ms: 1, extra: 'x' } }]);
     expect((await relaid.query({ where: [{ column: 'extra', op: '=', value: 'x' }] })).total).toBe(1);
   });

@@ -11,6 +11,11 @@ export interface StoreFollowerOptions {
    * store. `position` and `waitFor` then count only matching events. Default: every event.
    */
   filter?: ReadAllFilter;
+  /**
+   * Start after this position: for a model restored from what it kept (a table with the position
+   * it holds), so `start()` folds only the tail. Default: from the start of the store.
+   */
+  from?: bigint;
   /** Events read per batch while folding at start. Default 5000. */
   foldBatch?: number;
   /** How often to look for new events when no notification arrives. Default: the store's. */
@@ -20,13 +25,13 @@ export interface StoreFollowerOptions {
 }
 
 /**
- * Keeps an in-memory model of the whole event store: `start()` folds the store up to its head,
+ * Keeps an in-memory model of the whole event store: `start()` folds the store (from `from`) up to its head,
  * then follows it with a catch-up subscription. The store rather than the bus: it is one ordered
  * log of every service's events, so the model never sees them out of order and needs no consumer.
  * `waitFor(position)` gives read-your-writes after an append.
  */
 export class StoreFollower {
-  private applied = 0n;
+  private applied: bigint;
   private subscription: Subscription | undefined;
   private following: Promise<void> | undefined;
   private closed = false;
@@ -37,7 +42,9 @@ export class StoreFollower {
     private readonly store: EventStore,
     private readonly logger: Logger,
     private readonly options: StoreFollowerOptions,
-  ) {}
+  ) {
+    this.applied = options.from ?? 0n;
+  }
 
   /** Position of the last event applied. */
   get position(): bigint {

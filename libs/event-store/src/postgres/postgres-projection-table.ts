@@ -1,11 +1,11 @@
 import type pg from 'pg';
+import { checkpointOf, isAnotherDerivation, projectionSql, rowValues, type ProjectionSql } from '../projection-sql.js';
 import {
   projectionLayout,
   validateProjectionQuery,
   validateProjectionSpec,
   type ProjectionAnswer,
   type ProjectionCheckpoint,
-  type ProjectionCondition,
   type ProjectionQuery,
   type ProjectionRow,
   type ProjectionTable,
@@ -15,52 +15,41 @@ import {
 /** Rows per INSERT statement of a commit (PostgreSQL takes at most 65,535 parameters per statement). */
 const ROWS_PER_STATEMENT = 500;
 
+/** The statements in the store's schema; text compares byte-wise (`COLLATE "C"`), as SQLite's does: one order on both stores. */
+const sqlIn = (schema: string, spec: ProjectionTableSpec): ProjectionSql =>
+  projectionSql(spec, { param: (n) => `$${n}`, prefix: `${schema}.`, types: { text: 'text', integer: 'bigint' }, key: 'text PRIMARY KEY', byteOrder: ' COLLATE "C"', noLimit: null });
+
 /**
  * A projection table in the store's PostgreSQL schema. `commit` takes the table's position row
  * with `UPDATE … WHERE position = from`: a second writer blocks on that row and, once the first
  * commits, finds the position moved and writes nothing.
  */
 export class PostgresProjectionTable implements ProjectionTable {
-  private readonly table: string;
-
   private constructor(
     private readonly connect: () => Promise<pg.PoolClient>,
-    private readonly schema: string,
+    private readonly sql: ProjectionSql,
     readonly spec: ProjectionTableSpec,
-  ) {
-    this.table = `${schema}.projection_${spec.name}`;
-  }
+  ) {}
 
   /** Creates the table when missing; empties it when a different version or layout made it. */
   static async open(connect: () => Promise<pg.PoolClient>, schema: string, spec: ProjectionTableSpec): Promise<PostgresProjectionTable> {
     validateProjectionSpec(spec);
-    const table = `${schema}.projection_${spec.name}`;
+    const sql = sqlIn(schema, spec);
     const layout = projectionLayout(spec);
     await inTransaction(connect, 'BEGIN', async (client) => {
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`gpunet-projection:${schema}.${spec.name}`]);
-      await client.query(`CREATE TABLE IF NOT EXISTS ${schema}.projections (
+      await client.query(`CREATE TABLE IF NOT EXISTS ${sql.projections} (
         name text PRIMARY KEY, version integer NOT NULL, layout text NOT NULL, position bigint NOT NULL, event_id text)`);
-      const { rows } = await client.query<{ version: number; layout: string }>(`SELECT version, layout FROM ${schema}.projections WHERE name = $1`, [spec.name]);
-      const row = rows[0];
-      // No row of its own, or another derivation's: whatever the table holds is not this fold's output.
-      if (!row || row.version !== spec.version || row.layout !== layout) {
-        await client.query(`DROP TABLE IF EXISTS ${table}`);
-        await client.query(`DELETE FROM ${schema}.projections WHERE name = $1`, [spec.name]);
+      const { rows } = await client.query<{ version: number; layout: string }>(sql.selectDerivation, [spec.name]);
+      if (isAnotherDerivation(rows[0], spec, layout)) {
+        await client.query(sql.dropTable);
+        await client.query(sql.deletePosition, [spec.name]);
       }
-      const cols = spec.columns.map((c) => `, ${c.name} ${c.type === 'integer' ? 'bigint' : 'text'}`).join('');
-      await client.query(`CREATE TABLE IF NOT EXISTS ${table} (key text PRIMARY KEY, doc text NOT NULL${cols})`);
-      for (const [i, ix] of spec.indexes.entries()) {
-        // Text columns compare byte-wise, as SQLite's do: one order on both stores.
-        const cols = ix.map((c) => (c === 'key' || spec.columns.find((x) => x.name === c)?.type === 'text' ? `${c} COLLATE "C"` : c));
-        await client.query(`CREATE INDEX IF NOT EXISTS projection_${spec.name}_ix${i} ON ${table} (${cols.join(', ')})`);
-      }
-      await client.query(`INSERT INTO ${schema}.projections (name, version, layout, position, event_id) VALUES ($1, $2, $3, 0, NULL) ON CONFLICT (name) DO NOTHING`, [
-        spec.name,
-        spec.version,
-        layout,
-      ]);
+      await client.query(sql.createTable);
+      for (const ix of sql.createIndexes) await client.query(ix);
+      await client.query(sql.insertPosition, [spec.name, spec.version, layout]);
     });
-    return new PostgresProjectionTable(connect, schema, spec);
+    return new PostgresProjectionTable(connect, sql, spec);
   }
 
   async checkpoint(): Promise<ProjectionCheckpoint> {
@@ -77,7 +66,7 @@ export class PostgresProjectionTable implements ProjectionTable {
     if (keys.length === 0) return out;
     const client = await this.connect();
     try {
-      const { rows } = await client.query<{ key: string; doc: string }>(`SELECT key, doc FROM ${this.table} WHERE key = ANY ($1::text[])`, [keys]);
+      const { rows } = await client.query<{ key: string; doc: string }>(`SELECT key, doc FROM ${this.sql.table} WHERE key = ANY ($1::text[])`, [keys]);
       for (const r of rows) out.set(r.key, r.doc);
       return out;
     } finally {
@@ -86,27 +75,12 @@ export class PostgresProjectionTable implements ProjectionTable {
   }
 
   async commit(from: ProjectionCheckpoint, to: ProjectionCheckpoint, rows: readonly ProjectionRow[]): Promise<boolean> {
-    const columns = ['key', 'doc', ...this.spec.columns.map((c) => c.name)];
     return inTransaction(this.connect, 'BEGIN', async (client) => {
-      const moved = await client.query(`UPDATE ${this.schema}.projections SET position = $1, event_id = $2 WHERE name = $3 AND position = $4 AND position < $1`, [
-        to.position.toString(),
-        to.eventId,
-        this.spec.name,
-        from.position.toString(),
-      ]);
+      const moved = await client.query(this.sql.advance, [to.position.toString(), to.eventId, this.spec.name, from.position.toString(), to.position.toString()]);
       if (moved.rowCount !== 1) return false;
       for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
         const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
-        const params: unknown[] = [];
-        const tuples = chunk.map((r) => {
-          const values = [r.key, r.doc, ...this.spec.columns.map((c) => r.values[c.name] ?? null)];
-          return `(${values.map((v) => (params.push(v), `$${params.length}`)).join(', ')})`;
-        });
-        await client.query(
-          `INSERT INTO ${this.table} (${columns.join(', ')}) VALUES ${tuples.join(', ')}
-           ON CONFLICT (key) DO UPDATE SET ${columns.slice(1).map((c) => `${c} = EXCLUDED.${c}`).join(', ')}`,
-          params,
-        );
+        await client.query(this.sql.upsert(chunk.length), chunk.flatMap((r) => rowValues(this.spec, r)));
       }
       return true;
     });
@@ -114,43 +88,27 @@ export class PostgresProjectionTable implements ProjectionTable {
 
   async reset(from: ProjectionCheckpoint): Promise<boolean> {
     return inTransaction(this.connect, 'BEGIN', async (client) => {
-      const moved = await client.query(`UPDATE ${this.schema}.projections SET position = 0, event_id = NULL WHERE name = $1 AND position = $2`, [this.spec.name, from.position.toString()]);
+      const moved = await client.query(this.sql.rewind, [this.spec.name, from.position.toString()]);
       if (moved.rowCount !== 1) return false;
-      await client.query(`DELETE FROM ${this.table}`);
+      await client.query(this.sql.clear);
       return true;
     });
   }
 
   async query(query: ProjectionQuery): Promise<ProjectionAnswer> {
     validateProjectionQuery(this.spec, query);
+    const q = this.sql.query(query);
     // One snapshot for the count, the rows and the position they hold.
     return inTransaction(this.connect, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', async (client) => {
-      const params: unknown[] = [];
-      const where = (query.where ?? []).map((w) => this.conditionSql(w, params));
-      const whereSql = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
-      const { rows: count } = await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${this.table}${whereSql}`, params);
-      const order = query.orderBy && query.orderBy.length > 0 ? ` ORDER BY ${query.orderBy.map((c) => this.collated(c)).join(', ')}` : '';
-      const { rows } = await client.query<{ key: string; doc: string }>(
-        `SELECT key, doc FROM ${this.table}${whereSql}${order} LIMIT ${query.limit === undefined ? 'ALL' : `$${params.length + 1}`} OFFSET $${params.length + (query.limit === undefined ? 1 : 2)}`,
-        [...params, ...(query.limit === undefined ? [] : [query.limit]), query.offset ?? 0],
-      );
+      const { rows: count } = await client.query<{ n: string }>(q.count, q.countParams);
+      const { rows } = await client.query<{ key: string; doc: string }>(q.rows, q.rowsParams);
       return { checkpoint: await this.readCheckpoint(client), rows, total: Number(count[0]!.n) };
     });
   }
 
-  private collated(column: string): string {
-    return column === 'key' || this.spec.columns.find((c) => c.name === column)?.type === 'text' ? `${column} COLLATE "C"` : column;
-  }
-
-  private conditionSql(c: ProjectionCondition, params: unknown[]): string {
-    if (c.op === 'not null') return `${c.column} IS NOT NULL`;
-    params.push(c.value);
-    return `${this.collated(c.column)} ${c.op} $${params.length}`;
-  }
-
   private async readCheckpoint(client: pg.PoolClient): Promise<ProjectionCheckpoint> {
-    const { rows } = await client.query<{ position: string; event_id: string | null }>(`SELECT position, event_id FROM ${this.schema}.projections WHERE name = $1`, [this.spec.name]);
-    return { position: BigInt(rows[0]?.position ?? 0), eventId: rows[0]?.event_id ?? null };
+    const { rows } = await client.query<{ position: string; event_id: string | null }>(this.sql.selectCheckpoint, [this.spec.name]);
+    return checkpointOf(rows[0]);
   }
 }
 

@@ -1,16 +1,19 @@
 import type Database from 'better-sqlite3';
+import { checkpointOf, isAnotherDerivation, projectionSql, rowValues, type ProjectionDialect, type ProjectionSql } from '../projection-sql.js';
 import {
   projectionLayout,
   validateProjectionQuery,
   validateProjectionSpec,
   type ProjectionAnswer,
   type ProjectionCheckpoint,
-  type ProjectionCondition,
   type ProjectionQuery,
   type ProjectionRow,
   type ProjectionTable,
   type ProjectionTableSpec,
 } from '../projection-table.js';
+
+/** SQLite compares text byte-wise already; a negative LIMIT is no limit. */
+const SQLITE: ProjectionDialect = { param: () => '?', prefix: '', types: { text: 'TEXT', integer: 'INTEGER' }, key: 'TEXT NOT NULL UNIQUE', byteOrder: '', noLimit: -1 };
 
 /** The positions of every projection table of the file: one row per table. */
 const CREATE_PROJECTIONS = `
@@ -28,7 +31,6 @@ CREATE TABLE IF NOT EXISTS projections (
  * `BEGIN IMMEDIATE` (one writer across processes), so the compare and set of `commit` holds.
  */
 export class SqliteProjectionTable implements ProjectionTable {
-  private readonly table: string;
   private readonly statements = new Map<string, Database.Statement>();
   private readonly commitTx: (from: ProjectionCheckpoint, to: ProjectionCheckpoint, rows: readonly ProjectionRow[]) => boolean;
   private readonly resetTx: (from: ProjectionCheckpoint) => boolean;
@@ -37,23 +39,19 @@ export class SqliteProjectionTable implements ProjectionTable {
   private constructor(
     private readonly db: Database.Database,
     readonly spec: ProjectionTableSpec,
+    private readonly sql: ProjectionSql,
     private readonly withWriteLock: <T>(write: () => T) => Promise<T>,
   ) {
-    this.table = `projection_${spec.name}`;
-    const columns = ['key', 'doc', ...spec.columns.map((c) => c.name)];
-    const upsert = this.db.prepare(
-      `INSERT INTO ${this.table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})
-       ON CONFLICT (key) DO UPDATE SET ${columns.slice(1).map((c) => `${c} = excluded.${c}`).join(', ')}`,
-    );
-    const advance = this.db.prepare('UPDATE projections SET position = ?, event_id = ? WHERE name = ? AND position = ? AND position < ?');
+    const upsert = this.db.prepare(sql.upsert(1));
+    const advance = this.db.prepare(sql.advance);
     this.commitTx = this.db.transaction((from: ProjectionCheckpoint, to: ProjectionCheckpoint, rows: readonly ProjectionRow[]) => {
       // The compare and set first: a writer that lost the race writes no row.
       if (advance.run(to.position, to.eventId, spec.name, from.position, to.position).changes !== 1) return false;
-      for (const r of rows) upsert.run(r.key, r.doc, ...spec.columns.map((c) => r.values[c.name] ?? null));
+      for (const r of rows) upsert.run(...rowValues(spec, r));
       return true;
     }).immediate;
-    const rewind = this.db.prepare('UPDATE projections SET position = 0, event_id = NULL WHERE name = ? AND position = ?');
-    const clear = this.db.prepare(`DELETE FROM ${this.table}`);
+    const rewind = this.db.prepare(sql.rewind);
+    const clear = this.db.prepare(sql.clear);
     this.resetTx = this.db.transaction((from: ProjectionCheckpoint) => {
       if (rewind.run(spec.name, from.position).changes !== 1) return false;
       clear.run();
@@ -65,26 +63,24 @@ export class SqliteProjectionTable implements ProjectionTable {
   /** Creates the table when missing; empties it when a different version or layout made it. */
   static async open(db: Database.Database, spec: ProjectionTableSpec, withWriteLock: <T>(write: () => T) => Promise<T>): Promise<SqliteProjectionTable> {
     validateProjectionSpec(spec);
-    const table = `projection_${spec.name}`;
+    const sql = projectionSql(spec, SQLITE);
     const layout = projectionLayout(spec);
     await withWriteLock(() =>
       db
         .transaction(() => {
           db.exec(CREATE_PROJECTIONS);
-          const row = db.prepare('SELECT version, layout FROM projections WHERE name = ?').get(spec.name) as { version: bigint; layout: string } | undefined;
-          // No row of its own, or another derivation's: whatever the table holds is not this fold's output.
-          if (!row || Number(row.version) !== spec.version || row.layout !== layout) {
-            db.exec(`DROP TABLE IF EXISTS ${table}`);
-            db.prepare('DELETE FROM projections WHERE name = ?').run(spec.name);
+          const row = db.prepare(sql.selectDerivation).get(spec.name) as { version: bigint; layout: string } | undefined;
+          if (isAnotherDerivation(row, spec, layout)) {
+            db.exec(sql.dropTable);
+            db.prepare(sql.deletePosition).run(spec.name);
           }
-          const cols = spec.columns.map((c) => `${c.name} ${c.type === 'integer' ? 'INTEGER' : 'TEXT'}`);
-          db.exec(`CREATE TABLE IF NOT EXISTS ${table} (key TEXT NOT NULL UNIQUE, doc TEXT NOT NULL${cols.map((c) => `, ${c}`).join('')})`);
-          spec.indexes.forEach((ix, i) => db.exec(`CREATE INDEX IF NOT EXISTS ${table}_ix${i} ON ${table} (${ix.join(', ')})`));
-          db.prepare('INSERT INTO projections (name, version, layout, position, event_id) VALUES (?, ?, ?, 0, NULL) ON CONFLICT (name) DO NOTHING').run(spec.name, spec.version, layout);
+          db.exec(sql.createTable);
+          for (const ix of sql.createIndexes) db.exec(ix);
+          db.prepare(sql.insertPosition).run(spec.name, spec.version, layout);
         })
         .immediate(),
     );
-    return new SqliteProjectionTable(db, spec, withWriteLock);
+    return new SqliteProjectionTable(db, spec, sql, withWriteLock);
   }
 
   async checkpoint(): Promise<ProjectionCheckpoint> {
@@ -94,7 +90,7 @@ export class SqliteProjectionTable implements ProjectionTable {
   async get(keys: readonly string[]): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     if (keys.length === 0) return out;
-    const rows = this.statement(`SELECT key, doc FROM ${this.table} WHERE key IN (SELECT value FROM json_each(?))`).all(JSON.stringify(keys)) as { key: string; doc: string }[];
+    const rows = this.statement(`SELECT key, doc FROM ${this.sql.table} WHERE key IN (SELECT value FROM json_each(?))`).all(JSON.stringify(keys)) as { key: string; doc: string }[];
     for (const r of rows) out.set(r.key, r.doc);
     return out;
   }
@@ -113,22 +109,14 @@ export class SqliteProjectionTable implements ProjectionTable {
   }
 
   private querySnapshot(query: ProjectionQuery): ProjectionAnswer {
-    const params: unknown[] = [];
-    const where = (query.where ?? []).map((w) => conditionSql(w, params));
-    const whereSql = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
-    const total = Number((this.statement(`SELECT count(*) AS n FROM ${this.table}${whereSql}`).get(...params) as { n: bigint }).n);
-    const order = query.orderBy && query.orderBy.length > 0 ? ` ORDER BY ${query.orderBy.join(', ')}` : '';
-    const rows = this.statement(`SELECT key, doc FROM ${this.table}${whereSql}${order} LIMIT ? OFFSET ?`).all(
-      ...params,
-      query.limit ?? -1,
-      query.offset ?? 0,
-    ) as { key: string; doc: string }[];
+    const q = this.sql.query(query);
+    const total = Number((this.statement(q.count).get(...q.countParams) as { n: bigint }).n);
+    const rows = this.statement(q.rows).all(...q.rowsParams) as { key: string; doc: string }[];
     return { checkpoint: this.readCheckpoint(), rows, total };
   }
 
   private readCheckpoint(): ProjectionCheckpoint {
-    const row = this.statement('SELECT position, event_id FROM projections WHERE name = ?').get(this.spec.name) as { position: bigint; event_id: string | null } | undefined;
-    return { position: row ? BigInt(row.position) : 0n, eventId: row?.event_id ?? null };
+    return checkpointOf(this.statement(this.sql.selectCheckpoint).get(this.spec.name) as { position: bigint; event_id: string | null } | undefined);
   }
 
   private statement(sql: string): Database.Statement {
@@ -136,10 +124,4 @@ export class SqliteProjectionTable implements ProjectionTable {
     if (!s) this.statements.set(sql, (s = this.db.prepare(sql)));
     return s;
   }
-}
-
-function conditionSql(c: ProjectionCondition, params: unknown[]): string {
-  if (c.op === 'not null') return `${c.column} IS NOT NULL`;
-  params.push(c.value);
-  return `${c.column} ${c.op} ?`;
 }

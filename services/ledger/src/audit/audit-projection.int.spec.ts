@@ -5,72 +5,33 @@
  * one table leave it as one would.
  */
 import type { AuditJobsFilter } from '#contracts';
-import { openPostgresEventStore, projectionTablesOf, SqliteEventStore, type EventStore, type PostgresEventStore, type ReadAllOptions, type RecordedEvent } from '#event-store';
-import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { projectionTablesOf, type EventStore, type ReadAllOptions, type RecordedEvent } from '#event-store';
+import { afterEach, describe, expect, it } from '@jest/globals';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { appendBatch, historyJob, type HistoryAppend, type HistoryOptions } from '../../../../test/support/history.js';
-import { createTestDatabase, type TestDatabase } from '../../../../test/support/postgres.js';
+import { until } from '../../../../test/support/poll.js';
+import { storeBackends, type StoreBackend, type TestStore } from '../../../../test/support/store-backends.js';
 import { auditList, foldJobAudits } from './audit-projection.js';
-import { AuditProjectionService } from './audit-projection.service.js';
+import { AuditProjectionService, AuditTableStartError } from './audit-projection.service.js';
 import { AUDIT_TABLE } from './audit-table.js';
 
 /** 120 jobs over 3 days, 3 teams, one in 7 lost once and run again. */
 const HISTORY: HistoryOptions = { jobs: 120, teams: 3, days: 3, lostEvery: 7, nodes: 5, start: '2026-03-01T00:00:00.000Z' };
 
-interface Backend {
-  name: string;
-  open(): Promise<{ store: SqliteEventStore | PostgresEventStore; another: () => Promise<EventStore> }>;
-}
-
+const stores = storeBackends({ prefix: 'gpunet-audit-table-' });
+/** Run last first, before the stores close: services stop before their store does. */
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
-});
-const dbs: TestDatabase[] = [];
-afterAll(async () => {
-  for (const d of dbs) await d.drop().catch(() => undefined);
-});
+  await stores.cleanUp();
+}, 60_000);
 
-const backends: Backend[] = [
-  {
-    name: 'sqlite',
-    async open() {
-      const dir = await mkdtemp(join(tmpdir(), 'gpunet-audit-table-'));
-      const opened: EventStore[] = [];
-      const open = () => {
-        const s = new SqliteEventStore({ path: join(dir, 'events.db') });
-        opened.push(s);
-        return s;
-      };
-      cleanups.push(async () => {
-        for (const s of opened) await s.close();
-        await rm(dir, { recursive: true, force: true });
-      });
-      return { store: open(), another: async () => open() };
-    },
-  },
-  {
-    name: 'postgres',
-    async open() {
-      const db = await createTestDatabase();
-      dbs.push(db);
-      const opened: EventStore[] = [];
-      const open = async () => {
-        const s = await openPostgresEventStore({ connectionString: db.url, poolSize: 3 });
-        opened.push(s);
-        return s;
-      };
-      cleanups.push(async () => {
-        for (const s of opened) await s.close();
-      });
-      return { store: await open(), another: open };
-    },
-  },
-];
+/** A store on a fresh database, and more instances on it (other processes' connections). */
+async function opened(backend: StoreBackend): Promise<{ store: TestStore; another: () => Promise<TestStore> }> {
+  const { open } = await backend.fresh();
+  return { store: await open(), another: open };
+}
 
 /** A logger whose lines the test reads. */
 function capturedLogger(): { logger: pino.Logger; lines: Record<string, unknown>[] } {
@@ -111,7 +72,7 @@ async function started(store: EventStore): Promise<{ service: AuditProjectionSer
   return { service, lines };
 }
 
-async function writeJobs(store: SqliteEventStore | PostgresEventStore, from: number, to: number): Promise<void> {
+async function writeJobs(store: TestStore, from: number, to: number): Promise<void> {
   const appends: HistoryAppend[] = [];
   for (let i = from; i < to; i++) appends.push(...historyJob(i, HISTORY));
   await appendBatch(store, appends);
@@ -145,9 +106,9 @@ async function expectSameAsTheFold(service: AuditProjectionService, store: Event
   }
 }
 
-describe.each(backends)('audit projection in the store\'s database ($name)', (backend) => {
+describe.each(stores.backends)('audit projection in the store\'s database ($name)', (backend) => {
   it('lists what the pure fold lists, for every filter; a restart folds only the events after the table\'s position', async () => {
-    const { store } = await backend.open();
+    const { store } = await opened(backend);
     await writeJobs(store, 0, 80);
     const first = await started(store);
     await expectSameAsTheFold(first.service, store);
@@ -168,7 +129,7 @@ describe.each(backends)('audit projection in the store\'s database ($name)', (ba
   });
 
   it('a table ahead of the store, or at a position whose event the store holds under another id, is folded again from the start', async () => {
-    const { store } = await backend.open();
+    const { store } = await opened(backend);
     await writeJobs(store, 0, 60);
     const first = await started(store);
     await first.service.onModuleDestroy();
@@ -197,8 +158,39 @@ describe.each(backends)('audit projection in the store\'s database ($name)', (ba
     await expectSameAsTheFold(other.service, store);
   });
 
+  it('between queries the table follows the store: the events its subscription delivers are folded, without a query asking or a read of its own', async () => {
+    const { store, another } = await opened(backend);
+    await writeJobs(store, 0, 20);
+    const { store: seen, reads } = watched(store);
+    const { service } = await started(seen);
+    const readsAtStart = reads.length;
+    // Written through another instance (another process's connection): no in-process wake-up.
+    const writer = await another();
+    await writeJobs(writer, 20, 40);
+    const head = await store.headPosition();
+    await until('the audit table at the store head, with no query', async () => (await service.position()) >= head, { timeoutMs: 15_000, describe: () => `head ${head}` });
+    expect(reads.slice(readsAtStart)).toEqual([]);
+    await expectSameAsTheFold(service, store);
+  });
+
+  it('a start that cannot fold up to the head in GPUNET_AUDIT_CATCH_UP fails naming the table, where it is and the fix; the next start goes on', async () => {
+    const { store } = await opened(backend);
+    await writeJobs(store, 0, 30);
+    const { logger } = capturedLogger();
+    const hurried = new AuditProjectionService(store, logger, { GPUNET_AUDIT_CATCH_UP: 0 });
+    const failed = await hurried.onModuleInit().then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    await hurried.onModuleDestroy();
+    expect(failed).toBeInstanceOf(AuditTableStartError);
+    expect((failed as Error).message).toMatch(/audit table \(projection_audit_jobs\) did not reach the store head \d+ within 0 s.*holds position 0.*starting the ledger again goes on from 0.*raise GPUNET_AUDIT_CATCH_UP/);
+    const { service } = await started(store);
+    await expectSameAsTheFold(service, store);
+  });
+
   it('two ledgers on one store (partitions, or a deposed leader still running) keep one table as one would, while jobs are written', async () => {
-    const { store, another } = await backend.open();
+    const { store, another } = await opened(backend);
     await writeJobs(store, 0, 30);
     const a = await started(store);
     const b = await started(await another());
@@ -215,7 +207,7 @@ describe.each(backends)('audit projection in the store\'s database ($name)', (ba
 // The SQLite store answers synchronously: a fold of awaited steps would never give timers a turn.
 describe('audit projection in the store\'s database (sqlite, synchronous)', () => {
   it('a long fold lets timers run between its steps (the leader lease is renewed by one)', async () => {
-    const { store } = await backends[0]!.open();
+    const { store } = await opened(stores.backends[0]!);
     await writeJobs(store, 0, 450); // about 5,400 events: two steps
     let ticks = 0;
     const timer = setInterval(() => (ticks += 1), 1);

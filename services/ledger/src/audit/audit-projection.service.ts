@@ -1,9 +1,10 @@
 import type { AuditJobsFilter, AuditJobSummary } from '#contracts';
 import { IllegalStateError, TransientError } from '#errors';
-import { projectionTablesOf, type EventStore, type ProjectionCheckpoint, type ProjectionTable } from '#event-store';
-import { EVENT_STORE, LOGGER } from '#service-kit';
-import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { projectionTablesOf, type EventStore, type ProjectionCheckpoint, type ProjectionTable, type RecordedEvent } from '#event-store';
+import { EVENT_STORE, LOGGER, SERVICE_CONFIG, StoreFollower } from '#service-kit';
+import { Inject, Injectable, Optional, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
+import type { LedgerConfig } from '../ledger.config.js';
 import { emptyJobAudit, evolveJobAudit, isSubmitted, jobIdsOf, jobSummary, matches, type JobAuditState } from './audit-projection.js';
 import { AUDIT_TABLE, auditQuery, auditRecordOf, auditRow } from './audit-table.js';
 
@@ -15,10 +16,18 @@ const CATCH_UP_TIMEOUT_MS = 10_000;
  */
 const BATCH = 5_000;
 /**
- * How often the table steps while it is near the head: at most one write transaction this often
- * beside the services' appends (a query does not wait for it: it steps the table itself).
+ * How often the follower looks for other processes' appends when no notification comes (the
+ * ledger's own appends and, on PostgreSQL, every append wake it at once). Only the table's lag
+ * between queries hangs on it: a query steps the table to the head itself.
  */
-const POLL_MS = 500;
+const FOLLOW_POLL_MS = 1_000;
+/**
+ * Most events delivered and not yet in the table that are kept for the next step; past it they
+ * are dropped and the steps read the store instead, so a long backlog does not sit in memory.
+ */
+const MAX_PENDING = 4 * BATCH;
+/** How long a start may fold before it gives up, without GPUNET_AUDIT_CATCH_UP. */
+const START_TIMEOUT_MS = 10 * 60_000;
 /** Pause after a failed step before the next. */
 const RETRY_MS = 1_000;
 
@@ -36,6 +45,18 @@ export class AuditProjectionBehindError extends TransientError {
   }
 }
 
+/** The table did not reach the store's head before the start's deadline. Its progress is kept. */
+export class AuditTableStartError extends IllegalStateError {
+  constructor(from: bigint, position: bigint, head: bigint, events: number, timeoutMs: number) {
+    const s = Math.round(timeoutMs / 1000);
+    super(
+      `the audit table (projection_audit_jobs) did not reach the store head ${head} within ${s} s of the ledger starting: ` +
+        `it folded ${events} events from position ${from} and holds position ${position}. What it folded is kept, so starting the ledger again goes on from ${position}; ` +
+        `to fold a large store in one start, raise GPUNET_AUDIT_CATCH_UP (now ${s}s)`,
+    );
+  }
+}
+
 /**
  * The audit projection over the whole event store, every service's streams: one record per job,
  * kept in a table of the store's own database (decision 0034) with the position it holds, so a
@@ -45,22 +66,40 @@ export class AuditProjectionBehindError extends TransientError {
  * Every step reads the table's position, folds the next events onto the rows they concern and
  * commits rows and position together only while the table is still where it read it: any number
  * of ledgers (partitions, a deposed leader still running) may step, and the loser of a race
- * writes nothing and reads the table again. The table is never trusted beyond its position: at
+ * writes nothing and reads the table again. Between queries a StoreFollower from the table's
+ * position delivers the new events and wakes a step (no timer of its own); a query steps the
+ * table to the head itself. The table is never trusted beyond its position: at
  * start, a position whose event the store does not hold (a table ahead of the store, or another
  * store's) empties it, and it is folded again from the start.
  */
 @Injectable()
 export class AuditProjectionService implements OnModuleInit, OnModuleDestroy {
   private table: ProjectionTable | undefined;
-  private running: Promise<void> | undefined;
-  private stepping: Promise<boolean> | undefined;
+  private follower: StoreFollower | undefined;
+  /**
+   * Every event after `pendingAfter` up to the follower's position, in order, minus those the
+   * table already holds: a step whose table is at or past `pendingAfter` folds these instead of
+   * reading the store again.
+   */
+  private pending: RecordedEvent[] = [];
+  private pendingAfter = 0n;
+  /** The last event the follower delivered, and the table's position as last seen here. */
+  private followed = 0n;
+  private tableAt = 0n;
+  /** The steps the follower woke, while the table is behind it. */
+  private stepping: Promise<void> | undefined;
+  /** The one step under way in this process. */
+  private stepped: Promise<boolean> | undefined;
   private closed = false;
-  private wake: (() => void) | undefined;
+  private readonly startTimeoutMs: number;
 
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(LOGGER) private readonly logger: Logger,
-  ) {}
+    @Optional() @Inject(SERVICE_CONFIG) config?: Partial<Pick<LedgerConfig, 'GPUNET_AUDIT_CATCH_UP'>>,
+  ) {
+    this.startTimeoutMs = config?.GPUNET_AUDIT_CATCH_UP ?? START_TIMEOUT_MS;
+  }
 
   async onModuleInit(): Promise<void> {
     const host = projectionTablesOf(this.store);
@@ -70,22 +109,21 @@ export class AuditProjectionService implements OnModuleInit, OnModuleDestroy {
     const from = await this.trusted(this.table);
     // Ready once the tail the store held at start is folded: the first query need not wait long.
     const head = await this.store.headPosition();
-    let events = 0;
-    for (;;) {
-      const cp = await this.table.checkpoint();
-      if (cp.position >= head) break;
-      events += await this.step();
-      await nextTurn();
-    }
-    this.logger.info({ from: String(from), position: String((await this.table.checkpoint()).position), events, ms: Date.now() - started }, 'audit projection caught up from its table');
-    this.running = this.run();
+    const events = await this.fold(head, started + this.startTimeoutMs, (position, folded) => new AuditTableStartError(from, position, head, folded, this.startTimeoutMs));
+    const position = (await this.table.checkpoint()).position;
+    this.logger.info({ from: String(from), position: String(position), events, ms: Date.now() - started }, 'audit projection caught up from its table');
+    this.pendingAfter = position;
+    this.followed = position;
+    this.tableAt = position;
+    this.follower = new StoreFollower(this.store, this.logger, { name: 'audit table', from: position, pollIntervalMs: FOLLOW_POLL_MS, apply: (e) => this.take(e) });
+    await this.follower.start();
   }
 
   async onModuleDestroy(): Promise<void> {
     this.closed = true;
-    this.wake?.();
-    await this.running;
+    await this.follower?.close();
     await this.stepping;
+    await this.stepped;
   }
 
   /**
@@ -111,12 +149,17 @@ export class AuditProjectionService implements OnModuleInit, OnModuleDestroy {
 
   /** Folds until the table holds `head`, or fails retryably after CATCH_UP_TIMEOUT_MS. */
   private async reach(head: bigint): Promise<void> {
-    const deadline = Date.now() + CATCH_UP_TIMEOUT_MS;
+    await this.fold(head, Date.now() + CATCH_UP_TIMEOUT_MS, (position) => new AuditProjectionBehindError(position, head));
+  }
+
+  /** Steps until the table holds `head`; past `deadline` (or once closed) throws `behind(position, events folded)`. */
+  private async fold(head: bigint, deadline: number, behind: (position: bigint, events: number) => Error): Promise<number> {
+    let events = 0;
     for (;;) {
       const cp = await this.ready().checkpoint();
-      if (cp.position >= head) return;
-      if (Date.now() >= deadline || this.closed) throw new AuditProjectionBehindError(cp.position, head);
-      await this.step();
+      if (cp.position >= head) return events;
+      if (Date.now() >= deadline || this.closed) throw behind(cp.position, events);
+      events += await this.step();
       await nextTurn();
     }
   }
@@ -138,22 +181,77 @@ export class AuditProjectionService implements OnModuleInit, OnModuleDestroy {
     return 0n;
   }
 
+  /**
+   * An event the follower delivered (every event, in position order): kept for the next step and
+   * a step woken, unless the table is known to hold it already.
+   */
+  private take(event: RecordedEvent): void {
+    this.followed = event.position;
+    if (event.position <= this.pendingAfter) return;
+    this.pending.push(event);
+    if (this.pending.length > MAX_PENDING) {
+      // Too far behind to keep: the steps read these from the store.
+      this.pendingAfter = event.position;
+      this.pending = [];
+    }
+    this.stepSoon();
+  }
+
+  /** Steps while the table is behind the follower (one run at a time); a failed step is tried again after RETRY_MS. */
+  private stepSoon(): void {
+    if (this.stepping || this.closed) return;
+    this.stepping = (async () => {
+      try {
+        // Leave the follower's turn first: the events it delivers together go into one step.
+        await nextTurn();
+        while (!this.closed && this.tableAt < this.followed) {
+          try {
+            await this.step();
+          } catch (err) {
+            if (this.closed) break;
+            this.logger.error({ err }, 'folding the audit table failed; trying again shortly');
+            await new Promise((r) => setTimeout(r, RETRY_MS));
+          }
+          await nextTurn();
+        }
+      } finally {
+        this.stepping = undefined;
+      }
+    })();
+  }
+
+  /** Notes that the table is at `position`, and drops the pending events it holds. */
+  private held(position: bigint): void {
+    if (position > this.tableAt) this.tableAt = position;
+    if (position < this.pendingAfter) return;
+    let i = 0;
+    while (i < this.pending.length && this.pending[i]!.position <= position) i++;
+    this.pending = i === this.pending.length ? [] : this.pending.slice(i);
+    this.pendingAfter = position;
+  }
+
   /** One step at a time in this process; returns the events folded. */
   private step(): Promise<number> {
-    const previous = this.stepping ?? Promise.resolve(false);
+    const previous = this.stepped ?? Promise.resolve(false);
     const next = previous.then(() => this.stepOnce());
-    this.stepping = next.then(
+    this.stepped = next.then(
       () => true,
       () => false,
     );
     return next;
   }
 
-  /** Folds the events after the table's position (at most BATCH) onto their jobs' rows and commits both if the table has not moved. */
+  /**
+   * Folds the events after the table's position (at most BATCH) onto their jobs' rows and commits
+   * both if the table has not moved. The events are the follower's when it holds every one after
+   * that position, else (a table behind them, or a query ahead of the follower) read from the store.
+   */
   private async stepOnce(): Promise<number> {
     const table = this.ready();
     const from: ProjectionCheckpoint = await table.checkpoint();
-    const events = await this.store.readAll({ fromPosition: from.position, maxCount: BATCH });
+    this.held(from.position);
+    const covered = from.position >= this.pendingAfter && this.pending.length > 0;
+    const events = covered ? this.pending.slice(0, BATCH) : await this.store.readAll({ fromPosition: from.position, maxCount: BATCH });
     if (events.length === 0) return 0;
     const ids = [...new Set(events.flatMap((e) => jobIdsOf(e)))];
     const docs = await table.get(ids);
@@ -167,33 +265,12 @@ export class AuditProjectionService implements OnModuleInit, OnModuleDestroy {
     for (const e of events) for (const id of jobIdsOf(e)) evolveJobAudit(records.get(id)!, e);
     const last = events[events.length - 1]!;
     const committed = await table.commit(from, { position: last.position, eventId: last.eventId }, [...records.values()].map(auditRow));
-    if (!committed) this.logger.debug({ from: String(from.position) }, 'the audit table moved under this step (another writer); reading it again');
-    return committed ? events.length : 0;
-  }
-
-  /** Keeps the table near the store's head: steps back to back while a whole batch waits, else one step every POLL_MS. */
-  private async run(): Promise<void> {
-    while (!this.closed) {
-      let pauseMs = POLL_MS;
-      try {
-        if ((await this.step()) >= BATCH) pauseMs = 0;
-      } catch (err) {
-        if (this.closed) break;
-        this.logger.error({ err }, 'folding the audit table failed; trying again shortly');
-        pauseMs = RETRY_MS;
-      }
-      await nextTurn();
-      if (pauseMs > 0 && !this.closed) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, pauseMs);
-          this.wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        this.wake = undefined;
-      }
+    if (!committed) {
+      this.logger.debug({ from: String(from.position) }, 'the audit table moved under this step (another writer); reading it again');
+      return 0;
     }
+    this.held(last.position);
+    return events.length;
   }
 
   private ready(): ProjectionTable {
