@@ -134,7 +134,14 @@ export class PostgresProjectionTable implements ProjectionTable {
         `SELECT key, doc FROM ${this.table}${whereSql}${order} LIMIT ${query.limit === undefined ? 'ALL' : `$${params.length + 1}`} OFFSET $${params.length + (query.limit === undefined ? 1 : 2)}`,
         [...params, ...(query.limit === undefined ? [] : [query.limit]), query.offset ?? 0],
       );
-      return { checkpoint: await this.readCheckpoint(client), rows, total: Number(count[0]!.n) };
+      const counts =
+        query.countBy === undefined
+          ? undefined
+          : (await client.query<{ value: string | null; n: string }>(`SELECT ${query.countBy} AS value, count(*) AS n FROM ${this.table}${whereSql} GROUP BY ${query.countBy}`, params)).rows.map((r) => ({
+              value: r.value !== null && this.spec.columns.find((c) => c.name === query.countBy)?.type === 'integer' ? Number(r.value) : r.value,
+              count: Number(r.n),
+            }));
+      return { checkpoint: await this.readCheckpoint(client), rows, total: Number(count[0]!.n), ...(counts ? { counts } : {}) };
     });
   }
 
@@ -144,6 +151,11 @@ export class PostgresProjectionTable implements ProjectionTable {
 
   private conditionSql(c: ProjectionCondition, params: unknown[]): string {
     if (c.op === 'not null') return `${c.column} IS NOT NULL`;
+    if (c.op === 'in') {
+      const integer = this.spec.columns.find((x) => x.name === c.column)?.type === 'integer';
+      params.push(c.values.map(String));
+      return `${this.collated(c.column)} = ANY ($${params.length}::${integer ? 'bigint' : 'text'}[])`;
+    }
     params.push(c.value);
     return `${this.collated(c.column)} ${c.op} $${params.length}`;
   }

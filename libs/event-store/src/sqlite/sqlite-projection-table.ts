@@ -123,7 +123,14 @@ export class SqliteProjectionTable implements ProjectionTable {
       query.limit ?? -1,
       query.offset ?? 0,
     ) as { key: string; doc: string }[];
-    return { checkpoint: this.readCheckpoint(), rows, total };
+    const counts =
+      query.countBy === undefined
+        ? undefined
+        : (this.statement(`SELECT ${query.countBy} AS value, count(*) AS n FROM ${this.table}${whereSql} GROUP BY ${query.countBy}`).all(...params) as { value: string | bigint | null; n: bigint }[]).map((r) => ({
+            value: typeof r.value === 'bigint' ? Number(r.value) : r.value,
+            count: Number(r.n),
+          }));
+    return { checkpoint: this.readCheckpoint(), rows, total, ...(counts ? { counts } : {}) };
   }
 
   private readCheckpoint(): ProjectionCheckpoint {
@@ -140,6 +147,10 @@ export class SqliteProjectionTable implements ProjectionTable {
 
 function conditionSql(c: ProjectionCondition, params: unknown[]): string {
   if (c.op === 'not null') return `${c.column} IS NOT NULL`;
+  if (c.op === 'in') {
+    params.push(JSON.stringify(c.values));
+    return `${c.column} IN (SELECT value FROM json_each(?))`;
+  }
   params.push(c.value);
   return `${c.column} ${c.op} ?`;
 }
