@@ -4,14 +4,9 @@
  * table of another derivation is emptied when opened.
  */
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/postgres.js';
-import type { EventStore } from './event-store.js';
-import { openPostgresEventStore } from './postgres/postgres-event-store.js';
+import type { TestDatabase } from '../../../test/support/postgres.js';
+import { storePairBackends } from '../../../test/support/store-pair.js';
 import { projectionTablesOf, type ProjectionRow, type ProjectionTableSpec } from './projection-table.js';
-import { SqliteEventStore } from './sqlite/sqlite-event-store.js';
 
 const SPEC: ProjectionTableSpec = {
   name: 'things',
@@ -25,12 +20,6 @@ const SPEC: ProjectionTableSpec = {
 
 const row = (key: string, team: string | null, atMs: number | null, doc = `{"key":"${key}"}`): ProjectionRow => ({ key, doc, values: { team, at_ms: atMs } });
 
-interface Backend {
-  name: string;
-  /** Two store instances (two processes' worth of connections) on one fresh database. */
-  open(): Promise<{ a: EventStore; b: EventStore }>;
-}
-
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
@@ -40,36 +29,7 @@ afterAll(async () => {
   for (const d of dbs) await d.drop().catch(() => undefined);
 });
 
-const backends: Backend[] = [
-  {
-    name: 'sqlite',
-    async open() {
-      const dir = await mkdtemp(join(tmpdir(), 'gpunet-projection-'));
-      const a = new SqliteEventStore({ path: join(dir, 'events.db') });
-      const b = new SqliteEventStore({ path: join(dir, 'events.db') });
-      cleanups.push(async () => {
-        await a.close();
-        await b.close();
-        await rm(dir, { recursive: true, force: true });
-      });
-      return { a, b };
-    },
-  },
-  {
-    name: 'postgres',
-    async open() {
-      const db = await createTestDatabase();
-      dbs.push(db);
-      const a = await openPostgresEventStore({ connectionString: db.url, poolSize: 3 });
-      const b = await openPostgresEventStore({ connectionString: db.url, poolSize: 3 });
-      cleanups.push(async () => {
-        await a.close();
-        await b.close();
-      });
-      return { a, b };
-    },
-  },
-];
+const backends = storePairBackends({ dirPrefix: 'gpunet-projection-', cleanups, databases: dbs });
 
 describe.each(backends)('projection table ($name)', (backend) => {
   it('starts empty at position 0; a commit writes rows and position together, only forward and only from where the writer read it', async () => {

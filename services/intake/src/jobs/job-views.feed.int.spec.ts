@@ -6,13 +6,11 @@
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import type { EventData } from '#contracts';
 import { ValidationError } from '#errors';
-import { openPostgresEventStore, SqliteEventStore, type EventStore } from '#event-store';
+import type { EventStore } from '#event-store';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
-import { createTestDatabase, type TestDatabase } from '../../../../test/support/postgres.js';
+import type { TestDatabase } from '../../../../test/support/postgres.js';
+import { storePairBackends } from '../../../../test/support/store-pair.js';
 import { foldJobs } from '../domain/job-view.js';
 import { pageOf, type ListQuery } from '../domain/job-views.js';
 import { JobViewsFeed, type JobViewsFeedOptions } from './job-views.feed.js';
@@ -25,51 +23,17 @@ const spec: EventData<'JobSubmitted'>['spec'] = {
   outputs: { globs: ['**'] },
 };
 
-interface Backend {
-  name: string;
-  /** Two store instances (two intakes' worth of connections) on one fresh database. */
-  open(): Promise<{ a: EventStore; b: EventStore }>;
-}
-
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 const dbs: TestDatabase[] = [];
+// Five databases to drop, on a machine that may be busy.
 afterAll(async () => {
-  for (const d of dbs) await d.drop().catch(() => undefined);
-});
+  await Promise.all(dbs.map((d) => d.drop().catch(() => undefined)));
+}, 60_000);
 
-const backends: Backend[] = [
-  {
-    name: 'sqlite',
-    async open() {
-      const dir = await mkdtemp(join(tmpdir(), 'gpunet-job-views-'));
-      const a = new SqliteEventStore({ path: join(dir, 'events.db') });
-      const b = new SqliteEventStore({ path: join(dir, 'events.db') });
-      cleanups.push(async () => {
-        await a.close();
-        await b.close();
-        await rm(dir, { recursive: true, force: true });
-      });
-      return { a, b };
-    },
-  },
-  {
-    name: 'postgres',
-    async open() {
-      const db = await createTestDatabase();
-      dbs.push(db);
-      const a = await openPostgresEventStore({ connectionString: db.url, poolSize: 3 });
-      const b = await openPostgresEventStore({ connectionString: db.url, poolSize: 3 });
-      cleanups.push(async () => {
-        await a.close();
-        await b.close();
-      });
-      return { a, b };
-    },
-  },
-];
+const backends = storePairBackends({ dirPrefix: 'gpunet-job-views-', cleanups, databases: dbs });
 
 async function append(store: EventStore, type: string, jobId: string, data: Record<string, unknown>): Promise<bigint> {
   const r = await store.appendToStream(`test-job-${jobId}`, [
@@ -169,7 +133,7 @@ describe.each(backends)('job views in the store\'s database ($name)', (backend) 
         } while (cursor);
       }
     }
-  });
+  }, 60_000);
 
   it('a restart folds only the events after the table\'s position, and reads the views before it from the table', async () => {
     const { a } = await backend.open();

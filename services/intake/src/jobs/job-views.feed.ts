@@ -1,6 +1,7 @@
 import type { JobView, ListJobsReply } from '#contracts';
 import { IllegalStateError } from '#errors';
 import { projectionTablesOf, type EventStore, type ProjectionCheckpoint, type ProjectionTable, type RecordedEvent, type Subscription } from '#event-store';
+import { followStore, PositionWaiters } from '#service-kit';
 import type { Logger } from 'pino';
 import { evolveJob, jobIdOf, toSummary, type JobRecord } from '../domain/job-view.js';
 import { decidedByColumns, encodeCursor, pageOf, stateCounts, teamCounts, type ListQuery } from '../domain/job-views.js';
@@ -46,7 +47,7 @@ export class JobViewsFeed {
   private readonly dirty = new Set<string>();
   private readonly watchers = new Map<string, Set<Watcher>>();
   private readonly listeners = new Set<(event: RecordedEvent) => void>();
-  private waiters: { position: bigint; resolve: (reached: boolean) => void }[] = [];
+  private readonly waiters = new PositionWaiters();
   /** Folds, reads and writes of the table run one at a time. */
   private turn: Promise<unknown> = Promise.resolve();
   private subscription: Subscription | undefined;
@@ -54,6 +55,8 @@ export class JobViewsFeed {
   private pulling = false;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** The table went back under this process: it no longer writes to it. */
+  private stale = false;
   private readonly cacheSize: number;
   private readonly commitEveryMs: number;
   /** Events this process has folded (a restart folds only the tail). */
@@ -100,7 +103,7 @@ export class JobViewsFeed {
     await this.subscription?.close();
     await this.following;
     if (this.table) await this.flush().catch((err: unknown) => this.logger.warn({ err }, 'the job views folded last were not written; the next start folds them again'));
-    for (const w of this.waiters.splice(0)) w.resolve(false);
+    this.waiters.closeAll();
   }
 
   /** Position of the last event folded. */
@@ -134,21 +137,9 @@ export class JobViewsFeed {
   waitFor(position: bigint, timeoutMs: number): Promise<boolean> {
     if (this.applied.position >= position) return Promise.resolve(true);
     if (this.closed) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const waiter = {
-        position,
-        resolve: (reached: boolean) => {
-          clearTimeout(timer);
-          resolve(reached);
-        },
-      };
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== waiter);
-        resolve(false);
-      }, timeoutMs);
-      this.waiters.push(waiter);
-      this.pullSoon();
-    });
+    const reached = this.waiters.wait(position, timeoutMs);
+    this.pullSoon();
+    return reached;
   }
 
   /** Calls `watcher` with the job's view after each change, until the returned function is called. */
@@ -305,13 +296,7 @@ export class JobViewsFeed {
         this.logger.error({ err, eventId: event.eventId }, 'job views listener failed');
       }
     }
-    if (this.waiters.length > 0) {
-      const ready = this.waiters.filter((w) => w.position <= event.position);
-      if (ready.length > 0) {
-        this.waiters = this.waiters.filter((w) => w.position > event.position);
-        for (const w of ready) w.resolve(true);
-      }
-    }
+    this.waiters.reached(event.position);
   }
 
   /**
@@ -323,7 +308,7 @@ export class JobViewsFeed {
   private async commit(): Promise<void> {
     const table = this.ready();
     const to = this.applied;
-    if (to.position > this.held.position) {
+    if (to.position > this.held.position && !this.stale) {
       const rows = [...this.dirty].map((id) => jobViewRow(this.cache.get(id)!));
       let from = this.held;
       for (;;) {
@@ -332,6 +317,13 @@ export class JobViewsFeed {
           break;
         }
         from = await table.checkpoint();
+        if (from.position < this.held.position) {
+          // Emptied under this process (another intake found a position this store does not hold:
+          // a store restored from an older backup). Its records would not be the fold from there.
+          this.logger.error({ position: String(from.position), held: String(this.held.position) }, 'the job views table was emptied by another intake; this intake writes no more to it: restart it');
+          this.stale = true;
+          break;
+        }
         if (from.position >= to.position) {
           this.held = from;
           break;
@@ -350,7 +342,7 @@ export class JobViewsFeed {
     if (this.pulling || !this.following) return;
     this.pulling = true;
     void this.exclusive(async () => {
-      while (!this.closed && this.waiters.some((w) => w.position > this.applied.position)) {
+      while (!this.closed && this.waiters.beyond(this.applied.position)) {
         if ((await this.pull(1_000)) === 0) break;
       }
     })
@@ -358,29 +350,15 @@ export class JobViewsFeed {
       .finally(() => (this.pulling = false));
   }
 
-  private async follow(): Promise<void> {
-    while (!this.closed) {
-      let subscription: Subscription | undefined;
-      try {
-        subscription = this.store.subscribeToAll({ fromPosition: this.applied.position, batchSize: 1_000 });
-        this.subscription = subscription;
-        for await (const event of subscription) {
-          if (event.position <= this.applied.position) continue;
-          await this.exclusive(() => this.fold([event]));
-        }
-        if (this.closed) break;
-        throw new Error('the store subscription ended');
-      } catch (err) {
-        if (this.closed) break;
-        if ((err as { code?: string }).code === 'illegal_state') {
-          this.logger.warn({ err, position: String(this.applied.position) }, 'following the store for the job views stopped: the store is closed');
-          this.closed = true;
-          break;
-        }
-        this.logger.error({ err, position: String(this.applied.position) }, 'following the store for the job views failed; following again shortly');
-        await subscription?.close().catch(() => undefined);
-        await new Promise((r) => setTimeout(r, RESUBSCRIBE_MS));
-      }
-    }
+  private follow(): Promise<void> {
+    return followStore(this.store, this.logger, {
+      name: 'the job views',
+      from: () => this.applied.position,
+      apply: (event) => (event.position > this.applied.position ? this.exclusive(() => this.fold([event])) : undefined),
+      isClosed: () => this.closed,
+      onSubscription: (subscription) => (this.subscription = subscription),
+      onStoreClosed: () => (this.closed = true),
+      resubscribeDelayMs: RESUBSCRIBE_MS,
+    });
   }
 }
