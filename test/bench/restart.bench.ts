@@ -14,11 +14,12 @@
  */
 import { openEventStore, PostgresEventStore, SqliteEventStore } from '#event-store';
 import { Command, InvalidArgumentError } from 'commander';
-import { readFile, rm, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readState } from '../../libs/cli/src/local/state.js';
 import { buildHistoryStore, HISTORY_DEFAULTS } from '../support/history.js';
 import { TestNetwork } from '../support/network.js';
+import { stopBenchNetwork, timed } from './bench-network.js';
 import { createTestDatabase, type TestDatabase } from '../support/postgres.js';
 
 const positive = (v: string) => {
@@ -40,12 +41,6 @@ const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** di
 const say = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
 const figures: Record<string, unknown>[] = [];
 const figure = (bench: string, value: number, unit: string, extra: Record<string, unknown> = {}) => figures.push({ bench, value: round(value), unit, jobs: opts.jobs, store: opts.postgres ? 'postgres' : 'sqlite', ...extra });
-
-async function timed<T>(fn: () => Promise<T>): Promise<{ result: T; ms: number }> {
-  const started = performance.now();
-  const result = await fn();
-  return { result, ms: performance.now() - started };
-}
 
 /** The store's own read of every event, in the batches a fold reads: the floor of a fold from zero. */
 async function rawRead(url: string): Promise<{ events: number; ms: number }> {
@@ -107,15 +102,13 @@ async function main(): Promise<void> {
       say(`  intake's restart folded ${last.events} events in ${last.ms} ms`);
       figure('restart.intake.events_folded', last.events, 'events', { raw: raw.events });
     }
+    // Where the rest of the restart went: every fold intake logs at start (the key ring's too).
+    const log = (await readFile(join(net.dataDir, 'logs', 'intake.log'), 'utf8')).split('\n');
+    const lastStart = log.findLastIndex((line) => /"msg":"stopped"/.test(line)) + 1;
+    for (const line of log.slice(lastStart)) if (/folded|ready|caught up|listening|started/.test(line)) say(`  intake: ${line.slice(0, 240)}`);
     done = true;
   } finally {
-    // TestNetwork keeps the data directory when this is set.
-    if (opts.keep || !done) process.env.GPUNET_E2E_KEEP_DATA = '1';
-    await net.stop().catch(() => undefined);
-    if (!opts.keep && done) {
-      await rm(net.dataDir, { recursive: true, force: true });
-      await db?.drop().catch(() => undefined);
-    } else say(`kept ${net.dataDir}${db ? ` and database ${db.name}` : ''}`);
+    await stopBenchNetwork(net, db, { keep: opts.keep, done }, say);
   }
   for (const f of figures) console.log(JSON.stringify(f));
 }
