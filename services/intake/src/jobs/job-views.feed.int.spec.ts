@@ -6,7 +6,7 @@
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
 import type { EventData } from '#contracts';
 import { ValidationError } from '#errors';
-import type { EventStore } from '#event-store';
+import { projectionTablesOf, type EventStore } from '#event-store';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import type { TestDatabase } from '../../../../test/support/postgres.js';
@@ -14,6 +14,7 @@ import { storePairBackends } from '../../../../test/support/store-pair.js';
 import { foldJobs } from '../domain/job-view.js';
 import { pageOf, type ListQuery } from '../domain/job-views.js';
 import { JobViewsFeed, type JobViewsFeedOptions } from './job-views.feed.js';
+import { JOB_VIEWS_TABLE } from './job-views.table.js';
 
 const logger = pino({ level: 'silent' });
 const spec: EventData<'JobSubmitted'>['spec'] = {
@@ -177,6 +178,22 @@ describe.each(backends)('job views in the store\'s database ($name)', (backend) 
     const third = await started(a);
     expect(third.folded).toBe(0);
     for (const [id, record] of oracle) expect(await third.get(id)).toEqual(record.view);
+  });
+
+  it('an intake whose table was emptied under it (another found a position the store does not hold) writes no more onto it', async () => {
+    const { a, b } = await backend.open();
+    const feed = await started(a);
+    await submit(a, 'j1');
+    await current(feed, a);
+    await feed.flush();
+    const table = await projectionTablesOf(b)!.openProjectionTable(JOB_VIEWS_TABLE);
+    expect(await table.reset(await table.checkpoint())).toBe(true);
+    await submit(a, 'j2');
+    await current(feed, a);
+    await feed.flush();
+    // Its records are the fold from 0, not from the emptied table's start: written, j1 would be lost.
+    expect(await table.checkpoint()).toEqual({ position: 0n, eventId: null });
+    expect((await table.get(['j1', 'j2'])).size).toBe(0);
   });
 
   it('finished and old views leave memory and are read from the table; an event of a job no longer in memory folds onto its row', async () => {
