@@ -40,6 +40,7 @@ import { readState } from '../../libs/cli/src/local/state.js';
 import { runCli } from '../../libs/cli/src/program.js';
 import { buildHistoryStore, HISTORY_DEFAULTS, historyJobId, historyTeam } from '../support/history.js';
 import { TestNetwork } from '../support/network.js';
+import { stopBenchNetwork, timed } from './bench-network.js';
 import { createTestDatabase, type TestDatabase } from '../support/postgres.js';
 import { percentile } from './cluster.js';
 
@@ -67,12 +68,6 @@ const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** di
 const say = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
 const figures: Record<string, unknown>[] = [];
 const figure = (bench: string, value: number, unit: string, extra: Record<string, unknown> = {}) => figures.push({ bench, value: round(value), unit, jobs: opts.jobs, store: opts.postgres ? 'postgres' : 'sqlite', ...extra });
-
-async function timed<T>(fn: () => Promise<T>): Promise<{ result: T; ms: number }> {
-  const started = performance.now();
-  const result = await fn();
-  return { result, ms: performance.now() - started };
-}
 
 function summary(name: string, ms: number[]): { p50: number; p99: number } {
   const sorted = [...ms].sort((a, b) => a - b);
@@ -241,13 +236,7 @@ async function main(): Promise<void> {
     }
     done = true;
   } finally {
-    // TestNetwork keeps the data directory when this is set.
-    if (opts.keep || !done) process.env.GPUNET_E2E_KEEP_DATA = '1';
-    await net.stop().catch(() => undefined);
-    if (!opts.keep && done) {
-      await rm(net.dataDir, { recursive: true, force: true });
-      await db?.drop().catch(() => undefined);
-    } else say(`kept ${net.dataDir}${db ? ` and database ${db.name}` : ''}`);
+    await stopBenchNetwork(net, db, { keep: opts.keep, done }, say);
   }
   for (const f of figures) console.log(JSON.stringify(f));
 }

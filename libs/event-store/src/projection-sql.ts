@@ -20,6 +20,32 @@ export interface ProjectionDialect {
   byteOrder: string;
   /** The LIMIT parameter of "every row". */
   noLimit: number | null;
+  /** `column` (as compared) is one of a list given as one parameter; with that parameter's value. */
+  oneOf(column: string, param: string, type: 'text' | 'integer', values: readonly (string | number)[]): { sql: string; value: unknown };
+}
+
+/** SQLite's: positional parameters, a list as a JSON array parameter. */
+export const SQLITE_PROJECTION_DIALECT: ProjectionDialect = {
+  param: () => '?',
+  prefix: '',
+  types: { text: 'TEXT', integer: 'INTEGER' },
+  key: 'TEXT NOT NULL UNIQUE',
+  byteOrder: '',
+  noLimit: -1,
+  oneOf: (column, param, _type, values) => ({ sql: `${column} IN (SELECT value FROM json_each(${param}))`, value: JSON.stringify(values) }),
+};
+
+/** PostgreSQL's, in the store's schema: text compares byte-wise (`COLLATE "C"`), as SQLite's does, so both stores give one order. */
+export function postgresProjectionDialect(schema: string): ProjectionDialect {
+  return {
+    param: (n) => `$${n}`,
+    prefix: `${schema}.`,
+    types: { text: 'text', integer: 'bigint' },
+    key: 'text PRIMARY KEY',
+    byteOrder: ' COLLATE "C"',
+    noLimit: null,
+    oneOf: (column, param, type, values) => ({ sql: `${column} = ANY (${param}::${type === 'integer' ? 'bigint' : 'text'}[])`, value: values.map(String) }),
+  };
 }
 
 /** The statements of one projection table in one dialect. */
@@ -48,8 +74,8 @@ export interface ProjectionSql {
   clear: string;
   /** An upsert of `count` rows; parameters: {@link rowValues} of each, in turn. */
   upsert(count: number): string;
-  /** The count and the page of a query, with their parameters. */
-  query(query: ProjectionQuery): { count: string; countParams: unknown[]; rows: string; rowsParams: unknown[] };
+  /** The count and the page of a query, with their parameters; with `countBy`, the count per value (same parameters as the count). */
+  query(query: ProjectionQuery): { count: string; countParams: unknown[]; rows: string; rowsParams: unknown[]; countBy?: string };
 }
 
 /** A row's parameters, in the order of {@link ProjectionSql.columns}. */
@@ -60,6 +86,11 @@ export function rowValues(spec: ProjectionTableSpec, row: ProjectionRow): unknow
 /** Whether a table's position row was written by another derivation (or none): its rows are not this fold's output. */
 export function isAnotherDerivation(row: { version: number | bigint; layout: string } | undefined, spec: ProjectionTableSpec, layout: string): boolean {
   return !row || Number(row.version) !== spec.version || row.layout !== layout;
+}
+
+/** The rows of a `countBy` query as counts: integer columns' values as numbers. */
+export function countsOf(rows: readonly { value: unknown; n: unknown }[]): { value: string | number | null; count: number }[] {
+  return rows.map((r) => ({ value: typeof r.value === 'bigint' ? Number(r.value) : (r.value as string | number | null), count: Number(r.n) }));
 }
 
 /** A position row as a checkpoint (position 0 where there is none). */
@@ -97,6 +128,11 @@ export function projectionSql(spec: ProjectionTableSpec, d: ProjectionDialect): 
       const values: unknown[] = [];
       const where = (query.where ?? []).map((w) => {
         if (w.op === 'not null') return `${w.column} IS NOT NULL`;
+        if (w.op === 'in') {
+          const list = d.oneOf(compared(w.column), d.param(values.length + 1), spec.columns.find((c) => c.name === w.column)?.type ?? 'text', w.values);
+          values.push(list.value);
+          return list.sql;
+        }
         values.push(w.value);
         return `${compared(w.column)} ${w.op} ${d.param(values.length)}`;
       });
@@ -107,6 +143,7 @@ export function projectionSql(spec: ProjectionTableSpec, d: ProjectionDialect): 
         countParams: values,
         rows: `SELECT key, doc FROM ${table}${whereSql}${order} LIMIT ${d.param(values.length + 1)} OFFSET ${d.param(values.length + 2)}`,
         rowsParams: [...values, query.limit ?? d.noLimit, query.offset ?? 0],
+        ...(query.countBy !== undefined ? { countBy: `SELECT ${query.countBy} AS value, count(*) AS n FROM ${table}${whereSql} GROUP BY ${query.countBy}` } : {}),
       };
     },
   };

@@ -1,11 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
-import { checkpointOf, isAnotherDerivation, projectionSql, rowValues, type ProjectionDialect } from './projection-sql.js';
+import { checkpointOf, isAnotherDerivation, postgresProjectionDialect, projectionSql, rowValues, SQLITE_PROJECTION_DIALECT } from './projection-sql.js';
 import { projectionLayout, type ProjectionTableSpec } from './projection-table.js';
 import { THINGS } from './projection-table.fixtures.js';
 
 const SPEC: ProjectionTableSpec = { ...THINGS, version: 2 };
-const positional: ProjectionDialect = { param: () => '?', prefix: '', types: { text: 'TEXT', integer: 'INTEGER' }, key: 'TEXT NOT NULL UNIQUE', byteOrder: '', noLimit: -1 };
-const numbered: ProjectionDialect = { param: (n) => `$${n}`, prefix: 's.', types: { text: 'text', integer: 'bigint' }, key: 'text PRIMARY KEY', byteOrder: ' COLLATE "C"', noLimit: null };
+const positional = SQLITE_PROJECTION_DIALECT;
+const numbered = postgresProjectionDialect('s');
 const oneLine = (sql: string) => sql.replace(/\s+/g, ' ');
 
 describe('projection SQL', () => {
@@ -22,6 +22,18 @@ describe('projection SQL', () => {
       expect(count(q.rows)).toBe(q.rowsParams.length);
       expect(q.rowsParams).toEqual(['t', 5, 7, 0]);
     }
+  });
+
+  it('spells a list and a count per value in each dialect, the list as one parameter', () => {
+    const query = { where: [{ column: 'team', op: 'in' as const, values: ['a', 'b'] }, { column: 'at_ms', op: 'in' as const, values: [1, 2] }], countBy: 'team' };
+    const pg = projectionSql(SPEC, numbered).query(query);
+    expect(pg.count).toBe('SELECT count(*) AS n FROM s.projection_things WHERE team COLLATE "C" = ANY ($1::text[]) AND at_ms = ANY ($2::bigint[])');
+    expect(pg.countParams).toEqual([['a', 'b'], ['1', '2']]);
+    expect(pg.countBy).toBe('SELECT team AS value, count(*) AS n FROM s.projection_things WHERE team COLLATE "C" = ANY ($1::text[]) AND at_ms = ANY ($2::bigint[]) GROUP BY team');
+    const lite = projectionSql(SPEC, positional).query(query);
+    expect(lite.count).toBe('SELECT count(*) AS n FROM projection_things WHERE team IN (SELECT value FROM json_each(?)) AND at_ms IN (SELECT value FROM json_each(?))');
+    expect(lite.countParams).toEqual(['["a","b"]', '[1,2]']);
+    expect(projectionSql(SPEC, positional).query({}).countBy).toBeUndefined();
   });
 
   it('spells the dialect: prefix, types, byte-wise text order, no limit', () => {

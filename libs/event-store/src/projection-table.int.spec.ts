@@ -79,6 +79,17 @@ describe.each(stores.backends)('projection table ($name)', (backend) => {
     expect(all.rows.map((r) => r.key)).toEqual(['j1', 'j2', 'j4', 'j3', 'j5']);
     expect(all.total).toBe(5);
     await expect(t.query({ where: [{ column: 'doc; DROP TABLE x', op: 'not null' }] })).rejects.toThrow(/no column/);
+    // `in` a list of values, and a group-by count beside the page.
+    const some = await t.query({ where: [{ column: 'team', op: 'in', values: ['team-b', 'team-z'] }], orderBy: ['key'] });
+    expect(some.rows.map((r) => r.key)).toEqual(['j3']);
+    const times = await t.query({ where: [{ column: 'at_ms', op: 'in', values: [1, 2] }], orderBy: ['key'], limit: 0, countBy: 'team' });
+    expect(times).toMatchObject({ rows: [], total: 3, counts: [{ value: 'team-a', count: 3 }] });
+    const byTime = await t.query({ where: [{ column: 'team', op: '=', value: 'team-a' }], limit: 0, countBy: 'at_ms' });
+    expect([...byTime.counts!].sort((x, y) => Number(x.value) - Number(y.value))).toEqual([
+      { value: 1, count: 1 },
+      { value: 2, count: 2 },
+      { value: 5, count: 1 },
+    ]);
   });
 
   it('reset empties the table only from the position it names; a table of another version is emptied when opened', async () => {

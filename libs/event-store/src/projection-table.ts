@@ -46,6 +46,7 @@ export interface ProjectionRow {
 
 export type ProjectionCondition =
   | { column: string; op: '=' | '>=' | '<'; value: string | number }
+  | { column: string; op: 'in'; values: readonly (string | number)[] }
   | { column: string; op: 'not null' };
 
 export interface ProjectionQuery {
@@ -55,6 +56,8 @@ export interface ProjectionQuery {
   /** Default: every row. */
   limit?: number;
   offset?: number;
+  /** Also count the rows matching `where` per value of this column (a group-by), into `counts`. */
+  countBy?: string;
 }
 
 export interface ProjectionAnswer {
@@ -63,6 +66,8 @@ export interface ProjectionAnswer {
   rows: { key: string; doc: string }[];
   /** Rows matching `where`, whatever `limit` and `offset`. */
   total: number;
+  /** With `countBy`: each value of that column among the rows matching `where`, and its count. */
+  counts?: { value: string | number | null; count: number }[];
 }
 
 export interface ProjectionTable {
@@ -109,7 +114,7 @@ export function validateProjectionSpec(spec: ProjectionTableSpec): void {
 /** Checks a query names only the spec's columns (they are spliced into SQL). */
 export function validateProjectionQuery(spec: ProjectionTableSpec, query: ProjectionQuery): void {
   const known = new Set(['key', ...spec.columns.map((c) => c.name)]);
-  for (const c of [...(query.where ?? []).map((w) => w.column), ...(query.orderBy ?? [])]) {
+  for (const c of [...(query.where ?? []).map((w) => w.column), ...(query.orderBy ?? []), ...(query.countBy !== undefined ? [query.countBy] : [])]) {
     if (!known.has(c)) throw new ValidationError(`projection table ${spec.name}: no column ${c}`, [{ path: 'query', message: `no column ${c}`, fix: `use one of ${[...known].join(', ')}` }]);
   }
 }

@@ -35,7 +35,7 @@ export class StoreFollower {
   private subscription: Subscription | undefined;
   private following: Promise<void> | undefined;
   private closed = false;
-  private waiters: { position: bigint; resolve: (reached: boolean) => void }[] = [];
+  private readonly waiters = new PositionWaiters();
   private pulling: Promise<void> | undefined;
 
   constructor(
@@ -76,7 +76,7 @@ export class StoreFollower {
     await this.subscription?.close();
     await this.following;
     await this.pulling;
-    for (const w of this.waiters.splice(0)) w.resolve(false);
+    this.waiters.closeAll();
   }
 
   /**
@@ -88,21 +88,9 @@ export class StoreFollower {
   waitFor(position: bigint, timeoutMs: number): Promise<boolean> {
     if (this.applied >= position) return Promise.resolve(true);
     if (this.closed) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const waiter = {
-        position,
-        resolve: (reached: boolean) => {
-          clearTimeout(timer);
-          resolve(reached);
-        },
-      };
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== waiter);
-        resolve(false);
-      }, timeoutMs);
-      this.waiters.push(waiter);
-      if (this.following !== undefined) this.pullSoon();
-    });
+    const reached = this.waiters.wait(position, timeoutMs);
+    if (this.following !== undefined) this.pullSoon();
+    return reached;
   }
 
   /** Resolves true once the model includes everything the store held when called (a follower without `filter` only). */
@@ -143,7 +131,7 @@ export class StoreFollower {
     if (this.pulling) return;
     this.pulling = (async () => {
       try {
-        while (!this.closed && this.waiters.some((w) => w.position > this.applied)) {
+        while (!this.closed && this.waiters.beyond(this.applied)) {
           const batch = await this.store.readAll({ fromPosition: this.applied, maxCount: 1_000, ...(this.options.filter ? { filter: this.options.filter } : {}) });
           if (batch.length === 0) break;
           for (const e of batch) this.apply(e);
@@ -160,42 +148,114 @@ export class StoreFollower {
     if (event.position <= this.applied) return;
     this.options.apply(event);
     this.applied = event.position;
-    if (this.waiters.length > 0) {
-      const ready = this.waiters.filter((w) => w.position <= this.applied);
-      if (ready.length > 0) {
-        this.waiters = this.waiters.filter((w) => w.position > this.applied);
-        for (const w of ready) w.resolve(true);
-      }
-    }
+    this.waiters.reached(this.applied);
   }
 
-  private async follow(): Promise<void> {
-    while (!this.closed) {
-      let subscription: Subscription | undefined;
-      try {
-        subscription = this.store.subscribeToAll({
-          fromPosition: this.applied,
-          batchSize: 1_000,
-          ...(this.options.filter ? { filter: this.options.filter } : {}),
-          ...(this.options.pollIntervalMs ? { pollIntervalMs: this.options.pollIntervalMs } : {}),
-        });
-        this.subscription = subscription;
-        for await (const event of subscription) this.apply(event);
-        if (this.closed) break;
-        throw new Error('the store subscription ended');
-      } catch (err) {
-        if (this.closed) break;
-        if ((err as { code?: string }).code === 'illegal_state') {
-          // The store was closed under the follower (its owner stopped without closing it):
-          // nothing more will come, and following again would throw the same, forever.
-          this.logger.warn({ err, position: String(this.applied) }, `following the store for ${this.options.name} stopped: the store is closed`);
-          this.closed = true;
-          break;
-        }
-        this.logger.error({ err, position: String(this.applied) }, `following the store for ${this.options.name} failed; following again shortly`);
-        await subscription?.close().catch(() => undefined);
-        await new Promise((r) => setTimeout(r, this.options.resubscribeDelayMs ?? 1_000));
+  private follow(): Promise<void> {
+    return followStore(this.store, this.logger, {
+      name: this.options.name,
+      from: () => this.applied,
+      apply: (event) => this.apply(event),
+      isClosed: () => this.closed,
+      onSubscription: (subscription) => (this.subscription = subscription),
+      onStoreClosed: () => (this.closed = true),
+      ...(this.options.filter ? { filter: this.options.filter } : {}),
+      ...(this.options.pollIntervalMs ? { pollIntervalMs: this.options.pollIntervalMs } : {}),
+      ...(this.options.resubscribeDelayMs ? { resubscribeDelayMs: this.options.resubscribeDelayMs } : {}),
+    });
+  }
+}
+
+export interface FollowStoreOptions {
+  /** What the follower keeps, for its log lines. */
+  name: string;
+  /** The position to subscribe from (exclusive), read at each (re)subscription. */
+  from: () => bigint;
+  /** Called with each event in position order (awaited); it skips what it already holds. */
+  apply: (event: RecordedEvent) => void | Promise<void>;
+  isClosed: () => boolean;
+  /** The subscription now followed (to close it when the follower closes). */
+  onSubscription: (subscription: Subscription) => void;
+  /** The store was closed under the follower: nothing more will come. */
+  onStoreClosed: () => void;
+  filter?: ReadAllFilter;
+  pollIntervalMs?: number;
+  /** Pause before following again after the subscription failed. Default 1000 ms. */
+  resubscribeDelayMs?: number;
+}
+
+/**
+ * Follows the store with a catch-up subscription until closed: each event to `apply`, in order;
+ * after a failure, follows again from `from()` a moment later; a store closed under it ends it.
+ */
+export async function followStore(store: EventStore, logger: Logger, options: FollowStoreOptions): Promise<void> {
+  while (!options.isClosed()) {
+    let subscription: Subscription | undefined;
+    try {
+      subscription = store.subscribeToAll({
+        fromPosition: options.from(),
+        batchSize: 1_000,
+        ...(options.filter ? { filter: options.filter } : {}),
+        ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
+      });
+      options.onSubscription(subscription);
+      for await (const event of subscription) await options.apply(event);
+      if (options.isClosed()) break;
+      throw new Error('the store subscription ended');
+    } catch (err) {
+      if (options.isClosed()) break;
+      if ((err as { code?: string }).code === 'illegal_state') {
+        // The store was closed under the follower (its owner stopped without closing it):
+        // nothing more will come, and following again would throw the same, forever.
+        logger.warn({ err, position: String(options.from()) }, `following the store for ${options.name} stopped: the store is closed`);
+        options.onStoreClosed();
+        break;
       }
+      logger.error({ err, position: String(options.from()) }, `following the store for ${options.name} failed; following again shortly`);
+      await subscription?.close().catch(() => undefined);
+      await new Promise((r) => setTimeout(r, options.resubscribeDelayMs ?? 1_000));
     }
+  }
+}
+
+/** Callers waiting for a model to reach a store position. */
+export class PositionWaiters {
+  private waiters: { position: bigint; resolve: (reached: boolean) => void }[] = [];
+
+  /** Resolves true once `reached` is told a position at or past `position`; false after `timeoutMs` or at `closeAll`. */
+  wait(position: bigint, timeoutMs: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const waiter = {
+        position,
+        resolve: (reached: boolean) => {
+          clearTimeout(timer);
+          resolve(reached);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        resolve(false);
+      }, timeoutMs);
+      this.waiters.push(waiter);
+    });
+  }
+
+  /** Whether someone waits for a position past `position`. */
+  beyond(position: bigint): boolean {
+    return this.waiters.some((w) => w.position > position);
+  }
+
+  /** The model now includes `position`: those waiting for it or less are answered. */
+  reached(position: bigint): void {
+    if (this.waiters.length === 0) return;
+    const ready = this.waiters.filter((w) => w.position <= position);
+    if (ready.length === 0) return;
+    this.waiters = this.waiters.filter((w) => w.position > position);
+    for (const w of ready) w.resolve(true);
+  }
+
+  /** Answers everyone false (the model stops). */
+  closeAll(): void {
+    for (const w of this.waiters.splice(0)) w.resolve(false);
   }
 }

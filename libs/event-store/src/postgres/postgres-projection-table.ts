@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { checkpointOf, isAnotherDerivation, projectionSql, rowValues, type ProjectionSql } from '../projection-sql.js';
+import { checkpointOf, countsOf, isAnotherDerivation, postgresProjectionDialect, projectionSql, rowValues, type ProjectionSql } from '../projection-sql.js';
 import {
   projectionLayout,
   validateProjectionQuery,
@@ -15,9 +15,11 @@ import {
 /** Rows per INSERT statement of a commit (PostgreSQL takes at most 65,535 parameters per statement). */
 const ROWS_PER_STATEMENT = 500;
 
-/** The statements in the store's schema; text compares byte-wise (`COLLATE "C"`), as SQLite's does: one order on both stores. */
-const sqlIn = (schema: string, spec: ProjectionTableSpec): ProjectionSql =>
-  projectionSql(spec, { param: (n) => `$${n}`, prefix: `${schema}.`, types: { text: 'text', integer: 'bigint' }, key: 'text PRIMARY KEY', byteOrder: ' COLLATE "C"', noLimit: null });
+/** The statements in the store's schema. */
+const sqlIn = (schema: string, spec: ProjectionTableSpec): ProjectionSql => projectionSql(spec, postgresProjectionDialect(schema));
+
+/** Whether `column` is an integer column of the spec (PostgreSQL returns bigint as text). */
+const integerColumn = (spec: ProjectionTableSpec, column: string | undefined): boolean => spec.columns.find((c) => c.name === column)?.type === 'integer';
 
 /**
  * A projection table in the store's PostgreSQL schema. `commit` takes the table's position row
@@ -102,7 +104,8 @@ export class PostgresProjectionTable implements ProjectionTable {
     return inTransaction(this.connect, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', async (client) => {
       const { rows: count } = await client.query<{ n: string }>(q.count, q.countParams);
       const { rows } = await client.query<{ key: string; doc: string }>(q.rows, q.rowsParams);
-      return { checkpoint: await this.readCheckpoint(client), rows, total: Number(count[0]!.n) };
+      const counts = q.countBy === undefined ? undefined : countsOf((await client.query<{ value: unknown; n: string }>(q.countBy, q.countParams)).rows.map((r) => ({ ...r, value: typeof r.value === 'string' && integerColumn(this.spec, query.countBy) ? BigInt(r.value) : r.value })));
+      return { checkpoint: await this.readCheckpoint(client), rows, total: Number(count[0]!.n), ...(counts ? { counts } : {}) };
     });
   }
 

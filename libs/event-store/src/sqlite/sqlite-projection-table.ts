@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { checkpointOf, isAnotherDerivation, projectionSql, rowValues, type ProjectionDialect, type ProjectionSql } from '../projection-sql.js';
+import { checkpointOf, countsOf, isAnotherDerivation, projectionSql, rowValues, SQLITE_PROJECTION_DIALECT, type ProjectionSql } from '../projection-sql.js';
 import {
   projectionLayout,
   validateProjectionQuery,
@@ -13,7 +13,6 @@ import {
 } from '../projection-table.js';
 
 /** SQLite compares text byte-wise already; a negative LIMIT is no limit. */
-const SQLITE: ProjectionDialect = { param: () => '?', prefix: '', types: { text: 'TEXT', integer: 'INTEGER' }, key: 'TEXT NOT NULL UNIQUE', byteOrder: '', noLimit: -1 };
 
 /** The positions of every projection table of the file: one row per table. */
 const CREATE_PROJECTIONS = `
@@ -63,7 +62,7 @@ export class SqliteProjectionTable implements ProjectionTable {
   /** Creates the table when missing; empties it when a different version or layout made it. */
   static async open(db: Database.Database, spec: ProjectionTableSpec, withWriteLock: <T>(write: () => T) => Promise<T>): Promise<SqliteProjectionTable> {
     validateProjectionSpec(spec);
-    const sql = projectionSql(spec, SQLITE);
+    const sql = projectionSql(spec, SQLITE_PROJECTION_DIALECT);
     const layout = projectionLayout(spec);
     await withWriteLock(() =>
       db
@@ -112,7 +111,8 @@ export class SqliteProjectionTable implements ProjectionTable {
     const q = this.sql.query(query);
     const total = Number((this.statement(q.count).get(...q.countParams) as { n: bigint }).n);
     const rows = this.statement(q.rows).all(...q.rowsParams) as { key: string; doc: string }[];
-    return { checkpoint: this.readCheckpoint(), rows, total };
+    const counts = q.countBy === undefined ? undefined : countsOf(this.statement(q.countBy).all(...q.countParams) as { value: unknown; n: unknown }[]);
+    return { checkpoint: this.readCheckpoint(), rows, total, ...(counts ? { counts } : {}) };
   }
 
   private readCheckpoint(): ProjectionCheckpoint {

@@ -180,13 +180,14 @@ export class BudgetsService implements OnModuleInit, OnModuleDestroy {
    */
   private async sweep(team: string): Promise<void> {
     const account = await this.catchUp(team);
-    const ended = [...account.reservations.keys()].filter((jobId) => this.feed.get(jobId)?.ended !== undefined);
+    const views = await this.feed.getMany([...account.reservations.keys()]);
+    const ended = [...account.reservations.keys()].filter((jobId) => views.get(jobId)?.ended !== undefined);
     if (ended.length === 0) return;
     await this.decide(team, (a) => {
       const events: BudgetStreamEvent[] = [];
       let next = a;
       for (const jobId of ended) {
-        const billed = this.feed.get(jobId)?.ended?.billed;
+        const billed = views.get(jobId)?.ended?.billed;
         const charged = billed?.totals.find((t) => t.currency === a.budget?.currency)?.amountMicros ?? 0;
         for (const e of decideRelease(next, { jobId, chargedMicros: charged, now: this.clock.now() })) {
           events.push(e);
@@ -274,14 +275,14 @@ export class BudgetsService implements OnModuleInit, OnModuleDestroy {
     return current.currency;
   }
 
-  /** Whether a job has had an attempt placed (it holds or held compute): placement never holds it back for the budget. */
-  private holdsCompute(jobId: string): boolean {
-    const view = this.feed.get(jobId);
-    return view !== undefined && (view.attempts.length > 0 || view.ended !== undefined);
-  }
-
-  private view(account: BudgetAccount): BudgetView {
+  private async view(account: BudgetAccount): Promise<BudgetView> {
     const now = this.clock.now();
+    const jobs = await this.feed.getMany([...account.reservations.keys()]);
+    // Whether a job has had an attempt placed (it holds or held compute): placement never holds it back for the budget.
+    const holdsCompute = (jobId: string) => {
+      const job = jobs.get(jobId);
+      return job !== undefined && (job.attempts.length > 0 || job.ended !== undefined);
+    };
     const { month, spentMicros, reservedMicros } = budgetTotals(account, now);
     const view: BudgetView = {
       team: account.team,
@@ -289,7 +290,7 @@ export class BudgetsService implements OnModuleInit, OnModuleDestroy {
       spentMicros,
       reservedMicros,
       remainingMicros: account.budget ? account.budget.monthlyMicros - spentMicros - reservedMicros : 0,
-      heldJobs: [...account.reservations.keys()].filter((jobId) => !this.holdsCompute(jobId) && !reservationFits(account, jobId, now, (id) => this.holdsCompute(id))),
+      heldJobs: [...account.reservations.keys()].filter((jobId) => !holdsCompute(jobId) && !reservationFits(account, jobId, now, holdsCompute)),
       thresholdsCrossed: [...(account.crossed.get(month) ?? [])],
       revision: account.revision.toString(),
     };

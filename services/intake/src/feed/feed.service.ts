@@ -30,7 +30,7 @@ export class FeedService {
       // A job this intake's views do not hold yet (submitted through another intake a moment ago)
       // is looked up again at the store's head before it is called unknown.
       try {
-        this.jobs.own(principal, jobId);
+        await this.jobs.own(principal, jobId);
       } catch (err) {
         if (!(err instanceof NotFoundError)) throw err;
         await this.jobs.get(principal, jobId);

@@ -15,8 +15,8 @@ export class HealthHttpController {
   ) {}
 
   @Get('healthz')
-  healthz(): Healthz {
-    return { status: 'ok', jobs: this.feed.views.size, position: this.feed.position.toString(), checkedAt: this.clock.now().toISOString() };
+  async healthz(): Promise<Healthz> {
+    return { status: 'ok', jobs: await this.feed.size(), position: this.feed.position.toString(), checkedAt: this.clock.now().toISOString() };
   }
 
   @Get('openapi.json')

@@ -6,7 +6,7 @@ import { JobViewsFeed } from './job-views.feed.js';
 
 /**
  * Intake's figures on `/metrics`: every job by its state as producers see it (the final states
- * are the outcomes: completed, failed, cancelled, …), kept by the job views as they apply events;
+ * are the outcomes: completed, failed, cancelled, …), counted in the job views table;
  * and how long a submit takes, store append and read-your-writes included.
  */
 @Injectable()
@@ -24,8 +24,8 @@ export class IntakeMetrics {
       name: 'gpunet_jobs',
       help: 'Jobs by state (submitted, staged, placed, running, finishing, and the outcomes), as intake\'s job views hold them.',
       labelNames: ['state'],
-      collect() {
-        const counts = feed.views.countsByState();
+      async collect() {
+        const counts = await feed.countsByState();
         for (const state of JOB_STATES) this.set({ state }, counts.get(state) ?? 0);
       },
     });

@@ -135,7 +135,7 @@ export class JobsService {
         });
         await this.feed.waitFor(result.position, READ_YOUR_WRITES_MS);
         this.logger.info({ jobId, team: principal.team, keyId: principal.keyId, correlationId: trace.correlationId }, 'job submitted');
-        const reply: SubmitJobReply = { jobId, state: this.feed.get(jobId)?.state ?? 'submitted', submittedAt: decision.event.submittedAt, duplicate: false, ...(budget ? { budget } : {}) };
+        const reply: SubmitJobReply = { jobId, state: (await this.feed.get(jobId))?.state ?? 'submitted', submittedAt: decision.event.submittedAt, duplicate: false, ...(budget ? { budget } : {}) };
         return { created: true, reply: warnings.length > 0 ? { ...reply, warnings } : reply };
       } catch (err) {
         // A concurrent submit with the same key won the race: answer as its retry.
@@ -155,7 +155,7 @@ export class JobsService {
       );
     }
     const original = decision.original;
-    return { created: false, reply: { jobId, state: this.feed.get(jobId)?.state ?? 'submitted', submittedAt: original.submittedAt, duplicate: true } };
+    return { created: false, reply: { jobId, state: (await this.feed.get(jobId))?.state ?? 'submitted', submittedAt: original.submittedAt, duplicate: true } };
   }
 
   /**
@@ -192,12 +192,12 @@ export class JobsService {
       const decision = decideCancel({
         submitted,
         alreadyRequested: events.some((e) => e.type === 'JobCancelRequested'),
-        state: this.feed.get(jobId)?.state,
+        state: (await this.feed.get(jobId))?.state,
         reason,
         requestedBy: principal.keyId,
         now: this.clock.now(),
       });
-      if (decision.kind === 'noop') return { jobId, state: this.feed.get(jobId)?.state ?? 'submitted', cancelRequested: decision.cancelRequested };
+      if (decision.kind === 'noop') return { jobId, state: (await this.feed.get(jobId))?.state ?? 'submitted', cancelRequested: decision.cancelRequested };
       try {
         const result = await this.writer.append(streamId, [{ type: 'JobCancelRequested', data: decision.event }], {
           expectedRevision: events.at(-1)!.revision,
@@ -205,7 +205,7 @@ export class JobsService {
         });
         await this.feed.waitFor(result.position, READ_YOUR_WRITES_MS);
         this.logger.info({ jobId, team: principal.team, keyId: principal.keyId, correlationId: trace.correlationId }, 'job cancel requested');
-        return { jobId, state: this.feed.get(jobId)?.state ?? 'submitted', cancelRequested: true };
+        return { jobId, state: (await this.feed.get(jobId))?.state ?? 'submitted', cancelRequested: true };
       } catch (err) {
         // Another cancel of this job landed first: look again (it will usually be a no-op now).
         if (!(err instanceof WrongExpectedVersionError) || attempt >= CANCEL_ATTEMPTS) throw err;
@@ -234,7 +234,7 @@ export class JobsService {
     const anyTeam = allows(principal, 'audit:read-all-teams');
     authorize(principal, 'jobs:read');
     await this.current();
-    const view = this.view(principal, jobId, anyTeam);
+    const view = await this.view(principal, jobId, anyTeam);
     if (view.team !== principal.team) {
       // Another team's job is an audit question: the ledger records it (AuditQueried) before it is answered.
       const q = Queries.AuditJob;
@@ -247,14 +247,14 @@ export class JobsService {
    * One of the caller's jobs as the views hold it now (no catching up): for checking that a job is
    * the caller's before serving something else of it. 404 unknown, 403 another team's.
    */
-  own(principal: Principal, jobId: string): JobView {
+  async own(principal: Principal, jobId: string): Promise<JobView> {
     authorize(principal, 'jobs:read');
     return this.view(principal, jobId, false);
   }
 
   /** The job's view as held now: 404 unknown, 403 another team's unless `anyTeam`. */
-  private view(principal: Principal, jobId: string, anyTeam: boolean): JobView {
-    const view = this.feed.get(jobId);
+  private async view(principal: Principal, jobId: string, anyTeam: boolean): Promise<JobView> {
+    const view = await this.feed.get(jobId);
     if (!view) throw new NotFoundError(`job ${jobId} does not exist`);
     if (!anyTeam) assertOwnJob(principal, view);
     return view;
@@ -271,8 +271,7 @@ export class JobsService {
       throw new ForbiddenError(`API key \`${principal.keyId}\` (role ${principal.role}) lists team ${principal.team}'s jobs only and may not list ${asked}; leave out \`team\` and \`allTeams\`, or use a key with role compliance`);
     }
     await this.current();
-    if (query.allTeams) return this.feed.views.listAllTeams(query);
-    return this.feed.views.list(query.team ?? principal.team, query);
+    return this.feed.list(query, query.allTeams ? { allTeams: true } : { team: query.team ?? principal.team });
   }
 
   /**

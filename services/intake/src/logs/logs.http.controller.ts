@@ -48,7 +48,7 @@ export class LogsHttpController {
       const onNode = (view: JobView, nodeId: string, attemptId: string) =>
         view.attempts.some((a) => a.attemptId === attemptId && (a.nodeId === nodeId || (a.nodes ?? []).some((n) => n.nodeId === nodeId)));
       const placedOn = async (nodeId: string, attemptId: string) =>
-        onNode(this.jobs.own(principal, id), nodeId, attemptId) || onNode(await this.jobs.get(principal, id), nodeId, attemptId);
+        onNode(await this.jobs.own(principal, id), nodeId, attemptId) || onNode(await this.jobs.get(principal, id), nodeId, attemptId);
       for await (const line of this.logs.read(job.team, id, { ...(until ? { until } : {}), signal: abort.signal, placedOn })) {
         if (!res.write(format(line))) await Promise.race([once(res, 'drain'), once(res, 'close')]);
         if (abort.signal.aborted) break;

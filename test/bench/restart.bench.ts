@@ -1,0 +1,116 @@
+/**
+ * Restarts that do not grow with history (issue 16, item 3): a store of N jobs (about 12 events
+ * each: test/support/history.ts, written straight into the store in large transactions), then
+ * intake as its real process on it, started twice: once on the history as written (its job views
+ * come from the whole store), then again after a SIGTERM (a restart: what it kept lets it read
+ * only the tail). Beside them the store's raw read of the same events (`readAll` from the start
+ * to the head in batches, nothing folded), the floor a fold from zero cannot beat.
+ *
+ *   npm run bench:restart -- [--jobs 20000] [--postgres] [--keep]
+ *
+ * Time is from spawning the process to its answer to the Health query (intake answers once its
+ * views are ready: it folds them before it serves).
+ * Ends with one JSON line per figure: {"bench":"restart.intake.ms","value":N,"unit":"ms","raw":R,...}.
+ */
+import { openEventStore, PostgresEventStore, SqliteEventStore } from '#event-store';
+import { Command, InvalidArgumentError } from 'commander';
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { readState } from '../../libs/cli/src/local/state.js';
+import { buildHistoryStore, HISTORY_DEFAULTS } from '../support/history.js';
+import { TestNetwork } from '../support/network.js';
+import { stopBenchNetwork, timed } from './bench-network.js';
+import { createTestDatabase, type TestDatabase } from '../support/postgres.js';
+
+const positive = (v: string) => {
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || n < 1) throw new InvalidArgumentError('a whole number ≥ 1');
+  return n;
+};
+
+const opts = new Command('restart.bench')
+  .option('--jobs <n>', 'jobs in the store', positive, 20_000)
+  .option('--teams <n>', 'teams the jobs belong to', positive, HISTORY_DEFAULTS.teams)
+  .option('--postgres', 'the store on PostgreSQL (a database made for the run) instead of SQLite')
+  .option('--health-timeout <s>', 'how long a start may take', positive, 1_800)
+  .option('--keep', 'keep the data directory (and database) afterwards; kept anyway when the bench fails')
+  .parse()
+  .opts<{ jobs: number; teams: number; postgres?: boolean; healthTimeout: number; keep?: boolean }>();
+
+const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+const say = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
+const figures: Record<string, unknown>[] = [];
+const figure = (bench: string, value: number, unit: string, extra: Record<string, unknown> = {}) => figures.push({ bench, value: round(value), unit, jobs: opts.jobs, store: opts.postgres ? 'postgres' : 'sqlite', ...extra });
+
+/** The store's own read of every event, in the batches a fold reads: the floor of a fold from zero. */
+async function rawRead(url: string): Promise<{ events: number; ms: number }> {
+  const store = await openEventStore(url);
+  try {
+    const { result, ms } = await timed(async () => {
+      let events = 0;
+      for (let from = 0n; ; ) {
+        const batch = await store.readAll({ fromPosition: from, maxCount: 5_000 });
+        if (batch.length === 0) return events;
+        events += batch.length;
+        from = batch.at(-1)!.position;
+      }
+    });
+    return { events: result, ms };
+  } finally {
+    await store.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const db: TestDatabase | undefined = opts.postgres ? await createTestDatabase('gpunet_bench_restart') : undefined;
+  say(`starting a network (${opts.postgres ? 'PostgreSQL' : 'SQLite'} store)`);
+  let done = false;
+  const net = await TestNetwork.start({ agents: 1, gpus: 1, dirPrefix: 'gpunet-bench-restart-', logLevel: 'info', ...(db ? { postgresUrl: db.url } : {}) });
+  try {
+    const state = await readState(net.dataDir);
+    // Every service but nats-server stops while the history is written: none folds it live.
+    for (const p of state!.processes) if (p.role !== 'nats') await net.kill(p.name, 'SIGTERM', 60_000);
+
+    const store = await openEventStore(net.storeUrl);
+    if (!(store instanceof SqliteEventStore) && !(store instanceof PostgresEventStore)) throw new Error('unexpected store adapter');
+    const built = await timed(() => buildHistoryStore(store, { jobs: opts.jobs, teams: opts.teams }));
+    const head = await store.headPosition();
+    await store.close();
+    const file = net.storeUrl.replace(/^sqlite:/, '');
+    const size = db ? undefined : (await stat(file)).size;
+    say(`built ${built.result.jobs} jobs, ${built.result.events} events in ${round(built.ms / 1000)} s${size ? `, ${round(size / 1e9, 2)} GB` : ''}; head ${head}`);
+
+    const raw = await rawRead(net.storeUrl);
+    say(`raw read of the store: ${raw.events} events in ${round(raw.ms)} ms`);
+    figure('restart.raw_read.ms', raw.ms, 'ms', { events: raw.events });
+
+    const start = () => timed(() => net.restart('intake', { healthTimeoutMs: opts.healthTimeout * 1_000 }));
+    const first = await start();
+    say(`intake's first start on the history: healthy after ${round(first.ms / 1000, 2)} s`);
+    figure('restart.intake_first_start.ms', first.ms, 'ms', { raw: round(raw.ms), events: raw.events });
+    await net.kill('intake', 'SIGTERM', 60_000);
+    const again = await start();
+    say(`intake restart: healthy after ${round(again.ms / 1000, 2)} s`);
+    figure('restart.intake.ms', again.ms, 'ms', { raw: round(raw.ms), events: raw.events });
+    // What the restart folded, as intake logs it: the events applied and how long that took.
+    const folds = (await readFile(join(net.dataDir, 'logs', 'intake.log'), 'utf8'))
+      .split('\n')
+      .filter((line) => /job views folded/.test(line))
+      .map((line) => JSON.parse(line) as { events?: number; ms?: number });
+    const last = folds.at(-1);
+    if (last?.events !== undefined) {
+      say(`  intake's restart folded ${last.events} events in ${last.ms} ms`);
+      figure('restart.intake.events_folded', last.events, 'events', { raw: raw.events });
+    }
+    // Where the rest of the restart went: every fold intake logs at start (the key ring's too).
+    const log = (await readFile(join(net.dataDir, 'logs', 'intake.log'), 'utf8')).split('\n');
+    const lastStart = log.findLastIndex((line) => /"msg":"stopped"/.test(line)) + 1;
+    for (const line of log.slice(lastStart)) if (/folded|ready|caught up|listening|started/.test(line)) say(`  intake: ${line.slice(0, 240)}`);
+    done = true;
+  } finally {
+    await stopBenchNetwork(net, db, { keep: opts.keep, done }, say);
+  }
+  for (const f of figures) console.log(JSON.stringify(f));
+}
+
+await main();
