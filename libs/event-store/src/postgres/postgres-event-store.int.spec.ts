@@ -173,6 +173,14 @@ describe('postgres: global order never skips a late commit', () => {
         // The appender reads its own writes, and its head is its append.
         expect(await other.readAll({ fromPosition: from })).toEqual(seen);
         expect(await other.headPosition()).toBe(appended.position);
+        // So does a reader that did not append, at its first read: a one-shot read may be all it reads.
+        const stranger = await openPostgresEventStore({ connectionString: db.url, poolSize: 1 });
+        try {
+          expect(await stranger.readAll({ fromPosition: from })).toEqual(seen);
+          expect(await stranger.headPosition()).toBe(appended.position);
+        } finally {
+          await stranger.close();
+        }
       } finally {
         await reader.subscription.close();
       }
