@@ -80,10 +80,12 @@ describe('JobEnded writer in the ledger, against nats-server and a SQLite store'
       }
       return true;
     }, { timeoutMs: 20_000 });
+    // A message a stopped ledger had been delivered but not acknowledged is delivered again only
+    // after the consumer's ack wait (30 s, deploy/topology.yaml): wait past it.
     await until('the ledger to handle every published event', async () => {
       const info = await (await jetstream(nc).jetstreamManager()).consumers.info('GPUNET_EVENTS', 'ledger');
       return info.num_pending === 0 && info.num_ack_pending === 0 ? true : undefined;
-    }, { timeoutMs: 20_000 });
+    }, { timeoutMs: 50_000 });
   };
 
   beforeAll(async () => {
@@ -215,5 +217,5 @@ describe('JobEnded writer in the ledger, against nats-server and a SQLite store'
     await startLedger();
     await settled();
     for (const jobId of ['job-ok', 'job-dup', 'job-race', 'job-retry', 'job-cancel', 'job-staging', 'job-lost', 'job-down']) expect({ jobId, ends: (await endsOf(jobId)).length }).toEqual({ jobId, ends: 1 });
-  }, 60_000);
+  }, 120_000);
 });
