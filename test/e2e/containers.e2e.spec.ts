@@ -337,11 +337,14 @@ describe('images as data (`gpunet image push`, `work.archive`)', () => {
       expect(await agentLine(jobId, 'container image ready')).toMatchObject({ loaded: true });
       // Released with no keep: the node removes the cached archive (DataRemoved, node_cache) and the image loaded from it.
       await until(`${tag} removed`, async () => !(await exists()), { timeoutMs: 60_000 });
-      const removal = (await network().events({ types: ['DataRemoved'] })).find((e) => {
-        const d = e.data as { scope: string; blobs: { sha256: string }[] };
-        return d.scope === 'node_cache' && d.blobs.some((b) => b.sha256 === pushed.archive.sha256);
-      });
-      expect(removal).toBeDefined();
+      // The node's record of it reaches the store after the image is gone (its journal, then the recorder).
+      const removal = await until('the node_cache DataRemoved of the archive', async () =>
+        (await network().events({ types: ['DataRemoved'] })).find((e) => {
+          const d = e.data as { scope: string; blobs: { sha256: string }[] };
+          return d.scope === 'node_cache' && d.blobs.some((b) => b.sha256 === pushed.archive.sha256);
+        }),
+      { timeoutMs: 60_000 });
+      expect(removal.data).toMatchObject({ scope: 'node_cache', reason: 'job_released' });
     }),
     180_000,
   );
