@@ -213,4 +213,18 @@ describe.each(stores.backends)('job views in the store\'s database ($name)', (ba
     for (const [id, record] of oracle) expect(await feed.get(id)).toEqual(record.view);
     expect(await feed.get('nope')).toBeUndefined();
   });
+
+  it('counts for /metrics and /healthz what it folded, not what it last wrote', async () => {
+    const { a } = await pair(backend);
+    // No write for a minute unless a reader asks: the counts must make the table current themselves.
+    const feed = await started(a, { commitEveryMs: 60_000 });
+    await submit(a, 'c1');
+    await submit(a, 'c2');
+    await stage(a, 'c2');
+    await current(feed, a);
+    expect(Object.fromEntries(await feed.countsByState())).toEqual({ submitted: 1, staged: 1 });
+    await submit(a, 'c3');
+    await current(feed, a);
+    expect(await feed.size()).toBe(3);
+  });
 });

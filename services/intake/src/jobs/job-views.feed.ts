@@ -168,14 +168,19 @@ export class JobViewsFeed {
     return this.exclusive(() => this.commit());
   }
 
-  /** Jobs per state, as the table holds them (for `/metrics`). */
+  /**
+   * Jobs per state (for `/metrics`), counted in the table once it holds everything this process
+   * folded: a scrape agrees with a `GetJob` answered just before it, not with the last write.
+   */
   async countsByState(): Promise<Map<string, number>> {
+    await this.flush();
     const answer = await this.ready().query({ limit: 0, countBy: 'state' });
     return new Map((answer.counts ?? []).map((c) => [String(c.value), c.count]));
   }
 
-  /** Jobs in the table. */
+  /** Jobs in the table, once it holds everything this process folded. */
   async size(): Promise<number> {
+    await this.flush();
     return (await this.ready().query({ limit: 0 })).total;
   }
 
