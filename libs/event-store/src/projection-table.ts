@@ -129,3 +129,24 @@ export function projectionTablesOf(store: EventStore): ProjectionTableHost | und
   const host = store as Partial<ProjectionTableHost>;
   return typeof host.openProjectionTable === 'function' ? (host as ProjectionTableHost) : undefined;
 }
+
+/**
+ * The table's position if `store` holds the event it names; otherwise (a table ahead of a store
+ * restored from an older backup, or another store's) the table emptied, from position 0, after
+ * `untrusted` is told what was found: rows folded from events the store does not hold must not
+ * answer for it. A table moved meanwhile by another writer is looked at again.
+ */
+export async function trustedCheckpoint(
+  store: EventStore,
+  table: ProjectionTable,
+  untrusted: (held: ProjectionCheckpoint, found: string | null) => void | Promise<void>,
+): Promise<ProjectionCheckpoint> {
+  for (;;) {
+    const cp = await table.checkpoint();
+    if (cp.position === 0n) return cp;
+    const [at] = await store.readAll({ fromPosition: cp.position - 1n, toPosition: cp.position, maxCount: 1 });
+    if (at && at.position === cp.position && at.eventId === cp.eventId) return cp;
+    await untrusted(cp, at ? at.eventId : null);
+    if (await table.reset(cp)) return { position: 0n, eventId: null };
+  }
+}

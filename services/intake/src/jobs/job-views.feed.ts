@@ -1,6 +1,6 @@
 import type { JobView, ListJobsReply } from '#contracts';
 import { IllegalStateError } from '#errors';
-import { projectionTablesOf, type EventStore, type ProjectionCheckpoint, type ProjectionTable, type RecordedEvent, type Subscription } from '#event-store';
+import { projectionTablesOf, trustedCheckpoint, type EventStore, type ProjectionCheckpoint, type ProjectionTable, type RecordedEvent, type Subscription } from '#event-store';
 import { followStore, PositionWaiters } from '#service-kit';
 import type { Logger } from 'pino';
 import { evolveJob, jobIdOf, toSummary, type JobRecord } from '../domain/job-view.js';
@@ -77,7 +77,9 @@ export class JobViewsFeed {
     if (!host) throw new IllegalStateError('the job views need a store that keeps projection tables (SQLite or PostgreSQL)');
     const started = Date.now();
     const table = (this.table = await host.openProjectionTable(JOB_VIEWS_TABLE));
-    this.held = await this.trusted(table);
+    this.held = await trustedCheckpoint(this.store, table, (cp, found) =>
+      this.logger.warn({ position: String(cp.position), eventId: cp.eventId, found }, 'the job views table holds a position whose event this store does not hold; folding it again from the start'),
+    );
     this.applied = this.held;
     const from = this.applied.position;
     for (;;) {
@@ -231,20 +233,6 @@ export class JobViewsFeed {
     const run = this.turn.then(work, work);
     this.turn = run.catch(() => undefined);
     return run;
-  }
-
-  /**
-   * The table's position if this store holds the event it names; else (a table ahead of a store
-   * restored from an older backup, or copied from another store) the table emptied, from 0.
-   */
-  private async trusted(table: ProjectionTable): Promise<ProjectionCheckpoint> {
-    const cp = await table.checkpoint();
-    if (cp.position === 0n) return cp;
-    const [at] = await this.store.readAll({ fromPosition: cp.position - 1n, toPosition: cp.position, maxCount: 1 });
-    if (at && at.position === cp.position && at.eventId === cp.eventId) return cp;
-    this.logger.warn({ position: String(cp.position), eventId: cp.eventId, found: at ? at.eventId : null }, 'the job views table holds a position whose event this store does not hold; folding it again from the start');
-    if (!(await table.reset(cp))) return this.trusted(table);
-    return { position: 0n, eventId: null };
   }
 
   /** Reads and folds up to `max` events after this process's position; returns how many. */

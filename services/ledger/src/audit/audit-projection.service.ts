@@ -1,6 +1,6 @@
 import type { AuditJobsFilter, AuditJobSummary } from '#contracts';
 import { IllegalStateError, TransientError } from '#errors';
-import { projectionTablesOf, type EventStore, type ProjectionCheckpoint, type ProjectionTable, type RecordedEvent } from '#event-store';
+import { projectionTablesOf, trustedCheckpoint, type EventStore, type ProjectionCheckpoint, type ProjectionTable, type RecordedEvent } from '#event-store';
 import { EVENT_STORE, LOGGER, SERVICE_CONFIG, StoreFollower } from '#service-kit';
 import { Inject, Injectable, Optional, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
@@ -106,7 +106,12 @@ export class AuditProjectionService implements OnModuleInit, OnModuleDestroy {
     if (!host) throw new IllegalStateError('the audit projection needs a store that keeps projection tables (SQLite or PostgreSQL)');
     const started = Date.now();
     this.table = await host.openProjectionTable(AUDIT_TABLE);
-    const from = await this.trusted(this.table);
+    const { position: from } = await trustedCheckpoint(this.store, this.table, async (cp, found) =>
+      this.logger.warn(
+        { position: String(cp.position), eventId: cp.eventId, found, head: String(await this.store.headPosition()) },
+        'the audit table holds a position whose event this store does not hold; folding it again from the start',
+      ),
+    );
     // Ready once the tail the store held at start is folded: the first query need not wait long.
     const head = await this.store.headPosition();
     const events = await this.fold(head, started + this.startTimeoutMs, (position, folded) => new AuditTableStartError(from, position, head, folded, this.startTimeoutMs));
@@ -162,23 +167,6 @@ export class AuditProjectionService implements OnModuleInit, OnModuleDestroy {
       events += await this.step();
       await nextTurn();
     }
-  }
-
-  /**
-   * The table's checkpoint if the store holds its event, else the table emptied (position 0):
-   * rows folded from events the store does not hold must not answer for it.
-   */
-  private async trusted(table: ProjectionTable): Promise<bigint> {
-    const cp = await table.checkpoint();
-    if (cp.position === 0n) return 0n;
-    const [at] = await this.store.readAll({ fromPosition: cp.position - 1n, toPosition: cp.position, maxCount: 1 });
-    if (at && at.position === cp.position && at.eventId === cp.eventId) return cp.position;
-    this.logger.warn(
-      { position: String(cp.position), eventId: cp.eventId, found: at ? at.eventId : null, head: String(await this.store.headPosition()) },
-      'the audit table holds a position whose event this store does not hold; folding it again from the start',
-    );
-    if (!(await table.reset(cp))) return this.trusted(table);
-    return 0n;
   }
 
   /**
