@@ -1,6 +1,7 @@
 import { querySubject, type ServiceName } from '#contracts';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { createConnection, createServer, type Socket } from 'node:net';
 import { startNatsServer, type TestNatsServer } from '../../../../test/support/nats-server.js';
 import { HealthTimeoutError, waitHealthy } from './health.js';
 
@@ -61,4 +62,38 @@ describe('waitHealthy', () => {
       stop();
     }
   }, 30_000);
+
+  it('opens its connection again when a handshake stalls, instead of waiting out the whole timeout on it', async () => {
+    // A listener in front of the server that holds its first connection silent (a server too
+    // busy to answer one handshake) and passes every later one through.
+    const port = Number(new URL(server.url.replace('nats://', 'http://')).port);
+    const held: Socket[] = [];
+    const piped: Socket[] = [];
+    const proxy = createServer((client) => {
+      if (held.length === 0) {
+        held.push(client);
+        return;
+      }
+      const upstream = createConnection({ host: '127.0.0.1', port });
+      piped.push(client, upstream);
+      client.pipe(upstream).pipe(client);
+      client.on('error', () => upstream.destroy());
+      upstream.on('error', () => client.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const address = proxy.address();
+    if (address === null || typeof address === 'string') throw new Error('no proxy port');
+    const stop = answer('storage', () => true);
+    try {
+      const started = Date.now();
+      await waitHealthy(`nats://127.0.0.1:${address.port}`, { services: ['storage'], agents: [] }, { timeoutMs: 20_000, connectAttemptMs: 1_000 });
+      expect(held).toHaveLength(1);
+      // Well inside the timeout: the stalled attempt was given up after its own second.
+      expect(Date.now() - started).toBeLessThan(20_000);
+    } finally {
+      stop();
+      for (const s of [...held, ...piped]) s.destroy();
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+  }, 60_000);
 });

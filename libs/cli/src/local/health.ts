@@ -66,6 +66,8 @@ export interface WaitHealthyOptions {
   pollMs?: number;
   /** The NKey seed file to connect with (the operator's, on a network `gpunet up` started). */
   keyFile?: string;
+  /** How long one attempt to open the health connection may take before the next starts. Default 10 s. */
+  connectAttemptMs?: number;
 }
 
 /**
@@ -73,12 +75,7 @@ export interface WaitHealthyOptions {
  * became healthy for `timeoutMs`.
  */
 export async function waitHealthy(natsUrl: string, targets: HealthTargets, options: WaitHealthyOptions): Promise<void> {
-  // The caller's whole budget, not the client's default: on a busy machine the handshake alone can be slow.
-  const nc = await connect({ ...(await natsAuthOptions(options.keyFile)), servers: natsUrl.split(','), name: 'gpunet-cli-health', noAsyncTraces: true, maxReconnectAttempts: 5, timeout: options.timeoutMs }).catch(
-    (err: unknown) => {
-      throw new Error(`cannot connect to NATS at ${natsUrl} to ask for health within ${options.timeoutMs} ms: ${(err as Error).message}`, { cause: err });
-    },
-  );
+  const nc = await connectForHealth(natsUrl, options);
   const all = [...targets.services.filter((s) => s !== 'execution'), ...targets.agents];
   const done = new Set<string>();
   let deadline = Date.now() + options.timeoutMs;
@@ -100,6 +97,34 @@ export async function waitHealthy(natsUrl: string, targets: HealthTargets, optio
     }
   } finally {
     await nc.close().catch(() => undefined);
+  }
+}
+
+/** How long one attempt to open the health connection may take before the next one starts. */
+const HEALTH_CONNECT_ATTEMPT_MS = 10_000;
+
+/**
+ * Opens the connection `waitHealthy` asks on. One handshake can stall on a server busy accepting
+ * fifty agents at once; a fresh attempt then goes through where the stalled one would have waited
+ * out the whole budget. Gives up after `timeoutMs` without a connection, with the last attempt's error.
+ */
+async function connectForHealth(natsUrl: string, options: WaitHealthyOptions): Promise<NatsConnection> {
+  const auth = await natsAuthOptions(options.keyFile);
+  const deadline = Date.now() + options.timeoutMs;
+  let attempts = 0;
+  for (;;) {
+    options.check?.();
+    attempts++;
+    const attemptMs = options.connectAttemptMs ?? HEALTH_CONNECT_ATTEMPT_MS;
+    const timeout = Math.max(Math.min(1_000, attemptMs), Math.min(attemptMs, deadline - Date.now()));
+    try {
+      return await connect({ ...auth, servers: natsUrl.split(','), name: 'gpunet-cli-health', noAsyncTraces: true, maxReconnectAttempts: 5, timeout });
+    } catch (err) {
+      if (Date.now() >= deadline) {
+        throw new Error(`cannot connect to NATS at ${natsUrl} to ask for health within ${options.timeoutMs} ms (${attempts} attempts): ${(err as Error).message}`, { cause: err });
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
   }
 }
 
