@@ -136,6 +136,8 @@ function deadLetterReasonOf(outcome: Extract<Outcome, { kind: 'dead_letter' }>):
  * its ack wait expires, and another is delivered twice); any delay takes the timed path, which works.
  */
 const HAND_BACK_DELAY_MS = 1;
+/** How long one pull request stays open at the server (see `pullOptions`). */
+const PULL_EXPIRES_MS = 5_000;
 
 interface Entry {
   msg: JsMsg;
@@ -230,9 +232,19 @@ export class JetStreamConsumerRunner {
     }
     this.heartbeat = setInterval(() => this.beat(), this.heartbeatMs);
     this.heartbeat.unref();
-    this.messages = await consumer.consume({ max_messages: this.options.batchSize ?? 256 });
+    this.messages = await consumer.consume(this.pullOptions());
     this.loop = this.consumeLoop(this.messages);
     this.logger.info({ ackWaitMs, concurrency: this.concurrency, maxDeliveries: this.policy.maxDeliveries }, 'consuming');
+  }
+
+  /**
+   * Each pull request lives 5 s (the client renews it), not the client's default 30 s: the server
+   * hands new messages to the oldest open request, and a process that stopped answering (paused,
+   * cut off, a leader that lost its lease) would otherwise take them for the rest of its request
+   * and keep them from its successor until the ack wait (30 s) ran out.
+   */
+  private pullOptions(): { max_messages: number; expires: number } {
+    return { max_messages: this.options.batchSize ?? 256, expires: PULL_EXPIRES_MS };
   }
 
   /**
@@ -272,7 +284,7 @@ export class JetStreamConsumerRunner {
       if (this.closing) return;
       try {
         const consumer = await this.js.consumers.get(this.options.stream, this.options.durable);
-        current = await consumer.consume({ max_messages: this.options.batchSize ?? 256 });
+        current = await consumer.consume(this.pullOptions());
         this.messages = current;
         void this.watchStatus(current);
       } catch (err) {
