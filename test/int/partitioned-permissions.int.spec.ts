@@ -7,14 +7,16 @@
  */
 import { defaultPermissionsFile, parsePermissionTemplates, renderServerConfig } from '#bus-auth';
 import { createIdentityFile, type Identity } from '#identity';
-import { startService, type RunningService } from '#service-kit';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { missingStanding, provision } from '#messaging';
+import { startService, topologyFor, type RunningService } from '#service-kit';
+import { AckPolicy, jetstreamManager } from '@nats-io/jetstream';
 import { connect, nkeyAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
 import YAML from 'yaml';
 import { ledgerService } from '../../services/ledger/src/ledger.definition.js';
 import { startNatsServer, type TestNatsServer } from '../support/nats-server.js';
@@ -71,13 +73,33 @@ describe('a partitioned ledger on an authenticated nats-server', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   }, 60_000);
 
+  it('holds the ledger\'s events in the store until every durable the events stream keeps them for exists; no service may make another\'s', async () => {
+    const jsm = await jetstreamManager(operator);
+    // The price list is in the store, and nothing is on the bus: an interest stream would drop
+    // it, since only ledger-p1 (not its partition) exists (decision 0038).
+    await until('the first price list in the store', async () => ((await ledger!.ctx.store.readAll({ filter: { types: ['PriceListPublished'] } })).length > 0 ? true : undefined), { timeoutMs: 20_000 });
+    const asIntake = await jetstreamManager(intake);
+    expect(await missingStanding(asIntake, await topologyFor(join(dir, 'topology.yaml'), 'intake', []))).toEqual(['GPUNET_EVENTS/storage', 'GPUNET_EVENTS/placement', 'GPUNET_EVENTS/ledger-p0']);
+    expect((await jsm.streams.info('GPUNET_EVENTS')).state.messages).toBe(0);
+    // A service may look at another's durable, never make it: on nats-server 2.9 a create right
+    // would let it change one that exists (narrow its filter).
+    await expect(asIntake.consumers.add('GPUNET_EVENTS', { durable_name: 'ledger-p0', ack_policy: AckPolicy.Explicit, filter_subject: 'gpunet.evt.JobFinished.*.*.0' })).rejects.toThrow(/Permissions Violation|timeout/i);
+    await expect(asIntake.consumers.add('GPUNET_EVENTS', { durable_name: 'ledger-p1', ack_policy: AckPolicy.Explicit, filter_subject: 'gpunet.evt.JobFinished.*.*.1' })).rejects.toThrow(/Permissions Violation|timeout/i);
+    expect((await jsm.consumers.info('GPUNET_EVENTS', 'ledger-p1')).config.filter_subject).toBe('gpunet.evt.*.*.*.1');
+    // The operator makes them, as `gpunet up` does.
+    const topology = await topologyFor(join(dir, 'topology.yaml'), 'operator', []);
+    await provision(jsm, { streams: topology.streams, standing: topology.standing }, { logger: pino({ level: 'silent' }) });
+  }, 60_000);
+
   it('lets the ledger consume its partition and publish its events on their partition; refuses another service forging them', async () => {
     const jsm = await jetstreamManager(operator);
     expect((await jsm.consumers.info('GPUNET_EVENTS', 'ledger-p1')).config.filter_subject).toBe('gpunet.evt.*.*.*.1');
     const subjects = async () => (await jsm.streams.info('GPUNET_EVENTS', { subjects_filter: '>' })).state.subjects ?? {};
     // The first price list (no job: partition 0), published by the ledger's relay under its own key.
     await until('the first price list on its partitioned subject', async () => ((await subjects())['gpunet.evt.PriceListPublished._._.0'] === 1 ? true : undefined), { timeoutMs: 20_000 });
-    expect(nats.log()).not.toMatch(/Violation/);
+    // No violation by the ledger's key (the intake key's refused attempts above are its own).
+    expect(nats.log()).not.toContain(`Violation - Nkey "${ids.ledger!.identity.publicKey}"`);
+    expect(nats.log()).toContain(`Violation - Nkey "${ids.intake!.identity.publicKey}"`);
 
     const errors: Error[] = [];
     void (async () => {

@@ -10,7 +10,9 @@ export {
   loadPermissionTemplates,
   parsePermissionTemplates,
   renderPermissions,
+  standingDurables,
   type IdentityRef,
+  type StandingDurable,
   type RenderedPermissions,
 } from './permissions.js';
 export { identitiesInDir, identityRefOf, renderAuthorization, renderClusterConfig, renderServerConfig, type ClusterServerValues, serverUsers, writeServerConfig, type NetworkIdentity, type ServerConfigOptions, type ServerUser } from './server-config.js';

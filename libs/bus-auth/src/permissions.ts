@@ -127,12 +127,34 @@ function fill(subject: string, values: Record<string, string>, where: string): s
     if (value === undefined) throw new PermissionsError(`${where}: placeholder {${key}} in \`${subject}\` has no value for this identity (it has ${Object.keys(values).map((k) => `{${k}}`).join(', ')})`);
     return value;
   });
-  if (/[{}]/.test(out)) throw new PermissionsError(`${where}: \`${subject}\` has a malformed placeholder (write {name}, {service}, {node}, {team} or {durable})`);
+  if (/[{}]/.test(out)) throw new PermissionsError(`${where}: \`${subject}\` has a malformed placeholder (write {name}, {service}, {node}, {team}, {durable} or {standing})`);
   return out;
 }
 
-function expand(list: readonly string[], values: Record<string, string>, where: string): string[] {
-  return list.flatMap((s) => expandMacro(fill(s, values, where), where));
+/** A durable GPUNET_EVENTS keeps its messages for (decision 0038): `{standing}` is rendered once per durable. */
+export interface StandingDurable {
+  durable: string;
+  filter: string;
+}
+
+/**
+ * The durables deploy/topology.yaml's GPUNET_EVENTS keeps its messages for on a network of
+ * `eventPartitions` partitions: storage, placement and the ledger's, one per partition when split.
+ */
+export function standingDurables(eventPartitions = 1): StandingDurable[] {
+  const ledger =
+    eventPartitions > 1
+      ? Array.from({ length: eventPartitions }, (_, i) => ({ durable: `ledger-p${i}`, filter: `gpunet.evt.*.*.*.${i}` }))
+      : [{ durable: 'ledger', filter: 'gpunet.evt.>' }];
+  return [{ durable: 'storage', filter: 'gpunet.evt.>' }, { durable: 'placement', filter: 'gpunet.evt.>' }, ...ledger];
+}
+
+function expand(list: readonly string[], values: Record<string, string>, where: string, standing: readonly StandingDurable[] = []): string[] {
+  return list.flatMap((s) =>
+    s.includes('{standing')
+      ? standing.flatMap((d) => expandMacro(fill(s, { ...values, standing: d.durable }, where), where))
+      : expandMacro(fill(s, values, where), where),
+  );
 }
 
 /**
@@ -152,7 +174,7 @@ export function renderPermissions(
   options: { eventPartitions?: number } = {},
 ): RenderedPermissions {
   const partitions = options.eventPartitions ?? 1;
-  const rendered = renderOnce(templates, identity, teams, nodes);
+  const rendered = renderOnce(templates, identity, teams, nodes, undefined, standingDurables(partitions));
   if (partitions === 1 || identity.kind !== 'service') return rendered;
   // Events split into N partitions (decision 0030): every event subject it may publish also with
   // the partition token, and every rule naming its durable also for each partition's durable
@@ -160,7 +182,7 @@ export function renderPermissions(
   const publish = new Set(rendered.publish);
   const subscribe = new Set(rendered.subscribe);
   for (let i = 0; i < partitions; i++) {
-    const part = renderOnce(templates, identity, teams, nodes, `${identity.id!}-p${i}`);
+    const part = renderOnce(templates, identity, teams, nodes, `${identity.id!}-p${i}`, standingDurables(partitions));
     for (const s of part.publish) publish.add(s);
     for (const s of part.subscribe) subscribe.add(s);
   }
@@ -168,7 +190,14 @@ export function renderPermissions(
   return { ...rendered, publish: [...publish], subscribe: [...subscribe] };
 }
 
-function renderOnce(templates: PermissionTemplates, identity: IdentityRef, teams: readonly string[], nodes: readonly string[], durable?: string): RenderedPermissions {
+function renderOnce(
+  templates: PermissionTemplates,
+  identity: IdentityRef,
+  teams: readonly string[],
+  nodes: readonly string[],
+  durable: string | undefined,
+  standing: readonly StandingDurable[],
+): RenderedPermissions {
   const name = identityNameOf(identity);
   if (identity.kind !== 'operator' && identity.kind !== 'joiner' && (!identity.id || !ID.test(identity.id))) {
     throw new PermissionsError(`identity of kind ${identity.kind} needs an id of letters, digits, _ and - (got ${JSON.stringify(identity.id)})`);
@@ -184,8 +213,8 @@ function renderOnce(templates: PermissionTemplates, identity: IdentityRef, teams
   if (!kind) throw new PermissionsError(`${name}: the permissions file has no kinds.${identity.kind} template`);
   const extra = identity.kind === 'service' ? templates.kinds.services[identity.id!] : undefined;
   const where = `kinds.${identity.kind}${extra ? ` / kinds.services.${identity.id}` : ''} (${name})`;
-  const publish = [...expand(templates.common.publish, values, `common (${name})`), ...expand(kind.publish, values, where), ...expand(extra?.publish ?? [], values, where)];
-  const subscribe = [...expand(templates.common.subscribe, values, `common (${name})`), ...expand(kind.subscribe, values, where), ...expand(extra?.subscribe ?? [], values, where)];
+  const publish = [...expand(templates.common.publish, values, `common (${name})`, standing), ...expand(kind.publish, values, where, standing), ...expand(extra?.publish ?? [], values, where, standing)];
+  const subscribe = [...expand(templates.common.subscribe, values, `common (${name})`, standing), ...expand(kind.subscribe, values, where, standing), ...expand(extra?.subscribe ?? [], values, where, standing)];
   for (const perTeam of [kind.each_team, extra?.each_team]) {
     if (!perTeam) continue;
     for (const team of teams) {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { defaultClusterTemplateFile, defaultPermissionsFile } from './files.js';
-import { PermissionsError, parsePermissionTemplates, renderPermissions } from './permissions.js';
+import { PermissionsError, parsePermissionTemplates, renderPermissions, standingDurables } from './permissions.js';
 import { renderClusterConfig, renderServerConfig, serverUsers } from './server-config.js';
 
 const templates = parsePermissionTemplates(readFileSync(defaultPermissionsFile(), 'utf8'));
@@ -39,6 +39,26 @@ describe('deploy/nats-permissions.yaml', () => {
     const intake = renderPermissions(templates, { kind: 'service', id: 'intake' }, []);
     expect(intake.publish).toEqual(expect.arrayContaining(['gpunet.evt.JobSubmitted.*.*', 'gpunet.qry.ledger.GetCharges', 'gpunet.qry.ledger.AuditJobs', 'gpunet.cmd.RecordPriceList', 'gpunet.qry.placement.Estimate']));
     expect(intake.publish).not.toContain('gpunet.evt.PriceListPublished.*.*');
+  });
+
+  it('lets every service look at the durables GPUNET_EVENTS keeps its messages for, and never make, change, read, acknowledge or delete another\'s', () => {
+    for (const [partitions, standing] of [
+      [1, ['storage', 'placement', 'ledger']],
+      [2, ['storage', 'placement', 'ledger-p0', 'ledger-p1']],
+    ] as const) {
+      expect(standingDurables(partitions).map((d) => d.durable)).toEqual(standing);
+      const intake = renderPermissions(templates, { kind: 'service', id: 'intake' }, [], [], { eventPartitions: partitions });
+      expect(intake.publish.filter((s) => s.startsWith('$JS.API.CONSUMER.INFO.GPUNET_EVENTS.') && !s.includes('.intake')).sort()).toEqual(standing.map((d) => `$JS.API.CONSUMER.INFO.GPUNET_EVENTS.${d}`).sort());
+      // Every right on a consumer of the events names intake's own durables, and nothing else.
+      const own = partitions > 1 ? ['intake', 'intake-p0', 'intake-p1'] : ['intake'];
+      for (const s of intake.publish.filter((x) => /CONSUMER\.(CREATE|DURABLE|MSG|DELETE)|\$JS\.ACK/.test(x) && x.includes('GPUNET_EVENTS'))) {
+        expect(own).toContain(/GPUNET_EVENTS\.([^.]+)/.exec(s)![1]);
+      }
+    }
+    // Nodes and teams have no right on the events' consumers at all.
+    for (const ref of [{ kind: 'node', id: 'n1' }, { kind: 'team', id: 'ml' }] as const) {
+      expect(renderPermissions(templates, ref, ['ml']).publish.filter((s) => s.includes('GPUNET_EVENTS'))).toEqual([]);
+    }
   });
 
   it('lets a service of a partitioned network publish its events with their partition and use its partitions\' durables', () => {

@@ -7,6 +7,7 @@ import {
   autoReplicas,
   JetStreamServer,
   JetStreamTransportModule,
+  missingStanding,
   OutboxRelay,
   PostgresInbox,
   SqliteInbox,
@@ -322,6 +323,9 @@ async function startApp<C extends BaseConfig>(
     connection: nc,
     ...(def.provision === false ? {} : { topology }),
     streams: def.manageStreams === false ? 'use' : 'manage',
+    // With an identity (permissions on), a service may make only its own durable; the operator
+    // (`gpunet up`) or each owner makes the other standing ones, and the relay waits for them.
+    standing: config.GPUNET_NATS_NKEY_FILE === undefined ? 'create' : 'leave',
     // Every event is handled as the store holds it, never as a bus message claims it (decision
     // 0016) — in a process that holds the central store. A node's own journal holds no such copy:
     // its work comes only from the recorder, which alone may publish on its work subjects.
@@ -389,6 +393,7 @@ async function startApp<C extends BaseConfig>(
         name: relayName,
         filter: { streamPrefix: (def.streamPrefix as ((c: ServiceContext<C>) => string) | undefined)?.(ctx) ?? `${def.name}-` },
         ...(eventPartitions > 1 ? { subjectOf: (e: BusEvent) => partitionedEventSubject(e.type, e.metadata, eventPartitions) } : {}),
+        ready: (stopped) => waitForStanding(nc, topology, logger, stopped),
         logger,
       });
     await relay.start();
@@ -500,6 +505,29 @@ async function waitForConsumers(nc: NatsConnection, topology: Topology, logger: 
         await new Promise((r) => setTimeout(r, 500));
       }
     }
+  }
+}
+
+/**
+ * Resolves once every durable GPUNET_EVENTS keeps its events for exists (decision 0038): before
+ * that, an interest stream would drop what the relay publishes. The events wait in the store.
+ * Says which it waits for, once and then every 30 s; gives up only when the relay stops.
+ */
+async function waitForStanding(nc: NatsConnection, topology: Topology, logger: Logger, stopped: () => boolean): Promise<void> {
+  if (topology.standing.length === 0) return;
+  const jsm = await jetstreamManager(nc);
+  let toldAt: number | undefined;
+  while (!stopped()) {
+    const missing = await missingStanding(jsm, topology).catch((err: unknown) => [`(cannot ask: ${(err as Error).message})`]);
+    if (missing.length === 0) {
+      if (toldAt !== undefined) logger.info('relay: every consumer the events are kept for exists; publishing');
+      return;
+    }
+    if (toldAt === undefined || Date.now() - toldAt >= 30_000) {
+      logger.warn({ missing }, 'relay: waiting for the consumers the events stream keeps events for (each service makes its own at start; `gpunet up` makes them all); the events wait in the store');
+      toldAt = Date.now();
+    }
+    await new Promise((r) => setTimeout(r, 250));
   }
 }
 

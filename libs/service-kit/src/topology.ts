@@ -1,4 +1,4 @@
-import { parseTopology, type ConsumerDefinition, type Topology, type TopologyDefinition } from '#messaging';
+import { parseTopology, standingConsumers, type Topology, type TopologyFileDefinition } from '#messaging';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -25,12 +25,12 @@ export function defaultTopologyFile(): string {
  */
 export async function topologyFor(file: string, instance: string, durables: readonly string[], partition?: number): Promise<Topology> {
   const path = resolve(file);
-  const raw = (YAML.parse(await readFile(path, 'utf8')) ?? {}) as TopologyDefinition & { templates?: ConsumerDefinition[] };
+  const raw = (YAML.parse(await readFile(path, 'utf8')) ?? {}) as TopologyFileDefinition;
   const fill = (text: string) => {
     const out = text.replaceAll('{instance}', instance);
     return partition === undefined ? out : out.replaceAll('{partition}', String(partition));
   };
-  const templates = (raw.templates ?? []).map((t) => ({
+  const templates = (raw.templates ?? []).map(({ replaces: _replaces, ...t }) => ({
     ...t,
     durable: fill(t.durable),
     ...(t.filterSubjects ? { filterSubjects: t.filterSubjects.map(fill) } : {}),
@@ -39,8 +39,9 @@ export async function topologyFor(file: string, instance: string, durables: read
   const consumers = [...(raw.consumers ?? []), ...templates].filter((c) => wanted.has(c.durable));
   const missing = durables.filter((d) => !consumers.some((c) => c.durable === d));
   if (missing.length > 0) throw new Error(`${path}: no consumer or template for ${missing.join(', ')}; add it under consumers:`);
-  return parseTopology({ streams: raw.streams ?? [], consumers }, path);
+  return parseTopology({ streams: raw.streams ?? [], consumers, standing: standingConsumers(raw, await eventPartitionsOf(path)) }, path);
 }
+
 
 /**
  * The network's number of event partitions (decision 0030): the topology file's

@@ -17,7 +17,7 @@
  */
 import { parseDuration, SERVICE_NAMES, type ServiceName } from '#contracts';
 import { BlobStore } from '#blobs';
-import { parseTopology, provision } from '#messaging';
+import { parseTopology, provision, standingConsumers, type TopologyFileDefinition } from '#messaging';
 import { parse as parseYaml } from 'yaml';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { pino } from 'pino';
@@ -426,9 +426,10 @@ async function startNatsCluster(o: {
  * cluster cannot take them yet (no JetStream meta leader, peers not yet known to it).
  */
 export async function provisionStreams(natsUrl: string, operatorKeyFile: string, topologyFile: string, o: { timeoutMs: number; check: () => void }): Promise<void> {
-  // The streams only: each service makes its own consumers (the file's `templates` are theirs too).
-  const raw = (parseYaml(await readFile(topologyFile, 'utf8')) ?? {}) as { streams?: unknown };
-  const topology = parseTopology({ streams: raw.streams ?? [] }, topologyFile);
+  // The streams, and the durables GPUNET_EVENTS keeps its events for (decision 0038): a service
+  // may make only its own, so until all exist its relay waits. Each service still provisions its own.
+  const raw = (parseYaml(await readFile(topologyFile, 'utf8')) ?? {}) as TopologyFileDefinition;
+  const topology = parseTopology({ streams: raw.streams ?? [], standing: standingConsumers(raw, typeof raw.eventPartitions === 'number' ? raw.eventPartitions : 1) }, topologyFile);
   const nc = await connect({ ...(await natsAuthOptions(operatorKeyFile)), servers: natsUrl.split(','), name: 'gpunet-cli-up', noAsyncTraces: true });
   try {
     const deadline = Date.now() + o.timeoutMs;
@@ -437,7 +438,7 @@ export async function provisionStreams(natsUrl: string, operatorKeyFile: string,
       try {
         // Until the cluster has elected its JetStream meta leader, the API does not answer (a timeout).
         const jsm = await jetstreamManager(nc);
-        await provision(jsm, { streams: topology.streams }, { serverVersion: nc.info?.version, serverInfo: nc.info, logger: silentLogger });
+        await provision(jsm, { streams: topology.streams, standing: topology.standing }, { serverVersion: nc.info?.version, serverInfo: nc.info, logger: silentLogger });
         return;
       } catch (err) {
         if (Date.now() >= deadline) throw new LocalNetworkError(`the NATS cluster did not take the streams of ${topologyFile} within ${o.timeoutMs} ms: ${(err as Error).message}`, [], { cause: err });

@@ -35,6 +35,8 @@ export interface JetStreamServerOptions {
   topology?: TopologyDefinition;
   /** How the topology's streams are provisioned (`provision`'s `streams`). Default `manage`. */
   streams?: 'manage' | 'use';
+  /** Whether the topology's standing durables are made when missing (`provision`'s `standing`). Default `create`. */
+  standing?: 'create' | 'leave';
   /**
    * Durable consumers. `@EventPattern('Type')` handlers run on the first one; pick another with
    * `@EventPattern('Type', { consumer: '<durable>' })`. Required when there are event handlers.
@@ -113,7 +115,7 @@ export class JetStreamServer extends Server<StatusEvents, ServerStatus> implemen
     void this.watchConnection(nc);
 
     if (this.options.topology) {
-      this.provisionReport = await provision(await jetstreamManager(nc), this.options.topology, { serverVersion: nc.info?.version, serverInfo: nc.info, logger: this.log, streams: this.options.streams ?? 'manage' });
+      this.provisionReport = await provision(await jetstreamManager(nc), this.options.topology, { serverVersion: nc.info?.version, serverInfo: nc.info, logger: this.log, streams: this.options.streams ?? 'manage', standing: this.options.standing ?? 'create' });
     }
 
     const bindings = this.options.consumers ?? [];

@@ -32,6 +32,12 @@ export interface OutboxRelayOptions {
   retryMaxMs?: number;
   /** Default: the messaging pino logger. */
   logger?: Logger;
+  /**
+   * Resolves once the bus may take events; nothing is published before. For a stream of interest
+   * retention, which drops an event no durable wants yet: every durable it keeps events for
+   * exists (decision 0038). `stopped()` turns true when the relay stops while it waits.
+   */
+  ready?: (stopped: () => boolean) => Promise<void>;
 }
 
 export interface OutboxRelayStats {
@@ -137,6 +143,7 @@ export class OutboxRelay {
 
   private async run(): Promise<void> {
     let retryMs = this.options.retryBaseMs ?? 200;
+    await this.options.ready?.(() => this.stopping);
     while (!this.stopping) {
       this.failure = undefined;
       const sub = this.store.subscribeToAll({

@@ -1,4 +1,4 @@
-import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -92,6 +92,60 @@ describe('provision (nats-server)', () => {
     expect(err).toBeInstanceOf(ProvisioningError);
     expect((err as ProvisioningError).fields).toContain('storage');
     expect((await jsm.streams.info('EVT')).config.storage).toBe('file');
+  });
+
+  it('makes an interest stream\'s standing durables with it, keeps each message until every one of them acknowledged it, and then holds nothing', async () => {
+    const standing = [
+      { stream: 'INT', durable: 'a', filterSubjects: ['t.int.>'] },
+      { stream: 'INT', durable: 'b', filterSubjects: ['t.int.>'] },
+    ];
+    // A process that consumes neither (as intake): it makes the stream and both durables.
+    const first = await provision(jsm, { streams: [{ name: 'INT', subjects: ['t.int.>'], retention: 'interest' }], standing }, { logger });
+    expect(first.consumers.map((c) => [c.durable, c.action])).toEqual([
+      ['a', 'created'],
+      ['b', 'created'],
+    ]);
+    const js = jetstream(nc);
+    // One subject per message, as the events' job ids make them.
+    for (let i = 0; i < 20; i++) await js.publish(`t.int.job${i}`, `m${i}`);
+    expect((await jsm.streams.info('INT')).state.messages).toBe(20);
+
+    async function drain(durable: string): Promise<string[]> {
+      const consumer = await js.consumers.get('INT', durable);
+      const got: string[] = [];
+      while (got.length < 20) {
+        const m = await consumer.next({ expires: 5_000 });
+        if (!m) continue;
+        got.push(m.string());
+        await m.ackAck();
+      }
+      return got;
+    }
+    expect(await drain('a')).toHaveLength(20);
+    // `b` has not acknowledged them: every message stays.
+    expect((await jsm.streams.info('INT')).state.messages).toBe(20);
+    // `b`'s owner provisions its own durable later, with its own settings: it gets all twenty.
+    await provision(jsm, { streams: [{ name: 'INT', subjects: ['t.int.>'], retention: 'interest' }], consumers: [{ ...standing[1]!, ackWait: '5s' }], standing }, { logger });
+    expect(await drain('b')).toHaveLength(20);
+    const info = await jsm.streams.info('INT', { subjects_filter: '>' });
+    expect(info.state.messages).toBe(0);
+    expect(info.state.num_subjects ?? 0).toBe(0);
+
+    // Another process's provisioning never changes a durable that exists.
+    await provision(jsm, { streams: [{ name: 'INT', subjects: ['t.int.>'], retention: 'interest' }], standing }, { logger });
+    expect((await jsm.consumers.info('INT', 'b')).config.ack_wait).toBe(5_000_000_000);
+  });
+
+  it('keeps the retention of an existing stream, which the server cannot change, with a warning that says how to apply the new one', async () => {
+    await provision(jsm, { streams: [{ name: 'OLD', subjects: ['t.old.>'] }] }, { logger });
+    const warnings: string[] = [];
+    const capture = pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) });
+    const report = await provision(jsm, { streams: [{ name: 'OLD', subjects: ['t.old.>'], retention: 'interest', maxAge: '1d' }] }, { logger: capture });
+    expect(report.streams[0]).toMatchObject({ name: 'OLD', action: 'updated', changed: ['max_age'], kept: ['retention'], serverRetention: 'limits' });
+    const config = (await jsm.streams.info('OLD')).config;
+    expect(config.retention).toBe('limits');
+    expect(config.max_age).toBe(86_400_000 * 1_000_000);
+    expect(warnings.join('\n')).toMatch(/stream OLD keeps its retention .*Recreating a stream/);
   });
 
   it('makes a `replicas: auto` stream R1 on a server alone, and means 3 only where the server names a cluster', async () => {

@@ -14,7 +14,7 @@ import {
 import { ProvisioningError } from '../errors.js';
 import { defaultMessagingLogger, type Logger } from '../logging.js';
 import { msToNanos } from '../duration.js';
-import { parseTopology, type ConsumerSpec, type StreamSpec, type TopologyDefinition } from './topology.js';
+import { parseTopology, type ConsumerSpec, type StreamSpec, type Topology, type TopologyDefinition } from './topology.js';
 
 export interface ProvisionOptions {
   /**
@@ -34,6 +34,13 @@ export interface ProvisionOptions {
   /** How long `use` waits for a missing stream. Default 60 s. */
   streamWaitMs?: number;
   /**
+   * The topology's `standing` durables (decision 0038): `create` (default) makes those missing,
+   * never changing one that exists; `leave` does not touch them, for an identity that may create
+   * only its own durable (every service on a network with permissions): the operator or each
+   * owner makes them, and the relay waits for them ({@link missingStanding}).
+   */
+  standing?: 'create' | 'leave';
+  /**
    * The server's INFO (`nc.info`): a stream with `replicas: auto` gets {@link CLUSTER_REPLICAS}
    * when it names a cluster, else 1. Default: unknown (alone).
    */
@@ -51,7 +58,15 @@ export function autoReplicas(info: { cluster?: string | undefined } | undefined)
 export type ProvisionAction = 'created' | 'updated' | 'unchanged';
 
 export interface ProvisionReport {
-  streams: { name: string; action: ProvisionAction; changed: string[] }[];
+  streams: {
+    name: string;
+    action: ProvisionAction;
+    changed: string[];
+    /** Fields the topology changes that the server keeps as they are on an existing stream (`retention`). */
+    kept: string[];
+    /** The existing stream's retention on the server, when it was kept. */
+    serverRetention?: string;
+  }[];
   consumers: {
     stream: string;
     durable: string;
@@ -82,6 +97,29 @@ export async function provision(jsm: JetStreamManager, topology: TopologyDefinit
     const entry = options.streams === 'use' ? await useStream(jsm, s, options.streamWaitMs ?? 60_000, logger) : await provisionStream(jsm, s);
     report.streams.push(entry);
     if (entry.action !== 'unchanged') logger.info({ stream: s.name, action: entry.action, changed: entry.changed }, 'stream provisioned');
+    if (entry.kept.length > 0) {
+      logger.warn(
+        { stream: s.name, kept: entry.kept, retention: { server: entry.serverRetention, topology: s.retention } },
+        `stream ${s.name} keeps its ${entry.kept.join(', ')} (the server cannot change it on an existing stream): recreate the stream to apply the topology's, as docs/operations.md describes ("Recreating a stream")`,
+      );
+    }
+    // A stream of interest retention drops what no consumer wants yet: the durables it must keep
+    // messages for exist before anything else is published to it (decision 0038). Only a process
+    // that manages streams makes them; an execution node only uses its own.
+    if (options.streams !== 'use' && options.standing !== 'leave') {
+      for (const c of spec.standing.filter((c) => c.stream === s.name && !spec.consumers.some((own) => own.stream === c.stream && own.durable === c.durable))) {
+        const made = await provisionConsumer(jsm, c, multiFilter, { createOnly: true }).catch((err: unknown) => {
+          throw new ProvisioningError(
+            `cannot create ${s.name}'s standing consumer ${c.durable}, which the stream keeps its messages for: ${(err as Error).message}. An identity that may create only its own durable provisions with \`standing: 'leave'\` (decision 0038)`,
+            `consumer ${c.stream}/${c.durable}`,
+            [],
+            { cause: err },
+          );
+        });
+        report.consumers.push(made);
+        if (made.action === 'created') logger.info({ stream: c.stream, durable: c.durable }, 'standing consumer created (the stream keeps its messages for it until it acknowledges them)');
+      }
+    }
   }
   for (const c of spec.consumers) {
     const entry = await provisionConsumer(jsm, c, multiFilter);
@@ -92,6 +130,26 @@ export async function provision(jsm: JetStreamManager, topology: TopologyDefinit
     if (entry.action !== 'unchanged') logger.info({ stream: c.stream, durable: c.durable, action: entry.action, changed: entry.changed }, 'consumer provisioned');
   }
   return report;
+}
+
+/**
+ * The standing durables of `topology` (decision 0038) that do not exist on the server yet. A
+ * stream of interest retention drops an event no durable wants, so a relay publishes nothing
+ * before this is empty.
+ */
+export async function missingStanding(jsm: JetStreamManager, topology: Pick<Topology, 'standing'>): Promise<string[]> {
+  const missing: string[] = [];
+  for (const c of topology.standing) {
+    const found = await jsm.consumers.info(c.stream, c.durable).then(
+      () => true,
+      (err: unknown) => {
+        if (isApiError(err, JetStreamApiCodes.ConsumerNotFound) || isApiError(err, JetStreamApiCodes.StreamNotFound)) return false;
+        throw err;
+      },
+    );
+    if (!found) missing.push(`${c.stream}/${c.durable}`);
+  }
+  return missing;
 }
 
 /** True from nats-server 2.10, which accepts `filter_subjects`. */
@@ -150,15 +208,20 @@ async function provisionStream(jsm: JetStreamManager, s: ResolvedStreamSpec): Pr
     await jsm.streams.add(desired).catch((err: unknown) => {
       throw new ProvisioningError(`cannot create stream ${s.name}: ${(err as Error).message}`, `stream ${s.name}`, [], { cause: err });
     });
-    return { name: s.name, action: 'created', changed: [] };
+    return { name: s.name, action: 'created', changed: [], kept: [] };
   }
-  const changed = differingFields(desired, current.config);
-  if (changed.length === 0) return { name: s.name, action: 'unchanged', changed };
-  const { name: _name, ...update } = { ...current.config, ...desired };
+  const differing = differingFields(desired, current.config);
+  // The server cannot change an existing stream's retention (nats-server 2.9): the stream keeps
+  // its own, with a warning, rather than every service refusing to start on an upgraded network.
+  const kept = differing.filter((f) => f === 'retention');
+  const changed = differing.filter((f) => f !== 'retention');
+  const keptReport = kept.length > 0 ? { kept, serverRetention: String(current.config.retention) } : { kept };
+  if (changed.length === 0) return { name: s.name, action: 'unchanged', changed, ...keptReport };
+  const { name: _name, ...update } = { ...current.config, ...desired, retention: current.config.retention };
   await jsm.streams.update(s.name, update).catch((err: unknown) => {
     throw new ProvisioningError(`cannot update stream ${s.name} (${changed.join(', ')}): ${(err as Error).message}`, `stream ${s.name}`, changed, { cause: err });
   });
-  return { name: s.name, action: 'updated', changed };
+  return { name: s.name, action: 'updated', changed, ...keptReport };
 }
 
 /** A stream this identity uses but may not change: see {@link ProvisionOptions.streams}. */
@@ -177,7 +240,7 @@ async function useStream(jsm: JetStreamManager, s: ResolvedStreamSpec, waitMs: n
         return false;
       },
     );
-    if (created) return { name: s.name, action: 'created', changed: [] };
+    if (created) return { name: s.name, action: 'created', changed: [], kept: [] };
     const deadline = Date.now() + waitMs;
     while (!(current = await info())) {
       if (Date.now() >= deadline) throw new ProvisioningError(`stream ${s.name} does not exist after ${waitMs} ms and this identity may not create it: start the control plane's services first`, `stream ${s.name}`, []);
@@ -186,13 +249,14 @@ async function useStream(jsm: JetStreamManager, s: ResolvedStreamSpec, waitMs: n
   }
   const changed = differingFields(streamConfig(s), current.config);
   if (changed.length > 0) logger.warn({ stream: s.name, changed }, 'stream differs from the topology file; using it as it is (its owner updates it)');
-  return { name: s.name, action: 'unchanged', changed };
+  return { name: s.name, action: 'unchanged', changed, kept: [] };
 }
 
 async function provisionConsumer(
   jsm: JetStreamManager,
   c: ConsumerSpec,
   multiFilter: boolean,
+  options: { createOnly?: boolean } = {},
 ): Promise<ProvisionReport['consumers'][number]> {
   let filterSubjects: string[] = c.filterSubjects ?? [];
   let degraded = false;
@@ -230,6 +294,8 @@ async function provisionConsumer(
     });
     return { stream: c.stream, durable: c.durable, action: 'created', changed: [], filterSubjects, degraded };
   }
+  // Another service's durable, made here only so that it exists: its owner keeps its config.
+  if (options.createOnly) return { stream: c.stream, durable: c.durable, action: 'unchanged', changed: [], filterSubjects, degraded };
   const actual: Partial<ConsumerConfig> = { ...current.config };
   const changed = differingFields(desired, actual);
   // A filter that was set and is now the whole stream shows up as a key the desired config lacks.

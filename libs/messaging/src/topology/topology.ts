@@ -85,6 +85,13 @@ const topologySchema = z
   .strictObject({
     streams: z.array(streamSchema).default([]),
     consumers: z.array(consumerSchema).default([]),
+    /**
+     * Durables a stream of `interest` retention keeps its messages for from the moment it exists
+     * (decision 0038). Such a stream drops a message no consumer wants yet, so a process that
+     * provisions streams also creates these, when missing, right after the stream; it never
+     * changes one that exists (its owner does, through `consumers`).
+     */
+    standing: z.array(consumerSchema).default([]),
   })
   .superRefine((t, ctx) => {
     const seen = new Set<string>();
@@ -127,5 +134,36 @@ export function parseTopology(input: unknown, source = 'topology'): Topology {
 
 /** Merges several topologies (e.g. one file per service) into one; duplicates are reported by `parseTopology`. */
 export function mergeTopologies(...parts: TopologyDefinition[]): TopologyDefinition {
-  return { streams: parts.flatMap((p) => p.streams ?? []), consumers: parts.flatMap((p) => p.consumers ?? []) };
+  return { streams: parts.flatMap((p) => p.streams ?? []), consumers: parts.flatMap((p) => p.consumers ?? []), standing: parts.flatMap((p) => p.standing ?? []) };
 }
+
+/** A consumer template of a topology file: `{instance}`/`{partition}` placeholders, and what it stands in for. */
+export type TemplateDefinition = ConsumerDefinition & {
+  /** On a partitioned network (eventPartitions N > 1), this template's N durables take the place of this one of `consumers:`. */
+  replaces?: string;
+};
+
+/**
+ * The durables each stream of `interest` retention keeps its messages for (decision 0038): its
+ * `consumers:`, and on a network of N > 1 event partitions, each partition's durable of a
+ * `{partition}` template in place of the consumer it `replaces` (`ledger-p0` … instead of `ledger`).
+ * Per-instance templates (a node's work consumer) are not among them: they are made when the
+ * instance is enrolled.
+ */
+export function standingConsumers(raw: TopologyFileDefinition, eventPartitions: number): ConsumerDefinition[] {
+  const interest = new Set((raw.streams ?? []).filter((s) => s.retention === 'interest').map((s) => s.name));
+  const partitioned = eventPartitions > 1 ? (raw.templates ?? []).filter((t) => t.durable.includes('{partition}') && interest.has(t.stream)) : [];
+  const replaced = new Set(partitioned.flatMap((t) => (t.replaces ? [`${t.stream}/${t.replaces}`] : [])));
+  const fixed = (raw.consumers ?? []).filter((c) => interest.has(c.stream) && !replaced.has(`${c.stream}/${c.durable}`));
+  const perPartition = partitioned.flatMap(({ replaces: _replaces, ...t }) =>
+    Array.from({ length: eventPartitions }, (_, i) => ({
+      ...t,
+      durable: t.durable.replaceAll('{partition}', String(i)),
+      ...(t.filterSubjects ? { filterSubjects: t.filterSubjects.map((f) => f.replaceAll('{partition}', String(i))) } : {}),
+    })),
+  );
+  return [...fixed, ...perPartition];
+}
+
+/** A topology file as written (deploy/topology.yaml): the topology, its per-instance templates and its event partitions. */
+export type TopologyFileDefinition = TopologyDefinition & { templates?: TemplateDefinition[]; eventPartitions?: unknown };
