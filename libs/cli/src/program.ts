@@ -21,6 +21,7 @@ import { invoiceShow, invoicesList, isInvoiceId } from './commands/invoices.js';
 import { ledgerRebuild } from './commands/ledger.js';
 import { keysCreate, keysList, keysRevoke, teamsCreate, teamsDisable, teamsList, teamsShow, type KeysCreateFlags } from './commands/keys.js';
 import { natsAuthorization, natsConfig, natsKeys, nodeJoin, nodesAdmin, nodesEnroll, nodesList, nodesToken, type NodeAdminOptions } from './commands/nodes.js';
+import { natsRecreateStream, type RecreateStreamOptions } from './commands/streams.js';
 import { top, type TopOptions } from './commands/top.js';
 import { pricesList, pricesPublish } from './commands/prices.js';
 import { quotaSet, quotaShow, type QuotaSetFlags } from './commands/quota.js';
@@ -367,6 +368,12 @@ export function buildProgram(io: Io, result: { code: ExitCode }): Command {
     .option('--team <team>', 'a producer team\'s identity too (repeatable)', collect)
     .option('--signing-key <file>', 'also the network signing key the ledger signs chain heads with (decision 0011), where missing')
     .action(run((ctx, opts) => natsKeys(ctx, opts as Parameters<typeof natsKeys>[1])));
+  withBaseOptions(nats.command('recreate-stream').exitOverride().showHelpAfterError('(add --help for usage)'))
+    .description('delete a stream and make it again as the topology file defines it, with the durables it keeps messages for: what the server cannot change in place (GPUNET_EVENTS\' retention after an upgrade). Every service stopped, every durable caught up; refuses otherwise')
+    .argument('<stream>', 'e.g. GPUNET_EVENTS')
+    .option('--topology <file>', 'the topology file; default env GPUNET_TOPOLOGY_FILE, else deploy/topology.yaml of this checkout')
+    .option('--nats <url>', 'NATS URL of the network; default env GPUNET_NATS_URL, else the one in <data-dir>/state.json')
+    .action(run((ctx, stream, opts) => natsRecreateStream(ctx, stream as string, opts as RecreateStreamOptions)));
   withBaseOptions(nats.command('config').exitOverride().showHelpAfterError('(add --help for usage)'))
     .description('one cluster server\'s nats-server config from deploy/nats/cluster.conf (clients :4222, routes :6222, monitoring 127.0.0.1:8222)')
     .requiredOption('--name <name>', 'this server\'s name, unique in the cluster (e.g. ctl-1)')

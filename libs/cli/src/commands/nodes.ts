@@ -28,7 +28,7 @@ export interface NodesOptions {
   nats?: string;
 }
 
-async function operatorConnection(ctx: CommandContext, opts: NodesOptions): Promise<NatsConnection> {
+export async function operatorConnection(ctx: CommandContext, opts: NodesOptions): Promise<NatsConnection> {
   const url = opts.nats ?? ctx.io.env.GPUNET_NATS_URL ?? (await ctx.state())?.natsUrl;
   if (!url) throw new UsageError('no NATS server to reach the recorder', [{ path: '--nats', message: 'not given, no GPUNET_NATS_URL, no local network', fix: 'pass `--nats nats://host:4222`, or start one with `gpunet up`' }]);
   return connect({ ...(await natsAuthOptions(operatorKeyFileOf(ctx.io.env, await ctx.state()))), servers: url.split(','), name: 'gpunet-cli-nodes', noAsyncTraces: true, maxReconnectAttempts: 2 });
