@@ -187,26 +187,31 @@ function relayedEventSample(): string {
 }
 
 /**
- * How long each producer's outbox relay took to publish its events: JetStream's own timestamp
- * of each message minus the store's `recordedAt` of the event, by producer (same machine clock).
+ * How long each producer's outbox relay took to publish its events: the time each event reached
+ * a subscriber on the bus minus the store's `recordedAt` of the event, by producer (same machine
+ * clock). A plain subscription taken before the run: GPUNET_EVENTS keeps an event only until its
+ * consumers acknowledged it (decision 0038), so the stream cannot be read back afterwards.
  */
-async function relayLag(net: TestNetwork, fromSeq: number): Promise<Map<string, number[]>> {
-  const js = jetstream(await net.nats());
-  const consumer = await js.consumers.get('GPUNET_EVENTS', { opt_start_seq: fromSeq });
-  const last = (await (await jetstreamManager(await net.nats())).streams.info('GPUNET_EVENTS')).state.last_seq;
+async function watchRelayLag(net: TestNetwork): Promise<{ stop(): Promise<Map<string, number[]>> }> {
+  const nc = await net.nats();
   const lags = new Map<string, number[]>();
-  if (last < fromSeq) return lags;
-  const messages = await consumer.consume();
-  for await (const m of messages) {
-    const e = m.json<{ recordedAt: string; metadata: { producer: string } }>();
-    const lag = m.time.getTime() - Date.parse(e.recordedAt);
-    const list = lags.get(e.metadata.producer) ?? [];
-    list.push(lag);
-    lags.set(e.metadata.producer, list);
-    if (m.seq >= last) break;
-  }
-  await messages.close();
-  return lags;
+  const sub = nc.subscribe('gpunet.evt.>', {
+    callback: (err, m) => {
+      if (err) return;
+      const e = m.json<{ recordedAt: string; metadata: { producer: string } }>();
+      const list = lags.get(e.metadata.producer) ?? [];
+      list.push(Date.now() - Date.parse(e.recordedAt));
+      lags.set(e.metadata.producer, list);
+    },
+  });
+  await nc.flush();
+  return {
+    async stop() {
+      await nc.flush();
+      sub.unsubscribe();
+      return lags;
+    },
+  };
 }
 
 /** The single-host run's headline figures, for the side-by-side table of `--cluster`. */
@@ -281,7 +286,7 @@ async function main(): Promise<Headline | undefined> {
         await new Promise((r) => setTimeout(r, 250));
       }
     })();
-    const firstSeq = (await (await jetstreamManager(await net.nats())).streams.info('GPUNET_EVENTS')).state.last_seq + 1;
+    const relayWatch = await watchRelayLag(net);
 
     const jsm = await jetstreamManager(await net.nats());
     const seqBefore = await streamSequences(jsm);
@@ -326,7 +331,7 @@ async function main(): Promise<Headline | undefined> {
     const seqAfter = await streamSequences(jsm);
     sampling = false;
     await sampler;
-    const relay = await relayLag(net, firstSeq);
+    const relay = await relayWatch.stop();
     // The end is the store's own commit time of the last of those events, not when the poll noticed.
     const end = Math.max(...events.filter((e) => wanted.has(e.metadata.jobId ?? '')).map((e) => Date.parse(e.recordedAt)));
     const elapsedMs = end - t0;
