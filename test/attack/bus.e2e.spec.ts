@@ -15,7 +15,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { chmod, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { scriptJob } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 
 let net: TestNetwork | undefined;
@@ -41,7 +41,7 @@ beforeAll(async () => {
   await chmod(net.dataDir, 0o711);
   await net.kill('node-1', 'SIGTERM');
   await net.restart('node-1');
-}, 120_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   for (const nc of opened) await nc.close().catch(() => undefined);

@@ -16,7 +16,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { randomUUID } from 'node:crypto';
 import { recomputeUsage, usageByAttempt } from '../support/billing.js';
 import { scriptJob, settle } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 import { OFF_CONTRACT_HEADER } from '../support/bus/bus-contract.js';
 
@@ -25,7 +25,7 @@ const e2e = (body: () => Promise<void>) => withLogsOnFailure(() => net, body);
 
 beforeAll(async () => {
   net = await TestNetwork.start({ agents: 1, gpus: 2 });
-}, 90_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { runCli } from '../../libs/cli/src/program.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 
 let net: TestNetwork | undefined;
@@ -63,7 +63,7 @@ async function admitted(keyFile: string): Promise<boolean> {
 beforeAll(async () => {
   machine = await mkdtemp(join(tmpdir(), 'gpunet-gpu-machine-'));
   net = await TestNetwork.start({ agents: 0 });
-}, 120_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   for (const nc of opened) await nc.close().catch(() => undefined);

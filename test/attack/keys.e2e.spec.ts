@@ -15,7 +15,7 @@ import { readFile } from 'node:fs/promises';
 import { PassThrough } from 'node:stream';
 import { runCli } from '../../libs/cli/src/program.js';
 import { until } from '../support/poll.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 
 let net: TestNetwork | undefined;
 const network = () => net!;
@@ -67,7 +67,7 @@ const blue = { producer: '', producerId: '' };
 
 beforeAll(async () => {
   net = await TestNetwork.start({ agents: 1, gpus: 1 });
-}, 150_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();

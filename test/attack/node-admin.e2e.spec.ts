@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 
 let net: TestNetwork | undefined;
@@ -41,7 +41,7 @@ async function http(method: 'GET' | 'POST', path: string, key: string, body?: un
 
 beforeAll(async () => {
   net = await TestNetwork.start({ agents: 2, gpus: 1 });
-}, 90_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   for (const nc of opened) await nc.close().catch(() => undefined);

@@ -41,7 +41,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { runCli } from '../../libs/cli/src/program.js';
 import { scriptJob, settle } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 import { OFF_CONTRACT_HEADER } from '../support/bus/bus-contract.js';
 
@@ -62,7 +62,7 @@ beforeAll(async () => {
   void (async () => {
     for await (const m of sub) captured.push(m.json<NodeReport>());
   })();
-}, 90_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await Promise.all(opened.map((c) => c.close().catch(() => undefined)));

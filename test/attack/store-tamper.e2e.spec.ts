@@ -23,7 +23,7 @@ import { billableMs, chargeMicros, deriveInvoice } from '../../services/ledger/s
 import type { DisputeBundle } from '../../services/ledger/src/replay/bundle.js';
 import { jobEvents, scriptJob, settle } from '../support/jobs.js';
 import { until } from '../support/poll.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { deleteStream, rechainStream } from '../support/store-tamper.js';
 
 let net: TestNetwork | undefined;
@@ -54,7 +54,7 @@ const SHIFT_MS = 600;
 beforeAll(async () => {
   net = await TestNetwork.start({ agents: 1, gpus: 2 });
   await mkdir(path('elsewhere'));
-}, 150_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();

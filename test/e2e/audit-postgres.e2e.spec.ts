@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { PassThrough } from 'node:stream';
 import { runCli } from '../../libs/cli/src/program.js';
 import { scriptJob, settle } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { createTestDatabase, type TestDatabase } from '../support/postgres.js';
 
 let db: TestDatabase | undefined;
@@ -30,7 +30,7 @@ async function cli(args: string[]): Promise<{ code: number; out: string; err: st
 beforeAll(async () => {
   db = await createTestDatabase();
   net = await TestNetwork.start({ agents: 1, gpus: 2, postgresUrl: db.url });
-}, 120_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();

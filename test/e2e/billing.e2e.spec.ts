@@ -21,7 +21,7 @@ import { PassThrough } from 'node:stream';
 import { readState } from '../../libs/cli/src/local/state.js';
 import { runCli } from '../../libs/cli/src/program.js';
 import { scriptJob, settle } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 
 let net: TestNetwork | undefined;
 const network = () => net!;
@@ -59,7 +59,7 @@ beforeAll(async () => {
   );
   await net.kill('intake', 'SIGTERM');
   await net.restart('intake');
-}, 150_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { runCli } from '../../libs/cli/src/program.js';
 import { scriptJob } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 
 let net: TestNetwork | undefined;
@@ -23,7 +23,7 @@ beforeAll(async () => {
   net = await TestNetwork.start({ agents: 1, gpus: 4 });
   const issued = await net.client(net.team, net.adminApiKey).createApiKey({ team: net.team, role: 'billing', name: 'billing-staff' });
   billingKey = issued.apiKey;
-}, 90_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();

@@ -8,7 +8,7 @@ import type { ChainStatus } from '#contracts';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { until } from '../support/poll.js';
 import { alterEvent } from '../support/store-tamper.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 
 let net: TestNetwork | undefined;
 const network = () => net!;
@@ -27,7 +27,7 @@ async function chain(key: string, full = false): Promise<{ status: number; body:
 
 beforeAll(async () => {
   net = await TestNetwork.start({ agents: 1, gpus: 1, dirPrefix: 'gpunet-chain-' });
-}, 120_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();

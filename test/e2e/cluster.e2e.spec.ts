@@ -14,7 +14,7 @@ import { PassThrough } from 'node:stream';
 import { runCli } from '../../libs/cli/src/program.js';
 import { isAlive } from '../../libs/cli/src/local/processes.js';
 import { scriptJob, settle } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 import { createTestDatabase, type TestDatabase } from '../support/postgres.js';
 
@@ -37,7 +37,7 @@ async function cli(args: string[]): Promise<{ code: number; out: string; err: st
 beforeAll(async () => {
   db = await createTestDatabase();
   net = await TestNetwork.start({ agents: 1, gpus: 2, postgresUrl: db.url, cluster: true });
-}, 120_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();

@@ -17,7 +17,7 @@ import { promisify } from 'node:util';
 import { BlobStore } from '#blobs';
 import { busyboxImage, type TestImage } from '../support/container-image.js';
 import { settle } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 
 const run = promisify(execFile);
@@ -40,7 +40,7 @@ beforeAll(async () => {
     env: { GPUNET_KILL_GRACE_MS: '1000', GPUNET_SECRET_FOR_TEST: 'agent-secret-123', GPUNET_JOB_MAX_PROCESSES: '64', GPUNET_DISK_CHECK_MS: '250' },
   });
   dir = await mkdtemp(join(tmpdir(), 'gpunet-containers-e2e-'));
-}, 180_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();

@@ -13,7 +13,7 @@ import { PassThrough } from 'node:stream';
 import { runCli } from '../../libs/cli/src/program.js';
 import type { NodeListEntry } from '../../libs/cli/src/commands/nodes.js';
 import { jobEvents, scriptJob, settle } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 
 let net: TestNetwork | undefined;
@@ -38,7 +38,7 @@ async function nodesList(): Promise<Map<string, NodeListEntry>> {
 
 beforeAll(async () => {
   net = await TestNetwork.start({ agents: 2, gpus: 2 });
-}, 90_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();

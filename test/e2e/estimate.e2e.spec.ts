@@ -14,7 +14,7 @@ import { PassThrough } from 'node:stream';
 import { runCli } from '../../libs/cli/src/program.js';
 import { OFF_CONTRACT_HEADER } from '../support/bus/bus-contract.js';
 import { scriptJob } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 
 let net: TestNetwork | undefined;
@@ -24,7 +24,7 @@ const MINUTE = 60_000;
 
 beforeAll(async () => {
   net = await TestNetwork.start({ agents: 1, gpus: 4, teams: ['rival'] });
-}, 90_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();

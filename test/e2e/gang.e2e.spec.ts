@@ -6,7 +6,7 @@
 import type { ComputeHeld, JobFinished, JobPlaced, UsageRecorded } from '#contracts';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { jobEvents, scriptJob, settle } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 
 let net: TestNetwork | undefined;
@@ -15,7 +15,7 @@ const e2e = (body: () => Promise<void>) => withLogsOnFailure(() => net, body);
 
 beforeAll(async () => {
   net = await TestNetwork.start({ agents: 2, gpus: 2, env: { GPUNET_KILL_GRACE_MS: '1000' } });
-}, 90_000);
+}, NETWORK_START_HOOK_MS);
 
 /** The gang's node ids by rank; every test network node takes part. */
 function ranks(placed: JobPlaced): string[] {

@@ -8,7 +8,7 @@
 import type { JobStarted, NodeRegistered } from '#contracts';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { jobEvents, scriptJob, settle } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 
 let net: TestNetwork | undefined;
@@ -27,7 +27,7 @@ beforeAll(async () => {
   // (0711), so that job users reach their runs below it.
   // No container runtime here: container work is refused at placement (containers.e2e.spec.ts runs it).
   net = await TestNetwork.start({ agents: 1, gpus: 2, env: { GPUNET_KILL_GRACE_MS: '1000', GPUNET_SECRET_FOR_TEST: 'agent-secret-123', GPUNET_CONTAINER_RUNTIME: 'off' } });
-}, 120_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();

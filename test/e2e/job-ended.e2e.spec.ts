@@ -18,7 +18,7 @@ import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/t
 import { PassThrough } from 'node:stream';
 import { runCli } from '../../libs/cli/src/program.js';
 import { jobEvents, scriptJob } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 
 let net: TestNetwork | undefined;
@@ -31,7 +31,7 @@ beforeAll(async () => {
     gpus: 1,
     env: { GPUNET_KILL_GRACE_MS: '500', GPUNET_HEARTBEAT_MS: '500', GPUNET_NODE_CHECK_MS: '200' },
   });
-}, 90_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();

@@ -7,12 +7,13 @@ import type { GetQueueReply, JobWithdrawn, OutputsStored, UsageRecorded } from '
 import { querySubject } from '#contracts';
 import { requestQuery } from '#messaging';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { recomputeUsage, totalsByCurrency, usageByAttempt } from '../support/billing.js';
 import { jobEvents, scriptJob, settle } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 
 /** Kill grace of the agents: short, so a job that ignores SIGTERM is killed quickly. */
@@ -25,7 +26,7 @@ const sha256 = (bytes: Buffer | string) => createHash('sha256').update(bytes).di
 
 beforeAll(async () => {
   net = await TestNetwork.start({ agents: 2, gpus: 4, env: { GPUNET_KILL_GRACE_MS: String(KILL_GRACE_MS) } });
-}, 90_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();
@@ -69,8 +70,15 @@ describe('the job lifecycle across real processes', () => {
       const recomputed = totalsByCurrency(attempts.map((a) => expected.get(a)!));
       expect(totalsByCurrency(answered)).toEqual(recomputed);
       expect(Object.values(recomputed)[0]).toBeGreaterThan(0);
+
+      // The bus keeps no history (decision 0038): once storage, placement and the ledger have
+      // acknowledged these jobs' events, the events stream holds none of them, nor their subjects.
+      const jsm = await jetstreamManager(await network().nats());
+      const held = async () => Object.keys((await jsm.streams.info('GPUNET_EVENTS', { subjects_filter: '>' })).state.subjects ?? {}).filter((s) => jobIds.some((j) => s.endsWith(`.${j}`)));
+      await until('the events stream to let go of the acknowledged events', async () => ((await held()).length === 0 ? true : undefined), { timeoutMs: 60_000, describe: () => 'subjects still held' });
+      expect(await held()).toEqual([]);
     }),
-    90_000,
+    150_000,
   );
 
   it(

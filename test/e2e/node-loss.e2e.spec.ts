@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { isAlive } from '../../libs/cli/src/local/processes.js';
 import { usageByAttempt } from '../support/billing.js';
 import { jobEvents, scriptJob } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 
 /** Agents beat every 500 ms: the lease is placement's default, max(3 × 500 ms, 5 s) = 5 s. */
@@ -24,7 +24,7 @@ const e2e = (body: () => Promise<void>) => withLogsOnFailure(() => net, body);
 
 beforeAll(async () => {
   net = await TestNetwork.start({ agents: 2, gpus: 1, env: { GPUNET_HEARTBEAT_MS: String(HEARTBEAT_MS), GPUNET_NODE_CHECK_MS: '200' } });
-}, 90_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();

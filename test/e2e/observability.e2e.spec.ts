@@ -18,7 +18,7 @@ import type { TopView } from '../../libs/cli/src/top/top-view.js';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { OFF_CONTRACT_HEADER } from '../support/bus/bus-contract.js';
 import { scriptJob, settle } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 
 // ── a local OTLP/HTTP receiver: the JSON the exporter posts to /v1/traces ─────────────────────
@@ -131,7 +131,7 @@ let completedJob = '';
 beforeAll(async () => {
   const endpoint = await startReceiver();
   net = await TestNetwork.start({ agents: 2, gpus: 2, env: { GPUNET_OTLP_ENDPOINT: endpoint } });
-}, 150_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { isAlive } from '../../libs/cli/src/local/processes.js';
 import { recomputeUsage, totalsByCurrency, usageByAttempt } from '../support/billing.js';
 import { jobEvents, scriptJob, settle } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 
 let net: TestNetwork | undefined;
@@ -19,7 +19,7 @@ const e2e = (body: () => Promise<void>) => withLogsOnFailure(() => net, body);
 
 beforeAll(async () => {
   net = await TestNetwork.start({ agents: 2, gpus: 4, env: { GPUNET_KILL_GRACE_MS: '1000' } });
-}, 90_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CHUNK_HEADER_ROOM, uploadNuid } from '../../libs/blobs/src/chunked-put.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -32,7 +32,7 @@ const e2e = (body: () => Promise<void>) => withLogsOnFailure(() => net, body);
 beforeAll(async () => {
   net = await TestNetwork.start({ agents: 1, gpus: 2 });
   dir = await mkdtemp(join(tmpdir(), 'gpunet-staging-e2e-'));
-}, 90_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { runCli } from '../../libs/cli/src/program.js';
 import { jobEvents, scriptJob, settle } from '../support/jobs.js';
-import { TestNetwork, withLogsOnFailure } from '../support/network.js';
+import { TestNetwork, withLogsOnFailure, NETWORK_START_HOOK_MS } from '../support/network.js';
 import { until } from '../support/poll.js';
 
 /** Job output kept per attempt in this network: small, so the cap is reached quickly. */
@@ -41,7 +41,7 @@ beforeAll(async () => {
     await net.kill(node, 'SIGTERM');
     await net.restart(node);
   }
-}, 180_000);
+}, NETWORK_START_HOOK_MS);
 
 afterAll(async () => {
   await net?.stop();

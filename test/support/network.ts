@@ -72,6 +72,14 @@ function sink(): { stream: PassThrough; text: () => string } {
 }
 
 /** The exported contract, loaded once per test process for the taps. */
+/**
+ * The Jest limit for a hook that starts a network. It only stops a start that hangs: `gpunet up`
+ * gives up by itself once no process became healthy for its `--timeout` (`startTimeoutMs`), and
+ * on a loaded machine a start that keeps making progress takes what the machine gives it (a
+ * fixed 90 s failed drain.e2e at a load average of 23).
+ */
+export const NETWORK_START_HOOK_MS = 600_000;
+
 let contractOfRun: BusContract | undefined;
 
 /** Every network started by this process, stopped on exit if a test forgot (or crashed before) `stop()`. */
