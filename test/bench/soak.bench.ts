@@ -18,9 +18,11 @@
  *   {"bench":"soak.rss_growth.<process>","value":pct,"unit":"%","start_mib":…,"end_mib":…,"peak_mib":…}
  *   {"bench":"soak.rss_growth.max","value":pct,"unit":"%","process":…}
  *   {"bench":"soak.jobs_completed","value":n,"unit":"jobs","offered":…,"rate":…}   {"bench":"soak.backlog_end","value":n,"unit":"jobs"}
+ *   {"bench":"soak.events_stream_subjects_end","value":n,"unit":"subjects","messages":…}   (what GPUNET_EVENTS still holds)
  */
 import type { EventStore } from '#event-store';
 import { readFileSync } from 'node:fs';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { Command, InvalidArgumentError } from 'commander';
 import { TestNetwork } from '../support/network.js';
 import { createTestDatabase } from '../support/postgres.js';
@@ -90,6 +92,8 @@ interface Sample {
   rss: Map<string, number | undefined>;
   submitted: number;
   completed: number;
+  /** What GPUNET_EVENTS holds: with interest retention (decision 0038), what is in flight only. */
+  stream: { messages: number; subjects: number };
 }
 
 async function main(): Promise<void> {
@@ -115,16 +119,21 @@ async function main(): Promise<void> {
     const offer = openLoop(() => client.submit(SPEC), { perSecond: opts.rate, durationMs, maxInFlight: opts.maxInFlight, start: t0 });
 
     const samples: Sample[] = [];
+    const jsm = await jetstreamManager(await net.nats());
     const sample = async (): Promise<Sample> => {
+      const events = (await jsm.streams.info('GPUNET_EVENTS')).state;
       const s: Sample = {
         atS: Math.round((performance.now() - t0) / 1000),
         rss: new Map(net.processes.map((p) => [p.name, rssOf(p.pid)])),
         submitted: offer.tally.accepted,
         completed: (await completions.update()) - completedBefore,
+        stream: { messages: events.messages, subjects: events.num_subjects ?? 0 },
       };
       samples.push(s);
       const mib = [...s.rss].map(([name, b]) => `${name} ${b === undefined ? 'gone' : Math.round(b / MiB)}`).join(', ');
-      console.log(`  ${String(s.atS).padStart(5)} s  submitted ${s.submitted}, released ${s.completed}, backlog ${s.submitted - s.completed}; RSS MiB: ${mib}`);
+      console.log(
+        `  ${String(s.atS).padStart(5)} s  submitted ${s.submitted}, released ${s.completed}, backlog ${s.submitted - s.completed}; GPUNET_EVENTS holds ${s.stream.messages} events on ${s.stream.subjects} subjects; RSS MiB: ${mib}`,
+      );
       return s;
     };
     console.log(`offering ${opts.rate} jobs/s for ${opts.minutes} min; baseline after ${opts.warmUp} min; a sample every ${opts.sampleS} s`);
@@ -178,6 +187,14 @@ async function main(): Promise<void> {
     if (worst) json.push(JSON.stringify({ bench: 'soak.rss_growth.max', value: worst.pct, unit: '%', process: worst.name }));
     json.push(JSON.stringify({ bench: 'soak.jobs_completed', value: end.completed, unit: 'jobs', offered, rate: opts.rate, completed_per_s: Math.round(completedRate * 10) / 10 }));
     json.push(JSON.stringify({ bench: 'soak.backlog_end', value: end.submitted - end.completed, unit: 'jobs' }));
+    json.push(JSON.stringify({ bench: 'soak.events_stream_subjects_end', value: end.stream.subjects, unit: 'subjects', messages: end.stream.messages }));
+    // Every stream's holdings at the end: the server's memory follows its subjects (decision 0038).
+    console.log('');
+    console.log('what each stream holds at the end (the server keeps state per subject in memory):');
+    for await (const info of jsm.streams.list()) {
+      console.log(`  ${info.config.name.padEnd(28)} ${String(info.state.messages).padStart(8)} messages ${String(info.state.num_subjects ?? 0).padStart(8)} subjects ${(info.state.bytes / MiB).toFixed(1).padStart(8)} MiB  (${info.config.retention})`);
+      json.push(JSON.stringify({ bench: `soak.stream_subjects_end.${info.config.name}`, value: info.state.num_subjects ?? 0, unit: 'subjects', messages: info.state.messages }));
+    }
     console.log('');
     for (const line of json) console.log(line);
   } finally {
