@@ -358,11 +358,19 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     if (this.snapshots && folded.last) {
       const snapshots = this.snapshots;
       const from = loaded?.checkpoint ?? (await snapshots.checkpoint());
-      const text = this.folder.encode();
       const to = folded.last;
+      // Serialized now, before the first pass changes the state; a state too large to serialize
+      // (every job ever run is in it) must not stop the start.
+      let text: string | undefined;
+      try {
+        text = this.folder.encode();
+      } catch (err) {
+        this.log.warn({ err, jobs: this.state.jobs.size }, 'placement snapshot not saved: the state could not be serialized; the next start folds these events again');
+      }
+      if (text === undefined) return { events: folded.events, ...(loaded ? { snapshot: { position: loaded.checkpoint.position } } : {}) };
       this.snapshotting = snapshots
         .saveText(from, to, text)
-        .then((saved) => this.log.info({ position: to.position.toString(), saved, bytes: text.length }, saved ? 'placement snapshot saved' : 'placement snapshot not saved: another placement moved it first'))
+        .then((saved) => this.log.info({ position: to.position.toString(), saved, bytes: text!.length }, saved ? 'placement snapshot saved' : 'placement snapshot not saved: another placement moved it first'))
         .catch((err: unknown) => this.log.warn({ err }, 'placement snapshot not saved; the next start folds these events again'))
         .finally(() => {
           this.snapshotting = undefined;
