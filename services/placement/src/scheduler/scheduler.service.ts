@@ -52,8 +52,10 @@ const OWED_PASS_MS = 20;
  * (from the start of the store when there is no snapshot to trust); bus events at or below that
  * position are already in the state and are skipped. While it runs, the snapshot is moved on
  * every so many events or seconds and at shutdown, by folding the store (never from the live
- * state, which is not the fold of a prefix of the store). After each applied event a pass runs `decide`, and each decision
- * is appended to `placement-job-<jobId>` expecting the revision placement last saw there: if
+ * state, which is not the fold of a prefix of the store).
+ *
+ * After each applied event a pass runs `decide`, and each decision is appended to
+ * `placement-job-<jobId>` expecting the revision placement last saw there: if
  * anything else wrote it (a second placement process, or a decision that was written but not
  * applied), the append fails, placement reads the stream, applies it, and decides again. So one
  * attempt of a job can be placed once only. Decisions are applied as soon as they are written;
@@ -368,9 +370,10 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
         this.log.warn({ err, jobs: this.state.jobs.size }, 'placement snapshot not saved: the state could not be serialized; the next start folds these events again');
       }
       if (text === undefined) return { events: folded.events, ...(loaded ? { snapshot: { position: loaded.checkpoint.position } } : {}) };
+      const bytes = text.length;
       this.snapshotting = snapshots
         .saveText(from, to, text)
-        .then((saved) => this.log.info({ position: to.position.toString(), saved, bytes: text!.length }, saved ? 'placement snapshot saved' : 'placement snapshot not saved: another placement moved it first'))
+        .then((saved) => this.log.info({ position: to.position.toString(), saved, bytes }, saved ? 'placement snapshot saved' : 'placement snapshot not saved: another placement moved it first'))
         .catch((err: unknown) => this.log.warn({ err }, 'placement snapshot not saved; the next start folds these events again'))
         .finally(() => {
           this.snapshotting = undefined;
