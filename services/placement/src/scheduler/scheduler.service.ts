@@ -161,7 +161,9 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       .then((step) => this.log.debug({ events: step.events, position: step.position.toString(), saved: step.saved, ms: Date.now() - started }, 'placement snapshot moved on'))
       .catch((err: unknown) => {
         this.sinceSnapshot += applied;
-        this.log.warn({ err }, 'placement snapshot not moved on; trying again later (a start folds more of the store meanwhile, nothing else)');
+        // A state too large to serialize (V8's longest string) fails every step the same way.
+        if (err instanceof RangeError) this.snapshots = undefined;
+        this.log.warn({ err }, this.snapshots ? 'placement snapshot not moved on; trying again later (a start folds more of the store meanwhile, nothing else)' : 'placement snapshot not moved on, and no more by this process: the state could not be serialized');
       })
       .finally(() => {
         this.snapshotting = undefined;
@@ -367,7 +369,9 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       try {
         text = this.folder.encode();
       } catch (err) {
-        this.log.warn({ err, jobs: this.state.jobs.size }, 'placement snapshot not saved: the state could not be serialized; the next start folds these events again');
+        // Steps would fold the whole store again only to fail the same way: none for this process.
+        this.snapshots = undefined;
+        this.log.warn({ err, jobs: this.state.jobs.size }, 'placement snapshot not saved and not moved on by this process: the state could not be serialized; the next start folds these events again');
       }
       if (text === undefined) return { events: folded.events, ...(loaded ? { snapshot: { position: loaded.checkpoint.position } } : {}) };
       const bytes = text.length;
