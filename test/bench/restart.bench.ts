@@ -1,16 +1,18 @@
 /**
  * Restarts that do not grow with history (issue 16, item 3): a store of N jobs (about 12 events
  * each: test/support/history.ts, written straight into the store in large transactions), then
- * intake as its real process on it, started twice: once on the history as written (its job views
- * come from the whole store), then again after a SIGTERM (a restart: what it kept lets it read
- * only the tail). Beside them the store's raw read of the same events (`readAll` from the start
+ * intake and placement as their real processes on it, each started twice: once on the history as
+ * written (intake's job views and placement's state come from the whole store, as every start
+ * did before they kept anything), then again after a SIGTERM (a restart: what it kept — intake's
+ * table, placement's snapshot — lets it read only the tail). Beside them the store's raw read of the same events (`readAll` from the start
  * to the head in batches, nothing folded), the floor a fold from zero cannot beat.
  *
  *   npm run bench:restart -- [--jobs 20000] [--postgres] [--keep]
  *
- * Time is from spawning the process to its answer to the Health query (intake answers once its
- * views are ready: it folds them before it serves).
- * Ends with one JSON line per figure: {"bench":"restart.intake.ms","value":N,"unit":"ms","raw":R,...}.
+ * Time is from spawning the process to its answer to the Health query (each answers once its state
+ * is ready: it folds before it serves), and the events each start folded, from its log.
+ * Ends with one JSON line per figure: {"bench":"restart.intake.ms","value":N,"unit":"ms","raw":R,...},
+ * `restart.placement.ms`, `restart.placement.events_folded`, and the same for the first starts.
  */
 import { openEventStore, PostgresEventStore, SqliteEventStore } from '#event-store';
 import { Command, InvalidArgumentError } from 'commander';
@@ -61,6 +63,41 @@ async function rawRead(url: string): Promise<{ events: number; ms: number }> {
   }
 }
 
+/**
+ * One service started twice on the history: first as the history was written (what it kept is
+ * made from the whole store: every start before it kept anything), then again after a SIGTERM.
+ * `folds` matches the log line where it says how many events a start folded.
+ */
+async function measureService(net: TestNetwork, name: 'intake' | 'placement', folds: RegExp, raw: { events: number; ms: number }): Promise<void> {
+  const start = () => timed(() => net.restart(name, { healthTimeoutMs: opts.healthTimeout * 1_000 }));
+  const logFile = join(net.dataDir, 'logs', `${name}.log`);
+  const foldedBy = async () =>
+    (await readFile(logFile, 'utf8'))
+      .split('\n')
+      .filter((line) => folds.test(line))
+      .map((line) => JSON.parse(line) as { events?: number; ms?: number })
+      .at(-1);
+  const first = await start();
+  const firstFold = await foldedBy();
+  say(`${name}'s first start on the history: healthy after ${round(first.ms / 1000, 2)} s${firstFold?.events !== undefined ? `, ${firstFold.events} events folded in ${firstFold.ms} ms` : ''}`);
+  figure(`restart.${name}_first_start.ms`, first.ms, 'ms', { raw: round(raw.ms), events: raw.events });
+  if (firstFold?.events !== undefined) figure(`restart.${name}_first_start.events_folded`, firstFold.events, 'events', { raw: raw.events });
+  await net.kill(name, 'SIGTERM', 60_000);
+  const again = await start();
+  say(`${name} restart: healthy after ${round(again.ms / 1000, 2)} s`);
+  figure(`restart.${name}.ms`, again.ms, 'ms', { raw: round(raw.ms), events: raw.events });
+  // What the restart folded, as the service logs it: the events applied and how long that took.
+  const last = await foldedBy();
+  if (last?.events !== undefined) {
+    say(`  ${name}'s restart folded ${last.events} events in ${last.ms} ms`);
+    figure(`restart.${name}.events_folded`, last.events, 'events', { raw: raw.events });
+  }
+  // Where the rest of the restart went: every fold and start-up line it logs.
+  const log = (await readFile(logFile, 'utf8')).split('\n');
+  const lastStart = log.findLastIndex((line) => /"msg":"stopped"/.test(line)) + 1;
+  for (const line of log.slice(lastStart)) if (/folded|loaded|snapshot|ready|caught up|listening|started|acquired/.test(line)) say(`  ${name}: ${line.slice(0, 240)}`);
+}
+
 async function main(): Promise<void> {
   const db: TestDatabase | undefined = opts.postgres ? await createTestDatabase('gpunet_bench_restart') : undefined;
   say(`starting a network (${opts.postgres ? 'PostgreSQL' : 'SQLite'} store)`);
@@ -84,28 +121,8 @@ async function main(): Promise<void> {
     say(`raw read of the store: ${raw.events} events in ${round(raw.ms)} ms`);
     figure('restart.raw_read.ms', raw.ms, 'ms', { events: raw.events });
 
-    const start = () => timed(() => net.restart('intake', { healthTimeoutMs: opts.healthTimeout * 1_000 }));
-    const first = await start();
-    say(`intake's first start on the history: healthy after ${round(first.ms / 1000, 2)} s`);
-    figure('restart.intake_first_start.ms', first.ms, 'ms', { raw: round(raw.ms), events: raw.events });
-    await net.kill('intake', 'SIGTERM', 60_000);
-    const again = await start();
-    say(`intake restart: healthy after ${round(again.ms / 1000, 2)} s`);
-    figure('restart.intake.ms', again.ms, 'ms', { raw: round(raw.ms), events: raw.events });
-    // What the restart folded, as intake logs it: the events applied and how long that took.
-    const folds = (await readFile(join(net.dataDir, 'logs', 'intake.log'), 'utf8'))
-      .split('\n')
-      .filter((line) => /job views folded/.test(line))
-      .map((line) => JSON.parse(line) as { events?: number; ms?: number });
-    const last = folds.at(-1);
-    if (last?.events !== undefined) {
-      say(`  intake's restart folded ${last.events} events in ${last.ms} ms`);
-      figure('restart.intake.events_folded', last.events, 'events', { raw: raw.events });
-    }
-    // Where the rest of the restart went: every fold intake logs at start (the key ring's too).
-    const log = (await readFile(join(net.dataDir, 'logs', 'intake.log'), 'utf8')).split('\n');
-    const lastStart = log.findLastIndex((line) => /"msg":"stopped"/.test(line)) + 1;
-    for (const line of log.slice(lastStart)) if (/folded|ready|caught up|listening|started/.test(line)) say(`  intake: ${line.slice(0, 240)}`);
+    await measureService(net, 'intake', /job views folded/, raw);
+    await measureService(net, 'placement', /state folded from the store|state loaded from its snapshot/, raw);
     done = true;
   } finally {
     await stopBenchNetwork(net, db, { keep: opts.keep, done }, say);

@@ -3,6 +3,7 @@ export * from './errors.js';
 export * from './hash-chain.js';
 export * from './append-validation.js';
 export * from './projection-table.js';
+export * from './snapshot.js';
 export { SqliteEventStore, type SqliteEventStoreOptions } from './sqlite/sqlite-event-store.js';
 export {
   appendOnClient,

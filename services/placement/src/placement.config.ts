@@ -39,6 +39,13 @@ export const PlacementConfig = z.object({
     .max(100)
     .default(Math.round(DEFAULT_HEADROOM.share * 100))
     .describe('percent of the GPUs long work may hold at once while short work flows (100: no limit; decision 0028)'),
+  GPUNET_PLACEMENT_SNAPSHOT_EVENTS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(10_000)
+    .describe('events applied after which the snapshot of placement\'s state is moved on (decision 0037)'),
+  GPUNET_PLACEMENT_SNAPSHOT_MS: z.coerce.number().int().min(0).default(60_000).describe('ms between moves of the snapshot while events arrive (0: only by count and at shutdown)'),
   GPUNET_LONG_WORK_FROM_MS: z.coerce.number().int().min(1).default(DEFAULT_HEADROOM.longRunMs).describe('predicted run time (ms) from which a job is long work'),
 });
 export type PlacementConfig = z.output<typeof PlacementConfig> & BaseConfig;
@@ -69,4 +76,10 @@ export function planOptionsOf(config: Partial<PlacementConfig>): PlanOptions {
 /** The state options (fair-share half-life) from the config. */
 export function stateOptionsOf(config: Partial<PlacementConfig>): StateOptions {
   return { usageHalfLifeMs: PlacementConfig.parse(config).GPUNET_FAIRSHARE_HALF_LIFE_MS };
+}
+
+/** When placement moves its snapshot on (decision 0037). */
+export function snapshotOptionsOf(config: Partial<PlacementConfig>): { everyEvents: number; everyMs: number } {
+  const c = PlacementConfig.parse(config);
+  return { everyEvents: c.GPUNET_PLACEMENT_SNAPSHOT_EVENTS, everyMs: c.GPUNET_PLACEMENT_SNAPSHOT_MS };
 }

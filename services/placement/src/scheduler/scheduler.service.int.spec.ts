@@ -37,7 +37,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const h of opened) {
-    h.scheduler.onApplicationShutdown();
+    await h.scheduler.onApplicationShutdown();
     await h.store.close();
   }
   await rm(dir, { recursive: true, force: true });

@@ -1,4 +1,4 @@
-import { validateEventData, type NodeAdminReply, type NodeHeartbeat } from '#contracts';
+import type { NodeAdminReply, NodeHeartbeat } from '#contracts';
 import { ValidationError } from '#errors';
 import { IdempotencyConflictError, WrongExpectedVersionError, type EventStore, type RecordedEvent } from '#event-store';
 import type { BusEvent } from '#messaging';
@@ -15,10 +15,7 @@ import {
   predictionsOutlived,
   evolve,
   initialState,
-  isPlacementEventType,
-  jobIdOfPlacementStream,
   observeHeartbeat,
-  PLACEMENT_EVENT_TYPES,
   placementJobStreamId,
   type NodeAdminCommand,
   type NodeAdminDecision,
@@ -27,12 +24,11 @@ import {
   type PlacementState,
   type PlanOptions,
 } from '../domain/index.js';
-import { detectLostNodes, observeRegistration, placementNodeStreamId, type NodeLossDecision } from '../domain/node-loss.js';
-import { planOptionsOf, stateOptionsOf, type PlacementConfig } from '../placement.config.js';
+import { detectLostNodes, placementNodeStreamId, type NodeLossDecision } from '../domain/node-loss.js';
+import { planOptionsOf, snapshotOptionsOf, stateOptionsOf, type PlacementConfig } from '../placement.config.js';
+import { PlacementFold } from './placement-fold.js';
+import { PlacementSnapshots } from './placement-snapshots.js';
 import { PlacementMetrics } from './placement.metrics.js';
-
-/** Events read per page when folding the store at start. */
-const FOLD_PAGE = 5_000;
 /**
  * Passes per handled event at most. One pass is complete (applying its decisions leaves nothing
  * to decide), so a second one runs only after a write conflict made placement catch up.
@@ -52,9 +48,14 @@ const OWED_PASS_MS = 20;
  * change goes through one queue: events are applied and passes run one at a time, in this
  * process, whatever the consumer's concurrency. One placement process per network.
  *
- * At start it folds the store up to its head; bus events at or below that position are already
- * in the state and are skipped. After each applied event a pass runs `decide`, and each decision
- * is appended to `placement-job-<jobId>` expecting the revision placement last saw there: if
+ * At start it loads its snapshot (decision 0037) and folds the store after it up to its head
+ * (from the start of the store when there is no snapshot to trust); bus events at or below that
+ * position are already in the state and are skipped. While it runs, the snapshot is moved on
+ * every so many events or seconds and at shutdown, by folding the store (never from the live
+ * state, which is not the fold of a prefix of the store).
+ *
+ * After each applied event a pass runs `decide`, and each decision is appended to
+ * `placement-job-<jobId>` expecting the revision placement last saw there: if
  * anything else wrote it (a second placement process, or a decision that was written but not
  * applied), the append fails, placement reads the stream, applies it, and decides again. So one
  * attempt of a job can be placed once only. Decisions are applied as soon as they are written;
@@ -67,15 +68,17 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   readonly planOptions: PlanOptions;
   /** Store head folded at start: bus events at or below it are already applied. */
   private foldedHead = 0n;
-  /** Last revision of each `placement-job-<jobId>` stream seen: the next append's expectedRevision. */
-  private readonly revisions = new Map<string, bigint>();
-  /** Correlation id of each job's JobSubmitted, so placement's events join the job's trail. */
-  private readonly correlations = new Map<string, string>();
-  /**
-   * With tracing on: the trace context of each job's latest event placement applied, so a
-   * decision about job B made while handling job A's event joins B's trace, not A's.
-   */
-  private readonly traces = new Map<string, { traceparent?: string; tracestate?: string }>();
+  /** The fold of the store and bus events into `state`, with the bookkeeping of placement's own streams. */
+  private readonly folder: PlacementFold;
+  /** Placement's snapshot in the store's database; undefined on a store without one (a test double). */
+  private snapshots: PlacementSnapshots | undefined;
+  /** Events applied since the snapshot was last moved on. */
+  private sinceSnapshot = 0;
+  /** The snapshot step running, if any: one at a time, and shutdown waits for it. */
+  private snapshotting: Promise<void> | undefined;
+  private snapshotTimer: NodeJS.Timeout | undefined;
+  /** When the snapshot is moved on: every so many events applied, every so many ms. */
+  private readonly snapshotEvery: { everyEvents: number; everyMs: number };
   private tail: Promise<unknown> = Promise.resolve();
   /** Clock (epoch ms) of the last pass: a prediction outlived since then calls for another. */
   private lastPassAt = 0;
@@ -96,24 +99,75 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   ) {
     this.log = logger.child({ component: 'scheduler' });
     this.planOptions = planOptionsOf(config);
+    this.snapshotEvery = snapshotOptionsOf(config);
     this.state = initialState(stateOptionsOf(config));
+    this.folder = new PlacementFold(this.state, () => this.clock.now().getTime());
     metrics.watch(this.state, this.planOptions);
   }
 
-  /** Folds the store before anything is consumed, then places what can be placed already. */
+  private get revisions(): Map<string, bigint> {
+    return this.folder.revisions;
+  }
+
+  private get correlations(): Map<string, string> {
+    return this.folder.correlations;
+  }
+
+  private get traces(): Map<string, { traceparent?: string; tracestate?: string }> {
+    return this.folder.traces;
+  }
+
+  /** Loads the snapshot and folds the store after it before anything is consumed, then places what can be placed already. */
   async onModuleInit(): Promise<void> {
     await this.serially(async () => {
       const started = Date.now();
-      const events = await this.fold();
-      this.log.info({ events, position: this.foldedHead.toString(), queued: this.state.queue.length, nodes: this.state.nodes.size, ms: Date.now() - started }, 'state folded from the store');
+      const { events, snapshot } = await this.fold();
+      this.log.info(
+        { events, fromPosition: (snapshot?.position ?? 0n).toString(), position: this.foldedHead.toString(), queued: this.state.queue.length, nodes: this.state.nodes.size, jobs: this.state.jobs.size, ms: Date.now() - started },
+        snapshot ? `state loaded from its snapshot at position ${snapshot.position} and the ${events} events after it folded` : 'state folded from the store',
+      );
       await this.pass(undefined);
       await this.settleDrains();
     });
+    const { everyMs } = this.snapshotEvery;
+    if (this.snapshots && everyMs > 0) {
+      this.snapshotTimer = setInterval(() => {
+        if (this.sinceSnapshot > 0) this.moveSnapshot();
+      }, everyMs);
+      this.snapshotTimer.unref();
+    }
   }
 
-  onApplicationShutdown(): void {
+  /** Moves the snapshot on one last time, so the next start folds only what comes after this process (bounded: the events since the last move). */
+  async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.owedTimer);
+    clearInterval(this.snapshotTimer);
+    await this.snapshotting;
+    // Whatever was counted: this process's own decisions may not have come back from the bus yet.
+    this.moveSnapshot();
+    await this.snapshotting;
+  }
+
+  /** Starts a snapshot step unless one runs; off the event path (it folds the store, not the live state). */
+  private moveSnapshot(): void {
+    if (!this.snapshots || this.snapshotting) return;
+    const snapshots = this.snapshots;
+    const applied = this.sinceSnapshot;
+    this.sinceSnapshot = 0;
+    const started = Date.now();
+    this.snapshotting = snapshots
+      .step()
+      .then((step) => this.log.debug({ events: step.events, position: step.position.toString(), saved: step.saved, ms: Date.now() - started }, 'placement snapshot moved on'))
+      .catch((err: unknown) => {
+        this.sinceSnapshot += applied;
+        // A state too large to serialize (V8's longest string) fails every step the same way.
+        if (err instanceof RangeError) this.snapshots = undefined;
+        this.log.warn({ err }, this.snapshots ? 'placement snapshot not moved on; trying again later (a start folds more of the store meanwhile, nothing else)' : 'placement snapshot not moved on, and no more by this process: the state could not be serialized');
+      })
+      .finally(() => {
+        this.snapshotting = undefined;
+      });
   }
 
   /** Store position folded at start. */
@@ -139,7 +193,11 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
           { path: 'position', message: 'is missing', fix: 'publish events through the outbox relay' },
         ]);
       }
-      if (event.position > this.foldedHead && this.apply(event as RecordedEvent)) this.owed++;
+      if (event.position > this.foldedHead) {
+        if (this.apply(event as RecordedEvent)) this.owed++;
+        // Echoes count too: they are events a start would fold.
+        if (++this.sinceSnapshot >= this.snapshotEvery.everyEvents) this.moveSnapshot();
+      }
       if (this.owed === 0) return;
       if (behind > 0 && this.owed < MAX_EVENTS_PER_PASS) {
         this.owePass();
@@ -282,28 +340,50 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     return run;
   }
 
-  /** Reads every event placement folds, up to the head as it was at the start of the read. */
-  private async fold(): Promise<number> {
-    const head = await this.store.headPosition();
-    let from = 0n;
-    let count = 0;
-    for (;;) {
-      const page = await this.store.readAll({ fromPosition: from, toPosition: head, maxCount: FOLD_PAGE, filter: { types: PLACEMENT_EVENT_TYPES } });
-      for (const e of page) {
-        const checked = validateEventData(e.type, e.data);
-        if (!checked.ok) {
-          // A recorded fact placement cannot read: say so loudly, never guess its meaning.
-          this.log.error({ eventId: e.eventId, type: e.type, position: e.position.toString(), issues: checked.issues }, 'stored event does not match its contract; not applied');
-          continue;
-        }
-        this.apply({ ...e, data: checked.value });
-        count++;
-      }
-      if (page.length < FOLD_PAGE) break;
-      from = page[page.length - 1]!.position;
+  /**
+   * Loads the snapshot, if there is one to trust, and folds every event placement folds after it,
+   * up to the head as it was at the start of the read. The state then is exactly the fold of the
+   * store up to the last event read: saved as the snapshot at once (before any pass changes it),
+   * so the next start folds none of these events again.
+   */
+  private async fold(): Promise<{ events: number; snapshot?: { position: bigint } }> {
+    this.snapshots = await PlacementSnapshots.open(this.store, stateOptionsOf(this.config), () => this.clock.now().getTime(), this.log);
+    const loaded = await this.snapshots?.load();
+    if (loaded) {
+      // Into the state the metrics and controllers already hold.
+      Object.assign(this.state, loaded.fold.state);
+      for (const [k, v] of loaded.fold.revisions) this.revisions.set(k, v);
+      for (const [k, v] of loaded.fold.correlations) this.correlations.set(k, v);
+      for (const [k, v] of loaded.fold.traces) this.traces.set(k, v);
     }
+    const head = await this.store.headPosition();
+    const folded = await this.folder.foldStore(this.store, loaded?.checkpoint.position ?? 0n, head, this.log);
     this.foldedHead = head;
-    return count;
+    if (this.snapshots && folded.last) {
+      const snapshots = this.snapshots;
+      const from = loaded?.checkpoint ?? (await snapshots.checkpoint());
+      const to = folded.last;
+      // Serialized now, before the first pass changes the state; a state too large to serialize
+      // (every job ever run is in it) must not stop the start.
+      let text: string | undefined;
+      try {
+        text = this.folder.encode();
+      } catch (err) {
+        // Steps would fold the whole store again only to fail the same way: none for this process.
+        this.snapshots = undefined;
+        this.log.warn({ err, jobs: this.state.jobs.size }, 'placement snapshot not saved and not moved on by this process: the state could not be serialized; the next start folds these events again');
+      }
+      if (text === undefined) return { events: folded.events, ...(loaded ? { snapshot: { position: loaded.checkpoint.position } } : {}) };
+      const bytes = text.length;
+      this.snapshotting = snapshots
+        .saveText(from, to, text)
+        .then((saved) => this.log.info({ position: to.position.toString(), saved, bytes }, saved ? 'placement snapshot saved' : 'placement snapshot not saved: another placement moved it first'))
+        .catch((err: unknown) => this.log.warn({ err }, 'placement snapshot not saved; the next start folds these events again'))
+        .finally(() => {
+          this.snapshotting = undefined;
+        });
+    }
+    return { events: folded.events, ...(loaded ? { snapshot: { position: loaded.checkpoint.position } } : {}) };
   }
 
   /**
@@ -321,25 +401,9 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     });
   }
 
-  /**
-   * Applies one recorded event to the state and to the bookkeeping of placement's own streams.
-   * False for the echo of a decision placement already applied when it wrote it (its own stream,
-   * at or below the revision it last saw there): the state is as it was, so no pass is owed.
-   */
+  /** Applies one recorded event (see {@link PlacementFold.apply}): false for the echo of a decision already applied. */
   private apply(e: Pick<RecordedEvent, 'type' | 'data' | 'position' | 'streamId' | 'revision' | 'metadata'>): boolean {
-    if (!isPlacementEventType(e.type) || e.position === undefined) return false;
-    if (e.type === 'JobSubmitted' && e.metadata?.jobId) this.correlations.set(e.metadata.jobId, e.metadata.correlationId);
-    if (e.metadata?.jobId && e.metadata.traceparent && tracingEnabled()) {
-      this.traces.set(e.metadata.jobId, { traceparent: e.metadata.traceparent, ...(e.metadata.tracestate ? { tracestate: e.metadata.tracestate } : {}) });
-    }
-    const own = e.streamId === undefined ? undefined : jobIdOfPlacementStream(e.streamId);
-    const echo = own !== undefined && e.revision !== undefined && (this.revisions.get(own) ?? -1n) >= e.revision;
-    if (own !== undefined && e.revision !== undefined && !echo) this.revisions.set(own, e.revision);
-    evolve(this.state, { type: e.type, data: e.data, position: e.position } as PlacementEvent);
-    if (e.metadata?.jobId && this.state.jobs.get(e.metadata.jobId)?.phase === 'ended') this.traces.delete(e.metadata.jobId);
-    // A registration is a sign of life: the node gets a whole lease for its first heartbeat here.
-    if (e.type === 'NodeRegistered') observeRegistration(this.state, (e.data as { nodeId: string }).nodeId, this.clock.now().getTime());
-    return !echo;
+    return this.folder.apply(e);
   }
 
   /** Decides and records until nothing is left to decide (normally one pass). */

@@ -1,0 +1,83 @@
+/**
+ * Snapshots on both adapters: saved with the position they are the fold of, never moved
+ * backwards or from a position the writer did not read, and never trusted beyond that position:
+ * a position the store does not hold, an emptied table or another format is ignored, with why.
+ */
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { storeBackends } from '../../../test/support/store-backends.js';
+import { newEvents } from './conformance/fixtures.js';
+import { SnapshotSlot, type SnapshotIgnored } from './snapshot.js';
+
+const stores = storeBackends({ prefix: 'gpunet-snapshot-' });
+afterEach(() => stores.cleanUp(), 60_000);
+
+describe.each(stores.backends)('snapshot ($name)', (backend) => {
+  it('saves a state at a position the store holds and loads it again; a second writer cannot move it backwards or from where it did not read', async () => {
+    const { open } = await backend.fresh();
+    const a = await open();
+    const b = await open();
+    await a.appendToStream('s', newEvents(3));
+    const [e1, e2, e3] = await a.readAll();
+    const sa = (await SnapshotSlot.open(a, 'thing', 1))!;
+    const sb = (await SnapshotSlot.open(b, 'thing', 1))!;
+    const ignored: SnapshotIgnored[] = [];
+    expect(await sa.load((w) => ignored.push(w))).toBeUndefined();
+
+    const zero = await sa.checkpoint();
+    const at2 = { position: e2!.position, eventId: e2!.eventId };
+    expect(await sa.save(zero, at2, '{"n":2}')).toBe(true);
+    expect(await sb.load((w) => ignored.push(w))).toEqual({ checkpoint: at2, state: '{"n":2}' });
+
+    // b read position 0 too: its save loses, and so does one that would go back.
+    expect(await sb.save(zero, { position: e1!.position, eventId: e1!.eventId }, '{"n":1}')).toBe(false);
+    expect(await sb.save(at2, { position: e1!.position, eventId: e1!.eventId }, '{"n":1}')).toBe(false);
+    expect(await sb.save(at2, { position: e3!.position, eventId: e3!.eventId }, '{"n":3}')).toBe(true);
+    expect((await sa.load((w) => ignored.push(w)))?.state).toBe('{"n":3}');
+    expect(ignored).toEqual([]);
+  });
+
+  it('a snapshot at a position the store does not hold (another store, an older backup) is ignored and the table emptied', async () => {
+    const { open } = await backend.fresh();
+    const a = await open();
+    await a.appendToStream('s', newEvents(2));
+    const [, e2] = await a.readAll();
+    const slot = (await SnapshotSlot.open(a, 'thing', 1))!;
+    // Ahead of the store: position past its head.
+    expect(await slot.save(await slot.checkpoint(), { position: e2!.position + 100n, eventId: e2!.eventId }, '{"n":99}')).toBe(true);
+    const ignored: SnapshotIgnored[] = [];
+    expect(await slot.load((w) => ignored.push(w))).toBeUndefined();
+    expect(ignored).toHaveLength(1);
+    expect(ignored[0]!.reason).toBe('not_in_store');
+    expect(ignored[0]!.detail).toMatch(/store has no event there/);
+    expect(await slot.checkpoint()).toEqual({ position: 0n, eventId: null });
+
+    // A position the store holds, but another event there (another store's snapshot).
+    expect(await slot.save(await slot.checkpoint(), { position: e2!.position, eventId: 'not-the-event' }, '{"n":2}')).toBe(true);
+    expect(await slot.load((w) => ignored.push(w))).toBeUndefined();
+    expect(ignored[1]!.detail).toContain(`event ${e2!.eventId} there`);
+    // Emptied: the next reader finds nothing and folds from zero.
+    expect(await slot.load((w) => ignored.push(w))).toBeUndefined();
+    expect(ignored).toHaveLength(2);
+  });
+
+  it('a snapshot of another format is ignored (told why) without being emptied, and a writer of this format replaces it once it is further', async () => {
+    const { open } = await backend.fresh();
+    const a = await open();
+    const b = await open();
+    await a.appendToStream('s', newEvents(3));
+    const [, e2, e3] = await a.readAll();
+    const v1 = (await SnapshotSlot.open(a, 'thing', 1))!;
+    const v2 = (await SnapshotSlot.open(b, 'thing', 2))!;
+    const at2 = { position: e2!.position, eventId: e2!.eventId };
+    expect(await v1.save(await v1.checkpoint(), at2, 'old')).toBe(true);
+    const ignored: SnapshotIgnored[] = [];
+    expect(await v2.load((w) => ignored.push(w))).toBeUndefined();
+    expect(ignored).toEqual([{ reason: 'other_format', detail: 'its format is 1, this release reads 2', checkpoint: at2 }]);
+    // Still there for the release that reads it.
+    expect((await v1.load(() => undefined))?.state).toBe('old');
+    expect(await v2.save(at2, { position: e3!.position, eventId: e3!.eventId }, 'new')).toBe(true);
+    expect((await v2.load(() => undefined))?.state).toBe('new');
+    expect(await v1.load((w) => ignored.push(w))).toBeUndefined();
+    expect(ignored[1]!.reason).toBe('other_format');
+  });
+});
