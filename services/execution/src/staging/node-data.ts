@@ -1,11 +1,15 @@
-import { CheckpointFromNode, CheckpointFromNodeReply, nodeDataSubject, StageForNode, StageForNodeReply } from '#contracts';
-import { requestQuery } from '#messaging';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { CHUNK_INDEX_HEADER, CheckpointFromNode, CheckpointFromNodeReply, nodeDataSubject, ReadForNode, StageForNode, StageForNodeReply } from '#contracts';
+import { BlobStoreUnavailableError, chunkStream, READ_AHEAD, writeVerified, type BlobDigest, type ChunkGetter } from '#blobs';
+import { Headers, parseReply, QueryTimeoutError, QueryUnavailableError, replyToError, requestQuery } from '#messaging';
+import { headers, RequestError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
+
+const utf8 = new TextDecoder();
 
 /**
  * The agent's side of storage's node data requests (decision 0025): a node touches only its own
- * bucket `gpunet-node-<nodeId>`; storage copies an attempt's inputs and checkpoints into it and
- * the node's checkpoints out of it, after checking the attempt is placed on this node.
+ * bucket `gpunet-node-<nodeId>`; storage copies checkpoints into it and out of it, and reads an
+ * attempt's inputs for it from the team's bucket chunk by chunk (decision 0036), after checking
+ * the attempt is placed on this node.
  */
 export class NodeData {
   constructor(
@@ -27,6 +31,50 @@ export class NodeData {
     return requestQuery<CheckpointFromNodeReply>(this.nc, nodeDataSubject(this.nodeId, 'checkpoint'), { jobId, attemptId, sha256 }, { request: CheckpointFromNode, response: CheckpointFromNodeReply }, {
       timeoutMs: this.timeoutMs,
       jobId,
+    });
+  }
+
+  /**
+   * Reads `team`'s blob `sha256` of the attempt through storage (`read`, decision 0036) into
+   * `destPath`: {@link READ_AHEAD} chunk reads in flight, every byte hashed as it is written to a
+   * temporary file that is renamed into place only when the whole blob's sha256 and `size` match.
+   *
+   * @throws BlobIntegrityError (the bytes are not the address's), the refusal storage answered
+   *   (`node_data_refused`, `not_found`: terminal), QueryTimeoutError or QueryUnavailableError (retryable)
+   */
+  async readTo(jobId: string, attemptId: string, team: string, sha256: string, destPath: string, options: { size: number; mode?: number }): Promise<BlobDigest> {
+    const subject = nodeDataSubject(this.nodeId, 'read');
+    const get: ChunkGetter = async (seq) => {
+      const body: ReadForNode = { jobId, attemptId, sha256, seq };
+      const h = headers();
+      h.set(Headers.JobId, jobId);
+      let msg;
+      try {
+        msg = await this.nc.request(subject, JSON.stringify(body), { timeout: this.timeoutMs, headers: h });
+      } catch (err) {
+        if (err instanceof TimeoutError || (err instanceof RequestError && err.cause instanceof TimeoutError)) throw new QueryTimeoutError(subject, this.timeoutMs, { cause: err });
+        if (err instanceof RequestError && err.isNoResponders()) throw new QueryUnavailableError(subject, { cause: err });
+        throw err;
+      }
+      // nats-server's own direct get reply (storage had it answer us): the chunk, or 404 past the last one.
+      const at = msg.headers?.get('Nats-Sequence');
+      if (at) {
+        const index = msg.headers?.get(CHUNK_INDEX_HEADER);
+        return { seq: Number(at), data: msg.data, index: index ? Number(index) : undefined };
+      }
+      const status = msg.headers?.code ?? 0;
+      if (status === 404) return null;
+      if (status >= 400) throw new BlobStoreUnavailableError(`reading ${team}/${sha256} through storage: the object store answered ${status} ${msg.headers?.description ?? ''}`.trim());
+      // Storage's own answer: a refusal, or a blob with no bytes.
+      const reply = parseReply(subject, utf8.decode(msg.data));
+      if (!reply.ok) throw replyToError(subject, reply.error);
+      return null;
+    };
+    return writeVerified(chunkStream(get, undefined, READ_AHEAD), destPath, { sha256, size: options.size }, {
+      name: `${team}/${sha256} (read through storage)`,
+      stallTimeoutMs: this.timeoutMs,
+      total: options.size,
+      ...(options.mode !== undefined && { mode: options.mode }),
     });
   }
 }
