@@ -122,20 +122,15 @@ export const ReadForNode = z
       .int()
       .min(0)
       .max(Number.MAX_SAFE_INTEGER)
-      .describe('Stream sequence in the team\'s bucket: the reply is the blob\'s first chunk at or after it (0 for its first chunk); the reply\'s `Gpunet-Chunk-Seq` tells where the chunk was, so the next read asks for one more.'),
+      .describe('Stream sequence in the team\'s bucket: the reply is the blob\'s first chunk at or after it (0 for its first chunk); the reply\'s `Nats-Sequence` tells where the chunk was, so the next read asks for one more.'),
   })
   .strict()
-  .describe('A node reads one chunk of a blob of an attempt placed on it, through storage, from the team\'s bucket (decision 0036). A chunk comes back as raw bytes with `Gpunet-Chunk-Seq` (and `Gpunet-Blob-Chunks`, `Gpunet-Chunk` when stored) headers; anything else as a JSON reply envelope.');
+  .describe('A node reads one chunk of a blob of an attempt placed on it from the team\'s bucket, through storage (decision 0036). Storage checks it and has nats-server answer the request: the reply is the server\'s direct get reply (the chunk\'s raw bytes with `Nats-Sequence` and its stored headers, or status 404 past the blob\'s last chunk); storage itself answers only a refusal or an empty blob, as a JSON reply envelope.');
 export type ReadForNode = z.output<typeof ReadForNode>;
-
-/** Header of a chunk storage reads for a node: its stream sequence in the team's bucket (decimal). */
-export const CHUNK_SEQ_HEADER = 'Gpunet-Chunk-Seq';
-/** Header of a chunk storage reads for a node: how many chunks the blob has (decimal). */
-export const BLOB_CHUNKS_HEADER = 'Gpunet-Blob-Chunks';
 
 export const ReadForNodeReply = z
   .object({ end: z.literal(true).describe('The blob has no chunk at or after `seq`.') })
-  .describe('The JSON answer to a ReadForNode that carries no chunk (a chunk is sent as raw bytes with headers instead).');
+  .describe('Storage\'s own JSON answer to a ReadForNode of a blob with no bytes (a chunk comes from nats-server as raw bytes instead).');
 export type ReadForNodeReply = z.output<typeof ReadForNodeReply>;
 
 /** The event as the node recorded it in its journal (the fields the recorder appends). */

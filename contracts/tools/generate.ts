@@ -34,8 +34,6 @@ import {
   CheckpointFromNodeReply,
   ReadForNode,
   ReadForNodeReply,
-  CHUNK_SEQ_HEADER,
-  BLOB_CHUNKS_HEADER,
   REPLY_ERROR_CODES,
   WORK_STREAM,
   EVERY_SERVICE,
@@ -107,9 +105,7 @@ function messageSchemas(): Map<string, JsonObject> {
   out.set('CheckpointFromNode', jsonSchema(CheckpointFromNode, 'CheckpointFromNode', 'A node asks storage to take a checkpoint from its bucket into the team\'s, on `gpunet.data.<nodeId>.checkpoint`.'));
   out.set('CheckpointFromNode.reply', jsonSchema(replyEnvelope(CheckpointFromNodeReply), 'CheckpointFromNode.reply', 'Reply to CheckpointFromNode: what storage took into the team\'s bucket.'));
   out.set('ReadForNode', jsonSchema(ReadForNode, 'ReadForNode', 'A node reads one chunk of a blob of an attempt placed on it through storage, on `gpunet.data.<nodeId>.read`.'));
-  out.set('ReadForNode.reply', {
-    ...jsonSchema(replyEnvelope(ReadForNodeReply), 'ReadForNode.reply', 'Reply to ReadForNode when it carries no chunk: `{ ok: true, data: { end: true } }` (no chunk at or after `seq`) or `{ ok: false, error }` (refused: `node_data_refused`). A chunk is sent instead as raw bytes with the `ReadChunkHeaders`.'),
-  });
+  out.set('ReadForNode.reply', jsonSchema(replyEnvelope(ReadForNodeReply), 'ReadForNode.reply', 'Storage\'s own reply to ReadForNode: `{ ok: true, data: { end: true } }` (a blob with no bytes) or `{ ok: false, error }` (refused: `node_data_refused`, `validation_failed`, `not_found`). A chunk comes instead from nats-server as raw bytes with the `ReadChunkHeaders`.'));
   out.set('BlobObjectRecord', jsonSchema(BlobObjectRecord, 'BlobObjectRecord', `The Object Store record of a blob, on \`$O.${BLOB_BUCKET_PREFIX}-<team>.M.<base64url(name)>\`.`));
   out.set('FeedEntry', jsonSchema(FeedEntry, 'FeedEntry', `One entry of a team's feed: an SSE \`data\` of \`GET /v1/feed\`, a \`ReadFeed\` reply entry, a notification on \`${SUBJECT_PREFIX.feed}.<team>.<jobId>\`.`));
   return out;
@@ -424,8 +420,8 @@ function asyncApiDocument(schemas: Map<string, JsonObject>): JsonObject {
     summary: 'Storage reads a chunk of a team\'s blob for a node (request/reply).',
     reply: {
       name: 'ReadForNodeReply',
-      summary: 'The chunk (raw bytes, `ReadChunkHeaders`), or a JSON reply envelope when there is none or the read is refused.',
-      description: `A chunk: \`application/octet-stream\` with \`${CHUNK_SEQ_HEADER}\` set. Without that header the body is the JSON envelope \`ReadForNode.reply\`.`,
+      summary: 'The chunk (nats-server\'s direct get reply: raw bytes, `ReadChunkHeaders`), or storage\'s JSON reply envelope when the read is refused.',
+      description: 'A chunk: `application/octet-stream` with `Nats-Sequence` set; status 404 (no body): no chunk of the blob at or after `seq`. Without either, the body is the JSON envelope `ReadForNode.reply`.',
       payload: 'ReadForNode.reply',
       headers: 'ReadChunkHeaders',
     },
@@ -588,10 +584,13 @@ function headerSchemas(): Record<string, JsonObject> {
       [CHUNK_INDEX_HEADER]: header('0-based index of the chunk in its object.', { pattern: '^(0|[1-9][0-9]*)$' }),
       [CHUNK_SHA256_HEADER]: header('Hex sha256 of the chunk\'s bytes.', { pattern: '^[0-9a-f]{64}$' }),
     }),
-    ReadChunkHeaders: closed(`Headers of storage's answer to ReadForNode: a chunk carries \`${CHUNK_SEQ_HEADER}\` (and \`${BLOB_CHUNKS_HEADER}\`, and \`${CHUNK_INDEX_HEADER}\` when stored with one); a JSON reply envelope carries none.`, {
-      [CHUNK_SEQ_HEADER]: header('Stream sequence of the chunk in the team\'s bucket: the next read asks for one more.', { pattern: '^[1-9][0-9]*$' }),
-      [BLOB_CHUNKS_HEADER]: header('How many chunks the blob has.', { pattern: '^(0|[1-9][0-9]*)$' }),
+    ReadChunkHeaders: closed('Headers of the answer to ReadForNode: nats-server\'s direct get reply carries the chunk\'s stream, sequence, subject and time and the headers it was stored with; storage\'s JSON reply envelope carries none.', {
+      'Nats-Stream': header('The team\'s bucket stream, `OBJ_gpunet-blobs-<team>`.'),
+      'Nats-Sequence': header('Stream sequence of the chunk: the next read asks for one more.', { pattern: '^[1-9][0-9]*$' }),
+      'Nats-Subject': header('The blob\'s chunk subject, `$O.gpunet-blobs-<team>.C.<nuid>`.'),
+      'Nats-Time-Stamp': header('When the chunk was stored.'),
       [CHUNK_INDEX_HEADER]: header('0-based index of the chunk in its object, when its writer stored one.', { pattern: '^(0|[1-9][0-9]*)$' }),
+      [CHUNK_SHA256_HEADER]: header('Hex sha256 of the chunk\'s bytes, when its writer stored one.', { pattern: '^[0-9a-f]{64}$' }),
     }),
     BlobRecordHeaders: closed('Headers of a blob record (the Object Store\'s).', {
       'Nats-Rollup': header('`sub`: the record replaces the earlier ones of its subject.', { enum: ['sub'] }),
