@@ -14,9 +14,9 @@
  *   chunk it acks, so this bounds any upload through it);
  * - upload: hashing + sending until the object record is written;
  * - stage: the first job's inputs as a node gets them (decision 0036): the node reads the blob
- *   through storage (`gpunet.data.<nodeId>.read`, 16 reads in flight; storage answers each with
- *   the blob's next chunk from the team's bucket), verifies it into its cache and hard-links it
- *   into `inputs/`;
+ *   through storage (`gpunet.data.<nodeId>.read`, 32 reads in flight; storage has nats-server
+ *   answer each with the blob's next chunk from the team's bucket), verifies it into its cache and
+ *   hard-links it into `inputs/`;
  * - second stage: bytes the NATS connection received while staging the same data for job 2.
  * Ends with one JSON line per figure:
  *   {"bench":"staging.upload","value":N,"unit":"MB/s","raw":R,"ratio":X}

@@ -1,9 +1,17 @@
 import { CHUNK_INDEX_HEADER, CheckpointFromNode, CheckpointFromNodeReply, nodeDataSubject, ReadForNode, StageForNode, StageForNodeReply } from '#contracts';
-import { BlobStoreUnavailableError, chunkStream, READ_AHEAD, writeVerified, type BlobDigest, type ChunkGetter } from '#blobs';
+import { BlobStoreUnavailableError, chunkStream, writeVerified, type BlobDigest, type ChunkGetter } from '#blobs';
 import { Headers, parseReply, QueryTimeoutError, QueryUnavailableError, replyToError, requestQuery } from '#messaging';
 import { headers, RequestError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
 
 const utf8 = new TextDecoder();
+
+/**
+ * Chunk reads of one blob in flight through storage (32 MiB at the default chunk size). Each waits
+ * two hops (the node's request to storage, storage's direct get to the server) before the server
+ * answers; in `npm run bench:staging` (1 GiB) 32 staged at 102–137 MB/s where 16 did 56–97 and 64
+ * did 59 (decision 0036). The cache reads up to 4 blobs at once: at most 128 MiB in flight.
+ */
+export const READS_IN_FLIGHT = 32;
 
 /**
  * The agent's side of storage's node data requests (decision 0025): a node touches only its own
@@ -36,7 +44,7 @@ export class NodeData {
 
   /**
    * Reads `team`'s blob `sha256` of the attempt through storage (`read`, decision 0036) into
-   * `destPath`: {@link READ_AHEAD} chunk reads in flight, every byte hashed as it is written to a
+   * `destPath`: {@link READS_IN_FLIGHT} chunk reads in flight, every byte hashed as it is written to a
    * temporary file that is renamed into place only when the whole blob's sha256 and `size` match.
    *
    * @throws BlobIntegrityError (the bytes are not the address's), the refusal storage answered
@@ -70,7 +78,7 @@ export class NodeData {
       if (!reply.ok) throw replyToError(subject, reply.error);
       return null;
     };
-    return writeVerified(chunkStream(get, undefined, READ_AHEAD), destPath, { sha256, size: options.size }, {
+    return writeVerified(chunkStream(get, undefined, READS_IN_FLIGHT), destPath, { sha256, size: options.size }, {
       name: `${team}/${sha256} (read through storage)`,
       stallTimeoutMs: this.timeoutMs,
       total: options.size,
