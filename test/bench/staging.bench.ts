@@ -149,7 +149,7 @@ async function main(): Promise<void> {
     // The node reads through storage (here in-process, on its own connection, as the service
     // does it; admission is storage's store check, which the bench leaves out) from the team's bucket.
     const teamBlobs = await BlobStore.open(storageNc);
-    const reads = new NodeReads(teamBlobs, () => Promise.resolve('team-bench'), pino({ level: 'warn' }));
+    const reads = new NodeReads(teamBlobs, () => Promise.resolve({ team: 'team-bench' }), pino({ level: 'warn' }));
     storageNc.subscribe(nodeDataSubject('bench-node', 'read'), { callback: (err, msg) => void (err ? undefined : reads.answer('bench-node', msg)) });
     await storageNc.flush();
     const nodeData = new NodeData(nc, 'bench-node', 30_000);

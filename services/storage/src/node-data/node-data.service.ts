@@ -109,7 +109,7 @@ export class NodeDataService implements OnApplicationBootstrap, OnApplicationShu
    * facts and the folder manifests' files are kept per attempt for {@link READ_ADMISSION_MS};
    * a refusal is not kept.
    */
-  async admitRead(nodeId: string, req: ReadForNode): Promise<string> {
+  async admitRead(nodeId: string, req: ReadForNode): Promise<{ team: string; until: number }> {
     const log = this.logger.child({ nodeId, jobId: req.jobId, attemptId: req.attemptId });
     const key = `${nodeId}\0${req.jobId}\0${req.attemptId}`;
     const now = performance.now();
@@ -136,7 +136,7 @@ export class NodeDataService implements OnApplicationBootstrap, OnApplicationShu
     if (unreferenced(facts, [req.sha256], filesOf).length > 0) {
       this.refuse('not_referenced', `blob ${req.sha256} is not an input or checkpoint of job ${req.jobId}`, 'read', log);
     }
-    return team;
+    return { team, until: entry.expires };
   }
 
   /** The files of each folder manifest (none for one the team's bucket lacks). */

@@ -14,11 +14,15 @@ import type { Logger } from 'pino';
  */
 export const READ_ADMISSION_MS = 2_000;
 
-/** Decides whether `nodeId` may read `sha256` for this attempt; resolves with the blob's team or throws the refusal. */
-export type ReadAdmission = (nodeId: string, req: ReadForNode) => Promise<string>;
+/**
+ * Decides whether `nodeId` may read `sha256` for this attempt; resolves with the blob's team (and,
+ * when the verdict rests on facts read earlier, until when those facts may be trusted, on the
+ * `performance.now()` clock) or throws the refusal.
+ */
+export type ReadAdmission = (nodeId: string, req: ReadForNode) => Promise<{ team: string; until?: number }>;
 
 interface Admitted {
-  readonly expires: number;
+  expires: number;
   readonly ready: Promise<{ chunks: number; forward: (seq: number, replyTo: string) => void }>;
 }
 
@@ -85,8 +89,15 @@ export class NodeReads {
     let entry = this.admitted.get(key);
     if (!entry || entry.expires <= now) {
       if (this.admitted.size > 1_000) for (const [k, e] of this.admitted) if (e.expires <= now) this.admitted.delete(k);
-      const ready = this.admit(nodeId, req).then((team) => this.blobs.chunkSource(team, req.sha256));
-      const made: Admitted = { expires: now + this.admissionMs, ready };
+      const made: Admitted = {
+        expires: now + this.admissionMs,
+        ready: this.admit(nodeId, req).then(({ team, until }) => {
+          // Never trusted longer than the facts the verdict rests on.
+          if (until !== undefined) made.expires = Math.min(made.expires, until);
+          return this.blobs.chunkSource(team, req.sha256);
+        }),
+      };
+      const ready = made.ready;
       // A refusal is not kept: the next request asks the store again (and is logged again).
       ready.catch(() => {
         if (this.admitted.get(key) === made) this.admitted.delete(key);
@@ -116,8 +127,4 @@ function parse(data: Uint8Array): ReadForNode {
     `not a read request: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`,
     parsed.error.issues.map((i) => ({ path: i.path.join('.') || 'body', message: i.message, fix: 'send { jobId, attemptId, sha256, seq }' })),
   );
-}
-
-function json(value: unknown): Uint8Array {
-  return Buffer.from(JSON.stringify(value));
 }
