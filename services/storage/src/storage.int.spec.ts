@@ -380,7 +380,7 @@ describe('storage service against nats-server and a SQLite store', () => {
       const a = await read('node-1', { ...ask, seq: 0 });
       return 'refused' in a && /released/.test(a.refused.message);
     });
-  });
+  }, 30_000);
 
   it('removes a released job\'s inputs unless another unfinished job of the team needs them', async () => {
     const shared = await upload('team-a', randomBytes(1000));
