@@ -545,7 +545,7 @@ export class BlobStore {
  * trip to the server and its read of the chunk; 16 (16 MiB at the default chunk size) keeps the
  * connection busy where 8 left it waiting.
  */
-export const READ_AHEAD = 16;
+const READ_AHEAD = 16;
 
 /**
  * Writes `chunks` to `destPath`, hashing as it writes: the bytes go to a temporary file beside the

@@ -4,7 +4,7 @@
  * `gpunet-node-<nodeId>`, the only one a node may touch). Upload files and folders (skipping what the team
  * already holds), check, download with verification, materialize job inputs, remove.
  */
-export { BlobStore, parseFolderManifest, READ_AHEAD, writeVerified, type BlobStat, type BlobStoreOptions, type CopyResult, type FolderUploadResult, type InputBlobRef, type MaterializedInput, type UploadResult } from './blob-store.js';
+export { BlobStore, parseFolderManifest, writeVerified, type BlobStat, type BlobStoreOptions, type CopyResult, type FolderUploadResult, type InputBlobRef, type MaterializedInput, type UploadResult } from './blob-store.js';
 export { BlobIntegrityError, BlobNotFoundError, BlobStoreUnavailableError, FolderInputError, ManifestInvalidError } from './errors.js';
 export { listFolder, type FolderFile } from './folder.js';
 export { hashBytes, hashFile, type BlobDigest } from './hash.js';
