@@ -195,7 +195,8 @@ interface ChannelSpec {
   action: 'send' | 'receive';
   summary: string;
   operationDescription?: string;
-  reply?: { name: string; summary: string; payload: string; version?: number; headers?: string; contentType?: string; description?: string };
+  /** `binaryWhen`: a reply carrying this header is raw bytes (`x-binary-when-header`), others JSON. */
+  reply?: { name: string; summary: string; payload: string; version?: number; headers?: string; description?: string; binaryWhen?: string };
   security?: string[];
 }
 
@@ -241,7 +242,8 @@ function asyncApiDocument(schemas: Map<string, JsonObject>): JsonObject {
         title: r.name,
         summary: r.summary,
         ...(r.description ? { description: r.description } : {}),
-        contentType: r.contentType ?? 'application/json',
+        contentType: 'application/json',
+        ...(r.binaryWhen ? { 'x-binary-when-header': r.binaryWhen } : {}),
         headers: ref(`components/schemas/${r.headers ?? 'ReplyHeaders'}`),
         payload: ref(`components/schemas/${r.payload}`),
         tags: [{ name: 'reply' }],
@@ -424,6 +426,7 @@ function asyncApiDocument(schemas: Map<string, JsonObject>): JsonObject {
       description: 'A chunk: `application/octet-stream` with `Nats-Sequence` set; status 404 (no body): no chunk of the blob at or after `seq`. Without either, the body is the JSON envelope `ReadForNode.reply`.',
       payload: 'ReadForNode.reply',
       headers: 'ReadChunkHeaders',
+      binaryWhen: 'Nats-Sequence',
     },
   });
   add({
