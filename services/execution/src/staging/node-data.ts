@@ -24,6 +24,8 @@ export class NodeData {
     private readonly nc: NatsConnection,
     private readonly nodeId: string,
     private readonly timeoutMs: number,
+    /** How long one chunk read (`readTo`) may wait, as a download's stall timeout: a lost read fails in seconds, not after a copy's long wait. */
+    private readonly readTimeoutMs = 30_000,
   ) {}
 
   /** Has storage copy these blobs of the attempt into the node's bucket (an empty list: only checks the attempt and opens the bucket). */
@@ -58,9 +60,9 @@ export class NodeData {
       h.set(Headers.JobId, jobId);
       let msg;
       try {
-        msg = await this.nc.request(subject, JSON.stringify(body), { timeout: this.timeoutMs, headers: h });
+        msg = await this.nc.request(subject, JSON.stringify(body), { timeout: this.readTimeoutMs, headers: h });
       } catch (err) {
-        if (err instanceof TimeoutError || (err instanceof RequestError && err.cause instanceof TimeoutError)) throw new QueryTimeoutError(subject, this.timeoutMs, { cause: err });
+        if (err instanceof TimeoutError || (err instanceof RequestError && err.cause instanceof TimeoutError)) throw new QueryTimeoutError(subject, this.readTimeoutMs, { cause: err });
         if (err instanceof RequestError && err.isNoResponders()) throw new QueryUnavailableError(subject, { cause: err });
         throw err;
       }
@@ -80,7 +82,7 @@ export class NodeData {
     };
     return writeVerified(chunkStream(get, undefined, READS_IN_FLIGHT), destPath, { sha256, size: options.size }, {
       name: `${team}/${sha256} (read through storage)`,
-      stallTimeoutMs: this.timeoutMs,
+      stallTimeoutMs: this.readTimeoutMs,
       total: options.size,
       ...(options.mode !== undefined && { mode: options.mode }),
     });
