@@ -55,10 +55,12 @@ export function nodeOfReportSubject(subject: string): string | undefined {
 /**
  * `gpunet.data.<nodeId>.<op>`: a node's requests to storage about its own blob bucket
  * (`gpunet-node-<nodeId>`): `stage` (copy an attempt's inputs or checkpoint from the team's
- * bucket into the node's) and `checkpoint` (take a checkpoint the node wrote into its bucket into
- * the team's). Only that node may publish on its subjects, so the subject proves who asks.
+ * bucket into the node's), `checkpoint` (take a checkpoint the node wrote into its bucket into
+ * the team's) and `read` (one chunk of an input of an attempt placed on it, read by storage from
+ * the team's bucket for the node: decision 0036). Only that node may publish on its subjects, so
+ * the subject proves who asks.
  */
-export const NODE_DATA_OPS = ['stage', 'checkpoint'] as const;
+export const NODE_DATA_OPS = ['stage', 'checkpoint', 'read'] as const;
 export type NodeDataOp = (typeof NODE_DATA_OPS)[number];
 
 export function nodeDataSubject(nodeId: string, op: NodeDataOp): string {
@@ -110,6 +112,26 @@ export const CheckpointFromNodeReply = z.object({
   copiedBytes: ByteCount.describe('Bytes copied into the team\'s bucket (files it held already are not copied).'),
 });
 export type CheckpointFromNodeReply = z.output<typeof CheckpointFromNodeReply>;
+
+export const ReadForNode = z
+  .object({
+    jobId: JobId,
+    attemptId: AttemptId,
+    sha256: Sha256.describe('The blob to read: an input of the job (a file, a folder manifest or one of its files) or a recorded checkpoint\'s manifest or file.'),
+    seq: z
+      .int()
+      .min(0)
+      .max(Number.MAX_SAFE_INTEGER)
+      .describe('Stream sequence in the team\'s bucket: the reply is the blob\'s first chunk at or after it (0 for its first chunk); the reply\'s `Nats-Sequence` tells where the chunk was, so the next read asks for one more.'),
+  })
+  .strict()
+  .describe('A node reads one chunk of a blob of an attempt placed on it from the team\'s bucket, through storage (decision 0036). Storage checks it and has nats-server answer the request: the reply is the server\'s direct get reply (the chunk\'s raw bytes with `Nats-Sequence` and its stored headers, or status 404 past the blob\'s last chunk); storage itself answers only a refusal or an empty blob, as a JSON reply envelope.');
+export type ReadForNode = z.output<typeof ReadForNode>;
+
+export const ReadForNodeReply = z
+  .object({ end: z.literal(true).describe('The blob has no chunk at or after `seq`.') })
+  .describe('Storage\'s own JSON answer to a ReadForNode of a blob with no bytes (a chunk comes from nats-server as raw bytes instead).');
+export type ReadForNodeReply = z.output<typeof ReadForNodeReply>;
 
 /** The event as the node recorded it in its journal (the fields the recorder appends). */
 export const ReportedEvent = z.object({

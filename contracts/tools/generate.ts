@@ -32,6 +32,8 @@ import {
   StageForNodeReply,
   CheckpointFromNode,
   CheckpointFromNodeReply,
+  ReadForNode,
+  ReadForNodeReply,
   REPLY_ERROR_CODES,
   WORK_STREAM,
   EVERY_SERVICE,
@@ -102,6 +104,8 @@ function messageSchemas(): Map<string, JsonObject> {
   out.set('StageForNode.reply', jsonSchema(replyEnvelope(StageForNodeReply), 'StageForNode.reply', 'Reply to StageForNode: what is now in the node\'s bucket.'));
   out.set('CheckpointFromNode', jsonSchema(CheckpointFromNode, 'CheckpointFromNode', 'A node asks storage to take a checkpoint from its bucket into the team\'s, on `gpunet.data.<nodeId>.checkpoint`.'));
   out.set('CheckpointFromNode.reply', jsonSchema(replyEnvelope(CheckpointFromNodeReply), 'CheckpointFromNode.reply', 'Reply to CheckpointFromNode: what storage took into the team\'s bucket.'));
+  out.set('ReadForNode', jsonSchema(ReadForNode, 'ReadForNode', 'A node reads one chunk of a blob of an attempt placed on it through storage, on `gpunet.data.<nodeId>.read`.'));
+  out.set('ReadForNode.reply', jsonSchema(replyEnvelope(ReadForNodeReply), 'ReadForNode.reply', 'Storage\'s own reply to ReadForNode: `{ ok: true, data: { end: true } }` (a blob with no bytes) or `{ ok: false, error }` (refused: `node_data_refused`, `validation_failed`, `not_found`). A chunk comes instead from nats-server as raw bytes with the `ReadChunkHeaders`.'));
   out.set('BlobObjectRecord', jsonSchema(BlobObjectRecord, 'BlobObjectRecord', `The Object Store record of a blob, on \`$O.${BLOB_BUCKET_PREFIX}-<team>.M.<base64url(name)>\`.`));
   out.set('FeedEntry', jsonSchema(FeedEntry, 'FeedEntry', `One entry of a team's feed: an SSE \`data\` of \`GET /v1/feed\`, a \`ReadFeed\` reply entry, a notification on \`${SUBJECT_PREFIX.feed}.<team>.<jobId>\`.`));
   return out;
@@ -191,7 +195,8 @@ interface ChannelSpec {
   action: 'send' | 'receive';
   summary: string;
   operationDescription?: string;
-  reply?: { name: string; summary: string; payload: string; version?: number };
+  /** `binaryWhen`: a reply carrying this header is raw bytes (`x-binary-when-header`), others JSON. */
+  reply?: { name: string; summary: string; payload: string; version?: number; headers?: string; description?: string; binaryWhen?: string };
   security?: string[];
 }
 
@@ -236,8 +241,10 @@ function asyncApiDocument(schemas: Map<string, JsonObject>): JsonObject {
         name: r.name,
         title: r.name,
         summary: r.summary,
+        ...(r.description ? { description: r.description } : {}),
         contentType: 'application/json',
-        headers: ref('components/schemas/ReplyHeaders'),
+        ...(r.binaryWhen ? { 'x-binary-when-header': r.binaryWhen } : {}),
+        headers: ref(`components/schemas/${r.headers ?? 'ReplyHeaders'}`),
         payload: ref(`components/schemas/${r.payload}`),
         tags: [{ name: 'reply' }],
         ...(r.version !== undefined ? { 'x-schema-version': r.version } : {}),
@@ -406,6 +413,23 @@ function asyncApiDocument(schemas: Map<string, JsonObject>): JsonObject {
     reply: { name: 'CheckpointFromNodeReply', summary: 'What storage took.', payload: 'CheckpointFromNode.reply' },
   });
   add({
+    key: 'NodeDataRead',
+    address: `${SUBJECT_ROOT_TOKEN}.data.{nodeId}.read`,
+    description: 'Internal: a node reads one chunk of an input (or restored checkpoint) of an attempt placed on it; storage checks as for `stage` (placed on this node, not released, the job\'s blob) and answers with the blob\'s next chunk at or after `seq` from the team\'s bucket, by a direct get restricted to that blob\'s chunk subject (decision 0036). The node verifies the whole blob\'s sha256 and size.',
+    parameters: { nodeId: { description: 'The node (only its NKey may publish here).' } },
+    message: { name: 'ReadForNode', summary: 'A chunk of a blob of an attempt to read.', payload: ref('components/schemas/ReadForNode'), headers: 'RequestHeaders', tags: ['node', 'blobs'], correlation: true },
+    action: 'receive',
+    summary: 'Storage reads a chunk of a team\'s blob for a node (request/reply).',
+    reply: {
+      name: 'ReadForNodeReply',
+      summary: 'The chunk (nats-server\'s direct get reply: raw bytes, `ReadChunkHeaders`), or storage\'s JSON reply envelope when the read is refused.',
+      description: 'A chunk: `application/octet-stream` with `Nats-Sequence` set; status 404 (no body): no chunk of the blob at or after `seq`. Without either, the body is the JSON envelope `ReadForNode.reply`.',
+      payload: 'ReadForNode.reply',
+      headers: 'ReadChunkHeaders',
+      binaryWhen: 'Nats-Sequence',
+    },
+  });
+  add({
     key: 'NodeWork',
     address: `${SUBJECT_ROOT_TOKEN}.work.{nodeId}.{type}`,
     description: `Internal: copies of recorded events a node must act on, in stream ${WORK_STREAM}; one durable consumer per node on its own subjects.`,
@@ -562,6 +586,14 @@ function headerSchemas(): Record<string, JsonObject> {
     BlobChunkHeaders: closed('Headers of a blob chunk: gpunet\'s writer sets both when it uploads, only the index when it copies between buckets (a copy is never resumed from); other Object Store clients none.', {
       [CHUNK_INDEX_HEADER]: header('0-based index of the chunk in its object.', { pattern: '^(0|[1-9][0-9]*)$' }),
       [CHUNK_SHA256_HEADER]: header('Hex sha256 of the chunk\'s bytes.', { pattern: '^[0-9a-f]{64}$' }),
+    }),
+    ReadChunkHeaders: closed('Headers of the answer to ReadForNode: nats-server\'s direct get reply carries the chunk\'s stream, sequence, subject and time and the headers it was stored with; storage\'s JSON reply envelope carries none.', {
+      'Nats-Stream': header('The team\'s bucket stream, `OBJ_gpunet-blobs-<team>`.'),
+      'Nats-Sequence': header('Stream sequence of the chunk: the next read asks for one more.', { pattern: '^[1-9][0-9]*$' }),
+      'Nats-Subject': header('The blob\'s chunk subject, `$O.gpunet-blobs-<team>.C.<nuid>`.'),
+      'Nats-Time-Stamp': header('When the chunk was stored.'),
+      [CHUNK_INDEX_HEADER]: header('0-based index of the chunk in its object, when its writer stored one.', { pattern: '^(0|[1-9][0-9]*)$' }),
+      [CHUNK_SHA256_HEADER]: header('Hex sha256 of the chunk\'s bytes, when its writer stored one.', { pattern: '^[0-9a-f]{64}$' }),
     }),
     BlobRecordHeaders: closed('Headers of a blob record (the Object Store\'s).', {
       'Nats-Rollup': header('`sub`: the record replaces the earlier ones of its subject.', { enum: ['sub'] }),

@@ -93,7 +93,7 @@ describe('AsyncAPI document: what a producer needs besides the messages', () => 
 
   it('lists the streams and subjects a producer uses, and every error code', () => {
     const addresses = Object.values(doc.channels).map((c) => c.address);
-    expect(addresses).toEqual(expect.arrayContaining(['gpunet.feed.{team}.{jobId}', 'gpunet.logs.{team}.{jobId}.{nodeId}', 'gpunet.data.{nodeId}.stage', '$O.gpunet-node-{nodeId}.C.{nuid}', '$O.gpunet-blobs-{team}.C.{nuid}', '$O.gpunet-blobs-{team}.M.{name}', 'gpunet.dlq.{consumer}', 'gpunet.qry.intake.ListCharges', 'gpunet.qry.intake.ReadFeed']));
+    expect(addresses).toEqual(expect.arrayContaining(['gpunet.feed.{team}.{jobId}', 'gpunet.logs.{team}.{jobId}.{nodeId}', 'gpunet.data.{nodeId}.stage', 'gpunet.data.{nodeId}.read', '$O.gpunet-node-{nodeId}.C.{nuid}', '$O.gpunet-blobs-{team}.C.{nuid}', '$O.gpunet-blobs-{team}.M.{name}', 'gpunet.dlq.{consumer}', 'gpunet.qry.intake.ListCharges', 'gpunet.qry.intake.ReadFeed']));
     expect(doc.components.schemas.ErrorCodes!.enum).toEqual([...REPLY_ERROR_CODES]);
     expect(REPLY_ERROR_CODES).toEqual(expect.arrayContaining(['idempotency_conflict', 'unsupported_schema_version']));
   });

@@ -13,26 +13,29 @@
  * - raw write: the same bytes written to the same disk and fsync'd (JetStream persists every
  *   chunk it acks, so this bounds any upload through it);
  * - upload: hashing + sending until the object record is written;
- * - stage: the first job's inputs as a node gets them (decision 0025): storage copies the blob from
- *   the team's bucket into the node's own bucket (verified as it copies), then the node downloads
- *   it into its cache (verified), hard-links it into `inputs/` and removes it from its bucket;
- * - copy: the team → node bucket copy alone, the part of the stage the node's own bucket costs;
- * - download: the rest of the stage, the node's download from its bucket into its cache;
+ * - stage: the first job's inputs as a node gets them (decision 0036): the node reads the blob
+ *   through storage (`gpunet.data.<nodeId>.read`, 32 reads in flight; storage has nats-server
+ *   answer each with the blob's next chunk from the team's bucket), verifies it into its cache and
+ *   hard-links it into `inputs/`;
  * - second stage: bytes the NATS connection received while staging the same data for job 2.
  * Ends with one JSON line per figure:
  *   {"bench":"staging.upload","value":N,"unit":"MB/s","raw":R,"ratio":X}
  * `raw` is the raw read + sha256 for `staging.upload` and `staging.stage`, the raw fsync'd write for
- * `…_vs_disk_write`, `staging.copy_to_node_bucket` and `staging.download_from_node_bucket`: on a
- * machine other work loads, compare ratios of one run, not MB/s of different runs.
+ * `…_vs_disk_write`: on a machine other work loads, compare ratios of one run, not MB/s of
+ * different runs.
  */
 import { BlobStore } from '#blobs';
+import { nodeDataSubject } from '#contracts';
 import { connect } from '@nats-io/transport-node';
 import { Command, InvalidArgumentError } from 'commander';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomFillSync } from 'node:crypto';
 import { mkdir, mkdtemp, open, rm, stat, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import { InputCache } from '../../services/execution/src/staging/input-cache.js';
+import { NodeData } from '../../services/execution/src/staging/node-data.js';
+import { NodeReads } from '../../services/storage/src/node-data/node-reads.js';
 import { startNatsServer } from '../support/nats-server.js';
 
 const positive = (v: string) => {
@@ -122,7 +125,7 @@ async function main(): Promise<void> {
   const root = await mkdtemp(join(opts.dir, 'gpunet-bench-staging-'));
   const server = await startNatsServer({ storeDir: join(root, 'jetstream') });
   const nc = await connect({ servers: server.url });
-  // Storage's own connection: its copies do not count as bytes the node received.
+  // Storage's own connection: its reads of the team's bucket do not count as bytes the node received.
   const storageNc = await connect({ servers: server.url });
   try {
     const dataset = join(root, 'dataset.bin');
@@ -143,19 +146,15 @@ async function main(): Promise<void> {
     const uploadMbps = mbps(bytes, upload.ms);
     console.log(`upload (hash + send):      ${round(uploadMbps)} MB/s (${Math.round(upload.ms)} ms, ${upload.result.bytesSent} bytes sent) = ${round(uploadMbps / rawMbps, 3)} of raw read, ${round(uploadMbps / rawWriteMbps, 3)} of raw write`);
 
-    // The node reads only its own bucket; storage (here in-process, on its own connection, as the
-    // service does it) copies what the node asks for from the team's bucket into it.
-    const nodeBlobs = await BlobStore.open(nc, { node: 'bench-node' });
-    const storageView = await BlobStore.open(storageNc, { node: 'bench-node' });
+    // The node reads through storage (here in-process, on its own connection, as the service
+    // does it; admission is storage's store check, which the bench leaves out) from the team's bucket.
     const teamBlobs = await BlobStore.open(storageNc);
-    let copyMs = 0;
-    let copiedBytes = 0;
-    const cache = new InputCache(nodeBlobs, join(root, 'node', 'cache'), {
-      prepare: async (team, _attempt, shas) => {
-        const started = performance.now();
-        for (const sha of shas) copiedBytes += (await storageView.copyFrom(teamBlobs, team, sha)).copiedBytes;
-        copyMs += performance.now() - started;
-      },
+    const reads = new NodeReads(teamBlobs, () => Promise.resolve({ team: 'team-bench' }), pino({ level: 'warn' }));
+    storageNc.subscribe(nodeDataSubject('bench-node', 'read'), { callback: (err, msg) => void (err ? undefined : reads.answer('bench-node', msg)) });
+    await storageNc.flush();
+    const nodeData = new NodeData(nc, 'bench-node', 30_000);
+    const cache = new InputCache(await BlobStore.open(nc, { node: 'bench-node' }), join(root, 'node', 'cache'), {
+      read: async (team, attempt, blob, dest, mode) => void (await nodeData.readTo(attempt.jobId, attempt.attemptId, team, blob.sha256, dest, { size: blob.size, mode })),
     });
     const input = { name: 'dataset', path: 'data/dataset.bin', kind: 'file' as const, sha256: upload.result.sha256, size: bytes };
     const stageFor = async (job: string) => {
@@ -172,12 +171,7 @@ async function main(): Promise<void> {
     };
     const first = await stageFor('job-1');
     const stageMbps = mbps(bytes, first.ms);
-    const copyMbps = mbps(copiedBytes, copyMs);
-    console.log(`stage, job 1 (download, verify, link): ${round(stageMbps)} MB/s (${Math.round(first.ms)} ms, ${first.result.downloadedBytes} bytes from the object store, ${first.received} bytes received) = ${round(stageMbps / rawMbps, 3)} of raw read`);
-    console.log(`  of which storage's copy team → node bucket: ${round(copyMbps)} MB/s (${Math.round(copyMs)} ms, ${copiedBytes} bytes)`);
-    const downloadMs = first.ms - copyMs;
-    const downloadMbps = mbps(first.result.downloadedBytes, downloadMs);
-    console.log(`  and the node's download from its bucket into its cache (verify, link): ${round(downloadMbps)} MB/s (${Math.round(downloadMs)} ms)`);
+    console.log(`stage, job 1 (read through storage, verify, link): ${round(stageMbps)} MB/s (${Math.round(first.ms)} ms, ${first.result.downloadedBytes} bytes from the object store, ${first.received} bytes received) = ${round(stageMbps / rawMbps, 3)} of raw read, ${round(stageMbps / rawWriteMbps, 3)} of raw write`);
     const second = await stageFor('job-2');
     console.log(`stage, job 2 same node, same dataset: ${Math.round(second.ms)} ms, ${second.result.downloadedBytes} bytes from the object store, ${second.received} bytes received on the connection`);
 
@@ -186,8 +180,6 @@ async function main(): Promise<void> {
     line({ bench: 'staging.upload_vs_disk_write', value: round(uploadMbps), unit: 'MB/s', raw: round(rawWriteMbps), ratio: round(uploadMbps / rawWriteMbps, 3) });
     line({ bench: 'staging.stage', value: round(stageMbps), unit: 'MB/s', raw: round(rawMbps), ratio: round(stageMbps / rawMbps, 3) });
     line({ bench: 'staging.stage_vs_disk_write', value: round(stageMbps), unit: 'MB/s', raw: round(rawWriteMbps), ratio: round(stageMbps / rawWriteMbps, 3) });
-    line({ bench: 'staging.download_from_node_bucket', value: round(downloadMbps), unit: 'MB/s', raw: round(rawWriteMbps), ratio: round(downloadMbps / rawWriteMbps, 3) });
-    line({ bench: 'staging.copy_to_node_bucket', value: round(copyMbps), unit: 'MB/s', raw: round(rawWriteMbps), ratio: round(copyMbps / rawWriteMbps, 3) });
     line({ bench: 'staging.second_stage_bytes_moved', value: second.result.downloadedBytes, unit: 'bytes', received: second.received });
   } finally {
     await nc.close().catch(() => undefined);

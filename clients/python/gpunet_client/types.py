@@ -4175,6 +4175,19 @@ ReadFeedReply = TypedDict("ReadFeedReply", {
     "caughtUp": bool,  # True when the page reached what intake has seen of the store: wait for a notification before asking again.
 })
 
+# A node reads one chunk of a blob of an attempt placed on it through storage, on `gpunet.data.<nodeId>.read`.
+ReadForNode = TypedDict("ReadForNode", {
+    "jobId": str,  # Job id, assigned by intake at submission, e.g. `job_01jz8k4m2n`.
+    "attemptId": str,  # One run attempt of a job: a requeued job gets a new attempt id. Billing is per attempt.
+    "sha256": str,  # The blob to read: an input of the job (a file, a folder manifest or one of its files) or a recorded checkpoint's manifest or file.
+    "seq": int,  # Stream sequence in the team's bucket: the reply is the blob's first chunk at or after it (0 for its first chunk); the reply's `Nats-Sequence` tells where the ch
+})
+
+# Storage's own JSON answer to a ReadForNode of a blob with no bytes (a chunk comes from nats-server as raw bytes instead).
+ReadForNodeReply = TypedDict("ReadForNodeReply", {
+    "end": Literal[True],  # The blob has no chunk at or after `seq`.
+})
+
 # Who asks, set by intake from the caller's key (logged by the ledger). The subject accepts only intake.
 RebuildLedgerPrincipal = TypedDict("RebuildLedgerPrincipal", {
     "keyId": str,  # Id of the API key that asked (never the key itself).
@@ -5038,6 +5051,8 @@ __all__ = [
     "QuoteReply",
     "ReadFeed",
     "ReadFeedReply",
+    "ReadForNode",
+    "ReadForNodeReply",
     "RebuildLedger",
     "RebuildLedgerReply",
     "RecordPriceList",

@@ -5,7 +5,7 @@ import { encodeFolderManifest, FolderManifest, type FolderManifestEntry } from '
 import { GpunetError } from '#errors';
 import { Objm, setSha256Backend, StorageType, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ChunkedWriter, readChunks } from './chunked-put.js';
+import { ChunkedWriter, readChunks, type ChunkStream } from './chunked-put.js';
 import { ResumableUpload, type RunningHash } from './resumable-upload.js';
 import { BlobIntegrityError, BlobNotFoundError, BlobStoreUnavailableError, FolderInputError, ManifestInvalidError } from './errors.js';
 import { listFolder } from './folder.js';
@@ -320,50 +320,37 @@ export class BlobStore {
       throw integrityError(name, { sha256, ...(options.size === undefined ? {} : { size: options.size }) }, { ...(recorded ? { sha256: recorded } : {}), size: info.size });
     }
     const chunks = await guard(`get ${name}`, () => readChunks(this.nc, bucket, info.nuid, info.size === 0 ? 0 : info.chunks, READ_AHEAD, this.options.stallTimeoutMs));
+    return writeVerified(chunks, destPath, { sha256, ...(options.size === undefined ? {} : { size: options.size }) }, { ...options, name, stallTimeoutMs: this.options.stallTimeoutMs, total: info.size });
+  }
 
-    await mkdir(dirname(destPath), { recursive: true });
-    const temp = `${destPath}.${randomBytes(6).toString('hex')}.part`;
-    let handle: FileHandle | undefined = await open(temp, 'wx', options.mode ?? 0o644);
-    const writer = new OverlappedWriter(handle);
-    try {
-      const hash = createHash('sha256');
-      const total = info.size;
-      let done = 0;
-      for (;;) {
-        let chunk: IteratorResult<Uint8Array>;
-        try {
-          chunk = await withStallTimeout(chunks.next(), this.options.stallTimeoutMs, () => {
-            void chunks.close();
-            return new BlobStoreUnavailableError(`reading ${name}: no data for ${this.options.stallTimeoutMs} ms (${done} of ${total} bytes received)`);
-          });
-        } catch (err) {
-          if (err instanceof GpunetError) throw err;
-          throw new BlobStoreUnavailableError(`reading ${name} from the object store failed: ${(err as Error)?.message}`, { cause: err });
-        }
-        if (chunk.done) break;
-        hash.update(chunk.value);
-        await writer.write(chunk.value);
-        done += chunk.value.length;
-        options.onProgress?.({ phase: 'downloading', bytesDone: done, bytesTotal: total });
-      }
-      await writer.end();
-      if (total === 0) options.onProgress?.({ phase: 'downloading', bytesDone: 0, bytesTotal: 0 });
-      const actual = { sha256: hash.digest('hex'), size: done };
-      if (actual.sha256 !== sha256 || (options.size !== undefined && actual.size !== options.size)) {
-        throw integrityError(name, { sha256, ...(options.size === undefined ? {} : { size: options.size }) }, actual);
-      }
-      if (options.mode !== undefined) await handle.chmod(options.mode); // the umask may have narrowed the open mode
-      await handle.close();
-      handle = undefined;
-      await rename(temp, destPath);
-      return actual;
-    } catch (err) {
-      await chunks.close();
-      await writer.abandon();
-      await handle?.close().catch(() => undefined);
-      await unlink(temp).catch(() => undefined);
-      throw err;
+  /**
+   * `team`'s blob `sha256` for someone else to read (storage answering a node's read, decision
+   * 0036): its size and chunk count from the record, and `forward(seq, replyTo)`, which asks
+   * nats-server for the blob's chunk at or after stream sequence `seq` by a direct get restricted
+   * to this blob's chunk subject (`next_by_subj`) and has the server answer `replyTo` directly:
+   * the bytes never pass through this process, and no other bytes of the bucket can be asked for
+   * through it. The answer is the server's direct get reply (the chunk with `Nats-Sequence` and
+   * its stored headers, or status 404 past the last chunk). The bytes are not hashed here: the
+   * reader verifies them.
+   *
+   * @throws BlobNotFoundError, BlobIntegrityError (the record names other bytes or another size), BlobStoreUnavailableError
+   */
+  async chunkSource(team: string, sha256: string, options: { size?: number } = {}): Promise<{ size: number; chunks: number; forward: (seq: number, replyTo: string) => void }> {
+    const name = blobName(team, sha256);
+    const { os, bucket } = await this.team(team);
+    const info = await guard(`stat ${name}`, () => os.info(name));
+    if (info === null || info.deleted) throw new BlobNotFoundError(team, sha256);
+    const recorded = digestToHex(info.digest);
+    if (recorded !== sha256 || (options.size !== undefined && info.size !== options.size)) {
+      throw integrityError(name, { sha256, ...(options.size === undefined ? {} : { size: options.size }) }, { ...(recorded ? { sha256: recorded } : {}), size: info.size });
     }
+    const api = `$JS.API.DIRECT.GET.OBJ_${bucket}`;
+    const subject = `$O.${bucket}.C.${info.nuid}`;
+    const forward = (seq: number, replyTo: string) => {
+      if (!Number.isSafeInteger(seq) || seq < 0) throw new RangeError(`not a stream sequence: ${seq}`);
+      this.nc.publish(api, JSON.stringify({ seq, next_by_subj: subject }), { reply: replyTo });
+    };
+    return { size: info.size, chunks: info.size === 0 ? 0 : info.chunks, forward };
   }
 
   /**
@@ -559,6 +546,69 @@ export class BlobStore {
  * connection busy where 8 left it waiting.
  */
 const READ_AHEAD = 16;
+
+/**
+ * Writes `chunks` to `destPath`, hashing as it writes: the bytes go to a temporary file beside the
+ * destination and are renamed into place only when sha256 (and `size`, if given) match, so a
+ * reader never sees a partial or wrong file. A chunk that does not come within `stallTimeoutMs`
+ * fails the write (retryable). `name` names the blob in errors; `total` (when known) is the
+ * progress total. The stream is closed on failure.
+ *
+ * @throws BlobIntegrityError, BlobStoreUnavailableError, or what a chunk's read threw (a GpunetError)
+ */
+export async function writeVerified(
+  chunks: ChunkStream,
+  destPath: string,
+  expected: { sha256: string; size?: number },
+  options: ProgressOption & { name: string; stallTimeoutMs: number; mode?: number; total?: number },
+): Promise<BlobDigest> {
+  const { name, stallTimeoutMs } = options;
+  const total = options.total ?? expected.size ?? 0;
+  let handle: FileHandle | undefined;
+  const temp = `${destPath}.${randomBytes(6).toString('hex')}.part`;
+  let writer: OverlappedWriter | undefined;
+  try {
+    await mkdir(dirname(destPath), { recursive: true });
+    handle = await open(temp, 'wx', options.mode ?? 0o644);
+    writer = new OverlappedWriter(handle);
+    const hash = createHash('sha256');
+    let done = 0;
+    for (;;) {
+      let chunk: IteratorResult<Uint8Array>;
+      try {
+        chunk = await withStallTimeout(chunks.next(), stallTimeoutMs, () => {
+          void chunks.close();
+          return new BlobStoreUnavailableError(`reading ${name}: no data for ${stallTimeoutMs} ms (${done} of ${total} bytes received)`);
+        });
+      } catch (err) {
+        if (err instanceof GpunetError) throw err;
+        throw new BlobStoreUnavailableError(`reading ${name} from the object store failed: ${(err as Error)?.message}`, { cause: err });
+      }
+      if (chunk.done) break;
+      hash.update(chunk.value);
+      await writer.write(chunk.value);
+      done += chunk.value.length;
+      options.onProgress?.({ phase: 'downloading', bytesDone: done, bytesTotal: total });
+    }
+    await writer.end();
+    if (total === 0) options.onProgress?.({ phase: 'downloading', bytesDone: 0, bytesTotal: 0 });
+    const actual = { sha256: hash.digest('hex'), size: done };
+    if (actual.sha256 !== expected.sha256 || (expected.size !== undefined && actual.size !== expected.size)) {
+      throw integrityError(name, expected, actual);
+    }
+    if (options.mode !== undefined) await handle.chmod(options.mode); // the umask may have narrowed the open mode
+    await handle.close();
+    handle = undefined;
+    await rename(temp, destPath);
+    return actual;
+  } catch (err) {
+    await chunks.close();
+    await writer?.abandon();
+    await handle?.close().catch(() => undefined);
+    await unlink(temp).catch(() => undefined);
+    throw err;
+  }
+}
 
 /**
  * Writes chunks to a file in order, each while the next ones are received and hashed: one write

@@ -324,26 +324,62 @@ export interface ChunkStream {
   close(): Promise<void>;
 }
 
+/** One stored chunk as a direct get (or storage, for a node) hands it out. */
+export interface StoredChunk {
+  /** Its stream sequence. */
+  seq: number;
+  data: Uint8Array;
+  /** Its index in the object, when the writer stored one ({@link CHUNK_INDEX_HEADER}); the Object Store client's chunks have none. */
+  index: number | undefined;
+  /** How many chunks the object has, when the source says so. */
+  chunks?: number;
+}
+
+/**
+ * The object's chunk at or after stream sequence `seq`, restricted to its chunk subject; null
+ * when there is none.
+ */
+export type ChunkGetter = (seq: number) => Promise<StoredChunk | null>;
+
 /**
  * The chunks of an object, in order, by direct gets (`next_by_subj`; nats-server 2.9+, a bucket
  * with `allow_direct`, as Object Store buckets are). No consumer is created, so a download given
- * up on leaves nothing behind. Chunks one writer sent are usually neighbours in the stream, so
- * after the first one up to `window` gets are in flight for the following sequences; a gap
- * (another upload's chunks in between) drops them and starts again from the chunk found. A chunk
- * whose index header says it was handed out already (two runs of the same upload stored it twice)
- * is skipped; a chunk the record counts but the stream lacks ends the stream early, and the
- * caller's size and sha256 checks refuse the result.
+ * up on leaves nothing behind. See {@link chunkStream} for the order and the gaps.
  */
 export async function readChunks(nc: NatsConnection, bucket: string, nuid: string, chunks: number, window = 8, timeoutMs?: number): Promise<ChunkStream> {
+  return chunkStream(await directChunkGetter(nc, bucket, nuid, timeoutMs), chunks, window);
+}
+
+/** Direct gets of one object's chunks (`next_by_subj` of its chunk subject only). */
+export async function directChunkGetter(nc: NatsConnection, bucket: string, nuid: string, timeoutMs?: number): Promise<ChunkGetter> {
   // One get may wait behind a busy server's writes (a copy writes while it reads): give it the caller's stall timeout.
   const jsm = await jetstreamManager(nc, timeoutMs === undefined ? {} : { timeout: timeoutMs });
   const stream = `OBJ_${bucket}`;
   const subject = `$O.${bucket}.C.${nuid}`;
+  return async (seq) => {
+    const m = await jsm.direct.getMessage(stream, { seq, next_by_subj: subject });
+    if (m === null) return null;
+    const index = m.header?.get(CHUNK_INDEX_HEADER);
+    return { seq: m.seq, data: m.data, index: index !== undefined && index !== '' ? Number(index) : undefined };
+  };
+}
+
+/**
+ * An object's chunks in order from `get`. Chunks one writer sent are usually neighbours in the
+ * stream, so after the first one up to `window` gets are in flight for the following sequences; a
+ * gap (another upload's chunks in between) drops them and starts again from the chunk found. A
+ * chunk whose index says it was handed out already (two runs of the same upload stored it twice)
+ * is skipped; a chunk the record counts but the stream lacks ends the stream early, and the
+ * caller's size and sha256 checks refuse the result. `chunks` undefined: a chunk's `chunks` tells,
+ * else the object ends where `get` finds no more (null).
+ */
+export function chunkStream(getChunk: ChunkGetter, chunks: number | undefined, window = 8): ChunkStream {
   const get = (seq: number) => {
-    const p = jsm.direct.getMessage(stream, { seq, next_by_subj: subject });
+    const p = getChunk(seq);
     p.catch(() => undefined); // awaited in order below; one dropped after a gap must not reject unobserved
     return p;
   };
+  let total = chunks;
   let yielded = 0;
   let lastSeq = -1; // stream sequence of the last chunk handed out
   let known = false; // whether neighbouring sequences may be asked for ahead
@@ -352,16 +388,17 @@ export async function readChunks(nc: NatsConnection, bucket: string, nuid: strin
   const fill = () => {
     const ahead = known ? window : 1;
     let seq = pending.at(-1) ? pending.at(-1)!.seq + 1 : lastSeq + 1;
-    while (pending.length < ahead && yielded + pending.length < chunks) pending.push({ seq, result: get(seq++) });
+    while (pending.length < ahead && yielded + pending.length < (total ?? Infinity)) pending.push({ seq, result: get(seq++) });
   };
   return {
     async next() {
       for (;;) {
-        if (closed || yielded >= chunks) return { done: true, value: undefined };
+        if (closed || (total !== undefined && yielded >= total)) return { done: true, value: undefined };
         fill();
         const head = pending.shift()!;
         const m = await head.result;
         if (m === null) return { done: true, value: undefined };
+        if (total === undefined && m.chunks !== undefined) total = m.chunks;
         lastSeq = m.seq;
         if (m.seq === head.seq) known = true;
         else {
@@ -369,10 +406,8 @@ export async function readChunks(nc: NatsConnection, bucket: string, nuid: strin
           pending = [];
           known = false;
         }
-        // Chunks written by this writer carry their index; the Object Store client's do not.
-        const index = m.header?.get(CHUNK_INDEX_HEADER);
-        if (index !== undefined && index !== '' && Number(index) < yielded) continue; // a second copy of a chunk handed out
-        if (index !== undefined && index !== '' && Number(index) > yielded) return { done: true, value: undefined }; // a chunk is missing
+        if (m.index !== undefined && m.index < yielded) continue; // a second copy of a chunk handed out
+        if (m.index !== undefined && m.index > yielded) return { done: true, value: undefined }; // a chunk is missing
         yielded += 1;
         return { done: false, value: m.data };
       }

@@ -336,11 +336,30 @@ describe('an execution node', () => {
     await logged(violation('Publish', 'n1', '$JS.API.STREAM.INFO.OBJ_gpunet-node-n2'));
     await expect((await jetstreamManager(n1)).streams.purge('OBJ_gpunet-blobs-a')).rejects.toThrow(/Permissions Violation|timeout/i);
     await refusedPublish(n1, 'gpunet.data.n2.stage');
+    await refusedPublish(n1, 'gpunet.data.n2.read');
 
     const js = jetstream(n1);
     expect((await js.publish('gpunet.logs.a.job-1.n1', '{}')).stream).toBe('GPUNET_LOGS');
     await expect(js.publish('gpunet.logs.a.job-1.n2', '{}', { timeout: 15_000 })).rejects.toThrow(/Permissions Violation|timeout/i);
     await logged(violation('Publish', 'n1', 'gpunet.logs.a.job-1.n2'));
+  });
+
+  it('a read through storage (decision 0036): storage has the server answer the node\'s own inbox with a chunk of the team\'s blob; the node still cannot ask the team\'s bucket itself', async () => {
+    const storage = await as('storage');
+    const team = await BlobStore.open(storage);
+    const blob = await team.uploadBytes('a', new TextEncoder().encode('read for n1'));
+    const source = await team.chunkSource('a', blob.sha256);
+    const n1 = await as('n1');
+    // The node asks on its own read subject; storage (here the test, with storage's identity) forwards a direct get with the node's reply subject.
+    const served = storage.subscribe('gpunet.data.n1.read', { max: 1, callback: (_err, msg) => source.forward(0, msg.reply!) });
+    await storage.flush();
+    const reply = await n1.request('gpunet.data.n1.read', '{}', { timeout: 15_000 });
+    expect(reply.headers?.get('Nats-Sequence')).toMatch(/^[1-9][0-9]*$/);
+    expect(Buffer.from(reply.data).toString()).toBe('read for n1');
+    await served.closed;
+    // The same direct get sent by the node itself is refused: only storage may ask the team's bucket.
+    await expect(n1.request('$JS.API.DIRECT.GET.OBJ_gpunet-blobs-a', '{"seq":1}', { timeout: 15_000 })).rejects.toThrow(/Permissions Violation|timeout/i);
+    await logged(violation('Publish', 'n1', '$JS.API.DIRECT.GET.OBJ_gpunet-blobs-a'));
   });
 });
 

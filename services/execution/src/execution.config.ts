@@ -32,7 +32,7 @@ export const ExecutionConfig = z.object({
   GPUNET_KILL_GRACE_MS: nonNegativeInt('milliseconds between SIGTERM and SIGKILL at the time limit or a cancel').default(10_000),
   GPUNET_SHUTDOWN_GRACE_MS: nonNegativeInt('milliseconds a job gets after SIGTERM when the agent itself stops').default(3_000),
   GPUNET_MAX_LOG_BYTES: positiveInt('bytes of job output kept per attempt').default(64 * 1024 * 1024),
-  GPUNET_NODE_DATA_TIMEOUT_MS: positiveInt('milliseconds to wait for storage to copy an attempt\'s inputs or a checkpoint between the team\'s bucket and the node\'s').default(600_000),
+  GPUNET_NODE_DATA_TIMEOUT_MS: positiveInt('milliseconds to wait for storage to copy a checkpoint between the team\'s bucket and the node\'s (or check an attempt)').default(600_000),
   GPUNET_STORE_OUTPUTS_TIMEOUT_MS: positiveInt('milliseconds to wait for one StoreOutputs reply').default(10_000),
   GPUNET_STORE_OUTPUTS_GIVE_UP_MS: positiveInt('milliseconds of retrying StoreOutputs before the outputs are given up').default(120_000),
   GPUNET_JOB_UIDS: z

@@ -3,9 +3,9 @@
 // node's work subjects, real jobs run, their reports recorded, logs and outputs out; SIGKILL and SIGTERM.
 import { BlobStore, nodeBucket } from '#blobs';
 import { createIdentityFile } from '#identity';
-import { commandSubject, Commands, LOGS_STREAM, logSubject, nodeDataSubject, parseJobSpec, StageForNode, StageForNodeReply, type JobSpec, type LogLine, type NodeHeartbeat, type StoreOutputs } from '#contracts';
+import { commandSubject, Commands, LOGS_STREAM, logSubject, nodeDataSubject, parseJobSpec, StageForNode, StageForNodeReply, type JobSpec, type ReadForNode, type LogLine, type NodeHeartbeat, type StoreOutputs } from '#contracts';
 import { openEventStore, type EventStore, type RecordedEvent } from '#event-store';
-import { serveQuery } from '#messaging';
+import { errorReply, serveQuery } from '#messaging';
 import { EventWriter, startService, systemClock, type RunningService } from '#service-kit';
 import { DeliverPolicy, jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
@@ -31,6 +31,7 @@ let js: JetStreamClient;
 let blobs: BlobStore;
 let storeOutputs: Subscription;
 let nodeData: Subscription;
+let nodeReads: Subscription;
 const storeOutputsRequests: StoreOutputs[] = [];
 let agent: AgentProcess | undefined;
 let recorder: RunningService;
@@ -141,7 +142,8 @@ beforeAll(async () => {
   js = jetstream(nc);
   blobs = await BlobStore.open(nc);
   // Storage is not running here: a tiny stand-in answers StoreOutputs and the node's data requests
-  // the way their contracts say (copies between the team's bucket and the node's own, without checks).
+  // the way their contracts say (copies between the team's bucket and the node's own, reads of the
+  // team's bucket answered by nats-server on the node's reply subject; without checks).
   const nodeBlobs = await BlobStore.open(nc, { node: NODE });
   storeOutputs = serveQuery(nc, commandSubject('StoreOutputs'), { request: Commands.StoreOutputs.schema, response: Commands.StoreOutputs.replySchema }, async (req) => {
     const r = req as StoreOutputs;
@@ -155,6 +157,19 @@ beforeAll(async () => {
     const copied = await Promise.all(r.blobs.map((sha) => nodeBlobs.copyFrom(blobs, TEAM, sha)));
     return { bucket: nodeBucket(NODE), team: TEAM, blobs: copied.map((c) => ({ sha256: c.sha256, size: c.size, copiedBytes: c.copiedBytes })) };
   });
+  nodeReads = nc.subscribe(nodeDataSubject(NODE, 'read'), {
+    callback: (_err, msg) =>
+      void (async () => {
+        const r = JSON.parse(new TextDecoder().decode(msg.data)) as ReadForNode;
+        try {
+          const source = await blobs.chunkSource(TEAM, r.sha256);
+          if (source.chunks > 0) source.forward(r.seq, msg.reply!);
+          else msg.respond(JSON.stringify({ ok: true, data: { end: true } }));
+        } catch (err) {
+          msg.respond(JSON.stringify(errorReply(err)));
+        }
+      })(),
+  });
   launchAgent();
   // The agent compiles nothing but starts a Node process and probes the machine: at load 12 that
   // alone took over 15 s.
@@ -166,6 +181,7 @@ afterAll(async () => {
   await agent?.exited;
   storeOutputs?.unsubscribe();
   nodeData?.unsubscribe();
+  nodeReads?.unsubscribe();
   await recorder?.stop();
   await nc?.close();
   await store?.close();

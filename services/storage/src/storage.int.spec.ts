@@ -308,6 +308,80 @@ describe('storage service against nats-server and a SQLite store', () => {
     await expect(stage('node-1', [file.sha256])).rejects.toMatchObject({ code: 'node_data_refused', message: expect.stringMatching(/released/) });
   });
 
+  it('reads an attempt\'s inputs for the node it is placed on straight from the team\'s bucket, and refuses every other read with an error and no bytes', async () => {
+    const bytes = randomBytes(2_500_000); // three chunks
+    const file = await upload('team-a', bytes);
+    await mkdir(join(dir, 'rd/sub'), { recursive: true });
+    await writeFile(join(dir, 'rd/a.bin'), randomBytes(1500));
+    await writeFile(join(dir, 'rd/sub/b.bin'), randomBytes(2500));
+    const folder = await blobs.uploadFolder('team-a', join(dir, 'rd'));
+    const other = await upload('team-a', randomBytes(100)); // the team's, but not this job's
+    const theirs = await upload('team-b', randomBytes(200)); // another team's
+    await submit('job-rd', [{ name: 'file', ...file }, { name: 'folder', kind: 'folder', sha256: folder.sha256, size: folder.size }]);
+    await submit('job-rd-b', [{ name: 'x', ...theirs }], 'team-b');
+    const placement = new EventWriter(store, 'placement', systemClock);
+    await placement.append('placement-job-job-rd', [
+      { type: 'JobPlaced', data: { jobId: 'job-rd', attemptId: 'job-rd-a1', attempt: 1, nodeId: 'node-1', gpuIndices: [0], gpuModel: 'A100', placedAt: new Date().toISOString() } },
+    ]);
+    await placement.append('placement-job-job-rd-b', [
+      { type: 'JobPlaced', data: { jobId: 'job-rd-b', attemptId: 'job-rd-b-a1', attempt: 1, nodeId: 'node-2', gpuIndices: [0], gpuModel: 'A100', placedAt: new Date().toISOString() } },
+    ]);
+    type Answer = { chunk: Buffer; seq: number } | { end: true } | { refused: { code: string; message: string } };
+    const read = async (node: string, req: { jobId: string; attemptId: string; sha256: string; seq: number }): Promise<Answer> => {
+      const m = await nc.request(`gpunet.data.${node}.read`, JSON.stringify(req), { timeout: 10_000 });
+      const seq = m.headers?.get('Nats-Sequence');
+      if (seq) return { chunk: Buffer.from(m.data), seq: Number(seq) };
+      if (m.headers?.code === 404) return { end: true };
+      const reply = JSON.parse(new TextDecoder().decode(m.data)) as { ok: boolean; data?: { end: true }; error?: { code: string; message: string } };
+      return reply.ok ? { end: true } : { refused: reply.error! };
+    };
+    /** The whole blob as a node reads it: the chunk at or after each sequence, one after the other, until none. */
+    const readAll = async (node: string, jobId: string, sha256: string): Promise<Buffer> => {
+      const parts: Buffer[] = [];
+      for (let seq = 0; ; ) {
+        const a = await read(node, { jobId, attemptId: `${jobId}-a1`, sha256, seq });
+        if ('refused' in a) throw Object.assign(new Error(a.refused.message), a.refused);
+        if ('end' in a) return Buffer.concat(parts);
+        parts.push(a.chunk);
+        seq = a.seq + 1;
+      }
+    };
+
+    expect((await readAll('node-1', 'job-rd', file.sha256)).equals(bytes)).toBe(true);
+    const [entry] = folder.manifest.entries.filter((e) => e.path === 'a.bin');
+    expect((await readAll('node-1', 'job-rd', entry!.sha256)).length).toBe(1500);
+    // Nothing went through the node's bucket.
+    expect(await (await BlobStore.open(nc, { node: 'node-1' })).exists('team-a', file.sha256)).toBe(false);
+
+    const refused = async (node: string, req: { jobId: string; attemptId: string; sha256: string }, reason: RegExp) => {
+      const a = await read(node, { ...req, seq: 0 });
+      expect(a).toEqual({ refused: expect.objectContaining({ code: 'node_data_refused', message: expect.stringMatching(reason) }) });
+    };
+    const ask = { jobId: 'job-rd', attemptId: 'job-rd-a1', sha256: file.sha256 };
+    await refused('node-2', ask, /read refused \(not_placed\)/); // a job not placed on it (another node publishing on node-1's subject is nats-server's: bus-auth.int)
+    await refused('node-1', { ...ask, attemptId: 'job-rd-a2' }, /not_placed/); // an attempt that was never placed
+    await refused('node-1', { ...ask, sha256: other.sha256 }, /not_referenced/); // the team's blob, but not in the job's inputs
+    await refused('node-1', { ...ask, sha256: theirs.sha256 }, /not_referenced/); // another team's blob
+    await refused('node-1', { jobId: 'job-rd-b', attemptId: 'job-rd-b-a1', sha256: theirs.sha256 }, /not_placed/); // another team's job, placed elsewhere
+    await refused('node-1', { jobId: 'job-never', attemptId: 'job-never-a1', sha256: file.sha256 }, /unknown_job/);
+    await waitFor('the refusals in storage\'s log', async () => storageLog.filter((l) => l.includes('node data request refused') && l.includes('"op":"read"')).length >= 6);
+
+    // The server answers the reply subject with storage's rights: one that is not the node's inbox is refused, with no chunk.
+    const elsewhere = nc.subscribe('gpunet.somewhere.else', { max: 1 });
+    nc.publish('gpunet.data.node-1.read', JSON.stringify({ ...ask, seq: 0 }), { reply: 'gpunet.somewhere.else' });
+    for await (const m of elsewhere) {
+      expect(m.headers?.get('Nats-Sequence')).toBeUndefined();
+      expect(JSON.parse(new TextDecoder().decode(m.data))).toMatchObject({ ok: false, error: { code: 'validation_failed', message: expect.stringMatching(/node's own inbox/) } });
+    }
+
+    // Released there: reads stop (within the admission's short keep).
+    await release('job-rd');
+    await waitFor('reads of a released attempt to be refused', async () => {
+      const a = await read('node-1', { ...ask, seq: 0 });
+      return 'refused' in a && /released/.test(a.refused.message);
+    });
+  }, 30_000);
+
   it('removes a released job\'s inputs unless another unfinished job of the team needs them', async () => {
     const shared = await upload('team-a', randomBytes(1000));
     const own = await upload('team-a', randomBytes(1000));

@@ -58,7 +58,12 @@ interface ChannelMatcher {
   name: string;
   pattern: RegExp;
   messages: { name: string; payload: ValidateFunction | undefined; headers: ValidateFunction | undefined }[];
-  reply: { name: string; payload: ValidateFunction } | undefined;
+  /**
+   * `binaryWhen`: a reply carrying this header is raw bytes under the reply's `headers` schema, and
+   * one with neither body nor headers is a status reply (AsyncAPI `x-binary-when-header`: a read's
+   * chunk, answered by nats-server, decision 0036). Other replies are JSON and carry no headers.
+   */
+  reply: { name: string; payload: ValidateFunction; headers?: ValidateFunction | undefined; binaryWhen?: string } | undefined;
 }
 
 type Json = Record<string, unknown>;
@@ -99,7 +104,8 @@ export class BusContract {
       if (op?.reply) {
         const replyChannel = channels[op.reply.channel.$ref.split('/').pop()!]!;
         const m = message(Object.values(replyChannel.messages)[0]!);
-        reply = { name: String(m.name), payload: compile(m.payload)! };
+        const binaryWhen = m['x-binary-when-header'];
+        reply = { name: String(m.name), payload: compile(m.payload)!, ...(typeof binaryWhen === 'string' && { binaryWhen, headers: compile(m.headers) }) };
       }
       out.push({
         name,
@@ -131,8 +137,15 @@ export class BusContract {
     if (record.inReplyTo !== undefined) {
       const channel = this.channelOf(record.inReplyTo);
       if (!channel?.reply) return { kind: 'protocol' };
-      const errors = [...headerErrors(record, undefined), ...bodyErrors(record, channel.reply.payload)];
-      if (record.headers && Object.keys(record.headers).length > 0) errors.push(`headers: a reply carries none, got ${Object.keys(record.headers).join(', ')}`);
+      const { binaryWhen } = channel.reply;
+      const hasHeaders = record.headers !== undefined && Object.keys(record.headers).length > 0;
+      let errors: string[];
+      if (binaryWhen !== undefined && record.headers?.[binaryWhen]) errors = headerErrors(record, channel.reply.headers);
+      else if (binaryWhen !== undefined && !hasHeaders && (record.size ?? 0) === 0) errors = [];
+      else {
+        errors = [...headerErrors(record, undefined), ...bodyErrors(record, channel.reply.payload)];
+        if (hasHeaders) errors.push(`headers: a reply carries none, got ${Object.keys(record.headers!).join(', ')}`);
+      }
       return errors.length > 0 ? { kind: 'checked', problem: { subject: `${record.subject} (reply to ${record.inReplyTo})`, schema: channel.reply.name, errors } } : { kind: 'checked', message: channel.reply.name };
     }
     if (isProtocol(record.subject)) return { kind: 'protocol' };

@@ -81,6 +81,17 @@ describe('bus contract check (against contracts/generated/asyncapi.json)', () =>
     expect(problems[2]!.errors).toEqual(['body: not JSON (8 bytes)']);
   });
 
+  it('a read\'s reply (decision 0036): nats-server\'s chunk with its headers, its status reply, or storage\'s JSON envelope; a chunk with other headers is not', () => {
+    const chunk = { 'Nats-Stream': ['OBJ_gpunet-blobs-a'], 'Nats-Sequence': ['7'], 'Nats-Subject': ['$O.gpunet-blobs-a.C.x'], 'Nats-Time-Stamp': ['t'], 'Gpunet-Chunk': ['0'] };
+    const { problems } = contract.checkAll([
+      { subject: '_INBOX_node-n1.1', inReplyTo: 'gpunet.data.n1.read', headers: chunk, size: 1_044_480 },
+      { subject: '_INBOX_node-n1.2', inReplyTo: 'gpunet.data.n1.read', size: 0 },
+      { subject: '_INBOX_node-n1.3', inReplyTo: 'gpunet.data.n1.read', body: '{"ok":false,"error":{"code":"node_data_refused","message":"m"}}', size: 60 },
+      { subject: '_INBOX_node-n1.4', inReplyTo: 'gpunet.data.n1.read', headers: { ...chunk, 'X-Other': ['1'] }, size: 10 },
+    ]);
+    expect(problems.map((p) => p.subject)).toEqual(['_INBOX_node-n1.4 (reply to gpunet.data.n1.read)']);
+  });
+
   it('counts messages a test sent off-contract on purpose apart, unchecked', () => {
     const forged = teamCreated((r, body) => {
       r.headers![OFF_CONTRACT_HEADER] = ['forgery'];

@@ -135,7 +135,7 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
   async onApplicationBootstrap(): Promise<void> {
     const found = await detectGpus({ command: this.config.GPUNET_NVIDIA_SMI });
     this.node = nodeGpus(found, this.config.GPUNET_GPUS, this.config.GPUNET_GPU_MODEL);
-    // Its own bucket only (decision 0025): storage copies inputs and checkpoints in, outputs and checkpoints out.
+    // Its own bucket only (decision 0025): storage copies checkpoints in, outputs and checkpoints out; inputs are read through storage (decision 0036).
     const blobs = await BlobStore.open(this.nc, { node: this.nodeId, create: false });
     const nodeData = new NodeData(this.nc, this.nodeId, this.config.GPUNET_NODE_DATA_TIMEOUT_MS);
     this.ctx = {
@@ -153,6 +153,8 @@ export class NodeAgentService implements OnApplicationBootstrap, BeforeApplicati
         onRemoved: (r) => this.recordCacheRemoval(r),
         onAdded: () => this.beatSoon(),
         prepare: async (_team, attempt, shas) => void (await nodeData.stage(attempt.jobId, attempt.attemptId, shas)),
+        // First stages read through storage from the team's bucket (decision 0036): no copy into the node's.
+        read: async (team, attempt, blob, dest, mode) => void (await nodeData.readTo(attempt.jobId, attempt.attemptId, team, blob.sha256, dest, { size: blob.size, mode })),
         ...(this.config.GPUNET_CACHE_MAX_BYTES !== undefined && { maxBytes: this.config.GPUNET_CACHE_MAX_BYTES }),
       }),
       confine: await NodeConfinement.detect(this.config, this.workDir, this.logger, this.node.gpus.length),

@@ -66,6 +66,32 @@ describe('node input cache', () => {
     expect(asked.slice(2)).toEqual([[]]);
   });
 
+  it('reading through storage: reads each blob it lacks with its attempt, copies nothing into the node\'s bucket, and a second job reads nothing', async () => {
+    const node = await BlobStore.open(nc, { node: 'node-read' });
+    const prepared: string[][] = [];
+    const reads: { attemptId: string; sha256: string; mode: number }[] = [];
+    const cache = new InputCache(node, join(dir, 'cache-read'), {
+      prepare: async (_team, _attempt, shas) => void prepared.push(shas),
+      // Storage's part (decision 0036) stood in for by a verified download from the team's bucket.
+      read: async (team, attempt, blob, dest, mode) => {
+        reads.push({ attemptId: attempt.attemptId, sha256: blob.sha256, mode });
+        await blobs.downloadTo(team, blob.sha256, dest, { size: blob.size, mode });
+      },
+    });
+    const folderFiles = [...new Set((await blobs.readFolderManifest(TEAM, inputs[1]!.sha256)).entries.map((e) => e.sha256))];
+    const r1 = await cache.stage(TEAM, inputs, join(dir, 'run-read1'), undefined, { attemptId: 'job-r-a1', jobId: 'job-r' });
+    expect(r1).toMatchObject({ files: 4 });
+    expect(await readFile(join(dir, 'run-read1', 'data/a.csv'), 'utf8')).toBe('x,y\n1,2\n');
+    expect(reads.map((r) => r.sha256).sort()).toEqual([...new Set([inputs[0]!.sha256, inputs[1]!.sha256, ...folderFiles])].sort());
+    expect(reads.every((r) => r.attemptId === 'job-r-a1' && r.mode === 0o444)).toBe(true);
+    // Storage is asked once per attempt for nothing (it checks the attempt and opens the node's bucket for outputs).
+    expect(prepared).toEqual([[]]);
+    for (const sha of reads.map((r) => r.sha256)) expect(await node.stat(TEAM, sha)).toBeUndefined();
+    const r2 = await cache.stage(TEAM, inputs, join(dir, 'run-read2'), undefined, { attemptId: 'job-r2-a1', jobId: 'job-r2' });
+    expect(r2.downloadedBytes).toBe(0);
+    expect(reads).toHaveLength(folderFiles.length + 1);
+  });
+
   it('places files and folders at their paths, and a second job on the node moves no bytes', async () => {
     const cache = new InputCache(blobs, join(dir, 'cache'));
     const first = join(dir, 'run1');

@@ -51,6 +51,14 @@ export interface InputCacheOptions {
    * is in the cache: the bucket is a place of transit, the cache is the node's copy.
    */
   readonly prepare?: (team: string, attempt: { attemptId: string; jobId: string }, blobs: string[]) => Promise<void>;
+  /**
+   * Reads a blob of an attempt into the cache through storage (decision 0036): writes it to `dest`
+   * with `mode` only once its sha256 and size are verified. When set, blobs the cache lacks are
+   * read this way instead of being copied into the node's bucket and downloaded from it; `prepare`
+   * is then called once per attempt with no blobs (storage checks the attempt and opens the
+   * node's bucket, which outputs and checkpoints still go through).
+   */
+  readonly read?: (team: string, attempt: { attemptId: string; jobId: string }, blob: { sha256: string; size: number }, dest: string, mode: number) => Promise<void>;
 }
 
 /** How long the inputs of a `node_lost` attempt stay in the cache for its requeued job. */
@@ -95,6 +103,7 @@ export class InputCache {
   /** `<team>/<sha256>` → size and last use (epoch ms) of every complete blob in the cache, for the cap. */
   private readonly sizes = new Map<string, { size: number; lastUsed: number }>();
   private readonly prepareBlobs: InputCacheOptions['prepare'];
+  private readonly readBlob: InputCacheOptions['read'];
   private evicting: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -109,6 +118,7 @@ export class InputCache {
     this.now = options.now ?? Date.now;
     this.maxBytes = options.maxBytes ?? Infinity;
     this.prepareBlobs = options.prepare;
+    this.readBlob = options.read;
     // What an earlier run of the agent left in the cache is still there to be used and reported.
     void this.scan().catch(() => undefined);
   }
@@ -159,7 +169,7 @@ export class InputCache {
     const place = async (sha256: string, size: number, dest: string, executable: boolean) => {
       signal?.throwIfAborted();
       use(sha256, size);
-      if (await this.ensure(team, sha256, size)) downloadedBytes += size;
+      if (await this.ensure(team, sha256, size, user)) downloadedBytes += size;
       await linkInto(this.pathOf(team, sha256), dest, executable);
       files += 1;
       bytes += size;
@@ -167,7 +177,8 @@ export class InputCache {
     const prepare = async (refs: readonly { sha256: string; size: number }[], always = false) => {
       if (!this.prepareBlobs || !user) return;
       signal?.throwIfAborted();
-      const lacking = await this.lacking(team, refs);
+      // Read through storage: nothing is copied into the node's bucket first.
+      const lacking = this.readBlob ? [] : await this.lacking(team, refs);
       if (lacking.length > 0 || always) await this.prepareBlobs(team, user, lacking);
     };
     await prepare(inputs, true);
@@ -179,7 +190,7 @@ export class InputCache {
         continue;
       }
       use(input.sha256, input.size);
-      if (await this.ensure(team, input.sha256, input.size)) downloadedBytes += input.size;
+      if (await this.ensure(team, input.sha256, input.size, user)) downloadedBytes += input.size;
       const manifest = parseFolderManifest(await readFile(this.pathOf(team, input.sha256)), input.sha256);
       await prepare(manifest.entries);
       await mkdir(target, { recursive: true });
@@ -283,17 +294,17 @@ export class InputCache {
   }
 
   /** Makes sure the blob is in the cache; true when it had to be downloaded. One download per blob at a time. */
-  private ensure(team: string, sha256: string, size: number): Promise<boolean> {
+  private ensure(team: string, sha256: string, size: number, user?: { attemptId: string; jobId: string }): Promise<boolean> {
     const key = `${team}/${sha256}`;
     let pending = this.inflight.get(key);
     if (!pending) {
-      pending = this.fetch(team, sha256, size).finally(() => this.inflight.delete(key));
+      pending = this.fetch(team, sha256, size, user).finally(() => this.inflight.delete(key));
       this.inflight.set(key, pending);
     }
     return pending;
   }
 
-  private async fetch(team: string, sha256: string, size: number): Promise<boolean> {
+  private async fetch(team: string, sha256: string, size: number, user?: { attemptId: string; jobId: string }): Promise<boolean> {
     const path = this.pathOf(team, sha256);
     const existing = await stat(path).catch(() => undefined);
     // Written only by an atomic rename after verification, so a present file of the right size is the blob.
@@ -305,9 +316,12 @@ export class InputCache {
     }
     if (existing) await rm(path, { force: true, recursive: true });
     await this.evictFor(size);
-    await this.blobs.downloadTo(team, sha256, path, { size, mode: 0o444 });
-    // Staged through the node's bucket: the cache holds it now, the bucket need not.
-    if (this.prepareBlobs) await this.blobs.remove(team, sha256).catch(() => false);
+    if (this.readBlob && user) await this.readBlob(team, user, { sha256, size }, path, 0o444);
+    else {
+      await this.blobs.downloadTo(team, sha256, path, { size, mode: 0o444 });
+      // Staged through the node's bucket: the cache holds it now, the bucket need not.
+      if (this.prepareBlobs) await this.blobs.remove(team, sha256).catch(() => false);
+    }
     this.present.add(key);
     this.sizes.set(key, { size, lastUsed: this.now() });
     this.onAdded?.();

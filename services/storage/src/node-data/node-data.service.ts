@@ -2,6 +2,7 @@ import {
   CheckpointFromNode,
   NODE_DATA_SUBJECTS,
   parseNodeDataSubject,
+  ReadForNode,
   StageForNode,
   type CheckpointFromNodeReply,
   type JobCheckpointed,
@@ -12,13 +13,14 @@ import {
 import { BlobIntegrityError, BlobNotFoundError, mapLimit, nodeBucket, type BlobStore, type CopyResult } from '#blobs';
 import { GpunetError, ValidationError } from '#errors';
 import type { EventStore } from '#event-store';
-import { serveQuery } from '#messaging';
+import { answer } from '#messaging';
 import { EVENT_STORE, LOGGER, NATS_CONNECTION } from '#service-kit';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { BLOB_STORE } from '../blobs/blob-store.provider.js';
 import { NodeBuckets } from '../blobs/node-buckets.js';
+import { NodeReads, READ_ADMISSION_MS } from './node-reads.js';
 import { intakeJobStreamId, judgeNodeAttempt, nodeAttemptStreamId, placementJobStreamId, manifestsToExpand, unreferenced, type NodeAttemptFacts, type NodeDataRefusal } from '../domain/index.js';
 
 /** Blobs copied at once for one request. */
@@ -43,7 +45,9 @@ export class NodeDataRefusedError extends GpunetError {
  * - `stage`: copy blobs of an attempt placed on the node (its job's inputs, folder files, recorded
  *   checkpoints) from the team's bucket into the node's, skipping what the node's holds;
  * - `checkpoint`: copy a checkpoint the node wrote into its bucket into the team's, verifying every
- *   file's sha256 and size as it copies.
+ *   file's sha256 and size as it copies;
+ * - `read`: one chunk of such a blob, read from the team's bucket for the node ({@link NodeReads},
+ *   decision 0036): how the agent's input cache stages inputs, without a copy into its bucket.
  *
  * Each is checked against the store first: the job exists, the attempt is placed on this node and
  * the node has not released it, and every blob asked for is the job's. A refusal is logged at warn
@@ -54,6 +58,9 @@ export class NodeDataService implements OnApplicationBootstrap, OnApplicationShu
   private subscription: Subscription | undefined;
   /** Copies under way, by destination bucket and object: a retried request joins the copy rather than racing it on the same chunks. */
   private readonly copying = new Map<string, Promise<CopyResult>>();
+  /** The store's facts of attempts being read, and their folder manifests' files, for a short while (reads come by the hundred). */
+  private readonly attempts = new Map<string, { expires: number; facts: Promise<NodeAttemptFacts>; filesOf?: Promise<Map<string, string[]>> }>();
+  private readonly reads: NodeReads;
 
   constructor(
     @Inject(BLOB_STORE) private readonly blobs: BlobStore,
@@ -61,10 +68,25 @@ export class NodeDataService implements OnApplicationBootstrap, OnApplicationShu
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     @Inject(LOGGER) private readonly logger: Logger,
     private readonly nodes: NodeBuckets,
-  ) {}
+  ) {
+    this.reads = new NodeReads(blobs, (nodeId, req) => this.admitRead(nodeId, req), logger);
+  }
 
   async onApplicationBootstrap(): Promise<void> {
-    this.subscription = serveQuery(this.nc, NODE_DATA_SUBJECTS, {}, (body, ctx) => this.handle(ctx.subject, body), { queue: 'storage', logger: this.logger });
+    const logger = this.logger.child({ query: NODE_DATA_SUBJECTS });
+    // Reads answer raw chunks; the other operations are JSON queries.
+    this.subscription = this.nc.subscribe(NODE_DATA_SUBJECTS, {
+      queue: 'storage',
+      callback: (err, msg) => {
+        if (err) {
+          logger.error({ err }, 'node data subscription failed');
+          return;
+        }
+        const parsed = parseNodeDataSubject(msg.subject);
+        if (parsed?.op === 'read') void this.reads.answer(parsed.nodeId, msg);
+        else void answer(msg, {}, (body, ctx) => this.handle(ctx.subject, body), logger);
+      },
+    });
     await this.nc.flush();
   }
 
@@ -78,7 +100,56 @@ export class NodeDataService implements OnApplicationBootstrap, OnApplicationShu
     const { nodeId, op } = parsed;
     if (op === 'stage') return this.stage(nodeId, parseBody(StageForNode, body, op));
     if (op === 'checkpoint') return this.checkpoint(nodeId, parseBody(CheckpointFromNode, body, op));
-    throw new ValidationError(`no node data operation \`${op}\` (stage, checkpoint)`, [{ path: 'subject', message: `unknown operation ${op}`, fix: 'use gpunet.data.<nodeId>.stage or .checkpoint' }]);
+    throw new ValidationError(`no node data operation \`${op}\` (stage, checkpoint, read)`, [{ path: 'subject', message: `unknown operation ${op}`, fix: 'use gpunet.data.<nodeId>.stage, .checkpoint or .read' }]);
+  }
+
+  /**
+   * May `nodeId` read `req.sha256` for this attempt: checked as `stage` is (the job exists, the
+   * attempt is placed on this node and not released there, the blob is the job's). The store's
+   * facts and the folder manifests' files are kept per attempt for {@link READ_ADMISSION_MS};
+   * a refusal is not kept.
+   */
+  async admitRead(nodeId: string, req: ReadForNode): Promise<{ team: string; until: number }> {
+    const log = this.logger.child({ nodeId, jobId: req.jobId, attemptId: req.attemptId });
+    const key = `${nodeId}\0${req.jobId}\0${req.attemptId}`;
+    const now = performance.now();
+    let entry = this.attempts.get(key);
+    if (!entry || entry.expires <= now) {
+      if (this.attempts.size > 1_000) for (const [k, e] of this.attempts) if (e.expires <= now) this.attempts.delete(k);
+      const facts = this.facts(nodeId, req.jobId, req.attemptId);
+      entry = { expires: now + READ_ADMISSION_MS, facts };
+      this.attempts.set(key, entry);
+      facts.catch(() => this.attempts.delete(key));
+    }
+    const facts = await entry.facts;
+    const verdict = judgeNodeAttempt(nodeId, req.jobId, req.attemptId, facts);
+    if (!verdict.ok) {
+      this.attempts.delete(key);
+      this.refuse(verdict.reason, verdict.message, 'read', log);
+    }
+    const team = verdict.team;
+    let filesOf = new Map<string, string[]>();
+    if (manifestsToExpand(facts, [req.sha256]).length > 0) {
+      entry.filesOf ??= this.filesOf(team, manifestsToExpand(facts, [req.sha256]));
+      filesOf = await entry.filesOf;
+    }
+    if (unreferenced(facts, [req.sha256], filesOf).length > 0) {
+      this.refuse('not_referenced', `blob ${req.sha256} is not an input or checkpoint of job ${req.jobId}`, 'read', log);
+    }
+    return { team, until: entry.expires };
+  }
+
+  /** The files of each folder manifest (none for one the team's bucket lacks). */
+  private async filesOf(team: string, manifests: readonly string[]): Promise<Map<string, string[]>> {
+    const filesOf = new Map<string, string[]>();
+    for (const manifest of manifests) {
+      const files = await this.blobs.readFolderManifest(team, manifest).then((m) => m.entries.map((e) => e.sha256), (err: unknown) => {
+        if (err instanceof BlobNotFoundError) return [];
+        throw err;
+      });
+      filesOf.set(manifest, files);
+    }
+    return filesOf;
   }
 
   /** Copies blobs of the attempt from the team's bucket into the node's. */
@@ -87,14 +158,7 @@ export class NodeDataService implements OnApplicationBootstrap, OnApplicationShu
     const facts = await this.facts(nodeId, req.jobId, req.attemptId);
     const team = this.admit(nodeId, req.jobId, req.attemptId, facts, 'stage', log);
     const asked = [...new Set(req.blobs)];
-    const filesOf = new Map<string, string[]>();
-    for (const manifest of manifestsToExpand(facts, asked)) {
-      const files = await this.blobs.readFolderManifest(team, manifest).then((m) => m.entries.map((e) => e.sha256), (err: unknown) => {
-        if (err instanceof BlobNotFoundError) return [];
-        throw err;
-      });
-      filesOf.set(manifest, files);
-    }
+    const filesOf = await this.filesOf(team, manifestsToExpand(facts, asked));
     const foreign = unreferenced(facts, asked, filesOf);
     if (foreign.length > 0) this.refuse('not_referenced', `blob(s) ${foreign.slice(0, 3).join(', ')}${foreign.length > 3 ? ` and ${foreign.length - 3} more` : ''} are not inputs or checkpoints of job ${req.jobId}`, 'stage', log);
     const node = await this.nodes.of(nodeId);
