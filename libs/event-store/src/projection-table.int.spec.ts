@@ -46,6 +46,19 @@ describe.each(stores.backends)('projection table ($name)', (backend) => {
     expect((await other.get(['k1'])).get('k1')).toBe('{"v":2}');
   });
 
+  it('several processes opening different tables at once on a fresh database all succeed (the table of positions is made once)', async () => {
+    // Placement's snapshot and the ledger's audit table opened at the same moment on a new
+    // database: both made the shared table of positions, and PostgreSQL refused one
+    // (`duplicate key value violates unique constraint "pg_type_typname_nsp_index"`).
+    for (let round = 0; round < 4; round++) {
+      const { open } = await backend.fresh();
+      const stores = await Promise.all([open(), open(), open(), open()]);
+      const names = stores.map((_, i) => ({ ...THINGS, name: `things_${i}` }));
+      const opened = await Promise.all(stores.map((store, i) => projectionTablesOf(store)!.openProjectionTable(names[i]!)));
+      expect(await Promise.all(opened.map(async (t) => (await t.checkpoint()).position))).toEqual([0n, 0n, 0n, 0n]);
+    }
+  });
+
   it('two writers racing from the same position: exactly one wins each round, and the table holds the winner\'s rows', async () => {
     const { a, b } = await two(backend);
     const ta = await projectionTablesOf(a)!.openProjectionTable(THINGS);

@@ -39,7 +39,9 @@ export class PostgresProjectionTable implements ProjectionTable {
     const sql = sqlIn(schema, spec);
     const layout = projectionLayout(spec);
     await inTransaction(connect, 'BEGIN', async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`gpunet-projection:${schema}.${spec.name}`]);
+      // One lock per schema, not per table: every table's opening also makes the shared table of
+      // positions, and two `CREATE TABLE IF NOT EXISTS` of it at once fail one of them (pg_type).
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`gpunet-projection:${schema}`]);
       await client.query(`CREATE TABLE IF NOT EXISTS ${sql.projections} (
         name text PRIMARY KEY, version integer NOT NULL, layout text NOT NULL, position bigint NOT NULL, event_id text)`);
       const { rows } = await client.query<{ version: number; layout: string }>(sql.selectDerivation, [spec.name]);
