@@ -81,3 +81,22 @@ describe.each([sqliteBackend, postgresBackend])('durable inbox (%p)', (make) => 
     await inbox.close();
   });
 });
+
+describe('PostgreSQL inbox on a new database', () => {
+  it('is made once when several services start at the same moment', async () => {
+    // Two `CREATE TABLE IF NOT EXISTS` of one table at once fail one of them (pg_type's unique index).
+    for (let round = 0; round < 4; round++) {
+      const db = await createTestDatabase('gpunet_inbox_race');
+      const pools = Array.from({ length: 4 }, () => new pg.Pool({ connectionString: db.url, max: 1 }));
+      try {
+        await Promise.all(pools.map((pool) => new PostgresInbox(pool).init()));
+        const { rows } = await pools[0]!.query<{ n: number }>("SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name = 'messaging_inbox'");
+        expect(rows[0]!.n).toBe(1);
+      } finally {
+        await Promise.all(pools.map((p) => p.end()));
+        await db.drop();
+      }
+    }
+  });
+});
+

@@ -14,18 +14,33 @@ export class PostgresInbox implements Inbox {
   /** @param pool a pool on the event store's database; not closed by `close()`. */
   constructor(private readonly pool: Pool) {}
 
-  /** Creates the inbox table when missing. Called lazily by the other methods. */
+  /**
+   * Creates the inbox table when missing. Called lazily by the other methods. Several services
+   * start at once on a new database, and two `CREATE TABLE IF NOT EXISTS` of one table at the same
+   * moment fail one of them (pg_type's unique index): they take turns on an advisory lock.
+   */
   init(): Promise<void> {
-    this.ready ??= this.pool
-      .query(
-        `CREATE TABLE IF NOT EXISTS messaging_inbox (
-          consumer text NOT NULL,
-          event_id text NOT NULL,
-          recorded_at timestamptz NOT NULL DEFAULT now(),
-          PRIMARY KEY (consumer, event_id)
-        )`,
-      )
-      .then(() => undefined);
+    this.ready ??= (async () => {
+      const client = await this.pool.connect();
+      try {
+        await client.query('BEGIN');
+        await client.query("SELECT pg_advisory_xact_lock(hashtext('gpunet-messaging-inbox'))");
+        await client.query(
+          `CREATE TABLE IF NOT EXISTS messaging_inbox (
+            consumer text NOT NULL,
+            event_id text NOT NULL,
+            recorded_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (consumer, event_id)
+          )`,
+        );
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      } finally {
+        client.release();
+      }
+    })();
     return this.ready;
   }
 
