@@ -14,14 +14,14 @@ import { gpuAccess, missingRuntimeMessage, needsOutputs, planLaunch, stagingFaul
 import type { ExecutionConfig } from '../execution.config.js';
 import { LogStreamer, type LogFiles } from '../logs/log-streamer.js';
 import { selectOutputs, storeOutputs } from '../outputs/output-handover.js';
-import { prepareRunDirs, removeRunDirs, runCgroupName, runProcess, runSpecIssues, sealInputs, signalGroup, type RunDirs, type RunResult, type RunSpec } from '../run/index.js';
+import { prepareRunDirs, removeRunDirs, runCgroupName, runProcess, runSpecIssues, sealInputs, signalGroup, type RunDirs, type RunOptions, type RunResult, type RunSpec } from '../run/index.js';
 import type { InputCache } from '../staging/input-cache.js';
 import type { NodeData } from '../staging/node-data.js';
 import type { AttemptHandle } from './attempt-handle.js';
 import { workCopyStreamId } from '../journal/journal.js';
 import { writeProcessMarker } from './leftover-process.js';
 import { CheckpointKeeper, latestCheckpoint, restoreCheckpoint } from './checkpoints.js';
-import { containerLaunch, loadArchive, pullImage, removeContainer } from './container-work.js';
+import { containerLaunch, loadArchive, pullImage, removeContainer, signalContainer } from './container-work.js';
 import type { AttemptConfinement, NodeConfinement } from './node-confinement.js';
 
 /** What every attempt of this agent shares. */
@@ -240,6 +240,7 @@ export class AttemptRunner {
         cgroupBases: this.ctx.confine.cgroupBases,
         cgroupName: runCgroupName(this.ctx.nodeId, attemptId),
         diskCheckMs: this.ctx.config.GPUNET_DISK_CHECK_MS,
+        ...(this.container && { deliverWarning: this.warnContainer(this.container, attemptId) }),
         onSpawn: (pid, startedAt) => {
           h.pgid = pid;
           writeProcessMarker(dirs.root, pid, attemptId, new Date(startedAt).toISOString());
@@ -467,6 +468,11 @@ export class AttemptRunner {
       ...(c?.limits && { limits: c.limits }),
       ...(warning !== undefined && warning.beforeMs < spec.request.timeLimitMs && { warnSignal: warning.signal, warnBeforeMs: warning.beforeMs }),
     };
+  }
+
+  /** A container's warning goes to the container, once it runs (its client would drop it before). */
+  private warnContainer(c: { runtime: ContainerRuntime; globalArgs: readonly string[] }, attemptId: string): NonNullable<RunOptions['deliverWarning']> {
+    return (signal, done) => signalContainer(c.runtime, attemptId, signal, done, { globalArgs: c.globalArgs });
   }
 
   /** SIGKILLs the job's process group now (the agent is stopping and the grace is over). */

@@ -1,5 +1,6 @@
 import type { ContainerRuntime, Work } from '#contracts';
 import { execFile } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { containerEnv, containerRunArgs, parseImageId, type GpuAccess, type Launch } from '../domain/index.js';
 import { findExecutable, type JobUser, type RunDirs } from '../run/index.js';
@@ -105,7 +106,6 @@ export function containerLaunch(args: {
   };
 }
 
-/** Kills and removes the attempt's container if it is still there (the client was killed before it). */
 /**
  * Removes the images loaded from archives whose cached copy was just removed from this node
  * (`removed`: their sha256s), so the node's image storage does not keep what its cache let go.
@@ -131,6 +131,37 @@ export async function removeLoadedArchives(runtime: string, removed: readonly st
   return gone;
 }
 
+/** Kills and removes the attempt's container if it is still there (the client was killed before it). */
 export async function removeContainer(runtime: string, attemptId: string, globalArgs: readonly string[] = []): Promise<void> {
   await run(runtime, [...globalArgs, 'rm', '--force', ...(runtime === 'podman' ? ['--time', '0'] : []), containerName(attemptId)], { timeout: 60_000 }).catch(() => undefined);
+}
+
+/** The runtime's answer while a container is still being made: not there yet, or made but not running. */
+const NOT_RUNNING_YET = /no container with name|no such container|state created|state configured|container state improper|is not running/i;
+
+/**
+ * Sends `signal` to the attempt's container through the runtime (`kill --signal`), which hands
+ * it to the container's init and so to the job. The runtime's attached client drops a signal
+ * that reaches it before the container runs, so while the runtime says the container is not
+ * running yet this asks again every `retryMs` until it is, or `done` aborts (the run ended).
+ * Any other refusal is thrown with the runtime's message.
+ */
+export async function signalContainer(
+  runtime: string,
+  attemptId: string,
+  signal: NodeJS.Signals,
+  done: AbortSignal,
+  opts: { globalArgs?: readonly string[]; retryMs?: number } = {},
+): Promise<void> {
+  const args = [...(opts.globalArgs ?? []), 'kill', '--signal', signal, containerName(attemptId)];
+  for (;;) {
+    done.throwIfAborted();
+    const refused = await run(runtime, args, { timeout: 60_000 }).then(
+      () => undefined,
+      (err: { stderr?: string; message: string }) => (err.stderr?.trim() || err.message),
+    );
+    if (refused === undefined) return;
+    if (!NOT_RUNNING_YET.test(refused)) throw new Error(`${runtime} kill --signal ${signal}: ${refused}`);
+    await sleep(opts.retryMs ?? 100, undefined, { signal: done }).catch(() => undefined);
+  }
 }

@@ -249,6 +249,39 @@ describe('runProcess: time limit', () => {
     expect(log.indexOf('warned')).toBeLessThan(log.indexOf('time limit of 600 ms reached'));
   });
 
+  it('hands the warning to deliverWarning instead of the group, and logs it once it was delivered', async () => {
+    // The script exits at the warning; the hook delivers it only once the script has said where
+    // it is (a condition, not a guess at how long a start takes).
+    const cmd = await script(["trap 'echo warned; exit 0' USR1", 'echo $$ > warn.pid.tmp; mv warn.pid.tmp warn.pid', 'while :; do sleep 0.02; done'].join('\n'));
+    const calls: NodeJS.Signals[] = [];
+    let doneSeen: AbortSignal | undefined;
+    const deliverWarning = async (sig: NodeJS.Signals, done: AbortSignal) => {
+      calls.push(sig);
+      doneSeen = done;
+      let pid = 0;
+      while (pid === 0) pid = await readPid('warn.pid').catch(() => sleep(10).then(() => 0));
+      process.kill(pid, sig);
+    };
+    const { result, log, out } = await run(spec(cmd, { timeLimitMs: 60_000, warnSignal: 'SIGUSR1', warnBeforeMs: 59_900 }), { deliverWarning });
+    expect(result).toMatchObject({ outcome: 'completed', exitCode: 0, terminatedBy: null });
+    expect(calls).toEqual(['SIGUSR1']);
+    // Once: the group was not signalled besides the hook.
+    expect(out).toEqual(['warned']);
+    expect(log).toMatch(/SIGUSR1 sent: time limit in \d+ ms/);
+    expect(doneSeen?.aborted).toBe(true);
+  });
+
+  it('drops a warning still on its way when the process ends, and says nothing of it', async () => {
+    const cmd = await script(['until [ -e warning-asked ]; do sleep 0.01; done', 'exit 3'].join('\n'));
+    const deliverWarning = async (_sig: NodeJS.Signals, done: AbortSignal) => {
+      await writeFile(join(dirs.work, 'warning-asked'), '');
+      await new Promise((_res, rej) => done.addEventListener('abort', () => rej(new Error('aborted')), { once: true }));
+    };
+    const { result, log } = await run(spec(cmd, { timeLimitMs: 60_000, warnSignal: 'SIGUSR1', warnBeforeMs: 59_900 }), { deliverWarning });
+    expect(result).toMatchObject({ outcome: 'failed', exitCode: 3 });
+    expect(log).not.toMatch(/SIGUSR1/);
+  });
+
   it('stops what the main process left behind when it exits on its own', async () => {
     // The main process exits once the orphan has recorded its pid (not after a guessed 0.1 s).
     const cmd = await script(["bash -c 'trap \"\" TERM; echo $$ > orphan.pid.tmp; mv orphan.pid.tmp orphan.pid; exec sleep 600' &", 'until [ -s orphan.pid ]; do sleep 0.01; done', 'exit 0'].join('\n'));

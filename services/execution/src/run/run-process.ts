@@ -96,6 +96,13 @@ export interface RunOptions {
   readonly cgroupName?: string;
   /** How often the disk use is measured when `spec.diskLimitBytes` is set. Default 2 000 ms. */
   readonly diskCheckMs?: number;
+  /**
+   * How the time-limit warning reaches the job when signalling the process group would not: a
+   * container's client drops a signal that arrives before its container runs, so a container
+   * attempt signals the container itself, retrying until it runs. Resolves once delivered; `done`
+   * aborts when the main process has exited or termination began. Default: the group is signalled.
+   */
+  readonly deliverWarning?: (signal: NodeJS.Signals, done: AbortSignal) => Promise<void>;
   /** How often the group is checked while waiting for it to empty. Default 25 ms. */
   readonly pollMs?: number;
   /** After SIGKILL, how long to wait for the group to vanish before reporting survivors. Default 2 000 ms. */
@@ -420,6 +427,8 @@ class Execution {
   private killTimer: NodeJS.Timeout | undefined;
   private diskTimer: NodeJS.Timeout | undefined;
   private diskPeak = 0;
+  /** Aborted when the main process exits or termination begins: a warning still on its way is dropped. */
+  private readonly warningDone = new AbortController();
 
   constructor(
     private readonly spec: RunSpec,
@@ -482,6 +491,7 @@ class Execution {
       this.leaderExited = true;
       this.opts.signal?.removeEventListener('abort', onAbort);
       for (const t of this.timers) clearTimeout(t);
+      this.warningDone.abort();
     }
     if (this.diskTimer) clearTimeout(this.diskTimer);
 
@@ -637,8 +647,22 @@ class Execution {
     if (warnSignal !== undefined && warnBeforeMs !== undefined) {
       this.after(timeLimitMs - warnBeforeMs, () => {
         if (this.terminating) return;
-        this.capture.system(`[gpunet] ${warnSignal} sent: time limit in ${warnBeforeMs} ms`);
-        this.signal(warnSignal);
+        const deliver = this.opts.deliverWarning;
+        if (deliver === undefined) {
+          this.capture.system(`[gpunet] ${warnSignal} sent: time limit in ${warnBeforeMs} ms`);
+          this.signal(warnSignal);
+          return;
+        }
+        const due = performance.now() + warnBeforeMs;
+        deliver(warnSignal, this.warningDone.signal).then(
+          () => {
+            const left = Math.max(0, Math.round(due - performance.now()));
+            this.capture.system(`[gpunet] ${warnSignal} sent: time limit in ${left} ms`);
+          },
+          (err: unknown) => {
+            if (!this.warningDone.signal.aborted) this.capture.system(`[gpunet] could not send ${warnSignal}: ${(err as Error)?.message ?? String(err)}`);
+          },
+        );
       });
     }
     this.after(timeLimitMs, () => this.terminate('time_limit'));
@@ -648,6 +672,7 @@ class Execution {
   private terminate(reason: TerminationReason | null): void {
     if (this.terminating || (reason !== null && this.leaderExited)) return;
     this.terminating = true;
+    this.warningDone.abort();
     this.terminatedBy = reason;
     if (reason === 'time_limit') {
       this.capture.system(`[gpunet] time limit of ${this.spec.timeLimitMs} ms reached: SIGTERM sent, SIGKILL in ${this.graceMs} ms`);
