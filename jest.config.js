@@ -47,9 +47,10 @@ export default {
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/**/*.e2e.spec.ts'],
       slowTestThreshold: 120,
-      // Every message on the networks' buses is recorded and checked against contracts/generated/ at the end (test/support/bus/).
+      // Every message on the networks' buses is recorded and checked against contracts/generated/ at the end (test/support/bus/);
+      // a network a test left running is stopped first.
       globalSetup: '<rootDir>/test/support/bus/e2e-setup.ts',
-      globalTeardown: '<rootDir>/test/support/bus/bus-contract.ts',
+      globalTeardown: '<rootDir>/test/support/e2e-teardown.ts',
     },
     { ...common, displayName: 'browser', testMatch: ['<rootDir>/test/browser/**/*.browser.spec.ts'], slowTestThreshold: 180 },
     { ...common, displayName: 'multihost', testMatch: ['<rootDir>/test/multihost/**/*.multihost.spec.ts'], slowTestThreshold: 180 },

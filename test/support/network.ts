@@ -13,9 +13,9 @@ import { GpunetClient } from '#sdk';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { createIdentityFile, identityName, natsAuthOptions } from '#identity';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import type { ServiceName } from '#contracts';
 import { waitHealthy, type HealthTargets } from '../../libs/cli/src/local/health.js';
@@ -27,6 +27,7 @@ import { runCli } from '../../libs/cli/src/program.js';
 import { until } from './poll.js';
 import { BUS_TAP_DIR_ENV, BusContract } from './bus/bus-contract.js';
 import { BusTap } from './bus/bus-tap.js';
+import { NETWORK_MARKERS } from './e2e-teardown.js';
 
 /** Options of {@link TestNetwork.start}; every field has a default suited to a 2-core machine. */
 export interface TestNetworkOptions {
@@ -88,6 +89,29 @@ process.once('exit', () => {
   for (const net of live) net.killAllNow();
 });
 
+/**
+ * The marker of a network this run started and has not stopped, in the run's tap directory: the
+ * e2e teardown stops what is left of each (`e2e-teardown.ts`), since a hook that times out while
+ * `start` runs leaves a test no handle to stop it with. Outside the e2e project (no tap
+ * directory) there is no teardown to read markers, and none is written.
+ */
+function markerOf(dataDir: string): string | undefined {
+  const dir = process.env[BUS_TAP_DIR_ENV];
+  return dir ? join(dir, NETWORK_MARKERS, basename(dataDir)) : undefined;
+}
+
+async function markStarted(dataDir: string): Promise<void> {
+  const marker = markerOf(dataDir);
+  if (marker === undefined) return;
+  await mkdir(dirname(marker), { recursive: true });
+  await writeFile(marker, dataDir);
+}
+
+async function markStopped(dataDir: string): Promise<void> {
+  const marker = markerOf(dataDir);
+  if (marker !== undefined) await rm(marker, { force: true });
+}
+
 /** Failure to start or stop a test network; the message carries the CLI's output and log tails. */
 export class TestNetworkError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -119,6 +143,7 @@ export class TestNetwork {
    */
   static async start(options: TestNetworkOptions = {}): Promise<TestNetwork> {
     const dataDir = await mkdtemp(join(options.parentDir ?? tmpdir(), options.dirPrefix ?? 'gpunet-e2e-'));
+    await markStarted(dataDir);
     const env = { ...process.env, ...options.env };
     const out = sink();
     const err = sink();
@@ -384,6 +409,7 @@ export class TestNetwork {
     const code = await runCli(['down', '--json', '--data-dir', this.dataDir, '--timeout', '20s'], { stdout: out.stream, stderr: err.stream, env: this.env, cwd: this.dataDir });
     live.delete(this);
     if (code !== 0) throw new TestNetworkError(`gpunet down exited ${code}:\n${err.text()}${out.text()}`);
+    await markStopped(this.dataDir);
     if (this.failed || process.env.GPUNET_E2E_KEEP_DATA === '1') {
       process.stderr.write(`gpunet e2e: data of the network kept in ${this.dataDir}\n`);
       return;
