@@ -7,7 +7,7 @@
  */
 import { defaultPermissionsFile, parsePermissionTemplates, renderServerConfig } from '#bus-auth';
 import { createIdentityFile, type Identity } from '#identity';
-import { missingStanding, provision } from '#messaging';
+import { missingConsumers, provision } from '#messaging';
 import { startService, topologyFor, type RunningService } from '#service-kit';
 import { AckPolicy, jetstreamManager } from '@nats-io/jetstream';
 import { connect, nkeyAuthenticator, type NatsConnection } from '@nats-io/transport-node';
@@ -79,7 +79,7 @@ describe('a partitioned ledger on an authenticated nats-server', () => {
     // it, since only ledger-p1 (not its partition) exists (decision 0038).
     await until('the first price list in the store', async () => ((await ledger!.ctx.store.readAll({ filter: { types: ['PriceListPublished'] } })).length > 0 ? true : undefined), { timeoutMs: 20_000 });
     const asIntake = await jetstreamManager(intake);
-    expect(await missingStanding(asIntake, await topologyFor(join(dir, 'topology.yaml'), 'intake', []))).toEqual(['GPUNET_EVENTS/storage', 'GPUNET_EVENTS/placement', 'GPUNET_EVENTS/ledger-p0']);
+    expect(await missingConsumers(asIntake, (await topologyFor(join(dir, 'topology.yaml'), 'intake', [])).standing)).toEqual(['GPUNET_EVENTS/storage', 'GPUNET_EVENTS/placement', 'GPUNET_EVENTS/ledger-p0']);
     expect((await jsm.streams.info('GPUNET_EVENTS')).state.messages).toBe(0);
     // A service may look at another's durable, never make it: on nats-server 2.9 a create right
     // would let it change one that exists (narrow its filter).

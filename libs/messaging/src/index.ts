@@ -17,7 +17,7 @@ export { decodeEvent, defaultEventSubject, encodeEvent, eventSchemaVersion, type
 
 export * from './topology/topology.js';
 export { loadTopologyFile } from './topology/topology-file.js';
-export { autoReplicas, CLUSTER_REPLICAS, commonWildcard, missingStanding, provision, supportsMultipleFilters, type ProvisionAction, type ProvisionOptions, type ProvisionReport } from './topology/provision.js';
+export { autoReplicas, CLUSTER_REPLICAS, commonWildcard, missingConsumers, provision, supportsMultipleFilters, type ProvisionAction, type ProvisionOptions, type ProvisionReport } from './topology/provision.js';
 
 export * from './consumer/consumer-runner.js';
 export * from './consumer/outcome.js';

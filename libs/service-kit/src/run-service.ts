@@ -7,7 +7,7 @@ import {
   autoReplicas,
   JetStreamServer,
   JetStreamTransportModule,
-  missingStanding,
+  missingConsumers,
   OutboxRelay,
   PostgresInbox,
   SqliteInbox,
@@ -262,7 +262,12 @@ export async function startService<S extends z.ZodObject>(
       logger.info({ role, holder: lease.holder, term, fence: fence.revision.toString(), waitedMs: Math.round(performance.now() - waited) }, 'leader: acquired');
       leadership = { role, holder: lease.holder, term, lost: held.lost, lease: held };
     }
-    if (def.provision === false) await waitForConsumers(nc, topology, logger);
+    if (def.provision === false) {
+      await waitForConsumers(nc, topology.consumers, logger, {
+        why: 'waiting for the control plane to create this process\'s consumers',
+        done: 'every consumer this process runs exists',
+      });
+    }
     await def.onStart?.(ctx);
     if (def.busMetrics) busMetrics(metrics, nc, topology, logger);
     return await startApp(def, ctx, bindings, topology, location.kind, { inboxPool, tracing, relayName: `relay-${serviceInstance}`, leadership });
@@ -393,7 +398,13 @@ async function startApp<C extends BaseConfig>(
         name: relayName,
         filter: { streamPrefix: (def.streamPrefix as ((c: ServiceContext<C>) => string) | undefined)?.(ctx) ?? `${def.name}-` },
         ...(eventPartitions > 1 ? { subjectOf: (e: BusEvent) => partitionedEventSubject(e.type, e.metadata, eventPartitions) } : {}),
-        ready: (stopped) => waitForStanding(nc, topology, logger, stopped),
+        ready: async (stopped) => {
+          await waitForConsumers(nc, topology.standing, logger, {
+            why: 'relay: waiting for the consumers the events stream keeps events for (each service makes its own at start; `gpunet up` makes them all); the events wait in the store',
+            done: 'relay: every consumer the events are kept for exists; publishing',
+            stopped,
+          });
+        },
         logger,
       });
     await relay.start();
@@ -488,47 +499,35 @@ function partitionOf(def: ServiceDefinition<z.ZodObject>, config: BaseConfig, ev
 }
 
 /**
- * Waits until every consumer this process runs exists (the control plane makes them), logging
- * once what it waits for. Rechecks every 500 ms; the process's start-up timeout bounds it.
+ * Resolves once every one of `consumers` exists on the server; false when `stopped` says to give
+ * up first. Says what it waits for once and then every 30 s (`why`: who makes them, what waits
+ * meanwhile), and when the wait is over. Each service waits for the consumers it runs when the
+ * control plane makes them (bounded by its start-up timeout), and its relay for the durables the
+ * events stream keeps events for (decision 0038: before that, an interest stream would drop what
+ * it publishes; the events wait in the store).
  */
-async function waitForConsumers(nc: NatsConnection, topology: Topology, logger: Logger): Promise<void> {
-  const jsm = await jetstreamManager(nc);
-  let told = false;
-  for (const c of topology.consumers) {
-    for (;;) {
-      try {
-        await jsm.consumers.info(c.stream, c.durable);
-        break;
-      } catch (err) {
-        if (!told) logger.info({ stream: c.stream, durable: c.durable, err: (err as Error).message }, 'waiting for the control plane to create this process\'s consumer');
-        told = true;
-        await new Promise((r) => setTimeout(r, 500));
-      }
-    }
-  }
-}
-
-/**
- * Resolves once every durable GPUNET_EVENTS keeps its events for exists (decision 0038): before
- * that, an interest stream would drop what the relay publishes. The events wait in the store.
- * Says which it waits for, once and then every 30 s; gives up only when the relay stops.
- */
-async function waitForStanding(nc: NatsConnection, topology: Topology, logger: Logger, stopped: () => boolean): Promise<void> {
-  if (topology.standing.length === 0) return;
+async function waitForConsumers(
+  nc: NatsConnection,
+  consumers: readonly { readonly stream: string; readonly durable: string }[],
+  logger: Logger,
+  wait: { why: string; done: string; stopped?: () => boolean },
+): Promise<boolean> {
+  if (consumers.length === 0) return true;
   const jsm = await jetstreamManager(nc);
   let toldAt: number | undefined;
-  while (!stopped()) {
-    const missing = await missingStanding(jsm, topology).catch((err: unknown) => [`(cannot ask: ${(err as Error).message})`]);
+  while (!wait.stopped?.()) {
+    const missing = await missingConsumers(jsm, consumers).catch((err: unknown) => [`(cannot ask: ${(err as Error).message})`]);
     if (missing.length === 0) {
-      if (toldAt !== undefined) logger.info('relay: every consumer the events are kept for exists; publishing');
-      return;
+      if (toldAt !== undefined) logger.info(wait.done);
+      return true;
     }
     if (toldAt === undefined || Date.now() - toldAt >= 30_000) {
-      logger.warn({ missing }, 'relay: waiting for the consumers the events stream keeps events for (each service makes its own at start; `gpunet up` makes them all); the events wait in the store');
+      logger.warn({ missing }, wait.why);
       toldAt = Date.now();
     }
     await new Promise((r) => setTimeout(r, 250));
   }
+  return false;
 }
 
 /**

@@ -14,7 +14,7 @@ import {
 import { ProvisioningError } from '../errors.js';
 import { defaultMessagingLogger, type Logger } from '../logging.js';
 import { msToNanos } from '../duration.js';
-import { parseTopology, type ConsumerSpec, type StreamSpec, type Topology, type TopologyDefinition } from './topology.js';
+import { parseTopology, type ConsumerSpec, type StreamSpec, type TopologyDefinition } from './topology.js';
 
 export interface ProvisionOptions {
   /**
@@ -37,7 +37,7 @@ export interface ProvisionOptions {
    * The topology's `standing` durables (decision 0038): `create` (default) makes those missing,
    * never changing one that exists; `leave` does not touch them, for an identity that may create
    * only its own durable (every service on a network with permissions): the operator or each
-   * owner makes them, and the relay waits for them ({@link missingStanding}).
+   * owner makes them, and the relay waits for them ({@link missingConsumers}).
    */
   standing?: 'create' | 'leave';
   /**
@@ -133,13 +133,14 @@ export async function provision(jsm: JetStreamManager, topology: TopologyDefinit
 }
 
 /**
- * The standing durables of `topology` (decision 0038) that do not exist on the server yet. A
- * stream of interest retention drops an event no durable wants, so a relay publishes nothing
- * before this is empty.
+ * Which of `consumers` do not exist on the server yet, as `stream/durable`: a process waits for
+ * the consumers it runs when the control plane makes them, and a relay publishes nothing before
+ * the standing durables of `GPUNET_EVENTS` exist (`topology.standing`, decision 0038: a stream of
+ * interest retention drops an event no durable wants). Other errors are thrown.
  */
-export async function missingStanding(jsm: JetStreamManager, topology: Pick<Topology, 'standing'>): Promise<string[]> {
+export async function missingConsumers(jsm: JetStreamManager, consumers: readonly { readonly stream: string; readonly durable: string }[]): Promise<string[]> {
   const missing: string[] = [];
-  for (const c of topology.standing) {
+  for (const c of consumers) {
     const found = await jsm.consumers.info(c.stream, c.durable).then(
       () => true,
       (err: unknown) => {
