@@ -13,5 +13,7 @@ export {
   POSTGRES_DEFAULTS,
   type PostgresAppendSettings,
   type PostgresEventStoreOptions,
+  type TransactionOptions,
+  withTransaction,
 } from './postgres/index.js';
 export { openEventStore, parseEventStoreUrl, type EventStoreLocation, type OpenEventStoreOptions } from './open-event-store.js';

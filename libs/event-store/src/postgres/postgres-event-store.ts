@@ -15,6 +15,7 @@ import type {
 } from '../event-store.js';
 import { computeEventHash, GENESIS_HASH } from '../hash-chain.js';
 import { appendOnClient, isRetryableDriverError, type PostgresAppendSettings } from './append.js';
+import { withTransaction } from './transaction.js';
 import { ChangeFeed, ChangeNotifier } from './change-feed.js';
 import { channelOf, migrationSql, ORDINAL_BITS, SCHEMA_NAME } from './schema.js';
 import type { ProjectionTable, ProjectionTableHost, ProjectionTableSpec } from '../projection-table.js';
@@ -178,10 +179,7 @@ export class PostgresEventStore implements EventStore, ProjectionTableHost {
    */
   async migrate(): Promise<void> {
     const s = this.schema;
-    const client = await this.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`gpunet-event-store-migrate:${s}`]);
+    await withTransaction(() => this.connect(), async (client) => {
       const { rows: exists } = await client.query<{ meta: string | null }>('SELECT to_regclass($1)::text AS meta', [`${s}.meta`]);
       let current = 0;
       if (exists[0]?.meta) {
@@ -203,13 +201,7 @@ export class PostgresEventStore implements EventStore, ProjectionTableHost {
           [String(SCHEMA_VERSION)],
         );
       }
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    }, { lock: `gpunet-event-store-migrate:${s}` });
   }
 
   async appendToStream(streamId: string, events: readonly EventToAppend[], options?: AppendOptions): Promise<AppendResult> {
@@ -359,9 +351,7 @@ export class PostgresEventStore implements EventStore, ProjectionTableHost {
    */
   async verify(): Promise<VerifyResult> {
     const s = this.schema;
-    const client = await this.connect();
-    try {
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    return withTransaction(() => this.connect(), async (client) => {
       const chains = new Map<string, { revision: bigint; hash: string; position: bigint; first: bigint }>();
       let bad: { position: bigint; streamId: string; reason: string } | undefined;
       const fail = (position: bigint, streamId: string, reason: string) => {
@@ -415,16 +405,10 @@ export class PostgresEventStore implements EventStore, ProjectionTableHost {
       for (const [streamId, chain] of chains) {
         if (!headed.has(streamId)) fail(chain.first, streamId, 'stream the store never wrote (no stream head)');
       }
-      await client.query('COMMIT');
       return bad
-        ? { ok: false, events: count, firstBadPosition: bad.position, streamId: bad.streamId, reason: bad.reason }
-        : { ok: true, events: count, headPosition: head, streams: chains.size };
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+        ? { ok: false as const, events: count, firstBadPosition: bad.position, streamId: bad.streamId, reason: bad.reason }
+        : { ok: true as const, events: count, headPosition: head, streams: chains.size };
+    }, { begin: 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' });
   }
 
   /** Ends subscriptions (waiting for their in-flight reads), the LISTEN connection and the pool. Idempotent. */

@@ -11,6 +11,7 @@ import {
   type ProjectionTable,
   type ProjectionTableSpec,
 } from '../projection-table.js';
+import { withTransaction } from './transaction.js';
 
 /** Rows per INSERT statement of a commit (PostgreSQL takes at most 65,535 parameters per statement). */
 const ROWS_PER_STATEMENT = 500;
@@ -38,10 +39,9 @@ export class PostgresProjectionTable implements ProjectionTable {
     validateProjectionSpec(spec);
     const sql = sqlIn(schema, spec);
     const layout = projectionLayout(spec);
-    await inTransaction(connect, 'BEGIN', async (client) => {
-      // One lock per schema, not per table: every table's opening also makes the shared table of
-      // positions, and two `CREATE TABLE IF NOT EXISTS` of it at once fail one of them (pg_type).
-      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`gpunet-projection:${schema}`]);
+    // One lock per schema, not per table: every table's opening also makes the shared table of
+    // positions, and two `CREATE TABLE IF NOT EXISTS` of it at once fail one of them (pg_type).
+    await withTransaction(connect, async (client) => {
       await client.query(`CREATE TABLE IF NOT EXISTS ${sql.projections} (
         name text PRIMARY KEY, version integer NOT NULL, layout text NOT NULL, position bigint NOT NULL, event_id text)`);
       const { rows } = await client.query<{ version: number; layout: string }>(sql.selectDerivation, [spec.name]);
@@ -52,7 +52,7 @@ export class PostgresProjectionTable implements ProjectionTable {
       await client.query(sql.createTable);
       for (const ix of sql.createIndexes) await client.query(ix);
       await client.query(sql.insertPosition, [spec.name, spec.version, layout]);
-    });
+    }, { lock: `gpunet-projection:${schema}` });
     return new PostgresProjectionTable(connect, sql, spec);
   }
 
@@ -79,7 +79,7 @@ export class PostgresProjectionTable implements ProjectionTable {
   }
 
   async commit(from: ProjectionCheckpoint, to: ProjectionCheckpoint, rows: readonly ProjectionRow[]): Promise<boolean> {
-    return inTransaction(this.connect, 'BEGIN', async (client) => {
+    return withTransaction(this.connect, async (client) => {
       const moved = await client.query(this.sql.advance, [to.position.toString(), to.eventId, this.spec.name, from.position.toString(), to.position.toString()]);
       if (moved.rowCount !== 1) return false;
       for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
@@ -91,7 +91,7 @@ export class PostgresProjectionTable implements ProjectionTable {
   }
 
   async reset(from: ProjectionCheckpoint): Promise<boolean> {
-    return inTransaction(this.connect, 'BEGIN', async (client) => {
+    return withTransaction(this.connect, async (client) => {
       const moved = await client.query(this.sql.rewind, [this.spec.name, from.position.toString()]);
       if (moved.rowCount !== 1) return false;
       await client.query(this.sql.clear);
@@ -103,32 +103,16 @@ export class PostgresProjectionTable implements ProjectionTable {
     validateProjectionQuery(this.spec, query);
     const q = this.sql.query(query);
     // One snapshot for the count, the rows and the position they hold.
-    return inTransaction(this.connect, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', async (client) => {
+    return withTransaction(this.connect, async (client) => {
       const { rows: count } = await client.query<{ n: string }>(q.count, q.countParams);
       const { rows } = await client.query<{ key: string; doc: string }>(q.rows, q.rowsParams);
       const counts = q.countBy === undefined ? undefined : countsOf((await client.query<{ value: unknown; n: string }>(q.countBy, q.countParams)).rows.map((r) => ({ ...r, value: typeof r.value === 'string' && integerColumn(this.spec, query.countBy) ? BigInt(r.value) : r.value })));
       return { checkpoint: await this.readCheckpoint(client), rows, total: Number(count[0]!.n), ...(counts ? { counts } : {}) };
-    });
+    }, { begin: 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY' });
   }
 
   private async readCheckpoint(client: pg.PoolClient): Promise<ProjectionCheckpoint> {
     const { rows } = await client.query<{ position: string; event_id: string | null }>(this.sql.selectCheckpoint, [this.spec.name]);
     return checkpointOf(rows[0]);
-  }
-}
-
-async function inTransaction<T>(connect: () => Promise<pg.PoolClient>, begin: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await connect();
-  try {
-    await client.query(begin);
-    const result = await work(client);
-    // A compare and set that lost wrote nothing: its transaction ends the same either way.
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
   }
 }

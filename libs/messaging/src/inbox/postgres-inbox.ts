@@ -1,3 +1,4 @@
+import { withTransaction } from '#event-store';
 import type { Pool } from 'pg';
 import type { Inbox } from './inbox.js';
 
@@ -20,11 +21,9 @@ export class PostgresInbox implements Inbox {
    * moment fail one of them (pg_type's unique index): they take turns on an advisory lock.
    */
   init(): Promise<void> {
-    this.ready ??= (async () => {
-      const client = await this.pool.connect();
-      try {
-        await client.query('BEGIN');
-        await client.query("SELECT pg_advisory_xact_lock(hashtext('gpunet-messaging-inbox'))");
+    this.ready ??= withTransaction(
+      () => this.pool.connect(),
+      async (client) => {
         await client.query(
           `CREATE TABLE IF NOT EXISTS messaging_inbox (
             consumer text NOT NULL,
@@ -33,14 +32,9 @@ export class PostgresInbox implements Inbox {
             PRIMARY KEY (consumer, event_id)
           )`,
         );
-        await client.query('COMMIT');
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw err;
-      } finally {
-        client.release();
-      }
-    })();
+      },
+      { lock: 'gpunet-messaging-inbox' },
+    );
     return this.ready;
   }
 
