@@ -96,7 +96,7 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
     await this.saving;
   }
 
-  /** Waits for a save under way, then saves what was folded since (bounded: the events since the last save). */
+  /** Waits for a save under way, then saves what was folded since, if anything (bounded: the events since the last save). */
   async onApplicationShutdown(): Promise<void> {
     await this.saving;
     await this.exclusive(async () => this.saveSnapshot({ now: true }));
@@ -204,13 +204,15 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
    * events folded, or GPUNET_LEDGER_SNAPSHOT_MS after the last save when any was folded since, and
    * at least SNAPSHOT_SPACING times the last save's duration after it (encoding the state takes
    * this process's event loop: about 1 % of the time at most, however large the state). `now`:
-   * whenever the state is past the stored snapshot. Only inside `exclusive` (the state is encoded
+   * whenever a billing event was folded since the last save. Only inside `exclusive` (the state is encoded
    * there, unchanging); the write itself runs after, one at a time. A failed save is logged and
    * costs only a longer fold at the next start.
    */
   private saveSnapshot(options: { now?: boolean } = {}): void {
     const slot = this.slot;
-    if (!slot || this.saving || this.state.position <= this.saved.position) return;
+    // Nothing billing folded since the last save: the stored snapshot differs only in position, and
+    // a start from it reads past the other events it skips (rewriting megabytes is not worth it).
+    if (!slot || this.saving || this.sinceSave === 0 || this.state.position <= this.saved.position) return;
     if (!options.now) {
       const everyEvents = this.config.GPUNET_LEDGER_SNAPSHOT_EVENTS ?? 10_000;
       const everyMs = this.config.GPUNET_LEDGER_SNAPSHOT_MS ?? 60_000;
