@@ -73,23 +73,27 @@ async function rawRead(url: string): Promise<{ events: number; ms: number }> {
 async function measureService(net: TestNetwork, name: 'intake' | 'placement' | 'ledger', folds: RegExp, raw: { events: number; ms: number }): Promise<void> {
   const start = () => timed(() => net.restart(name, { healthTimeoutMs: opts.healthTimeout * 1_000 }));
   const logFile = join(net.dataDir, 'logs', `${name}.log`);
-  const foldedBy = async () =>
-    (await readFile(logFile, 'utf8'))
+  const foldLines = async () =>
+    (await readFile(logFile, 'utf8').catch(() => ''))
       .split('\n')
       .filter((line) => folds.test(line))
-      .map((line) => JSON.parse(line) as { events?: number; ms?: number })
-      .at(-1);
+      .map((line) => JSON.parse(line) as { events?: number; ms?: number });
+  // The first fold the spawned process logged: a process that restarts in itself (a ledger that
+  // lost its lease starts its application again) logs more, each folding less.
+  const foldedBy = async (seen: number) => (await foldLines())[seen];
+  const seenFirst = (await foldLines()).length;
   const first = await start();
-  const firstFold = await foldedBy();
+  const firstFold = await foldedBy(seenFirst);
   say(`${name}'s first start on the history: healthy after ${round(first.ms / 1000, 2)} s${firstFold?.events !== undefined ? `, ${firstFold.events} events folded in ${firstFold.ms} ms` : ''}`);
   figure(`restart.${name}_first_start.ms`, first.ms, 'ms', { raw: round(raw.ms), events: raw.events });
   if (firstFold?.events !== undefined) figure(`restart.${name}_first_start.events_folded`, firstFold.events, 'events', { raw: raw.events });
   await net.kill(name, 'SIGTERM', 60_000);
+  const seenAgain = (await foldLines()).length;
   const again = await start();
   say(`${name} restart: healthy after ${round(again.ms / 1000, 2)} s`);
   figure(`restart.${name}.ms`, again.ms, 'ms', { raw: round(raw.ms), events: raw.events });
   // What the restart folded, as the service logs it: the events applied and how long that took.
-  const last = await foldedBy();
+  const last = await foldedBy(seenAgain);
   if (last?.events !== undefined) {
     say(`  ${name}'s restart folded ${last.events} events in ${last.ms} ms`);
     figure(`restart.${name}.events_folded`, last.events, 'events', { raw: raw.events });
