@@ -1,18 +1,19 @@
 /**
  * Restarts that do not grow with history (issue 16, item 3): a store of N jobs (about 12 events
  * each: test/support/history.ts, written straight into the store in large transactions), then
- * intake and placement as their real processes on it, each started twice: once on the history as
+ * intake, placement and the ledger as their real processes on it, each started twice: once on the history as
  * written (intake's job views and placement's state come from the whole store, as every start
  * did before they kept anything), then again after a SIGTERM (a restart: what it kept — intake's
  * table, placement's snapshot — lets it read only the tail). Beside them the store's raw read of the same events (`readAll` from the start
  * to the head in batches, nothing folded), the floor a fold from zero cannot beat.
  *
- *   npm run bench:restart -- [--jobs 20000] [--postgres] [--keep]
+ *   npm run bench:restart -- [--jobs 20000] [--postgres] [--keep] [--only ledger]
  *
  * Time is from spawning the process to its answer to the Health query (each answers once its state
  * is ready: it folds before it serves), and the events each start folded, from its log.
  * Ends with one JSON line per figure: {"bench":"restart.intake.ms","value":N,"unit":"ms","raw":R,...},
- * `restart.placement.ms`, `restart.placement.events_folded`, and the same for the first starts.
+ * `restart.placement.ms`, `restart.placement.events_folded`, the same for the ledger (its billing
+ * projection's fold; its audit table catches up beside it), and the same for the first starts.
  */
 import { openEventStore, PostgresEventStore, SqliteEventStore } from '#event-store';
 import { Command, InvalidArgumentError } from 'commander';
@@ -35,9 +36,10 @@ const opts = new Command('restart.bench')
   .option('--teams <n>', 'teams the jobs belong to', positive, HISTORY_DEFAULTS.teams)
   .option('--postgres', 'the store on PostgreSQL (a database made for the run) instead of SQLite')
   .option('--health-timeout <s>', 'how long a start may take', positive, 1_800)
+  .option('--only <services>', 'measure only these services (comma-separated: intake,placement,ledger)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
   .option('--keep', 'keep the data directory (and database) afterwards; kept anyway when the bench fails')
   .parse()
-  .opts<{ jobs: number; teams: number; postgres?: boolean; healthTimeout: number; keep?: boolean }>();
+  .opts<{ jobs: number; teams: number; postgres?: boolean; healthTimeout: number; keep?: boolean; only?: string[] }>();
 
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 const say = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
@@ -68,26 +70,30 @@ async function rawRead(url: string): Promise<{ events: number; ms: number }> {
  * made from the whole store: every start before it kept anything), then again after a SIGTERM.
  * `folds` matches the log line where it says how many events a start folded.
  */
-async function measureService(net: TestNetwork, name: 'intake' | 'placement', folds: RegExp, raw: { events: number; ms: number }): Promise<void> {
+async function measureService(net: TestNetwork, name: 'intake' | 'placement' | 'ledger', folds: RegExp, raw: { events: number; ms: number }): Promise<void> {
   const start = () => timed(() => net.restart(name, { healthTimeoutMs: opts.healthTimeout * 1_000 }));
   const logFile = join(net.dataDir, 'logs', `${name}.log`);
-  const foldedBy = async () =>
-    (await readFile(logFile, 'utf8'))
+  const foldLines = async () =>
+    (await readFile(logFile, 'utf8').catch(() => ''))
       .split('\n')
       .filter((line) => folds.test(line))
-      .map((line) => JSON.parse(line) as { events?: number; ms?: number })
-      .at(-1);
+      .map((line) => JSON.parse(line) as { events?: number; ms?: number });
+  // The first fold the spawned process logged: a process that restarts in itself (a ledger that
+  // lost its lease starts its application again) logs more, each folding less.
+  const foldedBy = async (seen: number) => (await foldLines())[seen];
+  const seenFirst = (await foldLines()).length;
   const first = await start();
-  const firstFold = await foldedBy();
+  const firstFold = await foldedBy(seenFirst);
   say(`${name}'s first start on the history: healthy after ${round(first.ms / 1000, 2)} s${firstFold?.events !== undefined ? `, ${firstFold.events} events folded in ${firstFold.ms} ms` : ''}`);
   figure(`restart.${name}_first_start.ms`, first.ms, 'ms', { raw: round(raw.ms), events: raw.events });
   if (firstFold?.events !== undefined) figure(`restart.${name}_first_start.events_folded`, firstFold.events, 'events', { raw: raw.events });
   await net.kill(name, 'SIGTERM', 60_000);
+  const seenAgain = (await foldLines()).length;
   const again = await start();
   say(`${name} restart: healthy after ${round(again.ms / 1000, 2)} s`);
   figure(`restart.${name}.ms`, again.ms, 'ms', { raw: round(raw.ms), events: raw.events });
   // What the restart folded, as the service logs it: the events applied and how long that took.
-  const last = await foldedBy();
+  const last = await foldedBy(seenAgain);
   if (last?.events !== undefined) {
     say(`  ${name}'s restart folded ${last.events} events in ${last.ms} ms`);
     figure(`restart.${name}.events_folded`, last.events, 'events', { raw: raw.events });
@@ -121,8 +127,10 @@ async function main(): Promise<void> {
     say(`raw read of the store: ${raw.events} events in ${round(raw.ms)} ms`);
     figure('restart.raw_read.ms', raw.ms, 'ms', { events: raw.events });
 
-    await measureService(net, 'intake', /job views folded/, raw);
-    await measureService(net, 'placement', /state folded from the store|state loaded from its snapshot/, raw);
+    const measured = (name: string) => !opts.only || opts.only.includes(name);
+    if (measured('intake')) await measureService(net, 'intake', /job views folded/, raw);
+    if (measured('placement')) await measureService(net, 'placement', /state folded from the store|state loaded from its snapshot/, raw);
+    if (measured('ledger')) await measureService(net, 'ledger', /billing projection folded from the store|billing projection loaded from its snapshot/, raw);
     done = true;
   } finally {
     await stopBenchNetwork(net, db, { keep: opts.keep, done }, say);

@@ -1,13 +1,16 @@
 import type { RebuildLedgerReply } from '#contracts';
-import type { EventStore } from '#event-store';
+import { SnapshotSlot, type EventStore, type ProjectionCheckpoint } from '#event-store';
 import { EVENT_STORE, LOGGER, SERVICE_CONFIG } from '#service-kit';
-import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
   allInvoiceViews,
   BILLING_EVENT_TYPES,
+  BILLING_SNAPSHOT_FORMAT,
   canonicalJson,
+  decodeBilling,
+  encodeBilling,
   evolveBilling,
   initialBilling,
   invoiceOf,
@@ -19,19 +22,49 @@ import type { LedgerConfig } from '../ledger.config.js';
 /** Events read per page while folding. */
 const PAGE = 5_000;
 
+/** The snapshot's name in the store's database (`projection_snapshot_ledger_billing`). */
+export const BILLING_SNAPSHOT = 'ledger_billing';
+
+/** A save waits this many times the last save's duration after it: at most about 1 % of the time on saves. */
+const SNAPSHOT_SPACING = 100;
+
+/** What a start did: folded `events` after `fromPosition` (0: no snapshot trusted) up to `position`. */
+export interface BillingStart {
+  fromPosition: bigint;
+  position: bigint;
+  events: number;
+}
+
 /**
  * Folds the store's billing events (price lists, agent events, NodeLost, JobSubmitted, the
  * ledger's own InvoiceFinalized / CreditNoteIssued) into the billing state, up to the store head
  * before each use, so every answer is the store as of one position and says which.
  *
  * One fold at a time: callers queue (`withState`), and what they read is the state at the head
- * they caught up to. The state lives in memory and is folded from zero at start; `rebuild`
- * does that again on demand and compares every invoice byte for byte.
+ * they caught up to. The state lives in memory. It changes only by folding the store (the ledger's
+ * own invoices and credit notes enter it when folded back), so it is always the exact fold of the
+ * store up to `state.position`, and its snapshot (decision 0039) is that state written out: a
+ * start loads the snapshot, if it can be trusted, and folds the events after it; the snapshot is
+ * saved once after that fold and again while the ledger runs. `rebuild` folds from zero on demand
+ * and compares every invoice byte for byte.
  */
 @Injectable()
-export class BillingProjectionService implements OnModuleInit {
+export class BillingProjectionService implements OnModuleInit, OnApplicationShutdown {
   private state: BillingState = initialBilling();
   private queue: Promise<unknown> = Promise.resolve();
+  /** The billing snapshot in the store's database; undefined on a store without one, or once the state could not be serialized. */
+  private slot: SnapshotSlot | undefined;
+  /** The stored snapshot's position as this process last knew it: the next save's compare and set. */
+  private saved: ProjectionCheckpoint = { position: 0n, eventId: null };
+  /** Billing events folded since the snapshot was last saved, and when that was. */
+  private sinceSave = 0;
+  private savedAt = Date.now();
+  /** How long the last save took (encoding included) and when it ended: the next waits SNAPSHOT_SPACING times as long. */
+  private lastSave = { ms: 0, endedAt: 0 };
+  /** The save running, if any: one at a time, and shutdown waits for it. */
+  private saving: Promise<void> | undefined;
+  /** What this process's start did. */
+  start: BillingStart | undefined;
 
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
@@ -41,8 +74,33 @@ export class BillingProjectionService implements OnModuleInit {
 
   async onModuleInit(): Promise<void> {
     const started = Date.now();
-    const events = await this.exclusive(async () => foldStore(this.store, this.state, await this.store.headPosition()));
-    this.logger.info({ events, position: String(this.state.position), ms: Date.now() - started }, 'billing projection folded from the store');
+    await this.exclusive(async () => {
+      this.slot = await SnapshotSlot.open(this.store, BILLING_SNAPSHOT, BILLING_SNAPSHOT_FORMAT).catch((err: unknown) => {
+        this.logger.warn({ err }, 'billing snapshot table could not be opened: folding from the start of the store, and no snapshot saved by this process');
+        return undefined;
+      });
+      const loaded = await this.loadSnapshot();
+      if (loaded) this.state = loaded;
+      const fromPosition = this.state.position;
+      const loadedMs = Date.now() - started;
+      const events = await foldStore(this.store, this.state, await this.store.headPosition());
+      this.start = { fromPosition, position: this.state.position, events };
+      this.logger.info(
+        { events, fromPosition: String(fromPosition), position: String(this.state.position), attempts: this.state.attempts.size, loadMs: loaded ? loadedMs : undefined, ms: Date.now() - started },
+        loaded ? `billing projection loaded from its snapshot at position ${fromPosition} and the ${events} events after it folded` : 'billing projection folded from the store',
+      );
+      // Saved at once: a first start on a long store folds it once, later starts fold the tail.
+      this.sinceSave += events;
+      this.saveSnapshot({ now: true });
+    });
+    await this.saving;
+  }
+
+  /** Waits for a save under way, then saves what was folded since, if anything (bounded: the events since the last save). */
+  async onApplicationShutdown(): Promise<void> {
+    await this.saving;
+    await this.exclusive(async () => this.saveSnapshot({ now: true }));
+    await this.saving;
   }
 
   /** The late-event cutoff in force, ms. */
@@ -53,7 +111,7 @@ export class BillingProjectionService implements OnModuleInit {
   /** Runs `fn` on the state caught up to the store head, with no fold in between. */
   withState<T>(fn: (state: BillingState) => T | Promise<T>): Promise<T> {
     return this.exclusive(async () => {
-      await foldStore(this.store, this.state, await this.store.headPosition());
+      await this.catchUp(await this.store.headPosition());
       return fn(this.state);
     });
   }
@@ -66,7 +124,7 @@ export class BillingProjectionService implements OnModuleInit {
   rebuild(): Promise<RebuildLedgerReply> {
     return this.exclusive(async () => {
       const head = await this.store.headPosition();
-      await foldStore(this.store, this.state, head);
+      await this.catchUp(head);
       const before = digests(this.state, this.cutoffMs);
 
       const started = Date.now();
@@ -104,6 +162,103 @@ export class BillingProjectionService implements OnModuleInit {
         identical,
       };
     });
+  }
+
+  /** Folds the state up to `head`, and saves the snapshot when one is due. Only inside `exclusive`. */
+  private async catchUp(head: bigint): Promise<void> {
+    this.sinceSave += await foldStore(this.store, this.state, head);
+    this.saveSnapshot();
+  }
+
+  /**
+   * The stored snapshot as a state, if it can be trusted (the store holds its position, it is of
+   * this format and reads as the fold up to that position), else undefined after a log line that
+   * says why: the caller folds from zero. Knows the stored position either way, for the next save.
+   */
+  private async loadSnapshot(): Promise<BillingState | undefined> {
+    if (!this.slot) return undefined;
+    const ignored = (reason: string, detail: string, checkpoint: ProjectionCheckpoint) =>
+      this.logger.warn({ reason, position: String(checkpoint.position), eventId: checkpoint.eventId }, `billing snapshot ignored, folding from the start of the store: ${detail}`);
+    try {
+      const snapshot = await this.slot.load((why) => ignored(why.reason, why.detail, why.checkpoint));
+      this.saved = snapshot?.checkpoint ?? (await this.slot.checkpoint());
+      if (!snapshot) return undefined;
+      try {
+        const state = decodeBilling(snapshot.state);
+        // Never trusted beyond its position: the state must be the fold up to exactly the event checked.
+        if (state.position !== snapshot.checkpoint.position) throw new Error(`its state is the fold up to position ${state.position}, its row says ${snapshot.checkpoint.position}`);
+        return state;
+      } catch (err) {
+        ignored('unreadable', (err as Error).message, snapshot.checkpoint);
+        return undefined;
+      }
+    } catch (err) {
+      // A snapshot is an optimization: a store that cannot read it still folds from zero.
+      this.logger.warn({ err }, 'billing snapshot could not be read, folding from the start of the store');
+      return undefined;
+    }
+  }
+
+  /**
+   * Saves the state as the snapshot when one is due: every GPUNET_LEDGER_SNAPSHOT_EVENTS billing
+   * events folded, or GPUNET_LEDGER_SNAPSHOT_MS after the last save when any was folded since, and
+   * at least SNAPSHOT_SPACING times the last save's duration after it (encoding the state takes
+   * this process's event loop: about 1 % of the time at most, however large the state). `now`:
+   * whenever a billing event was folded since the last save. Only inside `exclusive` (the state is encoded
+   * there, unchanging); the write itself runs after, one at a time. A failed save is logged and
+   * costs only a longer fold at the next start.
+   */
+  private saveSnapshot(options: { now?: boolean } = {}): void {
+    const slot = this.slot;
+    // Nothing billing folded since the last save: the stored snapshot differs only in position, and
+    // a start from it reads past the other events it skips (rewriting megabytes is not worth it).
+    if (!slot || this.saving || this.sinceSave === 0 || this.state.position <= this.saved.position) return;
+    if (!options.now) {
+      const everyEvents = this.config.GPUNET_LEDGER_SNAPSHOT_EVENTS ?? 10_000;
+      const everyMs = this.config.GPUNET_LEDGER_SNAPSHOT_MS ?? 60_000;
+      const due = this.sinceSave >= everyEvents || (this.sinceSave > 0 && everyMs > 0 && Date.now() - this.savedAt >= everyMs);
+      if (!due || Date.now() - this.lastSave.endedAt < SNAPSHOT_SPACING * this.lastSave.ms) return;
+    }
+    const started = Date.now();
+    const position = this.state.position;
+    let text: string;
+    try {
+      text = encodeBilling(this.state);
+    } catch (err) {
+      // Too large for one string (V8's longest is about 512 MiB): every later save fails alike.
+      this.slot = undefined;
+      this.logger.warn({ err, position: String(position), attempts: this.state.attempts.size }, 'billing snapshot not saved, and no more by this process: the state could not be serialized; starts fold the store from zero');
+      return;
+    }
+    const folded = this.sinceSave;
+    this.sinceSave = 0;
+    this.savedAt = started;
+    const from = this.saved;
+    this.saving = (async () => {
+      // The snapshot names the event at its position, so a load can check the store holds it.
+      const [at] = await this.store.readAll({ fromPosition: position - 1n, toPosition: position, maxCount: 1 });
+      if (!at || at.position !== position) throw new Error(`the store has no event at position ${position}`);
+      const to = { position, eventId: at.eventId };
+      if (await slot.save(from, to, text)) {
+        this.saved = to;
+        const ended = Date.now();
+        this.lastSave = { ms: ended - started, endedAt: ended };
+        this.logger.info({ position: String(position), bytes: text.length, events: folded, ms: ended - started }, 'billing snapshot saved');
+      } else {
+        // Another ledger moved it meanwhile (or it is already further): the next save starts from there.
+        this.saved = await slot.checkpoint();
+        this.lastSave = { ms: Date.now() - started, endedAt: Date.now() };
+        this.logger.debug({ position: String(position), stored: String(this.saved.position) }, 'billing snapshot not saved: another writer moved it');
+      }
+    })()
+      .catch((err: unknown) => {
+        this.sinceSave += folded;
+        this.lastSave = { ms: Date.now() - started, endedAt: Date.now() };
+        this.logger.warn({ err, position: String(position) }, 'billing snapshot not saved; trying again later (a start folds more of the store meanwhile, nothing else)');
+      })
+      .finally(() => {
+        this.saving = undefined;
+      });
   }
 
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {

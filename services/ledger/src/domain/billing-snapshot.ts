@@ -1,0 +1,210 @@
+/**
+ * The billing state as snapshot text and back (decision 0039). Pure.
+ *
+ * The state is an exact fold of a store prefix (`state.position`), so its text is too. Decoding
+ * gives back the same state: every Map in the same order, every bigint, every event's data with
+ * the same keys in the same order (PostgreSQL's jsonb and SQLite's JSON order them differently,
+ * and each is kept as read), `team: undefined` where an event had none. Encoding a decoded state
+ * gives the same text, byte for byte.
+ *
+ * Compact, because one attempt line is kept per attempt and node ever held: the text is one JSON
+ * array; objects of event data are written as `[shape, ...values]` with each distinct key list
+ * written once (a table of shapes), ISO times that `Date` writes back identically as epoch ms, the
+ * line id left out when it is the attempt and node of the line's own data, and a string an attempt
+ * line repeats (its job and attempt ids, written by ComputeHeld and JobFinished) as a reference to
+ * its first occurrence in that line.
+ */
+import type { BillingState, Sourced } from './billing.js';
+
+/**
+ * Format of the snapshot text: bump it whenever the text or `BillingState` or `evolveBilling`
+ * change shape or meaning. A snapshot of another format is ignored and the store folded from zero.
+ */
+export const BILLING_SNAPSHOT_FORMAT = 1;
+
+/** A string an attempt line repeats is written as a reference when it is at least this long. */
+const REF_MIN = 8;
+const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+
+/** Writes values of event data: objects as `[shape + 1, ...values]`, arrays as `[0, ...items]`. */
+class Packer {
+  readonly shapes: string[][] = [];
+  private readonly shapeIds = new Map<string, number>();
+  /** Strings of the current attempt line, by value: their index. Undefined: no references. */
+  refs: Map<string, number> | undefined;
+
+  value(v: unknown): Json {
+    switch (typeof v) {
+      case 'string': {
+        if (this.refs && v.length >= REF_MIN) {
+          const at = this.refs.get(v);
+          if (at !== undefined) return { r: at };
+          this.refs.set(v, this.refs.size);
+        }
+        return v;
+      }
+      case 'number':
+        return Object.is(v, -0) ? { z: 0 } : Number.isFinite(v) ? v : { n: String(v) };
+      case 'boolean':
+        return v;
+      case 'bigint':
+        return { b: v.toString() };
+      case 'undefined':
+        return { u: 0 };
+      case 'object': {
+        if (v === null) return null;
+        if (Array.isArray(v)) return [0, ...v.map((x) => this.value(x))];
+        if (Object.getPrototypeOf(v) !== Object.prototype) throw new TypeError(`cannot encode a ${(v as object).constructor?.name ?? 'null-prototype object'} in billing data`);
+        const keys = Object.keys(v);
+        const sig = JSON.stringify(keys);
+        let shape = this.shapeIds.get(sig);
+        if (shape === undefined) {
+          shape = this.shapes.length;
+          this.shapes.push(keys);
+          this.shapeIds.set(sig, shape);
+        }
+        const out: Json[] = [shape + 1];
+        for (const k of keys) out.push(this.value((v as Record<string, unknown>)[k]));
+        return out;
+      }
+      default:
+        throw new TypeError(`cannot encode a ${typeof v} in billing data`);
+    }
+  }
+
+  /** An ISO time as epoch ms when `Date` writes it back identically, else the text. */
+  time(s: string): Json {
+    if (ISO_MS.test(s)) {
+      const ms = Date.parse(s);
+      if (Number.isFinite(ms) && new Date(ms).toISOString() === s) return ms;
+    }
+    return this.value(s);
+  }
+
+  sourced(s: Sourced<unknown>): Json {
+    const out: Json[] = [this.value(s.eventId), pos(s.position), this.time(s.recordedAt), this.value(s.data)];
+    if (s.team !== undefined) out.push(this.value(s.team));
+    return out;
+  }
+}
+
+class Unpacker {
+  refs: unknown[] | undefined;
+  constructor(private readonly shapes: string[][]) {}
+
+  value(j: unknown): unknown {
+    if (typeof j === 'string') {
+      if (this.refs && j.length >= REF_MIN) this.refs.push(j);
+      return j;
+    }
+    if (j === null || typeof j !== 'object') return j;
+    if (Array.isArray(j)) {
+      const head = j[0] as number;
+      if (head === 0) return j.slice(1).map((x) => this.value(x));
+      const keys = this.shapes[head - 1];
+      if (!keys || keys.length !== j.length - 1) throw new Error(`billing snapshot: bad object shape ${head}`);
+      const out: Record<string, unknown> = {};
+      for (let i = 0; i < keys.length; i++) out[keys[i]!] = this.value(j[i + 1]);
+      return out;
+    }
+    const t = j as { r?: number; z?: 0; n?: string; b?: string; u?: 0 };
+    if (t.r !== undefined) {
+      if (!this.refs || t.r >= this.refs.length) throw new Error(`billing snapshot: reference ${t.r} to no string`);
+      return this.refs[t.r];
+    }
+    if (t.z !== undefined) return -0;
+    if (t.n !== undefined) return Number(t.n);
+    if (t.b !== undefined) return BigInt(t.b);
+    if (t.u !== undefined) return undefined;
+    throw new Error('billing snapshot: unknown tagged value');
+  }
+
+  time(j: unknown): string {
+    return typeof j === 'number' ? new Date(j).toISOString() : (this.value(j) as string);
+  }
+
+  sourced(j: unknown): Sourced<unknown> {
+    if (!Array.isArray(j) || j.length < 4) throw new Error('billing snapshot: bad event');
+    const eventId = this.value(j[0]) as string;
+    const position = BigInt(j[1] as string | number);
+    const recordedAt = this.time(j[2]);
+    const data = this.value(j[3]);
+    return { data, eventId, position, recordedAt, team: j.length > 4 ? (this.value(j[4]) as string) : undefined };
+  }
+}
+
+/** A position as a JSON number while exact, else as text. */
+function pos(p: bigint): number | string {
+  return p <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(p) : p.toString();
+}
+
+const ATTEMPT_FIELDS = ['held', 'finished', 'lost'] as const;
+
+/** The line id the attempt line's own data names, if it has data. */
+function lineIdOfData(data: unknown): string | undefined {
+  const d = data as { attemptId?: unknown; nodeId?: unknown } | undefined;
+  return typeof d?.attemptId === 'string' && typeof d.nodeId === 'string' ? `${d.attemptId}@${d.nodeId}` : undefined;
+}
+
+/**
+ * The state as snapshot text. Throws a RangeError when the text would be longer than a string
+ * can be (V8: about 512 MiB); the caller folds from zero instead.
+ */
+export function encodeBilling(state: BillingState): string {
+  const p = new Packer();
+  const prices = [...state.prices].map(([version, v]) => [version, p.value(v)]);
+  const attempts = [...state.attempts.values()].map((a) => {
+    p.refs = new Map();
+    // Slots: line id (0 when its data names it), held, finished, lost, and the order of the three
+    // when it is not that one (the object's keys as they were set).
+    const order = Object.keys(a).filter((k) => k !== 'key').map((k) => ATTEMPT_FIELDS.indexOf(k as (typeof ATTEMPT_FIELDS)[number]));
+    if (order.some((i) => i < 0)) throw new TypeError(`billing snapshot: attempt line ${a.key} has a field it cannot encode`);
+    const own = lineIdOfData(a.held?.data ?? a.finished?.data);
+    const out: Json[] = [own === a.key ? 0 : a.key, a.held ? p.sourced(a.held) : 0, a.finished ? p.sourced(a.finished) : 0, a.lost ? [a.lost.eventId, pos(a.lost.position)] : 0];
+    const canonical = ATTEMPT_FIELDS.map((_, i) => i).filter((i) => order.includes(i));
+    if (order.join() !== canonical.join()) out.push(order.join(''));
+    else while (out.length > 1 && out[out.length - 1] === 0) out.pop();
+    return out;
+  });
+  p.refs = undefined;
+  const jobTeams = [...state.jobTeams].map(([jobId, t]) => [jobId, t.team, t.eventId]);
+  const finalized = [...state.finalized].map(([id, f]) => [id, f.eventId, pos(f.position), p.value(f.data)]);
+  const creditNotes = [...state.creditNotes].map(([id, notes]) => [id, notes.map((n) => [n.eventId, pos(n.position), p.value(n.data)])]);
+  return JSON.stringify([state.position.toString(), p.shapes, prices, attempts, jobTeams, finalized, creditNotes]);
+}
+
+/** A state from text {@link encodeBilling} wrote (of {@link BILLING_SNAPSHOT_FORMAT}). Throws when it is not such a text. */
+export function decodeBilling(text: string): BillingState {
+  const doc = JSON.parse(text) as unknown;
+  if (!Array.isArray(doc) || doc.length !== 7 || typeof doc[0] !== 'string' || !Array.isArray(doc[1])) throw new Error('not a billing snapshot');
+  const [position, shapes, prices, attempts, jobTeams, finalized, creditNotes] = doc as [string, string[][], [number, unknown][], Json[][], [string, string, string][], [string, string, number | string, unknown][], [string, [string, number | string, unknown][]][]];
+  const u = new Unpacker(shapes);
+  const state: BillingState = {
+    position: BigInt(position),
+    prices: new Map(prices.map(([version, v]) => [version, u.value(v) as never])),
+    attempts: new Map(),
+    jobTeams: new Map(jobTeams.map(([jobId, team, eventId]) => [jobId, { team, eventId }])),
+    finalized: new Map(),
+    creditNotes: new Map(),
+  };
+  for (const slots of attempts) {
+    u.refs = [];
+    const [key, held, finished, lost, order] = slots as [string | 0, Json | undefined, Json | undefined, [string, number | string] | 0 | undefined, string | undefined];
+    const fields: Record<string, unknown> = {};
+    if (held) fields.held = u.sourced(held);
+    if (finished) fields.finished = u.sourced(finished);
+    if (lost) fields.lost = { eventId: lost[0], position: BigInt(lost[1]) };
+    const lineId = key === 0 ? lineIdOfData((fields.held as Sourced<unknown> | undefined)?.data ?? (fields.finished as Sourced<unknown> | undefined)?.data) : key;
+    if (lineId === undefined) throw new Error('billing snapshot: an attempt line without its id');
+    const facts: Record<string, unknown> = { key: lineId };
+    const names = order === undefined ? ATTEMPT_FIELDS.filter((f) => f in fields) : [...order].map((i) => ATTEMPT_FIELDS[Number(i)]!);
+    for (const f of names) facts[f] = fields[f];
+    state.attempts.set(lineId, facts as never);
+  }
+  u.refs = undefined;
+  for (const [id, eventId, at, data] of finalized) state.finalized.set(id, { data: u.value(data) as never, eventId, position: BigInt(at) });
+  for (const [id, notes] of creditNotes) state.creditNotes.set(id, notes.map(([eventId, at, data]) => ({ data: u.value(data) as never, eventId, position: BigInt(at) })));
+  return state;
+}

@@ -1,0 +1,128 @@
+/**
+ * The billing snapshot text (decision 0039) gives back exactly the state it was written from:
+ * cut after every event of a history with two price lists, several attempts per job, a
+ * multi-node attempt, lost nodes (one before the attempt's own events arrive), events without a
+ * team, finalized invoices and credit notes, the decoded state equals the fold (strictly: every
+ * key, every bigint), writes the same text again, and folded on to the end gives the state and
+ * the invoices of a fold from zero.
+ */
+import { createHash } from 'node:crypto';
+import { evolveBilling, foldBilling, type BillingState, type StoredEvent } from './billing.js';
+import { FixtureLog } from './billing.fixtures.js';
+import { BILLING_SNAPSHOT_FORMAT, decodeBilling, encodeBilling } from './billing-snapshot.js';
+import { allInvoiceViews, canonicalJson, decideInvoices } from './invoice.js';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const CUTOFF = 3 * DAY;
+const iso = (ms: number) => new Date(ms).toISOString();
+const JUNE = Date.parse('2025-06-02T00:00:00.000Z');
+const JULY = Date.parse('2025-07-02T00:00:00.000Z');
+
+function history(): FixtureLog {
+  const log = new FixtureLog();
+  log.prices(1, { 'sim-gpu': 3_600_000, A100: 3_500_000 }, { defaultRate: 2_000_000 });
+  log.prices(2, { 'sim-gpu': 7_200_000 }, { effectiveFrom: iso(JUNE + 10 * DAY), defaultRate: 1_800_001, minimum: 50_000, currency: 'EUR' });
+  const job = (n: number, team: string) => {
+    const jobId = `00000000-0000-4000-9000-${n.toString().padStart(12, '0')}`;
+    log.append('JobSubmitted', { jobId, team, submittedAt: iso(JUNE) }, { team });
+    return jobId;
+  };
+  for (let n = 0; n < 12; n++) {
+    const jobId = job(n, n % 3 === 0 ? 'team-b' : 'team-a');
+    const team = n % 4 === 0 ? undefined : n % 3 === 0 ? 'team-b' : 'team-a';
+    const start = JUNE + n * DAY;
+    // Job 5: a multi-node attempt; job 7: its first node lost, then run again; job 9: lost before
+    // the agent's events arrive, and its JobFinished recorded before its ComputeHeld.
+    const nodes = n === 5 ? ['n1', 'n2', 'n3'] : ['n1'];
+    const attemptId = `${jobId}-a1`;
+    if (n === 9) log.lost('n1', [{ jobId, attemptId }]);
+    if (n === 9) log.finished({ jobId, attemptId, nodeId: 'n1', finishedAt: iso(start + HOUR), outcome: 'node_lost', ...(team ? { team } : {}) });
+    for (const nodeId of nodes) log.held({ jobId, attemptId, nodeId, gpuIndices: nodeId === 'n2' ? [0, 1, 2, 3] : [0], gpuModel: nodeId === 'n3' ? 'H100' : n % 2 ? 'A100' : 'sim-gpu', heldAt: iso(start), ...(team ? { team } : {}) });
+    if (n === 7) {
+      log.lost('n1', [{ jobId, attemptId }]);
+      log.finished({ jobId, attemptId, nodeId: 'n1', finishedAt: iso(start + HOUR), outcome: 'node_lost', ...(team ? { team } : {}) });
+      const second = `${jobId}-a2`;
+      log.held({ jobId, attemptId: second, nodeId: 'n2', gpuIndices: [1], heldAt: iso(start + 2 * HOUR), ...(team ? { team } : {}) });
+      log.finished({ jobId, attemptId: second, nodeId: 'n2', finishedAt: iso(start + 5 * HOUR + 17), ...(team ? { team } : {}) });
+    } else if (n !== 9) {
+      for (const nodeId of nodes) log.finished({ jobId, attemptId, nodeId, finishedAt: iso(start + (n + 1) * HOUR + 123), ...(team ? { team } : {}) });
+    }
+  }
+  // June is finalized; a node lost afterwards is a credit note on it; a July attempt stays a draft.
+  log.now = JULY + 4 * DAY;
+  for (const f of decideInvoices(foldBilling(log.events), log.now, CUTOFF).finalize) log.append('InvoiceFinalized', f, { team: f.invoice.team });
+  const late = `00000000-0000-4000-9000-000000000002`;
+  log.lost('n1', [{ jobId: late, attemptId: `${late}-a1` }]);
+  const credit = decideInvoices(foldBilling(log.events), log.now, CUTOFF).credit;
+  expect(credit.length).toBeGreaterThan(0);
+  for (const c of credit) log.append('CreditNoteIssued', c, { team: c.team });
+  // A node lost with an attempt whose agent never reported: a line of the NodeLost alone.
+  log.lost('n4', [{ jobId: 'ghost', attemptId: 'ghost-a1' }]);
+  const julyJob = job(99, 'team-a');
+  log.held({ jobId: julyJob, attemptId: `${julyJob}-a1`, nodeId: 'n1', gpuIndices: [0], heldAt: iso(JULY), team: 'team-a' });
+  return log;
+}
+
+const digests = (state: BillingState) => new Map([...allInvoiceViews(state, CUTOFF)].map(([id, v]) => [id, createHash('sha256').update(canonicalJson(v)).digest('hex')]));
+
+describe('billing snapshot text', () => {
+  it('has a format number', () => {
+    expect(Number.isInteger(BILLING_SNAPSHOT_FORMAT) && BILLING_SNAPSHOT_FORMAT >= 1).toBe(true);
+  });
+
+  it('cut after every event: decodes to the fold strictly, re-encodes byte for byte, and folded on equals the fold from zero', () => {
+    const events = history().events;
+    const whole = foldBilling(events);
+    expect(whole.finalized.size).toBeGreaterThan(1);
+    expect(whole.creditNotes.size).toBeGreaterThan(0);
+    expect(whole.prices.size).toBe(2);
+    expect([...whole.attempts.keys()].filter((k) => k.includes('-a1@n')).length).toBeGreaterThan(12);
+    const wholeText = encodeBilling(whole);
+    const wholeDigests = digests(whole);
+    for (let cut = 0; cut <= events.length; cut++) {
+      const state = foldBilling(events.slice(0, cut));
+      const text = encodeBilling(state);
+      const decoded = decodeBilling(text);
+      expect(decoded).toStrictEqual(state);
+      expect(encodeBilling(decoded)).toBe(text);
+      for (const e of events.slice(cut)) evolveBilling(decoded, e);
+      expect(decoded).toStrictEqual(whole);
+      expect(encodeBilling(decoded)).toBe(wholeText);
+      expect(digests(decoded)).toEqual(wholeDigests);
+    }
+  });
+
+  it('keeps the order of an attempt line\'s facts, and lines whose data names another line', () => {
+    const events = history().events;
+    const state = foldBilling(events);
+    const lostFirst = [...state.attempts.values()].find((a) => Object.keys(a).join() === 'key,lost,finished,held');
+    expect(lostFirst).toBeDefined();
+    const lostOnly = [...state.attempts.values()].find((a) => Object.keys(a).join() === 'key,lost');
+    expect(lostOnly).toBeDefined();
+    expect(Object.keys(decodeBilling(encodeBilling(state)).attempts.get(lostFirst!.key)!)).toEqual(['key', 'lost', 'finished', 'held']);
+  });
+
+  it('keeps event data exactly as the store gave it: key order, undefined, -0, odd times, big positions', () => {
+    const base: StoredEvent = { eventId: 'e-1', type: 'ComputeHeld', position: 2n ** 60n, recordedAt: '2025-06-01 00:00:00+00', metadata: {}, data: undefined };
+    const state = foldBilling([
+      { ...base, data: { nodeId: 'n1', attemptId: 'x', gpuIndices: [0], extra: { b: -0, a: undefined, c: [null, true, 'long-string-here', 'long-string-here'] }, jobId: 'j' } },
+      { ...base, eventId: 'e-2', position: 2n ** 60n + 1n, type: 'JobFinished', recordedAt: '2025-06-01T00:00:00.000Z', data: { attemptId: 'x', nodeId: 'n1', when: 'long-string-here', big: 1e300 } },
+    ]);
+    const decoded = decodeBilling(encodeBilling(state));
+    expect(decoded).toStrictEqual(state);
+    const held = decoded.attempts.get('x@n1')!.held!;
+    const data = held.data as unknown as { extra: { a?: undefined; b: number } };
+    expect(Object.keys(data)).toEqual(['nodeId', 'attemptId', 'gpuIndices', 'extra', 'jobId']);
+    expect(Object.is(data.extra.b, -0)).toBe(true);
+    expect('a' in data.extra).toBe(true);
+    expect(held.position).toBe(2n ** 60n);
+    expect(held.recordedAt).toBe('2025-06-01 00:00:00+00');
+    expect('team' in held && held.team === undefined).toBe(true);
+  });
+
+  it('refuses text that is not a billing snapshot', () => {
+    expect(() => decodeBilling('{"state":{}}')).toThrow(/not a billing snapshot/);
+    expect(() => decodeBilling('not json')).toThrow();
+  });
+});
