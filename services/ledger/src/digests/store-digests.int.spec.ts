@@ -61,6 +61,36 @@ afterEach(async () => {
 });
 
 describe('signing the chain heads', () => {
+  it('a notary catching up over many digests (a ledger starting) lets other work run between them, and signs on from the same heads', async () => {
+    // 30 digests of at most 5 heads each, over 150 streams.
+    const writer = new Notary(store, key, undefined, 5);
+    for (let i = 0; i < 150; i++) await store.appendToStream(`ledger-usage-job-${i + 2}`, [ev('UsageRecorded', { jobId: `job-${i + 2}` })]);
+    const signed: ChainHeadsSigned[] = [];
+    for (let d = await sign(writer); d; d = await sign(writer)) signed.push(d);
+    expect(signed.length).toBeGreaterThan(30);
+
+    // The SQLite store answers synchronously: a catch-up that never yields holds the event loop
+    // (and a leader's lease renewal) until it ends. A callback queued before it must run during it.
+    const starting = new Notary(store, key, undefined, 5);
+    let done = false;
+    let ranDuring = false;
+    setImmediate(() => {
+      ranDuring = !done;
+    });
+    await starting.sync();
+    done = true;
+    expect(ranDuring).toBe(true);
+    expect(starting.latest).toEqual(signed.at(-1));
+
+    // Both see the same heads: the next digest after one more event is the same from either.
+    await store.appendToStream(USAGE, [ev('UsageRecorded', { jobId: 'job-1', attempt: 2 })]);
+    const at = new Date().toISOString();
+    const fromWriter = (await writer.next(at))!.digest;
+    const fromStarting = (await starting.next(at))!.digest;
+    expect(fromStarting.headsRoot).toBe(fromWriter.headsRoot);
+    expect(fromStarting.streams).toBe(154);
+  });
+
   it('signs every head first, then only what moved; not at all when nothing but digests was recorded', async () => {
     const notary = new Notary(store, key);
     const d1 = (await sign(notary))!;
