@@ -67,6 +67,8 @@ export class LeaderLease {
   readonly lost: Promise<string> = new Promise((r) => (this.resolveLost = r));
   private isLost = false;
   private stopped = false;
+  /** A renewal on its way to the server: `release` waits for it, or its delete would name a revision already gone. */
+  private renewing: Promise<void> | undefined;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -111,7 +113,9 @@ export class LeaderLease {
   private scheduleRenewal(): void {
     if (this.stopped || this.isLost) return;
     const untilExpiry = this.validUntil - performance.now();
-    this.timer = setTimeout(() => void this.renew(), Math.max(0, Math.min(this.timing.renewMs, untilExpiry)));
+    this.timer = setTimeout(() => {
+      this.renewing = this.renew().finally(() => (this.renewing = undefined));
+    }, Math.max(0, Math.min(this.timing.renewMs, untilExpiry)));
   }
 
   private async renew(): Promise<void> {
@@ -153,6 +157,9 @@ export class LeaderLease {
     if (this.stopped) return;
     this.stopped = true;
     clearTimeout(this.timer);
+    // A renewal already sent moves the revision: deleting with the one before it would fail, and
+    // the key would stay until the lease ran out (a restarted ledger waited 4 s for it).
+    await this.renewing;
     if (!this.isLost && this.revision > 0) {
       await this.kv?.delete(this.role, { previousSeq: this.revision }).catch(() => undefined);
     }
