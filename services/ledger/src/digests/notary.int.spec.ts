@@ -7,6 +7,7 @@
 import { Commands, DIGEST_STREAM, type SignChainHeadsReply } from '#contracts';
 import { createIdentityFile } from '#identity';
 import { requestQuery } from '#messaging';
+import { openEventStore, SqliteEventStore } from '#event-store';
 import { startService, type RunningService } from '#service-kit';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -59,6 +60,29 @@ describe('the notary in the ledger', () => {
     expect(await sign()).toMatchObject({ signed: false, digest: { sequence: 2 } });
     expect(await verifyStoreDigests(store, { publicKey: key.publicKey })).toMatchObject({ ok: true, digests: 2 });
     await ledger.stop();
+  }, 60_000);
+
+  it('a ledger stopped during its first pass over a large store stops after the digest in hand, not at the head', async () => {
+    const keyFile = join(dir, 'keys', 'stopping.nk');
+    await createIdentityFile(keyFile);
+    const url = `sqlite:${join(dir, 'stopping.db')}`;
+    // 40,000 streams: a first pass of 40 digests of 1,000 heads each, each over every head signed so far.
+    const seed = await openEventStore(url);
+    if (!(seed instanceof SqliteEventStore)) throw new Error('expected the SQLite store');
+    const meta = { correlationId: 'c', causationId: 'c', producer: 'fixture', occurredAt: new Date().toISOString() };
+    await seed.appendMany(Array.from({ length: 40_000 }, (_, i) => ({ streamId: `placement-node-${i}`, events: [{ eventId: crypto.randomUUID(), type: 'NodeRegistered', data: {}, metadata: meta }] })));
+    await seed.close();
+    const ledger = await startService({ ...ledgerService, env: { ...env('stopping', { GPUNET_SIGNING_KEY_FILE: keyFile }), GPUNET_STORE_URL: url } });
+    running.push(ledger as unknown as RunningService<never>);
+    // Stopped at once: the pass began at bootstrap and is far from the head.
+    await ledger.stop();
+    const store = await openEventStore(url);
+    const digests = await store.readStream(DIGEST_STREAM);
+    const head = await store.headPosition();
+    await store.close();
+    expect(digests.length).toBeGreaterThan(0);
+    // The last digest recorded covers less than the store: the stop did not wait for the pass to end.
+    expect(BigInt((digests.at(-1)!.data as { position: string }).position)).toBeLessThan(head - 1n);
   }, 60_000);
 
   it('signs at its interval when the store moved, unasked', async () => {

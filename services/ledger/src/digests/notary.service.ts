@@ -21,6 +21,8 @@ export class NotaryService implements OnModuleInit, OnApplicationBootstrap, OnMo
   private notary: Notary | undefined;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<SignChainHeadsReply> | undefined;
+  /** Set when the ledger stops: a pass ends after the digest in hand instead of signing on to the head. */
+  private stopping = false;
 
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
@@ -55,6 +57,7 @@ export class NotaryService implements OnModuleInit, OnApplicationBootstrap, OnMo
   }
 
   async onModuleDestroy(): Promise<void> {
+    this.stopping = true;
     clearInterval(this.timer);
     await this.running?.catch(() => undefined);
   }
@@ -81,6 +84,9 @@ export class NotaryService implements OnModuleInit, OnApplicationBootstrap, OnMo
   private async pass(notary: Notary): Promise<SignChainHeadsReply> {
     let signed: ChainHeadsSigned | undefined;
     for (let conflicts = 0; ; ) {
+      // A first pass over a large store signs many digests; a stopping ledger must not wait for all
+      // of them (the next leader's pass goes on from the last one recorded).
+      if (this.stopping) return signed ? { signed: true, digest: signed } : { signed: false, digest: notary.latest ?? null };
       const next = await notary.next(this.clock.now().toISOString());
       if (!next) return signed ? { signed: true, digest: signed } : { signed: false, digest: notary.latest ?? null };
       try {
