@@ -107,6 +107,30 @@ describe('OutboxRelay (SQLite store → nats-server)', () => {
     await store.close();
   });
 
+  it('passes over an event larger than the bus takes, saying so, and relays the events after it', async () => {
+    await freshStream('EVT_BIG', 'big.evt.');
+    const store = new SqliteEventStore({ path: join(dir, 'big.db') });
+    const [before] = events('job-big', 1);
+    // 1.5 MB of data: over nats-server's default max_payload of 1 MB (an invoice of several thousand lines is).
+    const big = { ...events('job-big', 1)[0]!, data: { jobId: 'job-big', lines: 'x'.repeat(1_500_000) } };
+    const after = events('job-big', 3, 10);
+    await store.appendToStream('job-big', [before!, big, ...after]);
+    const logged: Record<string, unknown>[] = [];
+    const sink = pino({ level: 'error' }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
+    const relay = new OutboxRelay(store, nc, { name: 'relay-big', subjectOf: (e) => `big.evt.${e.type}`, logger: sink, retryBaseMs: 20, retryMaxMs: 50 });
+    try {
+      await relay.start();
+      await waitFor(async () => relay.position === (await store.headPosition()), 'the relay past every event');
+      const bus = await readAll('EVT_BIG');
+      expect(bus.map((m) => m.msgId)).toEqual([before!.eventId, ...after.map((e) => e.eventId)]);
+      expect(relay.stats).toMatchObject({ tooLarge: 1, restarts: 0 });
+      expect(logged).toContainEqual(expect.objectContaining({ eventId: big.eventId, msg: expect.stringMatching(/larger than the bus takes/) }));
+    } finally {
+      await relay.stop();
+      await store.close();
+    }
+  });
+
   it('keeps retrying while no stream captures its subjects, then publishes everything once one does', async () => {
     const store = new SqliteEventStore({ path: join(dir, 'nostream.db') });
     await store.appendToStream('job-n', events('job-n', 20));

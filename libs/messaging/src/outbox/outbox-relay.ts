@@ -49,6 +49,8 @@ export interface OutboxRelayStats {
   duplicates: number;
   /** Times the pipeline failed and resumed from the last acked position. */
   restarts: number;
+  /** Events larger than the server's max_payload: logged and passed over, never on the bus (the store holds them). */
+  tooLarge: number;
 }
 
 interface InFlight {
@@ -93,7 +95,7 @@ export class OutboxRelay {
   private readonly publishBatch: number;
   private drainWaiter: (() => void) | undefined;
   private publisher: PipelinedPublisher | undefined;
-  readonly stats: OutboxRelayStats = { startedFrom: 0n, published: 0, duplicates: 0, restarts: 0 };
+  readonly stats: OutboxRelayStats = { startedFrom: 0n, published: 0, duplicates: 0, restarts: 0, tooLarge: 0 };
 
   /**
    * @param store the service's event store (the outbox)
@@ -222,6 +224,18 @@ export class OutboxRelay {
       },
       (err) => {
         span?.end();
+        if (isTooLargeForTheBus(err)) {
+          // Larger than the server takes (max_payload), it would fail every round and hold back every
+          // event after it. The store keeps it; consumers that need it read it there.
+          this.stats.tooLarge++;
+          this.logger.error(
+            { eventId: event.eventId, type: event.type, position: event.position.toString(), bytes: m.payload.length, maxPayload: this.nc.info?.max_payload },
+            'event larger than the bus takes (max_payload): not published, the store holds it; relaying goes on',
+          );
+          entry.done = true;
+          this.advance();
+          return;
+        }
         // The acked position stops before this event (see advance), so it is published again on resume.
         if (this.failure === undefined) {
           this.failure = err;
@@ -313,4 +327,9 @@ export class OutboxRelay {
   private statsForLog(): Record<string, unknown> {
     return { ...this.stats, startedFrom: this.stats.startedFrom.toString() };
   }
+}
+
+/** The client's refusal of a message above the server's max_payload: no retry can succeed. */
+function isTooLargeForTheBus(err: unknown): boolean {
+  return err instanceof Error && /max_payload/i.test(err.message);
 }
