@@ -7,14 +7,13 @@
 import type { AuditJobsFilter } from '#contracts';
 import { projectionTablesOf, type EventStore, type ReadAllOptions, type RecordedEvent } from '#event-store';
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { appendBatch, historyJob, type HistoryAppend, type HistoryOptions } from '../../../../test/support/history.js';
 import { until } from '../../../../test/support/poll.js';
 import { storeBackends, type StoreBackend, type TestStore } from '../../../../test/support/store-backends.js';
 import { auditList, foldJobAudits } from './audit-projection.js';
 import { AuditProjectionService, AuditTableStartError } from './audit-projection.service.js';
 import { AUDIT_TABLE } from './audit-table.js';
+import { capturedLogger } from '../../../../test/support/captured-logger.js';
 
 /** 120 jobs over 3 days, 3 teams, one in 7 lost once and run again. */
 const HISTORY: HistoryOptions = { jobs: 120, teams: 3, days: 3, lostEvery: 7, nodes: 5, start: '2026-03-01T00:00:00.000Z' };
@@ -31,18 +30,6 @@ afterEach(async () => {
 async function opened(backend: StoreBackend): Promise<{ store: TestStore; another: () => Promise<TestStore> }> {
   const { open } = await backend.fresh();
   return { store: await open(), another: open };
-}
-
-/** A logger whose lines the test reads. */
-function capturedLogger(): { logger: pino.Logger; lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { logger: pino({ level: 'debug' }, sink), lines };
 }
 
 /** The store, with every readAll's options noted. */

@@ -7,11 +7,10 @@ import type { UsageRecorded } from '#contracts';
 import { projectionTablesOf } from '#event-store';
 import { Metrics } from '#telemetry';
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { appendBatch, historyJob, type HistoryOptions } from '../../../../test/support/history.js';
 import { storeBackends, type TestStore } from '../../../../test/support/store-backends.js';
 import { BILLING_METRICS_SNAPSHOT, BillingMetrics, decodeTotals, encodeTotals } from './billing.metrics.js';
+import { capturedLogger } from '../../../../test/support/captured-logger.js';
 
 const HISTORY: HistoryOptions = { jobs: 40, teams: 3, days: 2, lostEvery: 7, nodes: 3, start: '2026-03-01T00:00:00.000Z' };
 
@@ -21,17 +20,6 @@ afterEach(async () => {
   for (const m of running.splice(0)) await m.onModuleDestroy();
   await stores.cleanUp();
 }, 60_000);
-
-function capturedLogger(): { logger: pino.Logger; lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const l of chunk.toString().split('\n')) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { logger: pino({ level: 'debug' }, sink), lines };
-}
 
 async function appendJobs(store: TestStore, from: number, to: number): Promise<void> {
   const appends = [];
