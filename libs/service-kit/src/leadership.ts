@@ -158,8 +158,9 @@ export class LeaderLease {
     this.stopped = true;
     clearTimeout(this.timer);
     // A renewal already sent moves the revision: deleting with the one before it would fail, and
-    // the key would stay until the lease ran out (a restarted ledger waited 4 s for it).
-    await this.renewing;
+    // the key would stay until the lease ran out (a restarted ledger waited 4 s for it). Waited
+    // for at most one renewal period: one that hangs (the bus is gone) must not hold up the stop.
+    if (this.renewing) await Promise.race([this.renewing, sleep(this.timing.renewMs)]);
     if (!this.isLost && this.revision > 0) {
       await this.kv?.delete(this.role, { previousSeq: this.revision }).catch(() => undefined);
     }
