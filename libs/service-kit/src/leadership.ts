@@ -56,6 +56,9 @@ export interface LeaseTiming {
  * must stop deciding at once). The store fence (`elect`) covers what timing cannot: a process
  * paused past its lease cannot append after the next leader's election.
  */
+/** Longest a release waits for a renewal already on its way (see `release`). */
+const RENEWAL_WAIT_MS = 5_000;
+
 export class LeaderLease {
   readonly holder: string;
   private kv: KV | undefined;
@@ -159,8 +162,9 @@ export class LeaderLease {
     clearTimeout(this.timer);
     // A renewal already sent moves the revision: deleting with the one before it would fail, and
     // the key would stay until the lease ran out (a restarted ledger waited 4 s for it). Waited
-    // for at most one renewal period: one that hangs (the bus is gone) must not hold up the stop.
-    if (this.renewing) await Promise.race([this.renewing, sleep(this.timing.renewMs)]);
+    // for at most RENEWAL_WAIT_MS, however short the renewal period: a renewal takes a round trip
+    // (longer on a loaded machine), and one that hangs (the bus is gone) must not hold up the stop.
+    if (this.renewing) await Promise.race([this.renewing, sleep(RENEWAL_WAIT_MS)]);
     if (!this.isLost && this.revision > 0) {
       await this.kv?.delete(this.role, { previousSeq: this.revision }).catch(() => undefined);
     }
