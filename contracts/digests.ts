@@ -11,7 +11,9 @@ import { defineCommand, defineEvent } from './message.js';
 import { DecimalString, Sha256, Timestamp } from './primitives.js';
 
 /** Format tag of a digest, also the first field its signature covers. */
-export const CHAIN_DIGEST_FORMAT = 'gpunet.chain-digest/1';
+export const CHAIN_DIGEST_FORMAT = 'gpunet.chain-digest/2';
+/** Format of digests signed before /2: the same fields, the Merkle leaves sorted by stream id (docs/decisions/0040-heads-tree-in-first-appearance-order.md). */
+export const LEGACY_CHAIN_DIGEST_FORMAT = 'gpunet.chain-digest/1';
 
 /** `ledger-digests`: every ChainHeadsSigned, sequence 1 first (revision = sequence − 1). */
 export const DIGEST_STREAM = 'ledger-digests';
@@ -28,13 +30,15 @@ export type StreamHead = z.output<typeof StreamHead>;
 
 export const ChainHeadsSigned = z
   .object({
-    format: z.literal(CHAIN_DIGEST_FORMAT).describe(`Always \`${CHAIN_DIGEST_FORMAT}\`.`),
+    format: z.enum([CHAIN_DIGEST_FORMAT, LEGACY_CHAIN_DIGEST_FORMAT]).describe(`\`${CHAIN_DIGEST_FORMAT}\` for every digest signed now; \`${LEGACY_CHAIN_DIGEST_FORMAT}\` (leaves sorted by stream id) in stores signed before it, still checked.`),
     sequence: z.int().min(1).describe('1 for the first digest of the store, then +1.'),
     position: DecimalString.describe('Store position covered: every event at or before it.'),
     previousPosition: DecimalString.describe('Position of the previous digest (`0` for the first).'),
     previousDigestHash: Sha256.describe('`digestHash` of the previous digest (64 zeros for the first): digests chain too.'),
     streams: z.int().min(0).describe('How many streams the store held at `position`.'),
-    headsRoot: Sha256.describe('Merkle root over every stream head at `position`, streams sorted by id (leaf = sha256(0x00 ‖ canonical [streamId, revision, position, hash]), node = sha256(0x01 ‖ left ‖ right), an odd node carried up).'),
+    headsRoot: Sha256.describe(
+      'Merkle root over every stream head at `position` (leaf = sha256(0x00 ‖ canonical [streamId, revision, position, hash]), node = sha256(0x01 ‖ left ‖ right), an odd node carried up). Leaves in the order streams first appear in the chain of digests, each digest\'s `heads` in the order listed (format /2); sorted by stream id (format /1).',
+    ),
     heads: z.array(StreamHead).describe('The heads that changed since the previous digest, sorted by stream id (all of them in the first digest).'),
     signedAt: Timestamp.describe('When the notary signed (its clock).'),
     publicKey: z.string().regex(/^U[A-Z2-7]{55}$/).describe('NKey public key (ed25519) of the signing key.'),

@@ -877,13 +877,13 @@ ChainHeadsSignedDataHeadsItem = TypedDict("ChainHeadsSignedDataHeadsItem", {
 
 # Signed chain heads: every stream head as of a store position (changed ones listed, all in a Merkle root), chained to the previous digest and signed with the network signing key (ed25519).
 ChainHeadsSignedData = TypedDict("ChainHeadsSignedData", {
-    "format": Literal["gpunet.chain-digest/1"],  # Always `gpunet.chain-digest/1`.
+    "format": Literal["gpunet.chain-digest/2", "gpunet.chain-digest/1"],  # `gpunet.chain-digest/2` for every digest signed now; `gpunet.chain-digest/1` (leaves sorted by stream id) in stores signed before it, still checked.
     "sequence": int,  # 1 for the first digest of the store, then +1.
     "position": str,  # Store position covered: every event at or before it.
     "previousPosition": str,  # Position of the previous digest (`0` for the first).
     "previousDigestHash": str,  # `digestHash` of the previous digest (64 zeros for the first): digests chain too.
     "streams": int,  # How many streams the store held at `position`.
-    "headsRoot": str,  # Merkle root over every stream head at `position`, streams sorted by id (leaf = sha256(0x00 ‖ canonical [streamId, revision, position, hash]), node = sha256(0x01
+    "headsRoot": str,  # Merkle root over every stream head at `position` (leaf = sha256(0x00 ‖ canonical [streamId, revision, position, hash]), node = sha256(0x01 ‖ left ‖ right), an o
     "heads": List[ChainHeadsSignedDataHeadsItem],  # The heads that changed since the previous digest, sorted by stream id (all of them in the first digest).
     "signedAt": str,  # When the notary signed (its clock).
     "publicKey": str,  # NKey public key (ed25519) of the signing key.
@@ -4462,13 +4462,13 @@ SignChainHeadsReplyDigest1HeadsItem = TypedDict("SignChainHeadsReplyDigest1Heads
 
 # Every stream head of the event store as of a position, signed with the network signing key and chained to the previous digest.
 SignChainHeadsReplyDigest1 = TypedDict("SignChainHeadsReplyDigest1", {
-    "format": Literal["gpunet.chain-digest/1"],  # Always `gpunet.chain-digest/1`.
+    "format": Literal["gpunet.chain-digest/2", "gpunet.chain-digest/1"],  # `gpunet.chain-digest/2` for every digest signed now; `gpunet.chain-digest/1` (leaves sorted by stream id) in stores signed before it, still checked.
     "sequence": int,  # 1 for the first digest of the store, then +1.
     "position": str,  # Store position covered: every event at or before it.
     "previousPosition": str,  # Position of the previous digest (`0` for the first).
     "previousDigestHash": str,  # `digestHash` of the previous digest (64 zeros for the first): digests chain too.
     "streams": int,  # How many streams the store held at `position`.
-    "headsRoot": str,  # Merkle root over every stream head at `position`, streams sorted by id (leaf = sha256(0x00 ‖ canonical [streamId, revision, position, hash]), node = sha256(0x01
+    "headsRoot": str,  # Merkle root over every stream head at `position` (leaf = sha256(0x00 ‖ canonical [streamId, revision, position, hash]), node = sha256(0x01 ‖ left ‖ right), an o
     "heads": List[SignChainHeadsReplyDigest1HeadsItem],  # The heads that changed since the previous digest, sorted by stream id (all of them in the first digest).
     "signedAt": str,  # When the notary signed (its clock).
     "publicKey": str,  # NKey public key (ed25519) of the signing key.

@@ -12,7 +12,7 @@
 import { DIGEST_STREAM, type ChainHeadsSigned, type ChainStatus } from '#contracts';
 import { computeEventHash, GENESIS_HASH, type EventStore, type RecordedEvent } from '#event-store';
 import { linkProblem, signatureProblem } from './digest.js';
-import { DigestFormatError, readDigests, verifyStoreDigests } from './store-digests.js';
+import { DigestFormatError, latestDigest, readDigests, verifyStoreDigests } from './store-digests.js';
 
 const PAGE = 5_000;
 
@@ -69,7 +69,7 @@ export class ChainVerifier {
         const bad = { position: d.firstBadPosition, streamId: d.streamId, reason: d.reason };
         return this.answer('full', started, { upTo: d.firstBadPosition - 1n, head: v.headPosition, events: v.events, checkedNow: v.events, streams: v.streams, latest: await this.latestDigest(), lastFullAt: null, bad });
       }
-      latest = (await readDigests(this.store)).at(-1)?.digest;
+      latest = await latestDigest(this.store);
     } else {
       latest = await this.latestDigest();
     }
@@ -150,7 +150,7 @@ export class ChainVerifier {
   }
 
   private async latestDigest(): Promise<ChainHeadsSigned | undefined> {
-    return (await readDigests(this.store).catch(() => [])).at(-1)?.digest;
+    return latestDigest(this.store).catch(() => undefined);
   }
 
   private answer(

@@ -12,48 +12,30 @@
  * Each digest lists only the heads that changed since the previous one (every one in the first),
  * so digests stay small on a store of many streams; the full set at a digest is the fold of the
  * chain up to it, and `headsRoot` (a Merkle root over that full set) lets a bundle prove its
- * streams' heads with a proof of log(streams) hashes and the one digest.
+ * streams' heads with a proof of log(streams) hashes and the one digest. Format /2 puts the
+ * leaves in the order streams first appear in the chain, so the notary updates the tree in place
+ * (`HeadsTree`); format /1 sorted them by stream id, and is still checked (decision 0040).
  */
-import { CHAIN_DIGEST_FORMAT, type ChainHeadsSigned, type StreamHead } from '#contracts';
+import { CHAIN_DIGEST_FORMAT, LEGACY_CHAIN_DIGEST_FORMAT, type ChainHeadsSigned, type StreamHead } from '#contracts';
 import { canonicalJson } from '#event-store';
 import { signBytes, verifySignature, type Identity } from '#identity';
 import { createHash } from 'node:crypto';
+import { EMPTY_ROOT, leafHash, nodeHash, type HeadsTree, type ProofStep } from './heads-tree.js';
 
 /** `previousDigestHash` of the first digest. */
 export const GENESIS_DIGEST_HASH = '0'.repeat(64);
 
-/** Every stream's head by stream id. */
+/** Every stream's head by stream id (the verifier's view of a store). */
 export type Heads = Map<string, StreamHead>;
 
-/** One step of a Merkle inclusion proof: the sibling's hash and which side it sits on. */
-export interface ProofStep {
-  side: 'left' | 'right';
-  hash: string;
+export { leafHash, type ProofStep } from './heads-tree.js';
+
+function sortedHeads(heads: Iterable<StreamHead>): StreamHead[] {
+  return [...heads].sort((a, b) => (a.streamId < b.streamId ? -1 : a.streamId > b.streamId ? 1 : 0));
 }
 
-const sha256 = (...parts: (string | Buffer)[]): Buffer => {
-  const h = createHash('sha256');
-  for (const p of parts) h.update(p);
-  return h.digest();
-};
-const LEAF = Buffer.from([0]);
-const NODE = Buffer.from([1]);
-
-/** Leaf of one head: sha256(0x00 ‖ canonical [streamId, revision, position, hash]); the prefix keeps a leaf from passing for a node. */
-export function leafHash(h: StreamHead): Buffer {
-  return sha256(LEAF, canonicalJson([h.streamId, h.revision, h.position, h.hash]));
-}
-
-function nodeHash(left: Buffer, right: Buffer): Buffer {
-  return sha256(NODE, left, right);
-}
-
-function sortedHeads(heads: Heads): StreamHead[] {
-  return [...heads.values()].sort((a, b) => (a.streamId < b.streamId ? -1 : a.streamId > b.streamId ? 1 : 0));
-}
-
-/** The tree's levels, leaves first; an odd last node is carried up unchanged (never duplicated). */
-function levels(heads: Heads): Buffer[][] {
+/** Format /1's tree levels, streams sorted by id, leaves first; an odd last node is carried up unchanged. */
+function sortedLevels(heads: Iterable<StreamHead>): Buffer[][] {
   const out: Buffer[][] = [sortedHeads(heads).map(leafHash)];
   while (out[out.length - 1]!.length > 1) {
     const below = out[out.length - 1]!;
@@ -64,24 +46,41 @@ function levels(heads: Heads): Buffer[][] {
   return out;
 }
 
-/** Merkle root (hex) over every head, streams sorted by id; sha256 of nothing for no stream. */
-export function headsRoot(heads: Heads): string {
-  if (heads.size === 0) return sha256().toString('hex');
-  const l = levels(heads);
-  return l[l.length - 1]![0]!.toString('hex');
+/** Format /1's root: over every head, streams sorted by id; rebuilt whole, so only for checking digests signed before /2. */
+export function sortedHeadsRoot(heads: Iterable<StreamHead>): string {
+  const l = sortedLevels(heads);
+  return l[0]!.length === 0 ? EMPTY_ROOT : l[l.length - 1]![0]!.toString('hex');
 }
 
-/** The inclusion proof of `streamId`'s head, or undefined when the stream is not among the heads. */
-export function inclusionProof(heads: Heads, streamId: string): ProofStep[] | undefined {
-  let index = sortedHeads(heads).findIndex((h) => h.streamId === streamId);
+/** Format /1's inclusion proof of `streamId`'s head, or undefined when the stream is not among the heads. */
+function sortedInclusionProof(heads: Iterable<StreamHead>, streamId: string): ProofStep[] | undefined {
+  const all = sortedHeads(heads);
+  let index = all.findIndex((h) => h.streamId === streamId);
   if (index < 0) return undefined;
   const proof: ProofStep[] = [];
-  for (const level of levels(heads).slice(0, -1)) {
+  for (const level of sortedLevels(all).slice(0, -1)) {
     const sibling = index % 2 === 0 ? index + 1 : index - 1;
     if (sibling < level.length) proof.push({ side: index % 2 === 0 ? 'right' : 'left', hash: level[sibling]!.toString('hex') });
     index = Math.floor(index / 2);
   }
   return proof;
+}
+
+/** The root `d`'s format defines over `tree` (the heads folded up to and including `d`). */
+export function digestRoot(tree: HeadsTree, d: Pick<ChainHeadsSigned, 'format'>): string {
+  return d.format === LEGACY_CHAIN_DIGEST_FORMAT ? sortedHeadsRoot(tree.heads()) : tree.root();
+}
+
+/** The inclusion proof of `streamId`'s head against `d`'s root, `tree` folded up to `d`. */
+export function digestProof(tree: HeadsTree, d: Pick<ChainHeadsSigned, 'format'>, streamId: string): ProofStep[] | undefined {
+  return d.format === LEGACY_CHAIN_DIGEST_FORMAT ? sortedInclusionProof(tree.heads(), streamId) : tree.proof(streamId);
+}
+
+/** Why `tree`, folded up to and including `d`, does not give `d`'s stream count and root; undefined when it does. */
+export function rootProblem(tree: HeadsTree, d: ChainHeadsSigned): string | undefined {
+  if (tree.size !== d.streams) return `digest #${d.sequence} says the store held ${d.streams} streams, its chain of digests holds ${tree.size}: the digest is malformed`;
+  if (digestRoot(tree, d) !== d.headsRoot) return `digest #${d.sequence}'s heads do not give its own headsRoot: the digest is malformed`;
+  return undefined;
 }
 
 /** The root a head and its proof lead to (compare with the digest's `headsRoot`). */
@@ -102,42 +101,25 @@ export function digestSigningBytes(d: Omit<ChainHeadsSigned, 'signature'> & { si
 
 /** sha256 (hex) of a whole digest, signature included: the next digest's `previousDigestHash`. */
 export function digestHash(d: ChainHeadsSigned): string {
-  return sha256(canonicalJson(d)).toString('hex');
+  return createHash('sha256').update(canonicalJson(d)).digest('hex');
 }
 
-/** Heads that differ between two sets (new or moved streams), sorted by stream id. */
-export function changedHeads(before: Heads, after: Heads): StreamHead[] {
-  return sortedHeads(after).filter((h) => {
-    const b = before.get(h.streamId);
-    return !b || b.revision !== h.revision || b.hash !== h.hash || b.position !== h.position;
-  });
-}
-
-/** Applies a digest's changed heads to the full set before it (a copy). */
-export function applyDigest(before: Heads, d: ChainHeadsSigned): Heads {
-  const after = new Map(before);
-  for (const h of d.heads) after.set(h.streamId, h);
-  return after;
-}
-
-/** The next digest after `previous` (whose full heads are `previousHeads`), signed. Pure but for the signature. */
-export function signNextDigest(input: {
-  previous: ChainHeadsSigned | undefined;
-  previousHeads: Heads;
-  heads: Heads;
-  position: bigint;
-  signedAt: string;
-  identity: Identity;
-}): ChainHeadsSigned {
+/**
+ * The next digest after `previous`, signed: `tree` holds the heads `previous` covers, `changed`
+ * the heads that moved since (one per stream). Pure but for the signature; `tree` is not changed.
+ */
+export function signNextDigest(input: { previous: ChainHeadsSigned | undefined; tree: HeadsTree; changed: Iterable<StreamHead>; position: bigint; signedAt: string; identity: Identity }): ChainHeadsSigned {
+  const heads = sortedHeads(input.changed);
+  const { root, streams } = input.tree.rootWith(heads);
   const body: Omit<ChainHeadsSigned, 'signature'> = {
     format: CHAIN_DIGEST_FORMAT,
     sequence: (input.previous?.sequence ?? 0) + 1,
     position: input.position.toString(),
     previousPosition: input.previous?.position ?? '0',
     previousDigestHash: input.previous ? digestHash(input.previous) : GENESIS_DIGEST_HASH,
-    streams: input.heads.size,
-    headsRoot: headsRoot(input.heads),
-    heads: changedHeads(input.previousHeads, input.heads),
+    streams,
+    headsRoot: root,
+    heads,
     signedAt: input.signedAt,
     publicKey: input.identity.publicKey,
   };

@@ -4,16 +4,17 @@
  * as the store computes them), shown to pass the store's own `verify()` (the attack that worked
  * before digests), then caught by `verifyStoreDigests` with the stream and position named.
  */
-import { DIGEST_STREAM, type ChainHeadsSigned } from '#contracts';
+import { CHAIN_DIGEST_FORMAT, DIGEST_STREAM, LEGACY_CHAIN_DIGEST_FORMAT, type ChainHeadsSigned, type StreamHead } from '#contracts';
 import { openEventStore, type EventStore, type EventToAppend } from '#event-store';
-import { newIdentity, type Identity } from '#identity';
+import { newIdentity, signBytes, type Identity } from '#identity';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deleteStream, insertIntoStream, rechainStream, truncateStream } from '../../../../test/support/store-tamper.js';
-import { signNextDigest } from './digest.js';
+import { digestHash, digestSigningBytes, GENESIS_DIGEST_HASH, signNextDigest, sortedHeadsRoot } from './digest.js';
+import { HeadsTree } from './heads-tree.js';
 import { ChainBrokenError, Notary, readDigests, verifyStoreDigests } from './store-digests.js';
 
 const ATTEMPT = 'execution-node-1-attempt-job-1-a1';
@@ -89,6 +90,67 @@ describe('signing the chain heads', () => {
     const fromStarting = (await starting.next(at))!.digest;
     expect(fromStarting.headsRoot).toBe(fromWriter.headsRoot);
     expect(fromStarting.streams).toBe(154);
+  });
+
+  it('a store signed as format /1 (leaves sorted by stream id) is checked as such, and a notary signs on over it as /2', async () => {
+    // Two /1 digests as the notary signed them before /2: every head, sorted, rooted sorted.
+    const legacy = async (previous: ChainHeadsSigned | undefined): Promise<ChainHeadsSigned> => {
+      const all = new HeadsTree();
+      for (const { digest } of await readDigests(store)) for (const h of digest.heads) all.set(h);
+      const head = await store.headPosition();
+      const changed = new Map<string, StreamHead>();
+      for (const e of await store.readAll({ fromPosition: BigInt(previous?.position ?? '0'), toPosition: head })) {
+        changed.set(e.streamId, { streamId: e.streamId, revision: e.revision.toString(), position: e.position.toString(), hash: e.hash });
+      }
+      const heads = [...changed.values()].sort((a, b) => (a.streamId < b.streamId ? -1 : 1));
+      for (const h of heads) all.set(h);
+      const body: Omit<ChainHeadsSigned, 'signature'> = {
+        format: LEGACY_CHAIN_DIGEST_FORMAT,
+        sequence: (previous?.sequence ?? 0) + 1,
+        position: head.toString(),
+        previousPosition: previous?.position ?? '0',
+        previousDigestHash: previous ? digestHash(previous) : GENESIS_DIGEST_HASH,
+        streams: all.size,
+        headsRoot: sortedHeadsRoot(all.heads()),
+        heads,
+        signedAt: new Date().toISOString(),
+        publicKey: key.publicKey,
+      };
+      const d = { ...body, signature: signBytes(key, digestSigningBytes(body)) };
+      await store.appendToStream(DIGEST_STREAM, [ev('ChainHeadsSigned', d as unknown as Record<string, unknown>)], { expectedRevision: Notary.expectedRevision(d) });
+      return d;
+    };
+    const l1 = await legacy(undefined);
+    await store.appendToStream('a-stream-sorted-first', [ev('UsageRecorded', { jobId: 'job-2' })]);
+    const l2 = await legacy(l1);
+    expect(await verifyStoreDigests(store, { publicKey: key.publicKey })).toMatchObject({ ok: true, digests: 2 });
+
+    await store.appendToStream(USAGE, [ev('UsageRecorded', { jobId: 'job-1', attempt: 2 })]);
+    const d3 = (await sign())!;
+    expect(d3).toMatchObject({ format: CHAIN_DIGEST_FORMAT, sequence: 3, previousDigestHash: digestHash(l2), streams: 5 });
+    expect(await verifyStoreDigests(store, { publicKey: key.publicKey })).toMatchObject({ ok: true, digests: 3 });
+
+    // The checks still bite on the /1 part: a rewritten stream is named from the first event no digest vouches for (its first: #1 signed it whole).
+    const bad = await positionOf(ATTEMPT, 0n);
+    await store.close();
+    rechainStream(file, ATTEMPT, (e) => (e.revision === 1n ? { ...e.data, edited: true } : undefined));
+    store = await openEventStore(`sqlite:${file}`);
+    const d = await verifyStoreDigests(store, { publicKey: key.publicKey });
+    expect(d).toMatchObject({ ok: false, streamId: ATTEMPT, firstBadPosition: bad });
+  });
+
+  it('attack: a notary will not sign on over a digest whose heads do not give its root, even one signed with the network key', async () => {
+    const d1 = (await sign())!;
+    await store.appendToStream(USAGE, [ev('UsageRecorded', { jobId: 'job-1', attempt: 2 })]);
+    const honest = (await new Notary(store, key).next(new Date().toISOString()))!.digest;
+    const { signature: _s, ...body } = { ...honest, headsRoot: d1.headsRoot };
+    const lying = { ...body, signature: signBytes(key, digestSigningBytes(body)) };
+    await store.appendToStream(DIGEST_STREAM, [ev('ChainHeadsSigned', lying as unknown as Record<string, unknown>)], { expectedRevision: 0n });
+    await store.appendToStream(USAGE, [ev('UsageRecorded', { jobId: 'job-1', attempt: 3 })]);
+    const err = await new Notary(store, key).next(new Date().toISOString()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ChainBrokenError);
+    expect((err as Error).message).toMatch(/digest #2's heads do not give its own headsRoot/);
+    expect(await verifyStoreDigests(store, { publicKey: key.publicKey })).toMatchObject({ ok: false, reason: expect.stringMatching(/digest #2's heads do not give its own headsRoot/) });
   });
 
   it('signs every head first, then only what moved; not at all when nothing but digests was recorded', async () => {
@@ -256,7 +318,7 @@ describe('a history rewritten with a recomputed chain, against the signed heads'
     const d = await verifyStoreDigests(store, { publicKey: key.publicKey });
     expect(d.ok === false && d.reason).toMatch(/digest #3 where #2 was due/);
     // A replacement #2 signed over other heads does not chain to what #3 says came before it.
-    const other = signNextDigest({ previous: (await readDigests(store))[0]!.digest, previousHeads: new Map(), heads: new Map(), position: BigInt(d2.position), signedAt: d2.signedAt, identity: key });
+    const other = signNextDigest({ previous: (await readDigests(store))[0]!.digest, tree: new HeadsTree(), changed: [], position: BigInt(d2.position), signedAt: d2.signedAt, identity: key });
     const e = await verifyStoreDigests(store, { publicKey: key.publicKey, exported: [other] });
     expect(e.ok).toBe(false);
   });

@@ -3,10 +3,11 @@
  * and the check of a store against its own digests and digests exported earlier. Both walk the
  * log in position order keeping one head per stream, so memory is per stream, not per event.
  */
-import { ChainHeadsSigned, DIGEST_STREAM, type StreamHead } from '#contracts';
+import { CHAIN_DIGEST_FORMAT, ChainHeadsSigned, DIGEST_STREAM, type StreamHead } from '#contracts';
 import { computeEventHash, GENESIS_HASH, type EventStore, type RecordedEvent } from '#event-store';
 import type { Identity } from '#identity';
-import { applyDigest, digestHash, headsRoot, linkProblem, signatureProblem, signNextDigest, type Heads } from './digest.js';
+import { digestHash, linkProblem, rootProblem, signatureProblem, signNextDigest, type Heads } from './digest.js';
+import { HeadsTree } from './heads-tree.js';
 
 const PAGE = 5_000;
 
@@ -49,14 +50,38 @@ export class DigestFormatError extends Error {
   }
 }
 
-/** The store's digests (`ledger-digests`), in sequence order, each with the position it was recorded at. */
+/** Digests read per page: a first pass over a store of millions of streams records thousands of about 200 kB each. */
+const DIGEST_PAGE = 100;
+
+function parseDigest(e: RecordedEvent): { digest: ChainHeadsSigned; recordedAt: bigint } {
+  const parsed = ChainHeadsSigned.safeParse(e.data);
+  if (e.type !== 'ChainHeadsSigned' || !parsed.success) throw new DigestFormatError(`event ${e.eventId} at position ${e.position} of ${DIGEST_STREAM} is not a ChainHeadsSigned digest`, e.position);
+  return { digest: parsed.data, recordedAt: e.position };
+}
+
+/** The store's digests from `fromRevision` on, in sequence order, a page at a time, each with the position it was recorded at. */
+export async function* digestPages(store: EventStore, fromRevision = 0n): AsyncGenerator<{ digest: ChainHeadsSigned; recordedAt: bigint }[]> {
+  for (let at = fromRevision; ; ) {
+    const events = await store.readStream(DIGEST_STREAM, { fromRevision: at, maxCount: DIGEST_PAGE });
+    if (events.length > 0) yield events.map(parseDigest);
+    if (events.length < DIGEST_PAGE) return;
+    at = events[events.length - 1]!.revision + 1n;
+    await turn();
+  }
+}
+
+/** The store's digests (`ledger-digests`), in sequence order, each with the position it was recorded at. All in memory: see `digestPages`. */
 export async function readDigests(store: EventStore, fromRevision = 0n): Promise<{ digest: ChainHeadsSigned; recordedAt: bigint }[]> {
-  const events = await store.readStream(DIGEST_STREAM, { fromRevision });
-  return events.map((e) => {
-    const parsed = ChainHeadsSigned.safeParse(e.data);
-    if (e.type !== 'ChainHeadsSigned' || !parsed.success) throw new DigestFormatError(`event ${e.eventId} at position ${e.position} of ${DIGEST_STREAM} is not a ChainHeadsSigned digest`, e.position);
-    return { digest: parsed.data, recordedAt: e.position };
-  });
+  const all: { digest: ChainHeadsSigned; recordedAt: bigint }[] = [];
+  for await (const page of digestPages(store, fromRevision)) all.push(...page);
+  return all;
+}
+
+/** The store's latest digest, reading one page at a time. */
+export async function latestDigest(store: EventStore): Promise<ChainHeadsSigned | undefined> {
+  let last: ChainHeadsSigned | undefined;
+  for await (const page of digestPages(store)) last = page[page.length - 1]!.digest;
+  return last;
 }
 
 /** The chain does not hold where the notary reads: it refuses to sign over it. */
@@ -72,13 +97,14 @@ export class ChainBrokenError extends Error {
 }
 
 /**
- * Builds the next digest of a store. Keeps the last digest and the full heads it covers; each
- * `next` reads only the events since, checking each links to its stream's previous head
- * (revision + 1, hash recomputed), so it never signs over a chain it did not see hold.
+ * Builds the next digest of a store. Keeps the last digest and the full heads it covers, as a
+ * tree updated in place (`HeadsTree`); each `next` reads only the events since, checking each links
+ * to its stream's previous head (revision + 1, hash recomputed), so it never signs over a chain it
+ * did not see hold.
  */
 export class Notary {
   private last: ChainHeadsSigned | undefined;
-  private heads: Heads = new Map();
+  private readonly tree = new HeadsTree();
   private synced = -1n;
 
   /**
@@ -102,21 +128,39 @@ export class Notary {
     return this.last;
   }
 
-  /** Catches up with digests recorded meanwhile (by this notary or another instance). */
+  /** Streams the latest digest covers. */
+  get streams(): number {
+    return this.tree.size;
+  }
+
+  /**
+   * Catches up with digests recorded meanwhile (by this notary or another instance), each folded
+   * into the tree in place; the latest must give its stream count and root (format /2).
+   */
   async sync(): Promise<void> {
-    const fresh = await readDigests(this.store, this.synced + 1n);
-    for (const { digest } of fresh) {
-      const problem = linkProblem(this.last, digest);
-      if (problem) throw new ChainBrokenError(`the store's own digests do not hold: ${problem}`, BigInt(digest.position), DIGEST_STREAM);
-      // In place: a copy of every head per digest made a start's catch-up quadratic in the streams.
-      for (const h of digest.heads) this.heads.set(h.streamId, h);
-      this.last = digest;
-      this.synced = BigInt(digest.sequence - 1);
-      await turn();
+    let fresh = false;
+    for await (const page of digestPages(this.store, this.synced + 1n)) {
+      for (const { digest } of page) {
+        const link = linkProblem(this.last, digest);
+        if (link) throw new ChainBrokenError(`the store's own digests do not hold: ${link}`, BigInt(digest.position), DIGEST_STREAM);
+        try {
+          for (const h of digest.heads) this.tree.set(h);
+        } catch (err) {
+          if (err instanceof RangeError) throw new ChainBrokenError(`the store's own digests do not hold: digest #${digest.sequence} lists a head that is not one: ${err.message}`, BigInt(digest.position), DIGEST_STREAM);
+          throw err;
+        }
+        this.last = digest;
+        this.synced = BigInt(digest.sequence - 1);
+        fresh = true;
+        await turn();
+      }
     }
-    // The newest signature vouches for every digest it chains to (see verifyStoreDigests).
-    const unsigned = this.last && fresh.length > 0 ? signatureProblem(this.last, this.identity.publicKey) : undefined;
-    if (unsigned) throw new ChainBrokenError(`the store's own digests do not hold: ${unsigned}`, BigInt(this.last!.position), DIGEST_STREAM);
+    if (!fresh || !this.last) return;
+    // The newest signature vouches for every digest it chains to (see verifyStoreDigests), and the
+    // next digest is built on its tree: that must give its root. (Every digest's root is checked by
+    // `verifyStoreDigests`; format /1's is rebuilt whole, so it is left to that check.)
+    const problem = signatureProblem(this.last, this.identity.publicKey) ?? (this.last.format === CHAIN_DIGEST_FORMAT ? rootProblem(this.tree, this.last) : undefined);
+    if (problem) throw new ChainBrokenError(`the store's own digests do not hold: ${problem}`, BigInt(this.last.position), DIGEST_STREAM);
   }
 
   /**
@@ -129,8 +173,7 @@ export class Notary {
     const head = await this.store.headPosition();
     const from = this.last ? BigInt(this.last.position) : 0n;
     if (head <= from) return undefined;
-    const heads = new Map(this.heads);
-    const changed = new Set<string>();
+    const changed = new Map<string, StreamHead>();
     let moved = false;
     let at = head;
     for await (const e of walk(this.store, from, head)) {
@@ -138,16 +181,15 @@ export class Notary {
         at = e.position - 1n;
         break;
       }
-      const prev = heads.get(e.streamId);
+      const prev = changed.get(e.streamId) ?? this.tree.get(e.streamId);
       const revision = prev ? BigInt(prev.revision) + 1n : 0n;
       if (e.revision !== revision) throw new ChainBrokenError(`position ${e.position} is revision ${e.revision} of ${e.streamId} where ${revision} was due`, e.position, e.streamId);
       if (computeEventHash(prev?.hash ?? GENESIS_HASH, e, this.chainKey) !== e.hash) throw new ChainBrokenError(`position ${e.position} (${e.streamId} revision ${e.revision}) does not match its hash`, e.position, e.streamId);
-      heads.set(e.streamId, headOf(e));
-      changed.add(e.streamId);
+      changed.set(e.streamId, headOf(e));
       if (e.streamId !== DIGEST_STREAM) moved = true;
     }
     if (!moved) return undefined;
-    const digest = signNextDigest({ previous: this.last, previousHeads: this.heads, heads, position: at, signedAt, identity: this.identity });
+    const digest = signNextDigest({ previous: this.last, tree: this.tree, changed: changed.values(), position: at, signedAt, identity: this.identity });
     return { digest, partial: at < head };
   }
 
@@ -234,14 +276,21 @@ export async function verifyStoreDigests(store: EventStore, options: { publicKey
   // differ, since everything matched at the previous one.
   const head = await store.headPosition();
   const store_: Heads = new Map();
-  let expected: Heads = new Map();
+  const expected = new HeadsTree();
   let touched = new Map<string, bigint>(); // stream → first position since the previous digest
   let i = 0;
   const check = (d: ChainHeadsSigned): Fail | undefined => {
-    const before = expected;
-    expected = applyDigest(expected, d);
-    if (headsRoot(expected) !== d.headsRoot) return { ok: false, firstBadPosition: BigInt(d.position), streamId: DIGEST_STREAM, reason: `digest #${d.sequence}'s heads do not give its own headsRoot: the digest is malformed` };
     const names = new Set([...d.heads.map((h) => h.streamId), ...touched.keys()]);
+    const before = new Map<string, StreamHead | undefined>([...names].map((n) => [n, expected.get(n)]));
+    let malformed: string | undefined;
+    try {
+      for (const h of d.heads) expected.set(h);
+      malformed = rootProblem(expected, d);
+    } catch (err) {
+      if (!(err instanceof RangeError)) throw err;
+      malformed = `digest #${d.sequence} lists a head that is not one: ${err.message}`;
+    }
+    if (malformed) return { ok: false, firstBadPosition: BigInt(d.position), streamId: DIGEST_STREAM, reason: malformed };
     let worst: Fail | undefined;
     for (const streamId of names) {
       const want = expected.get(streamId);
@@ -307,12 +356,14 @@ export async function verifyStoreDigests(store: EventStore, options: { publicKey
 }
 
 /** The latest digest and the full heads it covers (for dispute bundles' proofs). */
-export async function latestDigestHeads(store: EventStore): Promise<{ digest: ChainHeadsSigned; heads: Heads } | undefined> {
-  let heads: Heads = new Map();
+export async function latestDigestTree(store: EventStore): Promise<{ digest: ChainHeadsSigned; tree: HeadsTree } | undefined> {
+  const tree = new HeadsTree();
   let last: ChainHeadsSigned | undefined;
-  for (const { digest } of await readDigests(store)) {
-    heads = applyDigest(heads, digest);
-    last = digest;
+  for await (const page of digestPages(store)) {
+    for (const { digest } of page) {
+      for (const h of digest.heads) tree.set(h);
+      last = digest;
+    }
   }
-  return last ? { digest: last, heads } : undefined;
+  return last ? { digest: last, tree } : undefined;
 }

@@ -30,7 +30,8 @@ import { ChainHeadsSigned, recordedReportSigningBytes, StreamHead, type InvoiceB
 import { computeEventHash, GENESIS_HASH, type RecordedEvent } from '#event-store';
 import { verifySignature } from '#identity';
 import { canonicalJson, type StoredEvent } from '../domain/index.js';
-import { inclusionProof, rootFromProof, signatureProblem, type Heads, type ProofStep } from '../digests/digest.js';
+import { digestProof, rootFromProof, signatureProblem, type ProofStep } from '../digests/digest.js';
+import type { HeadsTree } from '../digests/heads-tree.js';
 import { replayInvoice, type InvoiceReplay } from './invoice-replay.js';
 
 export const BUNDLE_FORMAT = 'gpunet.dispute-bundle/1';
@@ -139,7 +140,7 @@ export function buildBundle(input: {
   chainKeyed: boolean;
   createdAt: string;
   /** The store's latest digest and the full heads it covers. */
-  signed?: { digest: ChainHeadsSigned; heads: Heads };
+  signed?: { digest: ChainHeadsSigned; tree: HeadsTree };
 }): DisputeBundle {
   const contributing = new Set(input.invoice.lines.flatMap((l) => l.eventIds));
   if (input.finalizedEventId) contributing.add(input.finalizedEventId);
@@ -154,8 +155,8 @@ export function buildBundle(input: {
   if (input.signed) {
     const proofs: BundleSignedHeads['proofs'] = [];
     for (const s of streams) {
-      const head = input.signed.heads.get(s.streamId);
-      const proof = head && inclusionProof(input.signed.heads, s.streamId);
+      const head = input.signed.tree.get(s.streamId);
+      const proof = head && digestProof(input.signed.tree, input.signed.digest, s.streamId);
       if (head && proof) proofs.push({ head, proof });
     }
     signedHeads = { digest: input.signed.digest, proofs };

@@ -14,7 +14,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../../../../test/support/postgres.js';
-import { Notary, latestDigestHeads } from '../digests/store-digests.js';
+import { Notary, latestDigestTree } from '../digests/store-digests.js';
 import { deriveInvoice } from '../domain/index.js';
 import { buildBundle, verifyBundle, type BundleEvent, type DisputeBundle } from './bundle.js';
 import { replayInvoice, whatIfPrices } from './invoice-replay.js';
@@ -67,7 +67,7 @@ async function bundleOf(invoice: InvoiceBody, finalized: RecordedEvent): Promise
   const events = await all();
   const streams = new Set([finalized.streamId, 'ledger-pricelist', ...events.filter((e) => invoice.lines.some((l) => l.eventIds.includes(e.eventId))).map((e) => e.streamId)]);
   const whole = await Promise.all([...streams].map((s) => store.readStream(s)));
-  const signed = await latestDigestHeads(store);
+  const signed = await latestDigestTree(store);
   return buildBundle({ invoice, invoiceStatus: 'finalized', finalizedEventId: finalized.eventId, streams: whole, chainKeyed: chainKey !== undefined, createdAt: '2026-07-04T00:00:00.000Z', ...(signed ? { signed } : {}) });
 }
 
@@ -308,7 +308,7 @@ describe.each(ADAPTERS)('on %s', (adapter) => {
       const key = newIdentity();
       await signHeads(key);
       const whole = await bundleOf(invoice, event);
-      const bundle = buildBundle({ invoice, invoiceStatus: 'finalized', finalizedEventId: event.eventId, streams: [...(await Promise.all(whole.streams.map((s) => store.readStream(s.streamId)))), await store.readStream('execution-node-1-attempt-job-9-a1')], chainKeyed: chainKey !== undefined, createdAt: '2026-07-04T00:00:00.000Z', signed: (await latestDigestHeads(store))! });
+      const bundle = buildBundle({ invoice, invoiceStatus: 'finalized', finalizedEventId: event.eventId, streams: [...(await Promise.all(whole.streams.map((s) => store.readStream(s.streamId)))), await store.readStream('execution-node-1-attempt-job-9-a1')], chainKeyed: chainKey !== undefined, createdAt: '2026-07-04T00:00:00.000Z', signed: (await latestDigestTree(store))! });
       expect(bundle.reports).toEqual([expect.objectContaining({ nodeId: 'node-1', publicKey: node.publicKey })]);
       expect(verifyBundle(JSON.parse(JSON.stringify(bundle)), chainKey, key.publicKey)).toMatchObject({ ok: true, reports: 1 });
 

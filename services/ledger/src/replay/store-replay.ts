@@ -9,7 +9,7 @@ import type { InvoiceBody, InvoiceFinalized, ReplayInvoiceReply } from '#contrac
 import { NotFoundError } from '#errors';
 import type { EventStore, ReadAllFilter, RecordedEvent } from '#event-store';
 import { BILLING_EVENT_TYPES, deriveInvoice, parseInvoiceId, type PriceListVersion } from '../domain/index.js';
-import { latestDigestHeads } from '../digests/store-digests.js';
+import { latestDigestTree } from '../digests/store-digests.js';
 import { buildBundle, type DisputeBundle } from './bundle.js';
 import { replayInvoice, type InvoiceReplay } from './invoice-replay.js';
 
@@ -71,7 +71,7 @@ export async function disputeBundleOf(
   if (recorded?.finalizedStreamId) streams.add(recorded.finalizedStreamId);
   // Each stream as it stood at `head`, so the bundle is the store at one position.
   const whole = await Promise.all([...streams].map(async (s) => (await store.readStream(s)).filter((e) => e.position <= head)));
-  const signed = await latestDigestHeads(store);
+  const signed = await latestDigestTree(store);
   return buildBundle({
     ...(signed ? { signed } : {}),
     invoice,

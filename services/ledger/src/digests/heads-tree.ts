@@ -1,0 +1,234 @@
+/**
+ * Every stream's head as of a digest, and the Merkle tree over them, kept up to date in place.
+ *
+ * Leaves sit in the order streams first appear in the chain of digests (each digest's heads in the
+ * order it lists them), so a stream keeps its leaf for ever: a digest that moves k streams updates
+ * k paths of log2(streams) nodes. Digest format /1 sorted the leaves by stream id, so a stream that
+ * was new anywhere but at the end moved every leaf after it and every digest rebuilt the tree
+ * whole; on a store of millions of streams that was seconds per digest (decision 0040).
+ *
+ * Per stream the tree keeps its id once (in a map to its leaf) and 80 bytes in flat buffers
+ * outside the JavaScript heap: the event hash, revision and position, the leaf hash, and the nodes
+ * above it (about one more node per leaf). No object per stream is kept.
+ *
+ * Pure: no store, no framework.
+ */
+import type { StreamHead } from '#contracts';
+import { canonicalJson } from '#event-store';
+import { createHash } from 'node:crypto';
+
+const HASH = 32;
+const LEAF = Buffer.from([0]);
+const NODE = Buffer.from([1]);
+/** V8 caps one Map at 2^24 entries; stream ids are spread over this many, so the tree holds 16× that. */
+const SHARDS = 16;
+
+/** Root of a tree of no stream: sha256 of nothing. */
+export const EMPTY_ROOT = createHash('sha256').digest('hex');
+
+/** One step of a Merkle inclusion proof: the sibling's hash and which side it sits on. */
+export interface ProofStep {
+  side: 'left' | 'right';
+  hash: string;
+}
+
+/** Leaf of one head: sha256(0x00 ‖ canonical [streamId, revision, position, hash]); the prefix keeps a leaf from passing for a node. */
+export function leafHash(h: StreamHead): Buffer {
+  return createHash('sha256').update(LEAF).update(canonicalJson([h.streamId, h.revision, h.position, h.hash])).digest();
+}
+
+/** Node over two children: sha256(0x01 ‖ left ‖ right). */
+export function nodeHash(left: Uint8Array, right: Uint8Array): Buffer {
+  return createHash('sha256').update(NODE).update(left).update(right).digest();
+}
+
+/** Nodes at the level above one of `length` nodes: an odd last node is carried up unchanged (never duplicated). */
+const above = (length: number): number => Math.ceil(length / 2);
+
+function shardOf(id: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < id.length; i += 1) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
+  return (h >>> 0) % SHARDS;
+}
+
+const whole = (what: string, v: string, streamId: string): number => {
+  const n = Number(v);
+  if (!/^(0|[1-9]\d*)$/.test(v) || !Number.isSafeInteger(n)) throw new RangeError(`${streamId}: ${what} ${v} is not a whole number below 2^53 written without leading zeros`);
+  return n;
+};
+
+/**
+ * Recomputes the nodes above `dirty` leaves of a tree of `leaves` leaves, level by level, reading
+ * a node through `read` and storing through `write`; returns the root. Only the paths from the
+ * dirty leaves change: a node depends on nothing but the leaves below it.
+ */
+function propagate(leaves: number, dirty: Iterable<number>, read: (level: number, i: number) => Uint8Array, write: (level: number, i: number, hash: Uint8Array) => void): Uint8Array {
+  let changed = [...dirty];
+  let length = leaves;
+  let level = 0;
+  while (length > 1) {
+    const parents = new Set<number>();
+    for (const i of changed) parents.add(i >> 1);
+    for (const p of parents) {
+      const l = 2 * p;
+      write(level + 1, p, l + 1 < length ? nodeHash(read(level, l), read(level, l + 1)) : read(level, l));
+    }
+    changed = [...parents];
+    length = above(length);
+    level += 1;
+  }
+  return read(level, 0);
+}
+
+export class HeadsTree {
+  private readonly leafOf: Map<string, number>[] = Array.from({ length: SHARDS }, () => new Map());
+  private ids: string[] = [];
+  private capacity = 0;
+  private revisions = new Float64Array(0);
+  private positions = new Float64Array(0);
+  private eventHashes = Buffer.alloc(0);
+  /** levels[0]: leaf hashes; levels[k][j]: node over leaves j·2^k … (j+1)·2^k − 1. */
+  private levels: Buffer[] = [];
+  private readonly dirty = new Set<number>();
+  private n = 0;
+
+  /** Streams in the tree. */
+  get size(): number {
+    return this.n;
+  }
+
+  /** The head of `streamId`, or undefined when the stream is not in the tree. */
+  get(streamId: string): StreamHead | undefined {
+    const i = this.leafOf[shardOf(streamId)]!.get(streamId);
+    return i === undefined ? undefined : this.at(i);
+  }
+
+  has(streamId: string): boolean {
+    return this.leafOf[shardOf(streamId)]!.has(streamId);
+  }
+
+  /** Every head, in leaf order. */
+  *heads(): IterableIterator<StreamHead> {
+    for (let i = 0; i < this.n; i += 1) yield this.at(i);
+  }
+
+  /** Sets a stream's head: in its leaf, or in a new last leaf for a stream not seen before. */
+  set(h: StreamHead): void {
+    if (!/^[0-9a-f]{64}$/.test(h.hash)) throw new RangeError(`${h.streamId}: head hash ${h.hash} is not 64 lowercase hex digits`);
+    const revision = whole('revision', h.revision, h.streamId);
+    const position = whole('position', h.position, h.streamId);
+    const shard = this.leafOf[shardOf(h.streamId)]!;
+    let i = shard.get(h.streamId);
+    if (i === undefined) {
+      i = this.n;
+      this.grow(i + 1);
+      shard.set(h.streamId, i);
+      this.ids.push(h.streamId);
+      this.n += 1;
+    }
+    this.revisions[i] = revision;
+    this.positions[i] = position;
+    this.eventHashes.write(h.hash, i * HASH, HASH, 'hex');
+    leafHash(h).copy(this.levels[0]!, i * HASH);
+    this.dirty.add(i);
+  }
+
+  /** The Merkle root (hex) over every head. */
+  root(): string {
+    this.flush();
+    return this.n === 0 ? EMPTY_ROOT : Buffer.from(this.node(this.topLevel(this.n), 0)).toString('hex');
+  }
+
+  /**
+   * The root the tree would have with `changes` set, in their order (new streams take the next
+   * leaves in that order), leaving the tree as it is: the notary's candidate digest, which another
+   * ledger may beat to the store.
+   */
+  rootWith(changes: readonly StreamHead[]): { root: string; streams: number } {
+    this.flush();
+    let n = this.n;
+    const overlay = new Map<string, Uint8Array>(); // `${level}:${i}` → node
+    const fresh = new Map<string, number>();
+    const dirty = new Set<number>();
+    for (const h of changes) {
+      let i = this.leafOf[shardOf(h.streamId)]!.get(h.streamId) ?? fresh.get(h.streamId);
+      if (i === undefined) {
+        i = n++;
+        fresh.set(h.streamId, i);
+      }
+      overlay.set(`0:${i}`, leafHash(h));
+      dirty.add(i);
+    }
+    if (n === 0) return { root: EMPTY_ROOT, streams: 0 };
+    const root = propagate(
+      n,
+      dirty,
+      (level, i) => overlay.get(`${level}:${i}`) ?? this.node(level, i),
+      (level, i, hash) => overlay.set(`${level}:${i}`, hash),
+    );
+    return { root: Buffer.from(root).toString('hex'), streams: n };
+  }
+
+  /** The inclusion proof of `streamId`'s head against `root()`, or undefined when the stream is not in the tree. */
+  proof(streamId: string): ProofStep[] | undefined {
+    let i = this.leafOf[shardOf(streamId)]!.get(streamId);
+    if (i === undefined) return undefined;
+    this.flush();
+    const proof: ProofStep[] = [];
+    for (let level = 0, length = this.n; length > 1; level += 1, length = above(length)) {
+      const sibling = i % 2 === 0 ? i + 1 : i - 1;
+      if (sibling < length) proof.push({ side: i % 2 === 0 ? 'right' : 'left', hash: Buffer.from(this.node(level, sibling)).toString('hex') });
+      i >>= 1;
+    }
+    return proof;
+  }
+
+  private at(i: number): StreamHead {
+    return { streamId: this.ids[i]!, revision: String(this.revisions[i]), position: String(this.positions[i]), hash: this.eventHashes.toString('hex', i * HASH, i * HASH + HASH) };
+  }
+
+  private node(level: number, i: number): Uint8Array {
+    return this.levels[level]!.subarray(i * HASH, i * HASH + HASH);
+  }
+
+  private topLevel(n: number): number {
+    let level = 0;
+    for (let length = n; length > 1; length = above(length)) level += 1;
+    return level;
+  }
+
+  private flush(): void {
+    if (this.dirty.size === 0) return;
+    propagate(
+      this.n,
+      this.dirty,
+      (level, i) => this.node(level, i),
+      (level, i, hash) => this.levels[level]!.set(hash, i * HASH),
+    );
+    this.dirty.clear();
+  }
+
+  /** Room for `n` leaves and the levels above them, doubling (copies are amortised). */
+  private grow(n: number): void {
+    if (n <= this.capacity) return;
+    const capacity = Math.max(1024, this.capacity * 2, n);
+    const revisions = new Float64Array(capacity);
+    revisions.set(this.revisions);
+    const positions = new Float64Array(capacity);
+    positions.set(this.positions);
+    const eventHashes = Buffer.alloc(capacity * HASH);
+    this.eventHashes.copy(eventHashes);
+    const levels: Buffer[] = [];
+    for (let level = 0, length = capacity; ; level += 1, length = above(length)) {
+      const b = Buffer.alloc(length * HASH);
+      this.levels[level]?.copy(b);
+      levels.push(b);
+      if (length <= 1) break;
+    }
+    this.capacity = capacity;
+    this.revisions = revisions;
+    this.positions = positions;
+    this.eventHashes = eventHashes;
+    this.levels = levels;
+  }
+}
