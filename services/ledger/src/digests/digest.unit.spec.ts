@@ -59,6 +59,17 @@ describe('the heads tree (format /2: leaves in order of first appearance)', () =
     expect([...t.heads()]).toEqual(leaves);
   });
 
+  it('finds every stream among thousands (ids of any script, past every growth of its index), and no other', () => {
+    const t = new HeadsTree();
+    const ids = Array.from({ length: 5_000 }, (_, i) => (i % 3 === 0 ? `équipe-ζ-${i}-作业` : `execution-node-${i % 64}-attempt-job_${i}-a1`));
+    ids.forEach((id, i) => t.set(head(id, 0, i + 1)));
+    ids.forEach((id, i) => t.set(head(id, 1, 10_000 + i)));
+    expect(t.size).toBe(ids.length);
+    ids.forEach((id, i) => expect(t.get(id)).toEqual(head(id, 1, 10_000 + i)));
+    for (const absent of ['', 'équipe-ζ-1-作业', `${ids[0]}x`, ids[1]!.slice(0, -1)]) expect(t.has(absent)).toBe(false);
+    expect([...t.heads()].map((h) => h.streamId)).toEqual(ids);
+  });
+
   it('proves every head of trees of 1 to 17 streams, and no edited head', () => {
     for (let n = 1; n <= 17; n += 1) {
       const set = Array.from({ length: n }, (_, i) => head(`s-${n - i}`, i, i + 1));

@@ -7,9 +7,9 @@
  * was new anywhere but at the end moved every leaf after it and every digest rebuilt the tree
  * whole; on a store of millions of streams that was seconds per digest (decision 0040).
  *
- * Per stream the tree keeps its id once (in a map to its leaf) and 80 bytes in flat buffers
- * outside the JavaScript heap: the event hash, revision and position, the leaf hash, and the nodes
- * above it (about one more node per leaf). No object per stream is kept.
+ * Everything is kept in flat buffers outside the JavaScript heap, no object per stream: the id's
+ * bytes and its slots in an index (`StreamIndex`), the event hash, revision and position, the leaf
+ * hash, and the nodes above it (about one more node per leaf).
  *
  * Pure: no store, no framework.
  */
@@ -20,8 +20,6 @@ import { createHash } from 'node:crypto';
 const HASH = 32;
 const LEAF = Buffer.from([0]);
 const NODE = Buffer.from([1]);
-/** V8 caps one Map at 2^24 entries; stream ids are spread over this many, so the tree holds 16× that. */
-const SHARDS = 16;
 
 /** Root of a tree of no stream: sha256 of nothing. */
 export const EMPTY_ROOT = createHash('sha256').digest('hex');
@@ -45,10 +43,81 @@ export function nodeHash(left: Uint8Array, right: Uint8Array): Buffer {
 /** Nodes at the level above one of `length` nodes: an odd last node is carried up unchanged (never duplicated). */
 const above = (length: number): number => Math.ceil(length / 2);
 
-function shardOf(id: string): number {
+/** FNV-1a over the id's UTF-16 code units. */
+function fnv(id: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < id.length; i += 1) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
-  return (h >>> 0) % SHARDS;
+  return h >>> 0;
+}
+
+/**
+ * Stream id → leaf, outside the JavaScript heap: the ids' UTF-8 bytes one after another in one
+ * buffer, and an open-addressing table of leaf numbers. A Map of millions of id strings took
+ * about 200 bytes of heap per stream, and V8 caps one Map at 2^24 entries.
+ */
+class StreamIndex {
+  private bytes = Buffer.alloc(1 << 16);
+  private used = 0;
+  /** starts[leaf] … starts[leaf + 1]: the leaf's id in `bytes`. */
+  private starts = new Float64Array(1025);
+  private hashes = new Uint32Array(1024);
+  /** Open addressing, linear probing: leaf + 1, 0 for an empty slot; at most half full. */
+  private table = new Int32Array(2048);
+  private n = 0;
+
+  get size(): number {
+    return this.n;
+  }
+
+  leafOf(id: string): number | undefined {
+    const h = fnv(id);
+    const mask = this.table.length - 1;
+    for (let slot = h & mask; ; slot = (slot + 1) & mask) {
+      const v = this.table[slot]!;
+      if (v === 0) return undefined;
+      if (this.hashes[v - 1] === h && this.idOf(v - 1) === id) return v - 1;
+    }
+  }
+
+  idOf(leaf: number): string {
+    return this.bytes.toString('utf8', this.starts[leaf], this.starts[leaf + 1]);
+  }
+
+  /** Adds a stream not in the index as the next leaf; returns its leaf. */
+  add(id: string): number {
+    const leaf = this.n;
+    const length = Buffer.byteLength(id);
+    if (this.used + length > this.bytes.length) this.bytes = copied(Buffer.alloc(Math.max(this.bytes.length * 2, this.used + length)), this.bytes);
+    if (leaf + 1 >= this.hashes.length) {
+      this.starts = copied(new Float64Array(this.hashes.length * 2 + 1), this.starts);
+      this.hashes = copied(new Uint32Array(this.hashes.length * 2), this.hashes);
+    }
+    this.bytes.write(id, this.used, 'utf8');
+    this.used += length;
+    this.starts[leaf + 1] = this.used;
+    this.hashes[leaf] = fnv(id);
+    this.n += 1;
+    if (2 * this.n > this.table.length) this.rehash(this.table.length * 2);
+    else this.place(leaf);
+    return leaf;
+  }
+
+  private place(leaf: number): void {
+    const mask = this.table.length - 1;
+    let slot = this.hashes[leaf]! & mask;
+    while (this.table[slot] !== 0) slot = (slot + 1) & mask;
+    this.table[slot] = leaf + 1;
+  }
+
+  private rehash(size: number): void {
+    this.table = new Int32Array(size);
+    for (let leaf = 0; leaf < this.n; leaf += 1) this.place(leaf);
+  }
+}
+
+function copied<T extends Buffer | Float64Array | Uint32Array>(into: T, from: T): T {
+  into.set(from);
+  return into;
 }
 
 const whole = (what: string, v: string, streamId: string): number => {
@@ -81,8 +150,7 @@ function propagate(leaves: number, dirty: Iterable<number>, read: (level: number
 }
 
 export class HeadsTree {
-  private readonly leafOf: Map<string, number>[] = Array.from({ length: SHARDS }, () => new Map());
-  private ids: string[] = [];
+  private readonly index = new StreamIndex();
   private capacity = 0;
   private revisions = new Float64Array(0);
   private positions = new Float64Array(0);
@@ -99,12 +167,12 @@ export class HeadsTree {
 
   /** The head of `streamId`, or undefined when the stream is not in the tree. */
   get(streamId: string): StreamHead | undefined {
-    const i = this.leafOf[shardOf(streamId)]!.get(streamId);
+    const i = this.index.leafOf(streamId);
     return i === undefined ? undefined : this.at(i);
   }
 
   has(streamId: string): boolean {
-    return this.leafOf[shardOf(streamId)]!.has(streamId);
+    return this.index.leafOf(streamId) !== undefined;
   }
 
   /** Every head, in leaf order. */
@@ -117,13 +185,10 @@ export class HeadsTree {
     if (!/^[0-9a-f]{64}$/.test(h.hash)) throw new RangeError(`${h.streamId}: head hash ${h.hash} is not 64 lowercase hex digits`);
     const revision = whole('revision', h.revision, h.streamId);
     const position = whole('position', h.position, h.streamId);
-    const shard = this.leafOf[shardOf(h.streamId)]!;
-    let i = shard.get(h.streamId);
+    let i = this.index.leafOf(h.streamId);
     if (i === undefined) {
-      i = this.n;
-      this.grow(i + 1);
-      shard.set(h.streamId, i);
-      this.ids.push(h.streamId);
+      this.grow(this.n + 1);
+      i = this.index.add(h.streamId);
       this.n += 1;
     }
     this.revisions[i] = revision;
@@ -151,7 +216,7 @@ export class HeadsTree {
     const fresh = new Map<string, number>();
     const dirty = new Set<number>();
     for (const h of changes) {
-      let i = this.leafOf[shardOf(h.streamId)]!.get(h.streamId) ?? fresh.get(h.streamId);
+      let i = this.index.leafOf(h.streamId) ?? fresh.get(h.streamId);
       if (i === undefined) {
         i = n++;
         fresh.set(h.streamId, i);
@@ -171,7 +236,7 @@ export class HeadsTree {
 
   /** The inclusion proof of `streamId`'s head against `root()`, or undefined when the stream is not in the tree. */
   proof(streamId: string): ProofStep[] | undefined {
-    let i = this.leafOf[shardOf(streamId)]!.get(streamId);
+    let i = this.index.leafOf(streamId);
     if (i === undefined) return undefined;
     this.flush();
     const proof: ProofStep[] = [];
@@ -184,7 +249,7 @@ export class HeadsTree {
   }
 
   private at(i: number): StreamHead {
-    return { streamId: this.ids[i]!, revision: String(this.revisions[i]), position: String(this.positions[i]), hash: this.eventHashes.toString('hex', i * HASH, i * HASH + HASH) };
+    return { streamId: this.index.idOf(i), revision: String(this.revisions[i]), position: String(this.positions[i]), hash: this.eventHashes.toString('hex', i * HASH, i * HASH + HASH) };
   }
 
   private node(level: number, i: number): Uint8Array {
