@@ -8,6 +8,8 @@ export interface TestNatsServer {
   readonly url: string;
   readonly port: number;
   readonly storeDir: string;
+  /** The server's process id (a test may pause it: SIGSTOP, SIGCONT). */
+  readonly pid: number;
   /** Everything the server logged so far (refusals: "Permissions Violation", "authentication error"). */
   log(): string;
   /** Stops the server (SIGTERM) and removes its data directory. */
@@ -56,10 +58,12 @@ export async function startNatsServer(opts: { storeDir?: string; port?: number; 
     url: `nats://127.0.0.1:${port}`,
     port,
     storeDir,
+    pid: child.pid!,
     log: () => log,
     async stop() {
       if (child.exitCode === null) {
         const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGCONT'); // a paused server cannot act on SIGTERM
         child.kill('SIGTERM');
         await exited;
       }

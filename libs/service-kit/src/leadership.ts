@@ -125,6 +125,9 @@ export class LeaderLease {
     if (this.stopped || this.isLost) return;
     if (performance.now() >= this.validUntil) return this.lose('lease expired before it could be renewed');
     const sentAt = performance.now();
+    // A renewal the bus never answers (the server paused or gone, the client still waiting) must
+    // not keep this process from knowing its lease ended: `lost` resolves when it does.
+    const ends = setTimeout(() => this.lose('the lease ended while its renewal was on its way: the bus did not answer'), Math.max(0, this.validUntil - sentAt));
     try {
       this.revision = await this.kv!.update(this.role, JSON.stringify({ holder: this.holder }), this.revision, Math.max(1, Math.floor(this.validUntil - sentAt)));
       if (performance.now() >= this.validUntil) return this.lose('renewal came back after the lease had ended');
@@ -133,6 +136,8 @@ export class LeaderLease {
     } catch (err) {
       if (isWrongLastSequence(err)) return this.lose('another process holds the lease');
       this.logger.warn({ role: this.role, err: (err as Error).message, msLeft: Math.round(this.validUntil - performance.now()) }, 'leader: renewal failed; retrying while the lease lasts');
+    } finally {
+      clearTimeout(ends);
     }
     this.scheduleRenewal();
   }
@@ -164,7 +169,7 @@ export class LeaderLease {
     // the key would stay until the lease ran out (a restarted ledger waited 4 s for it). Waited
     // for at most RENEWAL_WAIT_MS, however short the renewal period: a renewal takes a round trip
     // (longer on a loaded machine), and one that hangs (the bus is gone) must not hold up the stop.
-    if (this.renewing) await Promise.race([this.renewing, sleep(RENEWAL_WAIT_MS)]);
+    if (this.renewing && !this.isLost) await Promise.race([this.renewing, sleep(RENEWAL_WAIT_MS)]);
     if (!this.isLost && this.revision > 0) {
       await this.kv?.delete(this.role, { previousSeq: this.revision }).catch(() => undefined);
     }

@@ -36,3 +36,28 @@ describe('releasing a lease', () => {
     }
   }, 120_000);
 });
+
+describe('a renewal the bus never answers', () => {
+  let nats: TestNatsServer;
+  let nc: NatsConnection;
+  beforeAll(async () => {
+    nats = await startNatsServer();
+    nc = await connect({ servers: nats.url });
+  }, 60_000);
+  afterAll(async () => {
+    process.kill(nats.pid, 'SIGCONT');
+    await nc?.close();
+    await nats?.stop();
+  });
+
+  it('ends the lease when it runs out, not when the request gives up', async () => {
+    const leader = new LeaderLease(nc, 'paused-bus', 'a', { leaseMs: 1_500, renewMs: 300 }, pino({ level: 'silent' }));
+    await leader.acquire();
+    // The server stops answering; the client's requests wait for their own timeout (5 s), longer than the lease.
+    process.kill(nats.pid, 'SIGSTOP');
+    await expect(leader.lost).resolves.toMatch(/the lease ended while its renewal was on its way/);
+    expect(leader.held).toBe(false);
+    process.kill(nats.pid, 'SIGCONT');
+    await leader.release();
+  }, 60_000);
+});
