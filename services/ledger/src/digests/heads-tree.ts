@@ -14,12 +14,9 @@
  * Pure: no store, no framework.
  */
 import type { StreamHead } from '#contracts';
-import { canonicalJson } from '#event-store';
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 
 const HASH = 32;
-const LEAF = Buffer.from([0]);
-const NODE = Buffer.from([1]);
 
 /** Root of a tree of no stream: sha256 of nothing. */
 export const EMPTY_ROOT = createHash('sha256').digest('hex');
@@ -32,12 +29,17 @@ export interface ProofStep {
 
 /** Leaf of one head: sha256(0x00 ‖ canonical [streamId, revision, position, hash]); the prefix keeps a leaf from passing for a node. */
 export function leafHash(h: StreamHead): Buffer {
-  return createHash('sha256').update(LEAF).update(canonicalJson([h.streamId, h.revision, h.position, h.hash])).digest();
+  // Canonical JSON of an array of strings is JSON.stringify's; NUL is the byte 0x00 in UTF-8.
+  return hash('sha256', `\u0000${JSON.stringify([h.streamId, h.revision, h.position, h.hash])}`, 'buffer');
 }
+
+const scratch = Buffer.alloc(1 + 2 * HASH, 1);
 
 /** Node over two children: sha256(0x01 ‖ left ‖ right). */
 export function nodeHash(left: Uint8Array, right: Uint8Array): Buffer {
-  return createHash('sha256').update(NODE).update(left).update(right).digest();
+  scratch.set(left, 1);
+  scratch.set(right, 1 + HASH);
+  return hash('sha256', scratch, 'buffer');
 }
 
 /** Nodes at the level above one of `length` nodes: an odd last node is carried up unchanged (never duplicated). */
