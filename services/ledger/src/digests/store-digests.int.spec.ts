@@ -147,9 +147,13 @@ describe('signing the chain heads', () => {
     const lying = { ...body, signature: signBytes(key, digestSigningBytes(body)) };
     await store.appendToStream(DIGEST_STREAM, [ev('ChainHeadsSigned', lying as unknown as Record<string, unknown>)], { expectedRevision: 0n });
     await store.appendToStream(USAGE, [ev('UsageRecorded', { jobId: 'job-1', attempt: 3 })]);
-    const err = await new Notary(store, key).next(new Date().toISOString()).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ChainBrokenError);
-    expect((err as Error).message).toMatch(/digest #2's heads do not give its own headsRoot/);
+    const notary = new Notary(store, key);
+    // Refused at every try, not only at the sync that read the bad digest.
+    for (let tries = 0; tries < 2; tries++) {
+      const err = await notary.next(new Date().toISOString()).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ChainBrokenError);
+      expect((err as Error).message).toMatch(/digest #2's heads do not give its own headsRoot/);
+    }
     expect(await verifyStoreDigests(store, { publicKey: key.publicKey })).toMatchObject({ ok: false, reason: expect.stringMatching(/digest #2's heads do not give its own headsRoot/) });
   });
 

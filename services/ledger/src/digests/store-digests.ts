@@ -155,11 +155,12 @@ export class Notary {
         await turn();
       }
     }
-    if (!fresh || !this.last) return;
+    if (!this.last) return;
     // The newest signature vouches for every digest it chains to (see verifyStoreDigests), and the
-    // next digest is built on its tree: that must give its root. (Every digest's root is checked by
-    // `verifyStoreDigests`; format /1's is rebuilt whole, so it is left to that check.)
-    const problem = signatureProblem(this.last, this.identity.publicKey) ?? (this.last.format === CHAIN_DIGEST_FORMAT ? rootProblem(this.tree, this.last) : undefined);
+    // next digest is built on its tree: that must give its root. Checked at every sync, not only
+    // after new digests, so a notary never signs on over a bad one at its next try. (Every digest's
+    // root is checked by `verifyStoreDigests`; format /1's is rebuilt whole, so it is left to that.)
+    const problem = (fresh ? signatureProblem(this.last, this.identity.publicKey) : undefined) ?? (this.last.format === CHAIN_DIGEST_FORMAT ? rootProblem(this.tree, this.last) : undefined);
     if (problem) throw new ChainBrokenError(`the store's own digests do not hold: ${problem}`, BigInt(this.last.position), DIGEST_STREAM);
   }
 
