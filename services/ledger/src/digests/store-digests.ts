@@ -177,7 +177,10 @@ export class Notary {
     const changed = new Map<string, StreamHead>();
     let moved = false;
     let at = head;
+    let checked = 0;
     for await (const e of walk(this.store, from, head)) {
+      // Each event's hash is recomputed: a page is 50–100 ms of work, too long to hold queries behind.
+      if (++checked % 500 === 0) await turn();
       if (changed.size >= this.maxHeads && !changed.has(e.streamId)) {
         at = e.position - 1n;
         break;
