@@ -4,7 +4,7 @@
  * then the ledger as its real process on it, then the audit queries over the bus as intake asks
  * them, and through `gpunet audit` (intake's HTTP) when intake comes up in time.
  *
- *   npm run bench:audit -- [--jobs 1000000] [--postgres] [--reps 30] [--keep] [--from-store FILE]
+ *   npm run bench:audit -- [--jobs 1000000] [--postgres] [--reps 30] [--keep] [--from-store FILE [--keep-audit-table]] [--settle]
  *
  * `--from-store` copies a SQLite store an earlier run kept (`--keep`: `<data-dir>/events.db`)
  * instead of building one; `--jobs` must say how many jobs it holds.
@@ -25,7 +25,7 @@
  * 6 s lease, and it stepped down during every start.
  * Ends with one JSON line per figure: {"bench":"audit.jobs_day","value":N,"unit":"ms",...}.
  */
-import { Queries, type AuditJobReply, type AuditJobsReply } from '#contracts';
+import { Commands, Queries, type AuditJobReply, type AuditJobsReply } from '#contracts';
 import { natsAuthOptions } from '#identity';
 import { openEventStore, PostgresEventStore, SqliteEventStore } from '#event-store';
 import { QueryUnavailableError, requestQuery } from '#messaging';
@@ -61,8 +61,10 @@ const opts = new Command('audit.bench')
   .option('--keep', 'keep the data directory (and database) afterwards; kept anyway when the bench fails')
   .option('--lease-ms <ms>', 'leader lease of the services (GPUNET_LEASE_MS); see below', positive, 120_000)
   .option('--from-store <file>', 'copy this SQLite store (kept by an earlier run, same --jobs) instead of building one')
+  .option('--keep-audit-table', 'with --from-store: keep the copy\'s audit table, so the first start folds only its tail')
+  .option('--settle', 'before the queries, wait until the notary has signed up to the head (SignChainHeads): queries in steady state, not beside a first pass')
   .parse()
-  .opts<{ jobs: number; teams: number; days: number; reps: number; postgres?: boolean; intake: boolean; intakeTimeout: number; keep?: boolean; fromStore?: string; leaseMs: number }>();
+  .opts<{ jobs: number; teams: number; days: number; reps: number; postgres?: boolean; intake: boolean; intakeTimeout: number; keep?: boolean; fromStore?: string; keepAuditTable?: boolean; settle?: boolean; leaseMs: number }>();
 
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 const say = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
@@ -98,12 +100,14 @@ async function main(): Promise<void> {
       for (const suffix of ['-wal', '-shm']) await rm(`${file}${suffix}`, { force: true });
       await copyFile(opts.fromStore, file);
       await copyFile(`${opts.fromStore}-wal`, `${file}-wal`).catch(() => undefined);
-      // The copy's audit table goes: the first start below folds it from the whole store again.
-      const copy = new Database(file);
-      copy.exec('DROP TABLE IF EXISTS projection_audit_jobs');
-      if (copy.prepare("SELECT 1 FROM sqlite_master WHERE name = 'projections'").get()) copy.exec("DELETE FROM projections WHERE name = 'audit_jobs'");
-      copy.close();
-      say(`copied ${opts.fromStore} (${round((await stat(file)).size / 1e9, 2)} GB) as the store, without its audit table`);
+      // The copy's audit table goes (unless kept): the first start below folds it from the whole store again.
+      if (!opts.keepAuditTable) {
+        const copy = new Database(file);
+        copy.exec('DROP TABLE IF EXISTS projection_audit_jobs');
+        if (copy.prepare("SELECT 1 FROM sqlite_master WHERE name = 'projections'").get()) copy.exec("DELETE FROM projections WHERE name = 'audit_jobs'");
+        copy.close();
+      }
+      say(`copied ${opts.fromStore} (${round((await stat(file)).size / 1e9, 2)} GB) as the store, ${opts.keepAuditTable ? 'with' : 'without'} its audit table`);
     } else {
       const store = await openEventStore(net.storeUrl);
       if (!(store instanceof SqliteEventStore) && !(store instanceof PostgresEventStore)) throw new Error('unexpected store adapter');
@@ -156,6 +160,19 @@ async function main(): Promise<void> {
     figure('audit.ledger_restart', again.answeringMs / 1000, 's', { healthy: round(again.healthyMs / 1000) });
     for (const line of (await readFile(join(net.dataDir, 'logs', 'ledger.log'), 'utf8')).split('\n')) {
       if (/folded|caught up/.test(line)) say(`  ledger: ${line.slice(0, 300)}`);
+    }
+
+    if (opts.settle) {
+      // The notary's first pass over a store without digests takes minutes beside the queries.
+      const settled = await timed(async () => {
+        // One answer is one pass (shared with the pass already running): signed up to the head it saw.
+        const msg = await nc.request(Commands.SignChainHeads.subject, '{}', { timeout: 3_600_000 });
+        const reply = JSON.parse(new TextDecoder().decode(msg.data)) as { ok: boolean; data?: { digest?: { sequence: number; position: string } | null }; error?: { message: string } };
+        if (!reply.ok) throw new Error(`SignChainHeads: ${reply.error?.message}`);
+        say(`  notary: digest #${reply.data?.digest?.sequence} covers position ${reply.data?.digest?.position}`);
+      });
+      say(`notary settled after ${round(settled.ms / 1000, 1)} s`);
+      figure('audit.notary_settle', settled.ms / 1000, 's');
     }
 
     const day = (k: number) => {
