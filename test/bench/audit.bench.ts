@@ -152,7 +152,7 @@ async function main(): Promise<void> {
       return { healthyMs: healthy.ms, answeringMs: healthy.ms + answering.ms };
     };
     const first = await startLedger();
-    say(`ledger first start (audit table folded from the whole store): healthy after ${round(first.healthyMs / 1000, 2)} s, first audit answer after ${round(first.answeringMs / 1000, 2)} s`);
+    say(`ledger first start (audit table ${opts.fromStore && opts.keepAuditTable ? 'kept: only its tail folded' : 'folded from the whole store'}): healthy after ${round(first.healthyMs / 1000, 2)} s, first audit answer after ${round(first.answeringMs / 1000, 2)} s`);
     figure('audit.ledger_first_start', first.answeringMs / 1000, 's', { healthy: round(first.healthyMs / 1000) });
     await net.kill('ledger', 'SIGTERM', 60_000);
     const again = await startLedger();
