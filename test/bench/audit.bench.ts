@@ -31,7 +31,7 @@ import { openEventStore, PostgresEventStore, SqliteEventStore } from '#event-sto
 import { QueryUnavailableError, requestQuery } from '#messaging';
 import { connect } from '@nats-io/transport-node';
 import Database from 'better-sqlite3';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { randomBytes, createHash } from 'node:crypto';
 import { appendFile, copyFile, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -43,12 +43,8 @@ import { TestNetwork } from '../support/network.js';
 import { stopBenchNetwork, timed } from './bench-network.js';
 import { createTestDatabase, type TestDatabase } from '../support/postgres.js';
 import { percentile } from './cluster.js';
+import { positive } from './args.js';
 
-const positive = (v: string) => {
-  const n = Number(v);
-  if (!/^\d+$/.test(v) || n < 1) throw new InvalidArgumentError('a whole number ≥ 1');
-  return n;
-};
 
 const opts = new Command('audit.bench')
   .option('--jobs <n>', 'jobs in the store', positive, 1_000_000)

@@ -24,16 +24,12 @@
  */
 import type { ComputeHeld, ComputeReleased, JobFinished, NodeLost, UsageRecorded } from '#contracts';
 import type { RecordedEvent } from '#event-store';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { GpunetOnHosts } from '../support/gpunet-on-hosts.js';
 import { until } from '../support/poll.js';
 import { recomputeUsage } from '../support/billing.js';
+import { positive } from './args.js';
 
-const positive = (v: string) => {
-  const n = Number(v);
-  if (!/^\d+$/.test(v) || n < 1) throw new InvalidArgumentError('a whole number ≥ 1');
-  return n;
-};
 
 const opts = new Command('chaos.bench')
   .option('--rate <n>', 'jobs submitted per second', positive, 20)

@@ -14,16 +14,12 @@
  *
  * Goals (issue 13): first rows < 1 s with 10,000 jobs; a job's page < 300 ms.
  */
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import os from 'node:os';
 import { launchChromium, loggedIn } from '../support/browser.js';
 import { TestNetwork } from '../support/network.js';
+import { positive } from './args.js';
 
-const positive = (v: string) => {
-  const n = Number(v);
-  if (!/^\d+$/.test(v) || n < 1) throw new InvalidArgumentError('a whole number ≥ 1');
-  return n;
-};
 
 const opts = new Command('console.bench')
   .option('--jobs <k>', 'jobs in the network', positive, 10_000)

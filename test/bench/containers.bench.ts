@@ -15,7 +15,7 @@
  */
 import { BlobStore } from '#blobs';
 import { connect } from '@nats-io/transport-node';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { execFile } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -28,13 +28,9 @@ import { prepareRunDirs, runProcess, findExecutable } from '../../services/execu
 import { InputCache } from '../../services/execution/src/staging/input-cache.js';
 import { busyboxImage } from '../support/container-image.js';
 import { startNatsServer } from '../support/nats-server.js';
+import { positive } from './args.js';
 
 const run = promisify(execFile);
-const positive = (v: string) => {
-  const n = Number(v);
-  if (!/^\d+$/.test(v) || n < 1) throw new InvalidArgumentError('a whole number ≥ 1');
-  return n;
-};
 const opts = new Command('containers.bench')
   .option('--mib <n>', 'size of the big image\'s payload in MiB', positive, 1024)
   .option('--runs <n>', 'start-to-exit runs of each kind (median reported)', positive, 5)

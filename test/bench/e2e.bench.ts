@@ -72,6 +72,7 @@ import { clusterRun, percentile, stageLatencies, type ClusterFigures } from './c
 import { cpuDelta, cpuOfCommand, processCpu, type ProcessCpu } from './cpu.js';
 import { idleCpu, reportOverload, runPhase } from './overload.js';
 import { floorTotalMs, observedAppends, spawnFloors, storeAppendFloor, type StoreFloor } from './floors.js';
+import { positive } from './args.js';
 
 /** A comma-separated list of whole numbers in [min, max], e.g. `1,2,3`. */
 function counts(min: number, max: number) {
@@ -82,11 +83,6 @@ function counts(min: number, max: number) {
   };
 }
 
-const positive = (v: string) => {
-  const n = Number(v);
-  if (!/^\d+$/.test(v) || n < 1) throw new InvalidArgumentError('a whole number ≥ 1');
-  return n;
-};
 
 const opts = new Command('e2e.bench')
   .option('--jobs <k>', 'jobs to submit', positive, 200)

@@ -16,7 +16,7 @@
  * projection's fold; its audit table catches up beside it), and the same for the first starts.
  */
 import { openEventStore, PostgresEventStore, SqliteEventStore } from '#event-store';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readState } from '../../libs/cli/src/local/state.js';
@@ -24,12 +24,8 @@ import { buildHistoryStore, HISTORY_DEFAULTS } from '../support/history.js';
 import { TestNetwork } from '../support/network.js';
 import { stopBenchNetwork, timed } from './bench-network.js';
 import { createTestDatabase, type TestDatabase } from '../support/postgres.js';
+import { positive } from './args.js';
 
-const positive = (v: string) => {
-  const n = Number(v);
-  if (!/^\d+$/.test(v) || n < 1) throw new InvalidArgumentError('a whole number ≥ 1');
-  return n;
-};
 
 const opts = new Command('restart.bench')
   .option('--jobs <n>', 'jobs in the store', positive, 20_000)

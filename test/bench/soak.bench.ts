@@ -27,12 +27,8 @@ import { Command, InvalidArgumentError } from 'commander';
 import { TestNetwork } from '../support/network.js';
 import { createTestDatabase } from '../support/postgres.js';
 import { openLoop } from './open-loop.js';
+import { positive } from './args.js';
 
-const positive = (v: string) => {
-  const n = Number(v);
-  if (!/^\d+$/.test(v) || n < 1) throw new InvalidArgumentError('a whole number ≥ 1');
-  return n;
-};
 const wholeOrZero = (v: string) => {
   const n = Number(v);
   if (!/^\d+$/.test(v)) throw new InvalidArgumentError('a whole number ≥ 0');

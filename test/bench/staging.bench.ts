@@ -27,7 +27,7 @@
 import { BlobStore } from '#blobs';
 import { nodeDataSubject } from '#contracts';
 import { connect } from '@nats-io/transport-node';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomFillSync } from 'node:crypto';
 import { mkdir, mkdtemp, open, rm, stat, statfs } from 'node:fs/promises';
@@ -37,12 +37,8 @@ import { InputCache } from '../../services/execution/src/staging/input-cache.js'
 import { NodeData } from '../../services/execution/src/staging/node-data.js';
 import { NodeReads } from '../../services/storage/src/node-data/node-reads.js';
 import { startNatsServer } from '../support/nats-server.js';
+import { positive } from './args.js';
 
-const positive = (v: string) => {
-  const n = Number(v);
-  if (!/^\d+$/.test(v) || n < 1) throw new InvalidArgumentError('a whole number ≥ 1');
-  return n;
-};
 
 const opts = new Command('staging.bench')
   .option('--mib <n>', 'dataset size in MiB', positive, 1024)

@@ -19,18 +19,14 @@
 import { DIGEST_STREAM } from '#contracts';
 import { SqliteEventStore, type EventToAppend } from '#event-store';
 import { newIdentity } from '#identity';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Notary } from '../src/digests/store-digests.js';
+import { Notary } from '../../services/ledger/src/digests/store-digests.js';
+import { positive } from './args.js';
 
-const positive = (v: string) => {
-  const n = Number(v);
-  if (!/^\d+$/.test(v) || n < 1) throw new InvalidArgumentError('a whole number ≥ 1');
-  return n;
-};
 const opts = new Command('notary.bench')
   .option('--streams <n>', 'streams in the store', positive, 500_000)
   .option('--events <n>', 'events per stream', positive, 2)
