@@ -20,7 +20,7 @@ import { CHAIN_DIGEST_FORMAT, LEGACY_CHAIN_DIGEST_FORMAT, type ChainHeadsSigned,
 import { canonicalJson } from '#event-store';
 import { signBytes, verifySignature, type Identity } from '#identity';
 import { createHash } from 'node:crypto';
-import { EMPTY_ROOT, leafHash, nodeHash, type HeadsTree, type ProofStep } from './heads-tree.js';
+import { HeadsTree, leafHash, nodeHash, type ProofStep } from './heads-tree.js';
 
 /** `previousDigestHash` of the first digest. */
 export const GENESIS_DIGEST_HASH = '0'.repeat(64);
@@ -34,36 +34,16 @@ function sortedHeads(heads: Iterable<StreamHead>): StreamHead[] {
   return [...heads].sort((a, b) => (a.streamId < b.streamId ? -1 : a.streamId > b.streamId ? 1 : 0));
 }
 
-/** Format /1's tree levels, streams sorted by id, leaves first; an odd last node is carried up unchanged. */
-function sortedLevels(heads: Iterable<StreamHead>): Buffer[][] {
-  const out: Buffer[][] = [sortedHeads(heads).map(leafHash)];
-  while (out[out.length - 1]!.length > 1) {
-    const below = out[out.length - 1]!;
-    const up: Buffer[] = [];
-    for (let i = 0; i < below.length; i += 2) up.push(i + 1 < below.length ? nodeHash(below[i]!, below[i + 1]!) : below[i]!);
-    out.push(up);
-  }
-  return out;
+/** Format /1's tree: the same tree with the leaves sorted by stream id, built whole (only for digests signed before /2). */
+function sortedTree(heads: Iterable<StreamHead>): HeadsTree {
+  const tree = new HeadsTree();
+  for (const h of sortedHeads(heads)) tree.set(h);
+  return tree;
 }
 
-/** Format /1's root: over every head, streams sorted by id; rebuilt whole, so only for checking digests signed before /2. */
+/** Format /1's root: over every head, streams sorted by id. */
 export function sortedHeadsRoot(heads: Iterable<StreamHead>): string {
-  const l = sortedLevels(heads);
-  return l[0]!.length === 0 ? EMPTY_ROOT : l[l.length - 1]![0]!.toString('hex');
-}
-
-/** Format /1's inclusion proof of `streamId`'s head, or undefined when the stream is not among the heads. */
-function sortedInclusionProof(heads: Iterable<StreamHead>, streamId: string): ProofStep[] | undefined {
-  const all = sortedHeads(heads);
-  let index = all.findIndex((h) => h.streamId === streamId);
-  if (index < 0) return undefined;
-  const proof: ProofStep[] = [];
-  for (const level of sortedLevels(all).slice(0, -1)) {
-    const sibling = index % 2 === 0 ? index + 1 : index - 1;
-    if (sibling < level.length) proof.push({ side: index % 2 === 0 ? 'right' : 'left', hash: level[sibling]!.toString('hex') });
-    index = Math.floor(index / 2);
-  }
-  return proof;
+  return sortedTree(heads).root();
 }
 
 /** The root `d`'s format defines over `tree` (the heads folded up to and including `d`). */
@@ -73,7 +53,7 @@ export function digestRoot(tree: HeadsTree, d: Pick<ChainHeadsSigned, 'format'>)
 
 /** The inclusion proof of `streamId`'s head against `d`'s root, `tree` folded up to `d`. */
 export function digestProof(tree: HeadsTree, d: Pick<ChainHeadsSigned, 'format'>, streamId: string): ProofStep[] | undefined {
-  return d.format === LEGACY_CHAIN_DIGEST_FORMAT ? sortedInclusionProof(tree.heads(), streamId) : tree.proof(streamId);
+  return (d.format === LEGACY_CHAIN_DIGEST_FORMAT ? sortedTree(tree.heads()) : tree).proof(streamId);
 }
 
 /** Why `tree`, folded up to and including `d`, does not give `d`'s stream count and root; undefined when it does. */
