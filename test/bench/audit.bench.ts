@@ -25,7 +25,7 @@
  * 6 s lease, and it stepped down during every start.
  * Ends with one JSON line per figure: {"bench":"audit.jobs_day","value":N,"unit":"ms",...}.
  */
-import { Commands, Queries, type AuditJobReply, type AuditJobsReply } from '#contracts';
+import { Commands, Queries, replyEnvelope, SignChainHeadsReply, type AuditJobReply, type AuditJobsReply } from '#contracts';
 import { natsAuthOptions } from '#identity';
 import { openEventStore, PostgresEventStore, SqliteEventStore } from '#event-store';
 import { QueryUnavailableError, requestQuery } from '#messaging';
@@ -163,9 +163,9 @@ async function main(): Promise<void> {
       const settled = await timed(async () => {
         // One answer is one pass (shared with the pass already running): signed up to the head it saw.
         const msg = await nc.request(Commands.SignChainHeads.subject, '{}', { timeout: 3_600_000 });
-        const reply = JSON.parse(new TextDecoder().decode(msg.data)) as { ok: boolean; data?: { digest?: { sequence: number; position: string } | null }; error?: { message: string } };
-        if (!reply.ok) throw new Error(`SignChainHeads: ${reply.error?.message}`);
-        say(`  notary: digest #${reply.data?.digest?.sequence} covers position ${reply.data?.digest?.position}`);
+        const reply = replyEnvelope(SignChainHeadsReply).parse(JSON.parse(new TextDecoder().decode(msg.data)));
+        if (!reply.ok) throw new Error(`SignChainHeads: ${reply.error.message}`);
+        say(`  notary: digest #${reply.data.digest?.sequence} covers position ${reply.data.digest?.position}`);
       });
       say(`notary settled after ${round(settled.ms / 1000, 1)} s`);
       figure('audit.notary_settle', settled.ms / 1000, 's');

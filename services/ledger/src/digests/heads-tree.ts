@@ -173,10 +173,6 @@ export class HeadsTree {
     return i === undefined ? undefined : this.at(i);
   }
 
-  has(streamId: string): boolean {
-    return this.index.leafOf(streamId) !== undefined;
-  }
-
   /** Every head, in leaf order. */
   *heads(): IterableIterator<StreamHead> {
     for (let i = 0; i < this.n; i += 1) yield this.at(i);
