@@ -278,6 +278,30 @@ function checkRun(specs: AttemptSpec[], restarts: number[], redeliveries: number
   }
 }
 
+/** An attempt of an hour from the start, completed and recorded at once, unless told otherwise. */
+function attempt(over: Partial<AttemptSpec>): AttemptSpec {
+  return { shape: 0, node: 0, gpu: 0, gapMs: 0, durationMs: HOUR, outcome: 'completed', lateness: 0, delayMs: 0, lostAfterMs: null, duplicate: false, teamInMetadata: true, team: 0, ...over };
+}
+
+/**
+ * Histories that reach each case the property is about, run before the random ones: a random
+ * run reaches most cases most of the time, but not every case every time (the minimum charge
+ * needs a short run after the second price list, days into the history).
+ */
+const caseExamples: [AttemptSpec[], number[], number[]][] = [
+  // A 10 s run under price list 2: below its minimum charge.
+  [[attempt({ gapMs: 4 * DAY, durationMs: 10_000 })], [], []],
+  // One attempt on two nodes, and one whose node was lost during the run (waived).
+  [[attempt({ shape: 2 }), attempt({ outcome: 'node_lost' })], [], []],
+  // Beside a run recorded at once, one that ends on June 30 at 13:00 and is recorded three days
+  // later, after June's invoice was finalized: it goes on July's.
+  [[attempt({ gpu: 1 }), attempt({ gapMs: 3 * DAY + 12 * HOUR, lateness: 2 })], [], []],
+  // Ends on June 30 at 23:00 and is recorded two hours later: late, but inside the cutoff.
+  [[attempt({ gapMs: 3 * DAY + 22 * HOUR, lateness: 1, delayMs: 2 * HOUR })], [], []],
+  // Its node is declared lost six days after the run, once June is finalized: a credit note.
+  [[attempt({ lostAfterMs: 6 * DAY })], [3], [1]],
+];
+
 describe('invoices from random histories', () => {
   it('equal the reference from the de-duplicated history, whatever the duplicates, redeliveries, late events and restarts', () => {
     fc.assert(
@@ -287,7 +311,7 @@ describe('invoices from random histories', () => {
         fc.array(fc.nat(), { maxLength: 10 }),
         (specs, restarts, redeliveries) => checkRun(specs, restarts, redeliveries),
       ),
-      { numRuns: 100 },
+      { numRuns: 100, examples: caseExamples },
     );
     for (const [name, count] of Object.entries(seenCases)) expect({ name, reached: count > 0 }).toEqual({ name, reached: true });
   });
