@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { storeBackends } from '../../../test/support/store-backends.js';
 import { newEvents } from './conformance/fixtures.js';
+import { projectionTablesOf } from './projection-table.js';
 import { SnapshotSlot, type SnapshotIgnored } from './snapshot.js';
 
 const stores = storeBackends({ prefix: 'gpunet-snapshot-' });
@@ -26,13 +27,13 @@ describe.each(stores.backends)('snapshot ($name)', (backend) => {
     const zero = await sa.checkpoint();
     const at2 = { position: e2!.position, eventId: e2!.eventId };
     expect(await sa.save(zero, at2, '{"n":2}')).toBe(true);
-    expect(await sb.load((w) => ignored.push(w))).toEqual({ checkpoint: at2, state: '{"n":2}' });
+    expect(await sb.load((w) => ignored.push(w))).toEqual({ checkpoint: at2, parts: ['{"n":2}'] });
 
     // b read position 0 too: its save loses, and so does one that would go back.
     expect(await sb.save(zero, { position: e1!.position, eventId: e1!.eventId }, '{"n":1}')).toBe(false);
     expect(await sb.save(at2, { position: e1!.position, eventId: e1!.eventId }, '{"n":1}')).toBe(false);
     expect(await sb.save(at2, { position: e3!.position, eventId: e3!.eventId }, '{"n":3}')).toBe(true);
-    expect((await sa.load((w) => ignored.push(w)))?.state).toBe('{"n":3}');
+    expect((await sa.load((w) => ignored.push(w)))?.parts).toEqual(['{"n":3}']);
     expect(ignored).toEqual([]);
   });
 
@@ -74,10 +75,41 @@ describe.each(stores.backends)('snapshot ($name)', (backend) => {
     expect(await v2.load((w) => ignored.push(w))).toBeUndefined();
     expect(ignored).toEqual([{ reason: 'other_format', detail: 'its format is 1, this release reads 2', checkpoint: at2 }]);
     // Still there for the release that reads it.
-    expect((await v1.load(() => undefined))?.state).toBe('old');
+    expect((await v1.load(() => undefined))?.parts).toEqual(['old']);
     expect(await v2.save(at2, { position: e3!.position, eventId: e3!.eventId }, 'new')).toBe(true);
-    expect((await v2.load(() => undefined))?.state).toBe('new');
+    expect((await v2.load(() => undefined))?.parts).toEqual(['new']);
     expect(await v1.load((w) => ignored.push(w))).toBeUndefined();
     expect(ignored[1]!.reason).toBe('other_format');
+  });
+  it('a state in parts loads as those parts; a later state in fewer parts never reads the rows the longer one left', async () => {
+    const { open } = await backend.fresh();
+    const a = await open();
+    await a.appendToStream('s', newEvents(3));
+    const [e1, e2, e3] = (await a.readAll()).map((e) => ({ position: e.position, eventId: e.eventId }));
+    const slot = (await SnapshotSlot.open(a, 'thing', 1))!;
+    const ignored: SnapshotIgnored[] = [];
+    const big = ['[1,', '"two\nlines",', 'x'.repeat(100_000), ']'];
+    expect(await slot.save(await slot.checkpoint(), e1!, big)).toBe(true);
+    expect(await slot.load((w) => ignored.push(w))).toEqual({ checkpoint: e1, parts: big });
+    expect(await slot.save(e1!, e2!, ['short', 'er'])).toBe(true);
+    expect((await slot.load((w) => ignored.push(w)))?.parts).toEqual(['short', 'er']);
+    expect(await slot.save(e2!, e3!, 'one')).toBe(true);
+    expect((await slot.load((w) => ignored.push(w)))?.parts).toEqual(['one']);
+    expect(ignored).toEqual([]);
+    expect(() => slot.save(e3!, e3!, [])).toThrow(/at least one part/);
+  });
+
+  it('a state whose header counts a part the table does not hold is unreadable, told why', async () => {
+    const { open } = await backend.fresh();
+    const a = await open();
+    await a.appendToStream('s', newEvents(1));
+    const [e1] = (await a.readAll()).map((e) => ({ position: e.position, eventId: e.eventId }));
+    // Written as the slot writes it, less its last part: what a table edited by hand would hold.
+    const table = await projectionTablesOf(a)!.openProjectionTable({ name: 'snapshot_thing', version: 1, columns: [], indexes: [] });
+    await table.commit({ position: 0n, eventId: null }, e1!, [{ key: 'snapshot', doc: 'gpunet-snapshot 1 parts=3\nfirst', values: {} }, { key: 'snapshot.1', doc: 'second', values: {} }]);
+    const slot = (await SnapshotSlot.open(a, 'thing', 1))!;
+    const ignored: SnapshotIgnored[] = [];
+    expect(await slot.load((w) => ignored.push(w))).toBeUndefined();
+    expect(ignored).toEqual([{ reason: 'unreadable', detail: 'its header says 3 parts but the row snapshot.2 is missing', checkpoint: e1 }]);
   });
 });

@@ -3,11 +3,17 @@
  * position it is the fold of, so a restarted service reads the snapshot and the events after it
  * instead of the whole store (decision 0037).
  *
- * A snapshot is a projection table (`projection_snapshot_<name>`, both adapters) of one row: the
- * position moves with the state in one transaction, only forward and only from where the writer
- * read it, so two writers (a leader and a deposed one still running) cannot make it regress.
- * The state's format is written inside the row, not as the table's version, so releases that
- * write different formats never empty each other's table: a reader of another format ignores it.
+ * A snapshot is a projection table (`projection_snapshot_<name>`, both adapters): the position
+ * moves with the state in one transaction, only forward and only from where the writer read it,
+ * so two writers (a leader and a deposed one still running) cannot make it regress. The state's
+ * format is written inside the row, not as the table's version, so releases that write different
+ * formats never empty each other's table: a reader of another format ignores it.
+ *
+ * A state may be written in parts (decision 0039): a large state is longer than one string can be
+ * (V8: about 512 MiB), and a part at a time is what its writer can encode and its reader decode
+ * between turns of the event loop. The first part is in the row `snapshot` with the header, which
+ * says how many parts there are; part i (from 1) is the row `snapshot.i`. Rows past the count,
+ * left by an earlier and longer state, are never read.
  */
 import type { EventStore } from './event-store.js';
 import { projectionTablesOf, trustedCheckpoint, type ProjectionCheckpoint, type ProjectionTable } from './projection-table.js';
@@ -16,12 +22,14 @@ import { projectionTablesOf, trustedCheckpoint, type ProjectionCheckpoint, type 
 const SNAPSHOT_TABLE_VERSION = 1;
 const ROW_KEY = 'snapshot';
 const HEADER = 'gpunet-snapshot ';
+/** The header line: the format, and the number of parts when more than one. */
+const HEADER_LINE = /^gpunet-snapshot (\d+)(?: parts=(\d+))?$/;
 
 /** A trusted snapshot: the state as the writer serialized it, and the position it holds. */
 export interface Snapshot {
   checkpoint: ProjectionCheckpoint;
-  /** The serialized state (opaque to the store). */
-  state: string;
+  /** The serialized state (opaque to the store), in the parts it was saved in: one for a state saved as one string. */
+  parts: string[];
 }
 
 /** Why a stored snapshot was not used (`load` tells its caller, to log). */
@@ -73,10 +81,10 @@ export class SnapshotSlot {
       }),
     );
     if (checkpoint.position === 0n) return undefined;
-    // The row and its position from one read snapshot: another writer may have moved both since.
-    const answer = await this.table.query({});
+    // The rows and their position from one read snapshot: another writer may have moved both since.
+    const answer = await this.table.query({ where: [{ column: 'key', op: '=', value: ROW_KEY }] });
     if (answer.checkpoint.position !== checkpoint.position) return this.load(ignored);
-    const doc = answer.rows.find((r) => r.key === ROW_KEY)?.doc;
+    const doc = answer.rows[0]?.doc;
     // The row and the position are written in one transaction: a position without a row is a table
     // someone edited by hand.
     if (doc === undefined) {
@@ -84,22 +92,49 @@ export class SnapshotSlot {
       return undefined;
     }
     const newline = doc.indexOf('\n');
-    const format = doc.startsWith(HEADER) && newline > 0 ? Number(doc.slice(HEADER.length, newline)) : NaN;
+    const header = HEADER_LINE.exec(newline > 0 ? doc.slice(0, newline) : '');
+    const format = header ? Number(header[1]) : NaN;
     if (format !== this.format) {
       ignored({ reason: 'other_format', detail: `its format is ${Number.isNaN(format) ? 'unknown' : format}, this release reads ${this.format}`, checkpoint });
       return undefined;
     }
-    return { checkpoint, state: doc.slice(newline + 1) };
+    const count = header?.[2] === undefined ? 1 : Number(header[2]);
+    const parts = [doc.slice(newline + 1)];
+    if (count > 1) {
+      const keys = Array.from({ length: count - 1 }, (_, i) => partKey(i + 1));
+      const rest = await this.table.query({ where: [{ column: 'key', op: 'in', values: keys }] });
+      if (rest.checkpoint.position !== checkpoint.position) return this.load(ignored);
+      const byKey = new Map(rest.rows.map((r) => [r.key, r.doc]));
+      for (const key of keys) {
+        const part = byKey.get(key);
+        if (part === undefined) {
+          ignored({ reason: 'unreadable', detail: `its header says ${count} parts but the row ${key} is missing`, checkpoint });
+          return undefined;
+        }
+        parts.push(part);
+      }
+    }
+    return { checkpoint, parts };
   }
 
   /**
-   * Replaces the snapshot with `state`, the fold of every event up to `to` (an event the store
-   * holds), only while the stored one is still at `from` and `to` is past it. False, writing
-   * nothing, when it is not: another writer moved it (or it is already further).
+   * Replaces the snapshot with `state` (one string, or its parts in order), the fold of every
+   * event up to `to` (an event the store holds), only while the stored one is still at `from` and
+   * `to` is past it. False, writing nothing, when it is not: another writer moved it (or it is
+   * already further).
    */
-  save(from: ProjectionCheckpoint, to: ProjectionCheckpoint, state: string): Promise<boolean> {
-    return this.table.commit(from, to, [{ key: ROW_KEY, doc: `${HEADER}${this.format}\n${state}`, values: {} }]);
+  save(from: ProjectionCheckpoint, to: ProjectionCheckpoint, state: string | readonly string[]): Promise<boolean> {
+    const parts = typeof state === 'string' ? [state] : state;
+    if (parts.length === 0) throw new RangeError('a snapshot has at least one part');
+    const header = parts.length === 1 ? `${HEADER}${this.format}` : `${HEADER}${this.format} parts=${parts.length}`;
+    const rows = parts.map((part, i) => ({ key: i === 0 ? ROW_KEY : partKey(i), doc: i === 0 ? `${header}\n${part}` : part, values: {} }));
+    return this.table.commit(from, to, rows);
   }
+}
+
+/** The row of part `i` (from 1; part 0 is in the header's row). */
+function partKey(i: number): string {
+  return `${ROW_KEY}.${i}`;
 }
 
 /** {@link SnapshotSlot.open}. */

@@ -1,15 +1,16 @@
 /**
  * The billing state as snapshot text and back (decision 0039). Pure.
  *
- * The state is an exact fold of a store prefix (`state.position`), so its text is too. Decoding
- * gives back the same state: every Map in the same order, every bigint, every event's data with
- * the same keys in the same order (PostgreSQL's jsonb and SQLite's JSON order them differently,
- * and each is kept as read), `team: undefined` where an event had none. Encoding a decoded state
- * gives the same text, byte for byte.
+ * The state is an exact fold of a store prefix (`state.position`), so its text is too. The text
+ * is written in parts (format 2): a million jobs' state is longer than one string can be, and a
+ * part at a time lets the ledger's event loop turn between parts. Decoding gives back the same
+ * state: every Map in the same order, every bigint, every event's data with the same keys in the
+ * same order (PostgreSQL's jsonb and SQLite's JSON order them differently, and each is kept as
+ * read), `team: undefined` where an event had none. Encoding a decoded state gives the same
+ * parts, byte for byte.
  *
- * Compact, because one attempt line is kept per attempt and node ever held: the text is one JSON
- * array; objects of event data are written as `[shape, ...values]` with each distinct key list
- * written once (a table of shapes), ISO times that `Date` writes back identically as epoch ms, the
+ * Compact, because one attempt line is kept per attempt and node ever held: objects of event data
+ * are written as `[shape, ...values]` with each distinct key list written once (a table of shapes), ISO times that `Date` writes back identically as epoch ms, the
  * line id left out when it is the attempt and node of the line's own data, and a string an attempt
  * line repeats (its job and attempt ids, written by ComputeHeld and JobFinished) as a reference to
  * its first occurrence in that line.
@@ -20,7 +21,7 @@ import type { BillingState, Sourced } from './billing.js';
  * Format of the snapshot text: bump it whenever the text or `BillingState` or `evolveBilling`
  * change shape or meaning. A snapshot of another format is ignored and the store folded from zero.
  */
-export const BILLING_SNAPSHOT_FORMAT = 1;
+export const BILLING_SNAPSHOT_FORMAT = 2;
 
 /** A string an attempt line repeats is written as a reference when it is at least this long. */
 const REF_MIN = 8;
@@ -148,14 +149,56 @@ function lineIdOfData(data: unknown): string | undefined {
   return typeof d?.attemptId === 'string' && typeof d.nodeId === 'string' ? `${d.attemptId}@${d.nodeId}` : undefined;
 }
 
+/** A part is closed once it holds at least this many characters (about 16 MiB): some tens of milliseconds to encode or decode. */
+export const BILLING_SNAPSHOT_PART_CHARS = 16 * 1024 * 1024;
+
+/** The sections of the state, in the order they are written: an item is `[section, ...]`. */
+const Section = { Price: 0, Attempt: 1, JobTeam: 2, Finalized: 3, CreditNotes: 4 } as const;
+
+/** Collects items (JSON texts) into parts of about `limit` characters. */
+class Parts {
+  private items: string[] = [];
+  private chars = 0;
+  constructor(private readonly limit: number) {}
+
+  /** Adds an item; the part it closed, if it did. */
+  add(item: string): string | undefined {
+    this.items.push(item);
+    this.chars += item.length + 1;
+    return this.chars >= this.limit ? this.close() : undefined;
+  }
+
+  /** The open part, if it holds any item. */
+  close(): string | undefined {
+    if (this.items.length === 0) return undefined;
+    const part = `[${this.items.join(',')}]`;
+    this.items = [];
+    this.chars = 0;
+    return part;
+  }
+}
+
 /**
- * The state as snapshot text. Throws a RangeError when the text would be longer than a string
- * can be (V8: about 512 MiB); the caller folds from zero instead.
+ * The state as snapshot text, in parts of about `partChars` characters, yielded one at a time so
+ * the caller can give its event loop a turn between them. Each part but the last is a JSON array
+ * of items (`[section, ...values]`, in the order of the state's Maps); the last is the head:
+ * the position, the table of object shapes the items use, and how many parts come before it.
+ * One item (an attempt line, a finalized invoice) longer than a string can be (V8: about
+ * 512 MiB) throws a RangeError; the caller folds from zero instead.
  */
-export function encodeBilling(state: BillingState): string {
+export function* encodeBillingParts(state: BillingState, options: { partChars?: number } = {}): Generator<string, void, undefined> {
   const p = new Packer();
-  const prices = [...state.prices].map(([version, v]) => [version, p.value(v)]);
-  const attempts = [...state.attempts.values()].map((a) => {
+  const parts = new Parts(options.partChars ?? BILLING_SNAPSHOT_PART_CHARS);
+  let before = 0;
+  function* add(item: Json[]): Generator<string, void, undefined> {
+    const part = parts.add(JSON.stringify(item));
+    if (part !== undefined) {
+      before++;
+      yield part;
+    }
+  }
+  for (const [version, v] of state.prices) yield* add([Section.Price, version, p.value(v)]);
+  for (const a of state.attempts.values()) {
     p.refs = new Map();
     // Slots: line id (0 when its data names it), held, finished, lost, and the order of the three
     // when it is not that one (the object's keys as they were set).
@@ -166,45 +209,93 @@ export function encodeBilling(state: BillingState): string {
     const canonical = ATTEMPT_FIELDS.map((_, i) => i).filter((i) => order.includes(i));
     if (order.join() !== canonical.join()) out.push(order.join(''));
     else while (out.length > 1 && out[out.length - 1] === 0) out.pop();
-    return out;
-  });
-  p.refs = undefined;
-  const jobTeams = [...state.jobTeams].map(([jobId, t]) => [jobId, t.team, t.eventId]);
-  const finalized = [...state.finalized].map(([id, f]) => [id, f.eventId, pos(f.position), p.value(f.data)]);
-  const creditNotes = [...state.creditNotes].map(([id, notes]) => [id, notes.map((n) => [n.eventId, pos(n.position), p.value(n.data)])]);
-  return JSON.stringify([state.position.toString(), p.shapes, prices, attempts, jobTeams, finalized, creditNotes]);
+    p.refs = undefined;
+    yield* add([Section.Attempt, ...out]);
+  }
+  for (const [jobId, t] of state.jobTeams) yield* add([Section.JobTeam, jobId, t.team, t.eventId]);
+  for (const [id, f] of state.finalized) yield* add([Section.Finalized, id, f.eventId, pos(f.position), p.value(f.data)]);
+  for (const [id, notes] of state.creditNotes) yield* add([Section.CreditNotes, id, notes.map((n) => [n.eventId, pos(n.position), p.value(n.data)])]);
+  const last = parts.close();
+  if (last !== undefined) {
+    before++;
+    yield last;
+  }
+  yield JSON.stringify([state.position.toString(), p.shapes, before]);
 }
 
-/** A state from text {@link encodeBilling} wrote (of {@link BILLING_SNAPSHOT_FORMAT}). Throws when it is not such a text. */
-export function decodeBilling(text: string): BillingState {
-  const doc = JSON.parse(text) as unknown;
-  if (!Array.isArray(doc) || doc.length !== 7 || typeof doc[0] !== 'string' || !Array.isArray(doc[1])) throw new Error('not a billing snapshot');
-  const [position, shapes, prices, attempts, jobTeams, finalized, creditNotes] = doc as [string, string[][], [number, unknown][], Json[][], [string, string, string][], [string, string, number | string, unknown][], [string, [string, number | string, unknown][]][]];
+/** {@link encodeBillingParts}, all at once. */
+export function encodeBilling(state: BillingState, options: { partChars?: number } = {}): string[] {
+  return [...encodeBillingParts(state, options)];
+}
+
+/**
+ * A state from the parts {@link encodeBillingParts} wrote (of {@link BILLING_SNAPSHOT_FORMAT}),
+ * yielding after each part so the caller can give its event loop a turn; its return value is the
+ * state. Throws when they are not such parts.
+ */
+export function* decodeBillingParts(parts: readonly string[]): Generator<void, BillingState, undefined> {
+  const head = parts.length > 0 ? (JSON.parse(parts[parts.length - 1]!) as unknown) : undefined;
+  if (!Array.isArray(head) || head.length !== 3 || typeof head[0] !== 'string' || !Array.isArray(head[1]) || typeof head[2] !== 'number') throw new Error('not a billing snapshot');
+  const [position, shapes, before] = head as [string, string[][], number];
+  if (before !== parts.length - 1) throw new Error(`billing snapshot: its head counts ${before} parts before it, there are ${parts.length - 1}`);
   const u = new Unpacker(shapes);
-  const state: BillingState = {
-    position: BigInt(position),
-    prices: new Map(prices.map(([version, v]) => [version, u.value(v) as never])),
-    attempts: new Map(),
-    jobTeams: new Map(jobTeams.map(([jobId, team, eventId]) => [jobId, { team, eventId }])),
-    finalized: new Map(),
-    creditNotes: new Map(),
-  };
-  for (const slots of attempts) {
-    u.refs = [];
-    const [key, held, finished, lost, order] = slots as [string | 0, Json | undefined, Json | undefined, [string, number | string] | 0 | undefined, string | undefined];
-    const fields: Record<string, unknown> = {};
-    if (held) fields.held = u.sourced(held);
-    if (finished) fields.finished = u.sourced(finished);
-    if (lost) fields.lost = { eventId: lost[0], position: BigInt(lost[1]) };
-    const lineId = key === 0 ? lineIdOfData((fields.held as Sourced<unknown> | undefined)?.data ?? (fields.finished as Sourced<unknown> | undefined)?.data) : key;
-    if (lineId === undefined) throw new Error('billing snapshot: an attempt line without its id');
-    const facts: Record<string, unknown> = { key: lineId };
-    const names = order === undefined ? ATTEMPT_FIELDS.filter((f) => f in fields) : [...order].map((i) => ATTEMPT_FIELDS[Number(i)]!);
-    for (const f of names) facts[f] = fields[f];
-    state.attempts.set(lineId, facts as never);
+  const state: BillingState = { position: BigInt(position), prices: new Map(), attempts: new Map(), jobTeams: new Map(), finalized: new Map(), creditNotes: new Map() };
+  for (let i = 0; i < before; i++) {
+    const items = JSON.parse(parts[i]!) as unknown;
+    if (!Array.isArray(items)) throw new Error(`billing snapshot: part ${i} is not a list of items`);
+    for (const item of items as Json[][]) decodeItem(state, u, item);
+    yield;
   }
-  u.refs = undefined;
-  for (const [id, eventId, at, data] of finalized) state.finalized.set(id, { data: u.value(data) as never, eventId, position: BigInt(at) });
-  for (const [id, notes] of creditNotes) state.creditNotes.set(id, notes.map(([eventId, at, data]) => ({ data: u.value(data) as never, eventId, position: BigInt(at) })));
   return state;
+}
+
+/** {@link decodeBillingParts}, all at once. */
+export function decodeBilling(parts: readonly string[]): BillingState {
+  const steps = decodeBillingParts(parts);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+function decodeItem(state: BillingState, u: Unpacker, item: Json[]): void {
+  switch (item[0]) {
+    case Section.Price:
+      state.prices.set(item[1] as number, u.value(item[2]) as never);
+      return;
+    case Section.Attempt: {
+      u.refs = [];
+      const [key, held, finished, lost, order] = item.slice(1) as [string | 0, Json | undefined, Json | undefined, [string, number | string] | 0 | undefined, string | undefined];
+      const fields: Record<string, unknown> = {};
+      if (held) fields.held = u.sourced(held);
+      if (finished) fields.finished = u.sourced(finished);
+      if (lost) fields.lost = { eventId: lost[0], position: BigInt(lost[1]) };
+      const lineId = key === 0 ? lineIdOfData((fields.held as Sourced<unknown> | undefined)?.data ?? (fields.finished as Sourced<unknown> | undefined)?.data) : key;
+      if (lineId === undefined) throw new Error('billing snapshot: an attempt line without its id');
+      const facts: Record<string, unknown> = { key: lineId };
+      const names = order === undefined ? ATTEMPT_FIELDS.filter((f) => f in fields) : [...order].map((i) => ATTEMPT_FIELDS[Number(i)]!);
+      for (const f of names) facts[f] = fields[f];
+      state.attempts.set(lineId, facts as never);
+      u.refs = undefined;
+      return;
+    }
+    case Section.JobTeam:
+      state.jobTeams.set(item[1] as string, { team: item[2] as string, eventId: item[3] as string });
+      return;
+    case Section.Finalized: {
+      const [id, eventId, at, data] = item.slice(1) as [string, string, number | string, Json];
+      state.finalized.set(id, { data: u.value(data) as never, eventId, position: BigInt(at) });
+      return;
+    }
+    case Section.CreditNotes: {
+      const [id, notes] = item.slice(1) as [string, [string, number | string, Json][]];
+      state.creditNotes.set(
+        id,
+        notes.map(([eventId, at, data]) => ({ data: u.value(data) as never, eventId, position: BigInt(at) })),
+      );
+      return;
+    }
+    default:
+      throw new Error(`billing snapshot: unknown section ${JSON.stringify(item[0])}`);
+  }
 }

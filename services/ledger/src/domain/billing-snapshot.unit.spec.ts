@@ -1,5 +1,5 @@
 /**
- * The billing snapshot text (decision 0039) gives back exactly the state it was written from:
+ * The billing snapshot text (decision 0039), in parts of any size, gives back exactly the state it was written from:
  * cut after every event of a history with two price lists, several attempts per job, a
  * multi-node attempt, lost nodes (one before the attempt's own events arrive), events without a
  * team, finalized invoices and credit notes, the decoded state equals the fold (strictly: every
@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { evolveBilling, foldBilling, type BillingState, type StoredEvent } from './billing.js';
 import { FixtureLog } from './billing.fixtures.js';
-import { BILLING_SNAPSHOT_FORMAT, decodeBilling, encodeBilling } from './billing-snapshot.js';
+import { BILLING_SNAPSHOT_FORMAT, decodeBilling, decodeBillingParts, encodeBilling } from './billing-snapshot.js';
 import { allInvoiceViews, canonicalJson, decideInvoices } from './invoice.js';
 
 const HOUR = 3_600_000;
@@ -82,13 +82,15 @@ describe('billing snapshot text', () => {
     const wholeDigests = digests(whole);
     for (let cut = 0; cut <= events.length; cut++) {
       const state = foldBilling(events.slice(0, cut));
-      const text = encodeBilling(state);
+      // Parts of every size: an item each, a few items each, and the default (one part).
+      const partChars = [1, 700, undefined][cut % 3];
+      const text = encodeBilling(state, { partChars });
       const decoded = decodeBilling(text);
       expect(decoded).toStrictEqual(state);
-      expect(encodeBilling(decoded)).toBe(text);
+      expect(encodeBilling(decoded, { partChars })).toEqual(text);
       for (const e of events.slice(cut)) evolveBilling(decoded, e);
       expect(decoded).toStrictEqual(whole);
-      expect(encodeBilling(decoded)).toBe(wholeText);
+      expect(encodeBilling(decoded)).toEqual(wholeText);
       expect(digests(decoded)).toEqual(wholeDigests);
     }
   });
@@ -121,8 +123,38 @@ describe('billing snapshot text', () => {
     expect('team' in held && held.team === undefined).toBe(true);
   });
 
-  it('refuses text that is not a billing snapshot', () => {
-    expect(() => decodeBilling('{"state":{}}')).toThrow(/not a billing snapshot/);
-    expect(() => decodeBilling('not json')).toThrow();
+  it('writes parts of about the size asked, the head last, and decodes a part at a time', () => {
+    const state = foldBilling(history().events);
+    const one = encodeBilling(state);
+    // One part of items and the head: the state is far below the default part size.
+    expect(one).toHaveLength(2);
+    const many = encodeBilling(state, { partChars: 2_000 });
+    expect(many.length).toBeGreaterThan(4);
+    const head = JSON.parse(many.at(-1)!) as [string, unknown[], number];
+    expect(head[0]).toBe(String(state.position));
+    expect(head[2]).toBe(many.length - 1);
+    // Every part but the one that ends the items reaches the size asked, by at most one item.
+    for (const part of many.slice(0, -2)) expect(part.length).toBeGreaterThanOrEqual(2_000);
+    // The same items, cut elsewhere.
+    const items = (parts: string[]) => parts.slice(0, -1).flatMap((p) => JSON.parse(p) as unknown[]);
+    expect(items(many)).toEqual(items(one));
+    const steps = decodeBillingParts(many);
+    let turns = 0;
+    let step = steps.next();
+    for (; !step.done; step = steps.next()) turns++;
+    expect(turns).toBe(many.length - 1);
+    expect(step.value).toStrictEqual(state);
+    // An empty state: the head alone.
+    expect(encodeBilling(foldBilling([]))).toHaveLength(1);
+    expect(decodeBilling(encodeBilling(foldBilling([])))).toStrictEqual(foldBilling([]));
+  });
+
+  it('refuses parts that are not a billing snapshot, or not all of one', () => {
+    expect(() => decodeBilling(['{"state":{}}'])).toThrow(/not a billing snapshot/);
+    expect(() => decodeBilling(['not json'])).toThrow();
+    expect(() => decodeBilling([])).toThrow(/not a billing snapshot/);
+    const parts = encodeBilling(foldBilling(history().events), { partChars: 2_000 });
+    expect(() => decodeBilling([...parts.slice(0, 2), ...parts.slice(3)])).toThrow(`billing snapshot: its head counts ${parts.length - 1} parts before it, there are ${parts.length - 2}`);
+    expect(() => decodeBilling(['[[9,"x"]]', JSON.stringify(['1', [], 1])])).toThrow('billing snapshot: unknown section 9');
   });
 });

@@ -9,8 +9,8 @@ import {
   BILLING_EVENT_TYPES,
   BILLING_SNAPSHOT_FORMAT,
   canonicalJson,
-  decodeBilling,
-  encodeBilling,
+  decodeBillingParts,
+  encodeBillingParts,
   evolveBilling,
   initialBilling,
   invoiceOf,
@@ -91,7 +91,7 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
       );
       // Saved at once: a first start on a long store folds it once, later starts fold the tail.
       this.sinceSave += events;
-      this.saveSnapshot({ now: true });
+      await this.saveSnapshot({ now: true });
     });
     await this.saving;
   }
@@ -99,7 +99,7 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
   /** Waits for a save under way, then saves what was folded since, if anything (bounded: the events since the last save). */
   async onApplicationShutdown(): Promise<void> {
     await this.saving;
-    await this.exclusive(async () => this.saveSnapshot({ now: true }));
+    await this.exclusive(() => this.saveSnapshot({ now: true }));
     await this.saving;
   }
 
@@ -167,7 +167,7 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
   /** Folds the state up to `head`, and saves the snapshot when one is due. Only inside `exclusive`. */
   private async catchUp(head: bigint): Promise<void> {
     this.sinceSave += await foldStore(this.store, this.state, head);
-    this.saveSnapshot();
+    await this.saveSnapshot();
   }
 
   /**
@@ -184,7 +184,10 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
       this.saved = snapshot?.checkpoint ?? (await this.slot.checkpoint());
       if (!snapshot) return undefined;
       try {
-        const state = decodeBilling(snapshot.state);
+        const steps = decodeBillingParts(snapshot.parts);
+        let step = steps.next();
+        for (; !step.done; step = steps.next()) await turn();
+        const state = step.value;
         // Never trusted beyond its position: the state must be the fold up to exactly the event checked.
         if (state.position !== snapshot.checkpoint.position) throw new Error(`its state is the fold up to position ${state.position}, its row says ${snapshot.checkpoint.position}`);
         return state;
@@ -202,13 +205,14 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
   /**
    * Saves the state as the snapshot when one is due: every GPUNET_LEDGER_SNAPSHOT_EVENTS billing
    * events folded, or GPUNET_LEDGER_SNAPSHOT_MS after the last save when any was folded since, and
-   * at least SNAPSHOT_SPACING times the last save's duration after it (encoding the state takes
-   * this process's event loop: about 1 % of the time at most, however large the state). `now`:
-   * whenever a billing event was folded since the last save. Only inside `exclusive` (the state is encoded
-   * there, unchanging); the write itself runs after, one at a time. A failed save is logged and
-   * costs only a longer fold at the next start.
+   * at least SNAPSHOT_SPACING times the last save's duration after it (encoding the state holds
+   * the fold: about 1 % of the time at most, however large the state). `now`: whenever a billing
+   * event was folded since the last save. Only inside `exclusive`: the state is encoded there,
+   * unchanging, a part at a time with a turn of the event loop between parts (a million jobs'
+   * state is some hundreds of megabytes); the write itself runs after, one at a time. A failed
+   * save is logged and costs only a longer fold at the next start.
    */
-  private saveSnapshot(options: { now?: boolean } = {}): void {
+  private async saveSnapshot(options: { now?: boolean } = {}): Promise<void> {
     const slot = this.slot;
     // Nothing billing folded since the last save: the stored snapshot differs only in position, and
     // a start from it reads past the other events it skips (rewriting megabytes is not worth it).
@@ -221,15 +225,19 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
     }
     const started = Date.now();
     const position = this.state.position;
-    let text: string;
+    const parts: string[] = [];
     try {
-      text = encodeBilling(this.state);
+      for (const part of encodeBillingParts(this.state)) {
+        parts.push(part);
+        await turn();
+      }
     } catch (err) {
-      // Too large for one string (V8's longest is about 512 MiB): every later save fails alike.
+      // An item longer than one string can be (V8's longest is about 512 MiB): every later save fails alike.
       this.slot = undefined;
       this.logger.warn({ err, position: String(position), attempts: this.state.attempts.size }, 'billing snapshot not saved, and no more by this process: the state could not be serialized; starts fold the store from zero');
       return;
     }
+    const chars = parts.reduce((n, p) => n + p.length, 0);
     const folded = this.sinceSave;
     this.sinceSave = 0;
     this.savedAt = started;
@@ -239,11 +247,11 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
       const [at] = await this.store.readAll({ fromPosition: position - 1n, toPosition: position, maxCount: 1 });
       if (!at || at.position !== position) throw new Error(`the store has no event at position ${position}`);
       const to = { position, eventId: at.eventId };
-      if (await slot.save(from, to, text)) {
+      if (await slot.save(from, to, parts)) {
         this.saved = to;
         const ended = Date.now();
         this.lastSave = { ms: ended - started, endedAt: ended };
-        this.logger.info({ position: String(position), bytes: text.length, events: folded, ms: ended - started }, 'billing snapshot saved');
+        this.logger.info({ position: String(position), chars, parts: parts.length, events: folded, ms: ended - started }, 'billing snapshot saved');
       } else {
         // Another ledger moved it meanwhile (or it is already further): the next save starts from there.
         this.saved = await slot.checkpoint();
@@ -279,6 +287,11 @@ function digests(state: BillingState, cutoffMs: number): Map<string, { status: '
   return out;
 }
 
+/** A turn of the event loop: the SQLite store and the codec are synchronous, and a lease must be renewed meanwhile. */
+function turn(): Promise<void> {
+  return new Promise<void>((resolve) => setImmediate(resolve));
+}
+
 /** Folds the store's billing events after the state's position up to `to` (inclusive); returns how many. */
 export async function foldStore(store: EventStore, state: BillingState, to: bigint): Promise<number> {
   let count = 0;
@@ -291,7 +304,7 @@ export async function foldStore(store: EventStore, state: BillingState, to: bigi
     from = page[page.length - 1]!.position;
     // The SQLite store answers synchronously: without a turn of the event loop between pages a
     // fold of a large store holds it throughout, and the leader's lease goes unrenewed and lapses.
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await turn();
   }
   if (to > state.position) state.position = to;
   return count;

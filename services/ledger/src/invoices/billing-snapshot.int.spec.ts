@@ -132,14 +132,14 @@ describe.each(stores.backends)('ledger billing snapshot ($name)', (backend) => {
       expect(projection.start!.events).toBe((await store.readAll({ fromPosition: previous, toPosition: head, maxCount: 1_000_000, filter: { types: BILLING_EVENT_TYPES } })).length);
       const state = await stateOf(projection);
       expect(state).toStrictEqual(zero);
-      expect(encodeBilling(state)).toBe(encodeBilling(zero));
+      expect(encodeBilling(state)).toEqual(encodeBilling(zero));
       expect(digests(state)).toEqual(digests(zero));
       // Saved at once after the start's fold, at the head.
       expect(lines.map((l) => l.msg)).toContain('billing snapshot saved');
       const slot = (await SnapshotSlot.open(store, BILLING_SNAPSHOT, BILLING_SNAPSHOT_FORMAT))!;
       const saved = (await slot.load(() => undefined))!;
       expect(saved.checkpoint.position).toBe(head);
-      expect(decodeBilling(saved.state)).toStrictEqual(zero);
+      expect(decodeBilling(saved.parts)).toStrictEqual(zero);
       await projection.onApplicationShutdown();
       previous = head;
       first = false;
@@ -183,7 +183,7 @@ describe.each(stores.backends)('ledger billing snapshot ($name)', (backend) => {
       await stateOf(projection);
       await new Promise((r) => setTimeout(r, 50));
     }
-    expect(decodeBilling((await slot.load(() => undefined))!.state)).toStrictEqual(await fromZero(store, head));
+    expect(decodeBilling((await slot.load(() => undefined))!.parts)).toStrictEqual(await fromZero(store, head));
     expect(lines.filter((l) => l.msg === 'billing snapshot saved').length).toBe(2);
     await projection.onApplicationShutdown();
   });
@@ -202,13 +202,13 @@ describe.each(stores.backends)('ledger billing snapshot ($name)', (backend) => {
     const slot = (await SnapshotSlot.open(store, BILLING_SNAPSHOT, BILLING_SNAPSHOT_FORMAT))!;
     for (const cut of cuts) {
       const [at] = await store.readAll({ fromPosition: cut - 1n, toPosition: cut, maxCount: 1 });
-      expect(await slot.save(await slot.checkpoint(), { position: cut, eventId: at!.eventId }, encodeBilling(await fromZero(store, cut)))).toBe(true);
+      expect(await slot.save(await slot.checkpoint(), { position: cut, eventId: at!.eventId }, encodeBilling(await fromZero(store, cut), { partChars: 4_000 }))).toBe(true);
       const loaded = (await slot.load(() => undefined))!;
-      const state = decodeBilling(loaded.state);
+      const state = decodeBilling(loaded.parts);
       expect(state).toStrictEqual(await fromZero(store, cut));
       await foldStore(store, state, head);
       expect(state).toStrictEqual(zero);
-      expect(encodeBilling(state)).toBe(zeroText);
+      expect(encodeBilling(state)).toEqual(zeroText);
       expect(digests(state)).toEqual(digests(zero));
     }
   });

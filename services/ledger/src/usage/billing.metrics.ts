@@ -110,7 +110,7 @@ export class BillingMetrics implements OnModuleInit, OnModuleDestroy {
         this.logger.warn({ reason: why.reason, position: why.checkpoint.position.toString() }, `billing figures' snapshot ignored, folding every usage line: ${why.detail}`),
       );
       if (!snapshot) return;
-      const totals = decodeTotals(snapshot.state);
+      const totals = decodeTotals(snapshot.parts.join(''));
       for (const t of totals) this.add(t);
       this.folded = snapshot.checkpoint;
       this.stored = snapshot.checkpoint;

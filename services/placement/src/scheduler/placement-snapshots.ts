@@ -55,7 +55,7 @@ export class PlacementSnapshots {
     );
     if (!snapshot) return undefined;
     try {
-      return { fold: PlacementFold.decode(snapshot.state, this.options, this.now), checkpoint: snapshot.checkpoint };
+      return { fold: PlacementFold.decode(snapshot.parts.join(''), this.options, this.now), checkpoint: snapshot.checkpoint };
     } catch (err) {
       this.log.warn({ reason: 'unreadable', position: snapshot.checkpoint.position.toString(), err: (err as Error).message }, `placement snapshot ignored, folding from the start of the store: ${(err as Error).message}`);
       return undefined;
