@@ -233,6 +233,10 @@ describe('JobEnded across real processes', () => {
       expect((await client.getJob(jobId)).state).toBe('cancelled');
       await client.cancel(blocker.jobId);
       await ended(blocker.jobId);
+      // The job's audit holds the loss, read from the lost node's stream; the blocker's, on the other node, does not.
+      const lossesIn = async (id: string) => (await client.auditJob(id)).timeline.filter((t) => t.type === 'NodeLost').map((t) => t.streamId);
+      expect(await lossesIn(jobId)).toEqual([`placement-node-${nodeId}`]);
+      expect(await lossesIn(blocker.jobId)).toEqual([]);
     }),
     120_000,
   );
