@@ -88,7 +88,8 @@ describe.each(stores.backends)('snapshot ($name)', (backend) => {
     const [e1, e2, e3] = (await a.readAll()).map((e) => ({ position: e.position, eventId: e.eventId }));
     const slot = (await SnapshotSlot.open(a, 'thing', 1))!;
     const ignored: SnapshotIgnored[] = [];
-    const big = ['[1,', '"two\nlines",', 'x'.repeat(100_000), ']'];
+    // More parts than one read takes, so the load reads them in several.
+    const big = ['[1,', '"two\nlines",', 'x'.repeat(100_000), ...Array.from({ length: 10 }, (_, i) => `,${i}`), ']'];
     expect(await slot.save(await slot.checkpoint(), e1!, big)).toBe(true);
     expect(await slot.load((w) => ignored.push(w))).toEqual({ checkpoint: e1, parts: big });
     expect(await slot.save(e1!, e2!, ['short', 'er'])).toBe(true);

@@ -22,6 +22,8 @@ import { projectionTablesOf, trustedCheckpoint, type ProjectionCheckpoint, type 
 const SNAPSHOT_TABLE_VERSION = 1;
 const ROW_KEY = 'snapshot';
 const HEADER = 'gpunet-snapshot ';
+/** Part rows read per query when loading. */
+const PARTS_PER_READ = 4;
 /** The header line: the format, and the number of parts when more than one. */
 const HEADER_LINE = /^gpunet-snapshot (\d+)(?: parts=(\d+))?$/;
 
@@ -100,8 +102,11 @@ export class SnapshotSlot {
     }
     const count = header?.[2] === undefined ? 1 : Number(header[2]);
     const parts = [doc.slice(newline + 1)];
-    if (count > 1) {
-      const keys = Array.from({ length: count - 1 }, (_, i) => partKey(i + 1));
+    // The other parts a few at a time, with a turn of the event loop between reads (SQLite's are
+    // synchronous, and a large state is hundreds of megabytes). Every write moves the position, so
+    // rows read at the same position are of the same state.
+    for (let first = 1; first < count; first += PARTS_PER_READ) {
+      const keys = Array.from({ length: Math.min(PARTS_PER_READ, count - first) }, (_, i) => partKey(first + i));
       const rest = await this.table.query({ where: [{ column: 'key', op: 'in', values: keys }] });
       if (rest.checkpoint.position !== checkpoint.position) return this.load(ignored);
       const byKey = new Map(rest.rows.map((r) => [r.key, r.doc]));
@@ -113,6 +118,7 @@ export class SnapshotSlot {
         }
         parts.push(part);
       }
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
     return { checkpoint, parts };
   }
