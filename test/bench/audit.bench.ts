@@ -161,8 +161,17 @@ async function main(): Promise<void> {
     if (opts.settle) {
       // The notary's first pass over a store without digests takes minutes beside the queries.
       const settled = await timed(async () => {
-        // One answer is one pass (shared with the pass already running): signed up to the head it saw.
-        const msg = await nc.request(Commands.SignChainHeads.subject, '{}', { timeout: 3_600_000 });
+        // One answer is one pass (shared with the pass already running): signed up to the head it
+        // saw. nats-server lets a service answer a request for 2 minutes only (allow_responses'
+        // default expiry), and a first pass takes longer: ask again until an answer comes.
+        let msg;
+        while (!msg) {
+          msg = await nc.request(Commands.SignChainHeads.subject, '{}', { timeout: 90_000 }).catch((err: unknown) => {
+            if ((err as { code?: string }).code !== 'TIMEOUT' && !/timeout/i.test((err as Error).message)) throw err;
+            say('  notary: still signing; asking again');
+            return undefined;
+          });
+        }
         const reply = replyEnvelope(SignChainHeadsReply).parse(JSON.parse(new TextDecoder().decode(msg.data)));
         if (!reply.ok) throw new Error(`SignChainHeads: ${reply.error.message}`);
         say(`  notary: digest #${reply.data.digest?.sequence} covers position ${reply.data.digest?.position}`);
