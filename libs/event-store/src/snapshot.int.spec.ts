@@ -81,6 +81,7 @@ describe.each(stores.backends)('snapshot ($name)', (backend) => {
     expect(await v1.load((w) => ignored.push(w))).toBeUndefined();
     expect(ignored[1]!.reason).toBe('other_format');
   });
+
   it('a state in parts loads as those parts; a later state in fewer parts never reads the rows the longer one left', async () => {
     const { open } = await backend.fresh();
     const a = await open();
