@@ -4,7 +4,7 @@ import type { EventStore, ReadAllFilter, RecordedEvent } from '#event-store';
 import { CLOCK, EVENT_STORE, EVENT_WRITER, NatsQueryContext, newId, type Clock, type EventWriter } from '#service-kit';
 import { Controller, Inject } from '@nestjs/common';
 import { Ctx, MessagePattern, Payload } from '@nestjs/microservices';
-import { LEDGER_STREAM_PREFIX, placementNodeStreamId } from '../domain/index.js';
+import { LEDGER_STREAM_PREFIX, nodesOfAttempts, placementNodeStreamId } from '../domain/index.js';
 import { emptyJobAudit, evolveJobAudit, isSubmitted, jobIdsOf, jobReport } from './audit-projection.js';
 import { AuditProjectionService } from './audit-projection.service.js';
 
@@ -55,11 +55,11 @@ export class AuditController {
     const recordedAs = await this.record('AuditJob', { jobId: query.jobId }, query.requester, ctx);
     // One job: read straight from the store through its job index, as of the head seen first,
     // with the NodeLost events that list its attempts. Those name no single job: placement
-    // records each in the lost node's stream, so the streams of the nodes the job's own events
-    // name hold every one (a read of every NodeLost in the store grew with history).
+    // records each in the lost node's stream, so the streams of the nodes the job was placed on
+    // hold every one (as for the job's end; a read of every NodeLost in the store grew with history).
     const head = await this.store.headPosition();
     const own = await this.readUpTo(head, { jobId: query.jobId });
-    const nodeStreams = await Promise.all([...nodesOf(own)].map((nodeId) => this.store.readStream(placementNodeStreamId(nodeId))));
+    const nodeStreams = await Promise.all(nodesOfAttempts(own).map((nodeId) => this.store.readStream(placementNodeStreamId(nodeId))));
     const lost = nodeStreams.flat().filter((e) => e.type === 'NodeLost' && e.position <= head && jobIdsOf(e).includes(query.jobId));
     const state = emptyJobAudit(query.jobId);
     for (const e of [...own, ...lost].sort((a, b) => (a.position < b.position ? -1 : 1))) evolveJobAudit(state, e);
@@ -92,17 +92,6 @@ export class AuditController {
     await this.writer.append(AUDIT_STREAM, [{ type: 'AuditQueried', data, eventId }], { team: requester.team, ...(correlationId ? { correlationId } : {}) });
     return eventId;
   }
-}
-
-/** Every node the events name: their `nodeId`, and each of `nodes` (a placement on several nodes). */
-function nodesOf(events: readonly RecordedEvent[]): Set<string> {
-  const nodes = new Set<string>();
-  for (const e of events) {
-    const d = e.data as { nodeId?: unknown; nodes?: unknown } | null;
-    if (typeof d?.nodeId === 'string') nodes.add(d.nodeId);
-    if (Array.isArray(d?.nodes)) for (const n of d.nodes as { nodeId?: unknown }[]) if (typeof n?.nodeId === 'string') nodes.add(n.nodeId);
-  }
-  return nodes;
 }
 
 function correlationOf(ctx: NatsQueryContext): string | undefined {
