@@ -15,6 +15,7 @@
  * says how many parts there are; part i (from 1) is the row `snapshot.i`. Rows past the count,
  * left by an earlier and longer state, are never read.
  */
+import { setImmediate as turn } from 'node:timers/promises';
 import type { EventStore } from './event-store.js';
 import { projectionTablesOf, trustedCheckpoint, type ProjectionCheckpoint, type ProjectionTable } from './projection-table.js';
 
@@ -118,7 +119,7 @@ export class SnapshotSlot {
         }
         parts.push(part);
       }
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      await turn();
     }
     return { checkpoint, parts };
   }

@@ -10,10 +10,11 @@
  * parts, byte for byte.
  *
  * Compact, because one attempt line is kept per attempt and node ever held: objects of event data
- * are written as `[shape, ...values]` with each distinct key list written once (a table of shapes), ISO times that `Date` writes back identically as epoch ms, the
- * line id left out when it is the attempt and node of the line's own data, and a string an attempt
- * line repeats (its job and attempt ids, written by ComputeHeld and JobFinished) as a reference to
- * its first occurrence in that line.
+ * are written as `[shape, ...values]` with each distinct key list written once (a table of
+ * shapes), ISO times that `Date` writes back identically as epoch ms, the line id left out when it
+ * is the attempt and node of the line's own data, and a string an attempt line repeats (its job
+ * and attempt ids, written by ComputeHeld and JobFinished) as a reference to its first occurrence
+ * in that line.
  */
 import type { BillingState, Sourced } from './billing.js';
 

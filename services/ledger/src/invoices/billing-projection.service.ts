@@ -3,6 +3,8 @@ import { SnapshotSlot, type EventStore, type ProjectionCheckpoint } from '#event
 import { EVENT_STORE, LOGGER, SERVICE_CONFIG } from '#service-kit';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { createHash } from 'node:crypto';
+// A turn of the event loop: the SQLite store and the snapshot codec are synchronous, and a lease must be renewed meanwhile.
+import { setImmediate as turn } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import {
   allInvoiceViews,
@@ -285,11 +287,6 @@ function digests(state: BillingState, cutoffMs: number): Map<string, { status: '
     out.set(id, { status: view.status, sha256: createHash('sha256').update(canonicalJson(view)).digest('hex') });
   }
   return out;
-}
-
-/** A turn of the event loop: the SQLite store and the codec are synchronous, and a lease must be renewed meanwhile. */
-function turn(): Promise<void> {
-  return new Promise<void>((resolve) => setImmediate(resolve));
 }
 
 /** Folds the store's billing events after the state's position up to `to` (inclusive); returns how many. */
