@@ -7,8 +7,8 @@
  * - object name `<team>/<sha256>` (content-addressed, lower-case hex); a folder input is the
  *   object of its `FolderManifest`;
  * - chunks on `$O.gpunet-blobs-<team>.C.<nuid>`, raw bytes in order (gpunet's writer sets
- *   `Gpunet-Chunk` = index and `Gpunet-Chunk-Sha256` on each, so an upload resumes after the last
- *   whole chunk);
+ *   `Gpunet-Chunk` = index on each, so an upload resumes after the last whole chunk, once that
+ *   chunk's bytes are the file's; chunks earlier versions wrote also carry `Gpunet-Chunk-Sha256`);
  * - the object's record ({@link BlobObjectRecord}) on `$O.gpunet-blobs-<team>.M.<base64url(name)>`
  *   (padded base64url of the name, `Nats-Rollup: sub`), written last: an object is there once its
  *   record is, and its bytes hash to `digest`.
@@ -27,7 +27,7 @@ export const NODE_BUCKET_PREFIX = 'gpunet-node';
 
 /** Header of a chunk gpunet's writer stores: its 0-based index in the object. */
 export const CHUNK_INDEX_HEADER = 'Gpunet-Chunk';
-/** Header of a chunk gpunet's writer stores: the hex sha256 of the chunk's bytes. */
+/** Header of a chunk earlier versions of gpunet's writer stored: the hex sha256 of the chunk's bytes (no longer written or read: a resumed upload compares bytes). */
 export const CHUNK_SHA256_HEADER = 'Gpunet-Chunk-Sha256';
 
 export const BlobObjectRecord = z

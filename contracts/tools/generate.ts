@@ -583,9 +583,9 @@ function headerSchemas(): Record<string, JsonObject> {
       ['Gpunet-Dead-Letter-Reason'],
     ),
     PlainHeaders: closed('No headers besides trace context.', {}),
-    BlobChunkHeaders: closed('Headers of a blob chunk: gpunet\'s writer sets both when it uploads, only the index when it copies between buckets (a copy is never resumed from); other Object Store clients none.', {
+    BlobChunkHeaders: closed('Headers of a blob chunk: gpunet\'s writer sets the index (a resumed upload compares the last stored chunk\'s bytes with the file\'s); other Object Store clients none.', {
       [CHUNK_INDEX_HEADER]: header('0-based index of the chunk in its object.', { pattern: '^(0|[1-9][0-9]*)$' }),
-      [CHUNK_SHA256_HEADER]: header('Hex sha256 of the chunk\'s bytes.', { pattern: '^[0-9a-f]{64}$' }),
+      [CHUNK_SHA256_HEADER]: header('Hex sha256 of the chunk\'s bytes, on chunks uploaded by earlier versions of gpunet\'s writer; no longer written, and not read.', { pattern: '^[0-9a-f]{64}$' }),
     }),
     ReadChunkHeaders: closed('Headers of the answer to ReadForNode: nats-server\'s direct get reply carries the chunk\'s stream, sequence, subject and time and the headers it was stored with; storage\'s JSON reply envelope carries none.', {
       'Nats-Stream': header('The team\'s bucket stream, `OBJ_gpunet-blobs-<team>`.'),
@@ -593,7 +593,7 @@ function headerSchemas(): Record<string, JsonObject> {
       'Nats-Subject': header('The blob\'s chunk subject, `$O.gpunet-blobs-<team>.C.<nuid>`.'),
       'Nats-Time-Stamp': header('When the chunk was stored.'),
       [CHUNK_INDEX_HEADER]: header('0-based index of the chunk in its object, when its writer stored one.', { pattern: '^(0|[1-9][0-9]*)$' }),
-      [CHUNK_SHA256_HEADER]: header('Hex sha256 of the chunk\'s bytes, when its writer stored one.', { pattern: '^[0-9a-f]{64}$' }),
+      [CHUNK_SHA256_HEADER]: header('Hex sha256 of the chunk\'s bytes, on chunks uploaded by earlier versions of gpunet\'s writer.', { pattern: '^[0-9a-f]{64}$' }),
     }),
     BlobRecordHeaders: closed('Headers of a blob record (the Object Store\'s).', {
       'Nats-Rollup': header('`sub`: the record replaces the earlier ones of its subject.', { enum: ['sub'] }),

@@ -17,7 +17,9 @@
  *   through storage (`gpunet.data.<nodeId>.read`, 32 reads in flight; storage has nats-server
  *   answer each with the blob's next chunk from the team's bucket), verifies it into its cache and
  *   hard-links it into `inputs/`;
- * - second stage: bytes the NATS connection received while staging the same data for job 2.
+ * - second stage: bytes the NATS connection received while staging the same data for job 2;
+ * - CPU per GiB of the upload and the first stage: this process's (the client; for a stage the
+ *   node and storage, both here) and nats-server's.
  * Ends with one JSON line per figure:
  *   {"bench":"staging.upload","value":N,"unit":"MB/s","raw":R,"ratio":X}
  * `raw` is the raw read + sha256 for `staging.upload` and `staging.stage`, the raw fsync'd write for
@@ -38,6 +40,7 @@ import { NodeData } from '../../services/execution/src/staging/node-data.js';
 import { NodeReads } from '../../services/storage/src/node-data/node-reads.js';
 import { startNatsServer } from '../support/nats-server.js';
 import { positive } from './args.js';
+import { cpuDelta, processCpu } from './cpu.js';
 
 
 const opts = new Command('staging.bench')
@@ -55,6 +58,20 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ result: T; ms: number }
   const started = performance.now();
   const result = await fn();
   return { result, ms: performance.now() - started };
+}
+
+/**
+ * `fn` timed, with the CPU this process (client, and for a stage storage too: the bench runs both)
+ * and nats-server used meanwhile, in ms per GiB moved: on a 2-core machine the two together are
+ * what bounds the rate, and unlike MB/s they hardly move with the disk's mood.
+ */
+async function timedCpu<T>(serverPid: number, bytes: number, fn: () => Promise<T>): Promise<{ result: T; ms: number; cpu: { bench: number; server: number } }> {
+  const server = processCpu(serverPid);
+  const own = process.cpuUsage();
+  const run = await timed(fn);
+  const used = process.cpuUsage(own);
+  const perGiB = (ms: number) => Math.round((ms * 2 ** 30) / bytes);
+  return { ...run, cpu: { bench: perGiB((used.user + used.system) / 1000), server: perGiB(cpuDelta(server, processCpu(serverPid)).ownMs) } };
 }
 
 /** Writes `bytes` of random data in 4 MiB blocks (each block freshly random, so nothing compresses or dedups). */
@@ -137,10 +154,11 @@ async function main(): Promise<void> {
     console.log(`raw write + fsync (same disk): ${round(rawWriteMbps)} MB/s (${Math.round(rawWrite.ms)} ms)`);
 
     const blobs = await BlobStore.open(nc);
-    const upload = await timed(() => blobs.uploadFile('team-bench', dataset));
+    const upload = await timedCpu(server.pid, bytes, () => blobs.uploadFile('team-bench', dataset));
     if (upload.result.sha256 !== raw.result) throw new Error('the upload hashed the dataset differently from the raw read');
     const uploadMbps = mbps(bytes, upload.ms);
     console.log(`upload (hash + send):      ${round(uploadMbps)} MB/s (${Math.round(upload.ms)} ms, ${upload.result.bytesSent} bytes sent) = ${round(uploadMbps / rawMbps, 3)} of raw read, ${round(uploadMbps / rawWriteMbps, 3)} of raw write`);
+    console.log(`  CPU per GiB: client ${upload.cpu.bench} ms, nats-server ${upload.cpu.server} ms`);
 
     // The node reads through storage (here in-process, on its own connection, as the service
     // does it; admission is storage's store check, which the bench leaves out) from the team's bucket.
@@ -158,7 +176,7 @@ async function main(): Promise<void> {
       await mkdir(inputs, { recursive: true });
       await nc.flush();
       const before = nc.stats().inBytes;
-      const run = await timed(() => cache.stage('team-bench', [input], inputs, undefined, { attemptId: `${job}-a1`, jobId: job }));
+      const run = await timedCpu(server.pid, bytes, () => cache.stage('team-bench', [input], inputs, undefined, { attemptId: `${job}-a1`, jobId: job }));
       await nc.flush();
       const received = nc.stats().inBytes - before;
       const placed = await stat(join(inputs, 'data', 'dataset.bin'));
@@ -168,6 +186,7 @@ async function main(): Promise<void> {
     const first = await stageFor('job-1');
     const stageMbps = mbps(bytes, first.ms);
     console.log(`stage, job 1 (read through storage, verify, link): ${round(stageMbps)} MB/s (${Math.round(first.ms)} ms, ${first.result.downloadedBytes} bytes from the object store, ${first.received} bytes received) = ${round(stageMbps / rawMbps, 3)} of raw read, ${round(stageMbps / rawWriteMbps, 3)} of raw write`);
+    console.log(`  CPU per GiB: node and storage ${first.cpu.bench} ms, nats-server ${first.cpu.server} ms`);
     const second = await stageFor('job-2');
     console.log(`stage, job 2 same node, same dataset: ${Math.round(second.ms)} ms, ${second.result.downloadedBytes} bytes from the object store, ${second.received} bytes received on the connection`);
 
@@ -176,6 +195,8 @@ async function main(): Promise<void> {
     line({ bench: 'staging.upload_vs_disk_write', value: round(uploadMbps), unit: 'MB/s', raw: round(rawWriteMbps), ratio: round(uploadMbps / rawWriteMbps, 3) });
     line({ bench: 'staging.stage', value: round(stageMbps), unit: 'MB/s', raw: round(rawMbps), ratio: round(stageMbps / rawMbps, 3) });
     line({ bench: 'staging.stage_vs_disk_write', value: round(stageMbps), unit: 'MB/s', raw: round(rawWriteMbps), ratio: round(stageMbps / rawWriteMbps, 3) });
+    line({ bench: 'staging.upload_cpu', value: upload.cpu.bench + upload.cpu.server, unit: 'CPU-ms/GiB', client: upload.cpu.bench, server: upload.cpu.server });
+    line({ bench: 'staging.stage_cpu', value: first.cpu.bench + first.cpu.server, unit: 'CPU-ms/GiB', node_and_storage: first.cpu.bench, server: first.cpu.server });
     line({ bench: 'staging.second_stage_bytes_moved', value: second.result.downloadedBytes, unit: 'bytes', received: second.received });
   } finally {
     await nc.close().catch(() => undefined);

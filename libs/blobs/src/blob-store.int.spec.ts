@@ -197,14 +197,17 @@ describe('BlobStore against a real nats-server', () => {
 
     expect((await readdir(join(dir, 'batched'))).filter((n) => n.endsWith('.part'))).toEqual([]);
 
-    // The copy's chunks carry their index but no sha256 (a copy hashes each byte once, against the
-    // address): an upload that later finds them without a record starts over rather than resuming.
+    // The copy's chunks carry their index and no sha256 (nothing reads one): an upload that later
+    // finds them without a record keeps them once the last one's bytes are the file's.
     const nodeWriter = await ChunkedWriter.open(nc, 'gpunet-node-node-batched', { chunkBytes: MiB, pipeline: 2, timeoutMs: 10_000 });
     const copied = nodeWriter.nuidOf(`team-c/${up.sha256}`);
     const last = await jsm.streams.getMessage('OBJ_gpunet-node-node-batched', { last_by_subj: nodeWriter.chunkSubject(copied) });
-    expect(last?.header?.get(CHUNK_INDEX_HEADER)).toBe(String(Math.ceil(bytes.length / nodeWriter.chunkBytes) - 1));
+    const chunks = Math.ceil(bytes.length / nodeWriter.chunkBytes);
+    expect(last?.header?.get(CHUNK_INDEX_HEADER)).toBe(String(chunks - 1));
     expect(last?.header?.get(CHUNK_SHA256_HEADER)).toBe('');
-    expect(await nodeWriter.storedPrefix(copied)).toEqual({ chunks: 0, lastChunkSha256: undefined });
+    const prefix = await nodeWriter.storedPrefix(copied);
+    expect(prefix.chunks).toBe(chunks);
+    expect(Buffer.from(prefix.lastChunk!).equals(bytes.subarray((chunks - 1) * nodeWriter.chunkBytes))).toBe(true);
   });
 
   it('fails at once, never waiting, on a record whose chunks are gone: the blob must be uploaded again', async () => {
@@ -333,12 +336,15 @@ describe('BlobStore against a real nats-server', () => {
     await blobs
       .uploadFile('team-a', path, { signal: abort.signal, onProgress: (p) => p.phase === 'uploading' && p.bytesDone >= 2 * MiB && abort.abort(new Error('interrupted')) })
       .catch(() => undefined);
-    // Another file with the same address would be a sha256 collision; instead, damage what is stored.
+    // Another file with the same address would be a sha256 collision; instead, damage what is
+    // stored. The last chunk even carries the sha256 of the file's own chunk 1 in the header an
+    // older writer stored and checked: the resume compares bytes, and these are not the file's.
     const name = `team-a/${sha(bytes)}`;
-    const nuid = uploadNuid(BUCKET_A, name, MiB - CHUNK_HEADER_ROOM);
+    const chunkBytes = MiB - CHUNK_HEADER_ROOM;
+    const nuid = uploadNuid(BUCKET_A, name, chunkBytes);
     const h = headers();
     h.set('Gpunet-Chunk', '1');
-    h.set('Gpunet-Chunk-Sha256', sha(Buffer.alloc(1000)));
+    h.set('Gpunet-Chunk-Sha256', sha(bytes.subarray(chunkBytes, 2 * chunkBytes)));
     const jsm = await jetstreamManager(nc);
     await jsm.streams.purge(`OBJ_${BUCKET_A}`, { filter: `$O.${BUCKET_A}.C.${nuid}` });
     const js = jetstream(nc);

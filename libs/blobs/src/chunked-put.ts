@@ -10,9 +10,9 @@
  *
  * - the chunk subject's `nuid` is derived from the object name (itself `<team>/<sha256>`) and the
  *   chunk size, so a second run of the same upload finds the chunks the first one stored;
- * - chunks are sent with a window of PubAcks in flight (`pipeline`), each carrying its index and
- *   its own sha256 in headers (no `Nats-Msg-Id`: a restart after a purge must be able to send the
- *   same chunk again within the server's duplicate window);
+ * - chunks are sent with a window of PubAcks in flight (`pipeline`), each carrying its index in a
+ *   header (no `Nats-Msg-Id`: a restart after a purge must be able to send the same chunk again
+ *   within the server's duplicate window);
  * - a failure leaves the stored chunks in place for the next run; the record is written only
  *   when every byte is stored and the bytes sent hash to the address.
  */
@@ -24,8 +24,9 @@ import { headers, type NatsConnection } from '@nats-io/transport-node';
 import type { BlobDigest } from './hash.js';
 import type { ProgressListener } from './progress.js';
 
-// A chunk's index and the hex sha256 of its bytes travel in headers (contracts/blobs.ts), so a
-// resumed upload can check the last stored chunk against the file.
+// A chunk's index travels in a header (contracts/blobs.ts), so a resumed upload knows how many
+// chunks an earlier run stored. Chunks stored before this writer compared bytes on resume also
+// carry the hex sha256 of their bytes; nothing reads it now.
 export { CHUNK_INDEX_HEADER, CHUNK_SHA256_HEADER };
 
 /** Bytes of a chunk message left for its headers: a message (payload + headers) must fit the server's max_payload. */
@@ -49,8 +50,8 @@ export interface PutOutcome {
 /** The chunks of an interrupted upload that a new run can keep. */
 export interface StoredPrefix {
   chunks: number;
-  /** sha256 of the last stored chunk, from its header; undefined when none is stored. */
-  lastChunkSha256: string | undefined;
+  /** The bytes of the last stored chunk, which a resumed upload compares with the file's; undefined when none is stored. */
+  lastChunk: Uint8Array | undefined;
 }
 
 /** Writes objects of one bucket in the Object Store layout; see the module comment. */
@@ -105,16 +106,16 @@ export class ChunkedWriter {
       if (isNoMessage(err)) return null;
       throw err;
     });
-    if (!last) return { chunks: 0, lastChunkSha256: undefined };
+    if (!last) return { chunks: 0, lastChunk: undefined };
     const info = await this.jsm.streams.info(this.stream, { subjects_filter: subject });
     const count = info.state.subjects?.[subject] ?? 0;
-    const index = Number(last?.header?.get(CHUNK_INDEX_HEADER));
-    const sha = last?.header?.get(CHUNK_SHA256_HEADER);
-    if (!last || !Number.isInteger(index) || index < 0 || index + 1 > count || !sha) {
+    const indexHeader = last.header?.get(CHUNK_INDEX_HEADER);
+    const index = indexHeader ? Number(indexHeader) : NaN;
+    if (!Number.isInteger(index) || index < 0 || index + 1 > count) {
       await this.purge(nuid);
-      return { chunks: 0, lastChunkSha256: undefined };
+      return { chunks: 0, lastChunk: undefined };
     }
-    return { chunks: index + 1, lastChunkSha256: sha };
+    return { chunks: index + 1, lastChunk: last.data };
   }
 
   /** Removes every chunk stored under `nuid` (an abandoned or refused upload). */
@@ -123,16 +124,13 @@ export class ChunkedWriter {
   }
 
   /**
-   * Publishes chunk `index` of an object on its chunk subject, with its index in a header and,
-   * unless `withSha256` is false, its sha256: what a resumed upload checks the last stored chunk
-   * against. A copy ({@link putFrom}) leaves it out: it never resumes (it purges first), and a
-   * chunk without it is never resumed from by a later upload ({@link storedPrefix} purges), so
-   * it saves a sha256 pass over every byte copied.
+   * Publishes chunk `index` of an object on its chunk subject, with its index in a header. (A
+   * resumed upload compares the last stored chunk's bytes with the file's: a sha256 of every
+   * chunk, which this once stored for that check, cost a third pass over every byte uploaded.)
    */
-  publishChunk(subject: string, index: number, payload: Uint8Array, withSha256 = true): Promise<PubAck> {
+  publishChunk(subject: string, index: number, payload: Uint8Array): Promise<PubAck> {
     const h = headers();
     h.set(CHUNK_INDEX_HEADER, String(index));
-    if (withSha256) h.set(CHUNK_SHA256_HEADER, createHash('sha256').update(payload).digest('hex'));
     return this.js.publish(subject, payload, { headers: h, timeout: this.timeoutMs });
   }
 
@@ -177,7 +175,7 @@ export class ChunkedWriter {
       let prefix = await this.storedPrefix(nuid);
       if (prefix.chunks > totalChunks) {
         await this.purge(nuid);
-        prefix = { chunks: 0, lastChunkSha256: undefined };
+        prefix = { chunks: 0, lastChunk: undefined };
       }
       // The chunks an earlier run stored are read from the file (not sent) so the hash covers the whole file.
       let offset = 0;
@@ -187,7 +185,7 @@ export class ChunkedWriter {
         const chunk = buffer.subarray(0, bytesRead);
         hash.update(chunk);
         offset += bytesRead;
-        if (i === prefix.chunks - 1 && createHash('sha256').update(chunk).digest('hex') !== prefix.lastChunkSha256) {
+        if (i === prefix.chunks - 1 && !chunk.equals(prefix.lastChunk!)) {
           // What is stored is not this file's: start over.
           await this.purge(nuid);
           return this.put(name, path, digest, options);
@@ -208,16 +206,22 @@ export class ChunkedWriter {
         inFlight.add(tracked);
       };
       let index = prefix.chunks;
+      // A chunk's buffer is read into again once its PubAck came (the server has every byte of
+      // it): a fresh buffer per chunk made V8 collect garbage every few dozen chunks, for the
+      // memory outside its heap they held. At most `pipeline` chunks are on their way, and the
+      // one being read makes one more.
+      const free: Buffer[] = [buffer];
       for (;;) {
         options.signal?.throwIfAborted();
         rethrow();
-        // A fresh buffer per chunk: the one before may still be on its way.
-        const chunk = Buffer.allocUnsafe(chunkBytes);
+        const chunk = free.pop() ?? Buffer.allocUnsafe(chunkBytes);
         const { bytesRead } = await handle.read(chunk, 0, chunkBytes, offset);
         if (bytesRead === 0) break;
         const payload = chunk.subarray(0, bytesRead);
         hash.update(payload);
-        track(this.publishChunk(subject, index, payload));
+        const published = this.publishChunk(subject, index, payload);
+        published.then(() => free.push(chunk), () => undefined);
+        track(published);
         index += 1;
         offset += bytesRead;
         if (inFlight.size >= this.pipeline) await Promise.race(inFlight).catch(() => undefined);
@@ -264,7 +268,7 @@ export class ChunkedWriter {
     let size = 0;
     const send = async (payload: Uint8Array) => {
       if (failed.error) throw failed.error;
-      track(this.publishChunk(subject, index, payload, false));
+      track(this.publishChunk(subject, index, payload));
       index += 1;
       if (inFlight.size >= this.pipeline) await Promise.race(inFlight).catch(() => undefined);
     };
