@@ -137,9 +137,10 @@ async function main(): Promise<void> {
 
   const root = await mkdtemp(join(opts.dir, 'gpunet-bench-staging-'));
   const server = await startNatsServer({ storeDir: join(root, 'jetstream') });
-  const nc = await connect({ servers: server.url });
+  // Without a stack trace captured per request, as the SDK, the CLI, the agents and the services connect.
+  const nc = await connect({ servers: server.url, noAsyncTraces: true });
   // Storage's own connection: its reads of the team's bucket do not count as bytes the node received.
-  const storageNc = await connect({ servers: server.url });
+  const storageNc = await connect({ servers: server.url, noAsyncTraces: true });
   try {
     const dataset = join(root, 'dataset.bin');
     console.log(`writing a ${opts.mib} MiB dataset of random bytes in ${root}`);
