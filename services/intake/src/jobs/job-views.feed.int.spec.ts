@@ -214,6 +214,22 @@ describe.each(stores.backends)('job views in the store\'s database ($name)', (ba
     expect(await feed.get('nope')).toBeUndefined();
   });
 
+  it('a final job\'s record leaves memory once the table holds it; a job still moving stays', async () => {
+    const { a } = await pair(backend);
+    const feed = await started(a);
+    await submit(a, 'r1');
+    await submit(a, 'r2');
+    await append(a, 'JobRejected', 'r1', { team: 'team-a', reason: 'unsatisfiable', message: 'never fits', issues: [], rejectedAt: '2025-06-01T00:00:02.000Z' });
+    await current(feed, a);
+    await feed.flush();
+    expect(feed.cached).toBe(1);
+    expect((await feed.get('r1'))?.state).toBe('rejected');
+    expect((await feed.get('r2'))?.state).toBe('submitted');
+    expect(feed.cached).toBe(1); // a read from the table does not bring it back
+    const oracle = await folded(a);
+    for (const [id, record] of oracle) expect(await feed.get(id)).toEqual(record.view);
+  });
+
   it('counts for /metrics and /healthz what it folded, not what it last wrote', async () => {
     const { a } = await pair(backend);
     // No write for a minute unless a reader asks: the counts must make the table current themselves.

@@ -1,4 +1,4 @@
-import type { JobView, ListJobsReply } from '#contracts';
+import { FINAL_JOB_STATES, type JobState, type JobView, type ListJobsReply } from '#contracts';
 import { IllegalStateError } from '#errors';
 import { projectionTablesOf, trustedCheckpoint, type EventStore, type ProjectionCheckpoint, type ProjectionTable, type RecordedEvent, type Subscription } from '#event-store';
 import { followStore, PositionWaiters } from '#service-kit';
@@ -10,7 +10,7 @@ import { JOB_VIEWS_TABLE, jobRecordOf, jobViewRow, listConditions } from './job-
 type Watcher = (view: JobView) => void;
 
 export interface JobViewsFeedOptions {
-  /** Job records kept in memory besides those not yet written to the table. Default 10,000. */
+  /** Records of jobs not final kept in memory besides those not yet written to the table. Default 10,000. */
   cacheSize?: number;
   /** How often what was folded is written to the table when little happens. Default 500 ms. */
   commitEveryMs?: number;
@@ -20,6 +20,7 @@ export interface JobViewsFeedOptions {
 const BATCH = 5_000;
 /** Changed records that make a write at once rather than at the next tick. */
 const COMMIT_ROWS = 2_000;
+const FINAL: ReadonlySet<JobState> = new Set(FINAL_JOB_STATES);
 /** Pause before following again after the subscription failed. */
 const RESUBSCRIBE_MS = 1_000;
 
@@ -32,8 +33,8 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
  * `evolveJob` onto its job's record — from a bounded cache of recent records, else read from the
  * table — and the changed records are written to the table with the new position at most every
  * `commitEveryMs` (compare and set: when another intake moved the table, this one writes from
- * where it now is, or nothing when the table already holds as much). Finished jobs leave memory
- * with the cache; reads and lists go to the table.
+ * where it now is, or nothing when the table already holds as much). A final job's record leaves
+ * memory once the table holds it; reads and lists go to the table.
  */
 export class JobViewsFeed {
   private table: ProjectionTable | undefined;
@@ -41,7 +42,7 @@ export class JobViewsFeed {
   private applied: ProjectionCheckpoint = { position: 0n, eventId: null };
   /** The position the table held when this process last wrote it or found it ahead. */
   private held: ProjectionCheckpoint = { position: 0n, eventId: null };
-  /** Recent records, least recently changed first; never drops one in `dirty`. */
+  /** Recent records of jobs not final, least recently changed first; never drops one in `dirty`. */
   private readonly cache = new Map<string, JobRecord>();
   /** Jobs whose record changed since the table last held them. */
   private readonly dirty = new Set<string>();
@@ -106,6 +107,11 @@ export class JobViewsFeed {
     await this.following;
     if (this.table) await this.flush().catch((err: unknown) => this.logger.warn({ err }, 'the job views folded last were not written; the next start folds them again'));
     this.waiters.closeAll();
+  }
+
+  /** Job records held in memory (jobs not final, and changes not yet written). */
+  get cached(): number {
+    return this.cache.size;
   }
 
   /** Position of the last event folded. */
@@ -323,6 +329,11 @@ export class JobViewsFeed {
         }
       }
     }
+    // A final view changes no more (but for a late cancel request): once the table holds it, it
+    // is read from there, and memory holds the jobs that still move, not the last `cacheSize` of
+    // every job run.
+    const written = this.held.position >= to.position && !this.stale;
+    for (const id of this.dirty) if (written && FINAL.has(this.cache.get(id)!.view.state)) this.cache.delete(id);
     this.dirty.clear();
     for (const id of this.cache.keys()) {
       if (this.cache.size <= this.cacheSize) break;
