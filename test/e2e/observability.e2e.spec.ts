@@ -6,7 +6,7 @@
  * JetStream's own count and drains once it is back; `gpunet top --once` shows the same; and one
  * trace id covers a job's work in intake, storage, placement, execution and the ledger.
  */
-import type { JobPlaced, UsageRecorded } from '#contracts';
+import { FINAL_JOB_STATES, JOB_STATES, type JobPlaced, type UsageRecorded } from '#contracts';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { jetstream } from '@nats-io/jetstream';
 import { createServer, type Server } from 'node:http';
@@ -214,6 +214,18 @@ describe('observability', () => {
             byOutcome('cancelled') === 2 &&
             sum(jobs, 'gpunet_jobs', { state: 'cancelled' }) === 2
           );
+        },
+        { timeoutMs: 30_000, intervalMs: 250, describe: () => seen },
+      );
+      // A final job's record leaves intake's memory once the job views table holds it: what
+      // stays is the jobs still moving.
+      await until(
+        'intake to hold in memory only the records of jobs not final',
+        async () => {
+          const intake = await scrape('intake');
+          const moving = JOB_STATES.filter((state) => !FINAL_JOB_STATES.includes(state)).reduce((n, state) => n + sum(intake, 'gpunet_jobs', { state }), 0);
+          seen = `in memory ${sum(intake, 'gpunet_job_views_in_memory')}, not final ${moving}`;
+          return sum(intake, 'gpunet_job_views_in_memory') === moving;
         },
         { timeoutMs: 30_000, intervalMs: 250, describe: () => seen },
       );

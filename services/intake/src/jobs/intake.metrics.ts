@@ -6,8 +6,9 @@ import { JobViewsFeed } from './job-views.feed.js';
 
 /**
  * Intake's figures on `/metrics`: every job by its state as producers see it (the final states
- * are the outcomes: completed, failed, cancelled, …), counted in the job views table;
- * and how long a submit takes, store append and read-your-writes included.
+ * are the outcomes: completed, failed, cancelled, …), counted in the job views table; how many
+ * job records it holds in memory; and how long a submit takes, store append and read-your-writes
+ * included.
  */
 @Injectable()
 export class IntakeMetrics {
@@ -27,6 +28,13 @@ export class IntakeMetrics {
       async collect() {
         const counts = await feed.countsByState();
         for (const state of JOB_STATES) this.set({ state }, counts.get(state) ?? 0);
+      },
+    });
+    metrics.gauge({
+      name: 'gpunet_job_views_in_memory',
+      help: 'Job records this intake holds in memory: jobs not final, and changes not yet written to the job views table. The rest are read from the table.',
+      collect() {
+        this.set(feed.cached);
       },
     });
   }
