@@ -20,6 +20,7 @@ export interface JobViewsFeedOptions {
 const BATCH = 5_000;
 /** Changed records that make a write at once rather than at the next tick. */
 const COMMIT_ROWS = 2_000;
+/** States a job never leaves: its record is read from the table once written there. */
 const FINAL: ReadonlySet<JobState> = new Set(FINAL_JOB_STATES);
 /** Pause before following again after the subscription failed. */
 const RESUBSCRIBE_MS = 1_000;
