@@ -73,8 +73,11 @@ export function estimate(state: PlacementState, request: EstimateRequest, now: n
   if (!anyNodeFits(state, request)) return { runnable: false, reason: 'NoNodeFits' };
 
   const queued = placeableJobs(state, t);
+  // After every job it is ranked with (a job's JobSubmitted is at or below the state's position;
+  // a state built by hand may not say so). Not every job ever known: an estimate, which every
+  // submit with a deadline asks for, would cost more with every job run.
   let last = state.position;
-  for (const j of state.jobs.values()) if (j.submitPosition > last) last = j.submitPosition;
+  for (const j of queued) if (j.submitPosition > last) last = j.submitPosition;
   const hypothetical: JobRecord = {
     jobId: ESTIMATE_JOB_ID,
     team: request.team,

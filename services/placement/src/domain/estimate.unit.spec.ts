@@ -95,3 +95,28 @@ describe('estimate: long work while short work flows (headroom, decision 0028)',
     expect(estimate(h.state, { team: 'team-a', gpus: 2, timeLimitMs: 30 * MIN }, T0 + 10 * MIN)).toMatchObject({ runnable: true, expectedStart: T0 + 10 * MIN });
   });
 });
+
+describe('estimate: its cost does not grow with the jobs ever run', () => {
+  it('given jobs that ended, when a job is estimated, then it answers without walking every job placement knows (each submit with a deadline asks for one)', () => {
+    const h = given(ev.node('n1', 4), submitted('run', 3, HOUR), ev.placed('run', 1, 'n1', [0, 1, 2]), heldAt('run', 'n1', [0, 1, 2], T0)).apply(submitted('waiting', 4, HOUR), ev.staged('waiting'));
+    const expected = estimate(h.state, { team: 'team-b', gpus: 2, timeLimitMs: HOUR }, T0 + 10 * MIN);
+    // Every job ever run stays in the state: a walk over them would cost an estimate more with each.
+    class Unwalkable<K, V> extends Map<K, V> {
+      override values(): MapIterator<V> {
+        throw new Error('walked every job');
+      }
+      override entries(): MapIterator<[K, V]> {
+        throw new Error('walked every job');
+      }
+      override [Symbol.iterator](): MapIterator<[K, V]> {
+        throw new Error('walked every job');
+      }
+      override forEach(): void {
+        throw new Error('walked every job');
+      }
+    }
+    const state = { ...h.state, jobs: new Unwalkable(h.state.jobs) };
+    expect(estimate(state, { team: 'team-b', gpus: 2, timeLimitMs: HOUR }, T0 + 10 * MIN)).toEqual(expected);
+    expect(expected).toMatchObject({ runnable: true, rank: 1 }); // team-b has no usage yet: ahead of team-a's waiting job
+  });
+});
