@@ -613,6 +613,8 @@ describe('intake (HTTP + NATS, real nats-server and SQLite store)', () => {
   it('pages the feed over NATS (ReadFeed) from a position and announces each entry on gpunet.feed.<team>.<jobId>', async () => {
     const notified: JsonBody[] = [];
     const sub = nc.subscribe('gpunet.feed.team-a.>', { callback: (_e, m) => void notified.push({ subject: m.subject, ...(m.json() as JsonBody) }) });
+    // The server has the subscription before the first announcement is sent (a loaded machine lost that race once).
+    await nc.flush();
     const jobId = await submitted();
     await staged(jobId);
     await ended(jobId);
