@@ -1,9 +1,9 @@
-import { FINAL_JOB_STATES, type JobState, type JobView, type ListJobsReply } from '#contracts';
+import type { JobView, ListJobsReply } from '#contracts';
 import { IllegalStateError } from '#errors';
 import { projectionTablesOf, trustedCheckpoint, type EventStore, type ProjectionCheckpoint, type ProjectionTable, type RecordedEvent, type Subscription } from '#event-store';
 import { followStore, PositionWaiters } from '#service-kit';
 import type { Logger } from 'pino';
-import { evolveJob, jobIdOf, toSummary, type JobRecord } from '../domain/job-view.js';
+import { evolveJob, isFinalState, jobIdOf, toSummary, type JobRecord } from '../domain/job-view.js';
 import { decidedByColumns, encodeCursor, pageOf, stateCounts, teamCounts, type ListQuery } from '../domain/job-views.js';
 import { JOB_VIEWS_TABLE, jobRecordOf, jobViewRow, listConditions } from './job-views.table.js';
 
@@ -20,8 +20,6 @@ export interface JobViewsFeedOptions {
 const BATCH = 5_000;
 /** Changed records that make a write at once rather than at the next tick. */
 const COMMIT_ROWS = 2_000;
-/** States a job never leaves: its record is read from the table once written there. */
-const FINAL: ReadonlySet<JobState> = new Set(FINAL_JOB_STATES);
 /** Pause before following again after the subscription failed. */
 const RESUBSCRIBE_MS = 1_000;
 
@@ -334,7 +332,7 @@ export class JobViewsFeed {
     // is read from there, and memory holds the jobs that still move, not the last `cacheSize` of
     // every job run.
     const written = this.held.position >= to.position && !this.stale;
-    for (const id of this.dirty) if (written && FINAL.has(this.cache.get(id)!.view.state)) this.cache.delete(id);
+    for (const id of this.dirty) if (written && isFinalState(this.cache.get(id)!.view.state)) this.cache.delete(id);
     this.dirty.clear();
     for (const id of this.cache.keys()) {
       if (this.cache.size <= this.cacheSize) break;
