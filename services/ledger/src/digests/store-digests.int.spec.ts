@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { deleteStream, insertIntoStream, rechainStream, truncateStream } from '../../../../test/support/store-tamper.js';
 import { digestHash, digestSigningBytes, GENESIS_DIGEST_HASH, signNextDigest, sortedHeadsRoot } from './digest.js';
 import { HeadsTree } from './heads-tree.js';
-import { ChainBrokenError, Notary, readDigests, verifyStoreDigests } from './store-digests.js';
+import { ChainBrokenError, DEFAULT_MAX_HEADS, Notary, NOTARY_PAGE, readDigests, verifyStoreDigests } from './store-digests.js';
 
 const ATTEMPT = 'execution-node-1-attempt-job-1-a1';
 const USAGE = 'ledger-usage-job-1';
@@ -203,6 +203,36 @@ describe('signing the chain heads', () => {
     const digests = (await readDigests(store)).map((r) => r.digest);
     expect(digests.map((d) => d.streams)).toEqual([4, 8, 11]);
     expect(await verifyStoreDigests(store, { publicKey: key.publicKey, exported: digests })).toMatchObject({ ok: true, digests: 3 });
+  });
+
+  it('a pass of several digests reads each event once, and at most a page more per digest (the rest of the page it ended in)', async () => {
+    // Four digests of ten streams × 100 events: each ends mid-page, and the next starts there.
+    for (let i = 0; i < 40; i += 1) await store.appendToStream(`ledger-usage-job-${i + 2}`, Array.from({ length: 100 }, (_, k) => ev('UsageRecorded', { jobId: `job-${i + 2}`, k })));
+    const events = Number(await store.headPosition());
+    let read = 0;
+    const readAll = store.readAll.bind(store);
+    store.readAll = async (options) => {
+      const page = await readAll(options);
+      read += page.length;
+      return page;
+    };
+    const notary = new Notary(store, key, undefined, 10);
+    let digests = 0;
+    for (;;) {
+      const next = await notary.next(new Date().toISOString());
+      if (!next) break;
+      await store.appendToStream(DIGEST_STREAM, [ev('ChainHeadsSigned', next.digest as unknown as Record<string, unknown>)], { expectedRevision: Notary.expectedRevision(next.digest) });
+      digests += 1;
+      if (!next.partial) break;
+    }
+    expect(digests).toBe(5);
+    // Pages of 5,000 read every event after a digest's start again for each digest: 10,000 here.
+    expect(read).toBeLessThanOrEqual(events + digests * NOTARY_PAGE);
+    // A full digest covers at least maxHeads events (each stream it lists moved), so a page no
+    // longer than that reads no more again than the digest itself covers.
+    expect(NOTARY_PAGE).toBeLessThanOrEqual(DEFAULT_MAX_HEADS);
+    expect(read).toBeGreaterThanOrEqual(events);
+    expect(await verifyStoreDigests(store, { publicKey: key.publicKey })).toMatchObject({ ok: true, digests: 5 });
   });
 
   it('reports events after the latest digest as not yet signed', async () => {
