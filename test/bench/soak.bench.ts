@@ -14,8 +14,14 @@
  * backlog (submitted, not yet released) at every sample, and says so when the offer is above
  * what the network completes.
  *
+ * Beside RSS, each gpunet process's V8 heap in use and its external memory (`/metrics`:
+ * `gpunet_nodejs_heap_size_used_bytes`, `gpunet_nodejs_external_memory_bytes`) are sampled and
+ * measured the same way: RSS that grows while the heap does not is memory the process's objects
+ * do not hold (the allocator's or V8's pages), not state kept per job.
+ *
  * Ends with one JSON line per figure:
  *   {"bench":"soak.rss_growth.<process>","value":pct,"unit":"%","start_mib":…,"end_mib":…,"peak_mib":…}
+ *   {"bench":"soak.heap_growth.<process>","value":pct,"unit":"%","start_mib":…,"end_mib":…,"external_start_mib":…,"external_end_mib":…}
  *   {"bench":"soak.rss_growth.max","value":pct,"unit":"%","process":…}
  *   {"bench":"soak.jobs_completed","value":n,"unit":"jobs","offered":…,"rate":…}   {"bench":"soak.backlog_end","value":n,"unit":"jobs"}
  *   {"bench":"soak.events_stream_subjects_end","value":n,"unit":"subjects","messages":…}   (what GPUNET_EVENTS still holds)
@@ -83,9 +89,24 @@ class Completions {
   }
 }
 
+/** A gpunet process's V8 heap in use and external memory (bytes), from its /metrics; undefined when it did not answer. */
+async function heapOf(metricsPort: number | undefined): Promise<{ used: number; external: number } | undefined> {
+  if (metricsPort === undefined) return undefined;
+  try {
+    const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { signal: AbortSignal.timeout(5_000) });
+    const text = await res.text();
+    const used = /^gpunet_nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1];
+    const external = /^gpunet_nodejs_external_memory_bytes(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1];
+    return used === undefined || external === undefined ? undefined : { used: Number(used), external: Number(external) };
+  } catch {
+    return undefined;
+  }
+}
+
 interface Sample {
   atS: number;
   rss: Map<string, number | undefined>;
+  heap: Map<string, { used: number; external: number } | undefined>;
   submitted: number;
   completed: number;
   /** What GPUNET_EVENTS holds: with interest retention (decision 0038), what is in flight only. */
@@ -121,14 +142,16 @@ async function main(): Promise<void> {
       const s: Sample = {
         atS: Math.round((performance.now() - t0) / 1000),
         rss: new Map(net.processes.map((p) => [p.name, rssOf(p.pid)])),
+        heap: new Map(await Promise.all(net.processes.map(async (p) => [p.name, await heapOf(p.metricsPort)] as const))),
         submitted: offer.tally.accepted,
         completed: (await completions.update()) - completedBefore,
         stream: { messages: events.messages, subjects: events.num_subjects ?? 0 },
       };
       samples.push(s);
       const mib = [...s.rss].map(([name, b]) => `${name} ${b === undefined ? 'gone' : Math.round(b / MiB)}`).join(', ');
+      const heap = [...s.heap].filter(([, h]) => h !== undefined).map(([name, h]) => `${name} ${Math.round(h!.used / MiB)}+${Math.round(h!.external / MiB)}`).join(', ');
       console.log(
-        `  ${String(s.atS).padStart(5)} s  submitted ${s.submitted}, released ${s.completed}, backlog ${s.submitted - s.completed}; GPUNET_EVENTS holds ${s.stream.messages} events on ${s.stream.subjects} subjects; RSS MiB: ${mib}`,
+        `  ${String(s.atS).padStart(5)} s  submitted ${s.submitted}, released ${s.completed}, backlog ${s.submitted - s.completed}; GPUNET_EVENTS holds ${s.stream.messages} events on ${s.stream.subjects} subjects; RSS MiB: ${mib}; heap+external MiB: ${heap}`,
       );
       return s;
     };
@@ -156,8 +179,8 @@ async function main(): Promise<void> {
     // A single reading lands anywhere in a garbage collector's cycle: each side is the median of
     // up to three samples (the first after the warm-up, the last of the run).
     const after = samples.filter((s) => s.atS >= baseline.atS);
-    const median = (list: Sample[], name: string): number | undefined => {
-      const v = list.map((s) => s.rss.get(name)).filter((b): b is number => b !== undefined).sort((a, b) => a - b);
+    const median = (list: Sample[], name: string, read: (s: Sample, name: string) => number | undefined = (s, n) => s.rss.get(n)): number | undefined => {
+      const v = list.map((s) => read(s, name)).filter((b): b is number => b !== undefined).sort((a, b) => a - b);
       return v.length === list.length ? v[Math.floor(v.length / 2)] : undefined;
     };
     const startWindow = after.slice(0, Math.min(3, Math.floor(after.length / 2)) || 1);
@@ -181,6 +204,23 @@ async function main(): Promise<void> {
       json.push(JSON.stringify({ bench: `soak.rss_growth.${p.name}`, value: pct, unit: '%', start_mib: Math.round(start / MiB), end_mib: Math.round(last / MiB), peak_mib: Math.round(peak / MiB) }));
     }
     if (worst) json.push(JSON.stringify({ bench: 'soak.rss_growth.max', value: worst.pct, unit: '%', process: worst.name }));
+    // The same windows for what V8 holds: objects in use (the heap) and buffers outside it.
+    console.log('');
+    console.log(`V8 heap in use and external memory (MiB, /metrics), the same samples: RSS growing while these stay is not state the process keeps`);
+    console.log('  process          heap start   end   growth   external start   end');
+    const used = (s: Sample, n: string) => s.heap.get(n)?.used;
+    const external = (s: Sample, n: string) => s.heap.get(n)?.external;
+    for (const p of net.processes) {
+      const start = median(startWindow, p.name, used);
+      const last = median(endWindow, p.name, used);
+      const xStart = median(startWindow, p.name, external);
+      const xEnd = median(endWindow, p.name, external);
+      if (start === undefined || last === undefined || xStart === undefined || xEnd === undefined) continue; // nats-server, or no answer
+      const pct = Math.round(((last - start) / start) * 1000) / 10;
+      const fmt = (b: number, width: number) => (b / MiB).toFixed(1).padStart(width);
+      console.log(`  ${p.name.padEnd(16)} ${fmt(start, 10)} ${fmt(last, 6)} ${`${pct > 0 ? '+' : ''}${pct.toFixed(1)} %`.padStart(8)} ${fmt(xStart, 16)} ${fmt(xEnd, 6)}`);
+      json.push(JSON.stringify({ bench: `soak.heap_growth.${p.name}`, value: pct, unit: '%', start_mib: Math.round(start / MiB), end_mib: Math.round(last / MiB), external_start_mib: Math.round(xStart / MiB), external_end_mib: Math.round(xEnd / MiB) }));
+    }
     json.push(JSON.stringify({ bench: 'soak.jobs_completed', value: end.completed, unit: 'jobs', offered, rate: opts.rate, completed_per_s: Math.round(completedRate * 10) / 10 }));
     json.push(JSON.stringify({ bench: 'soak.backlog_end', value: end.submitted - end.completed, unit: 'jobs' }));
     json.push(JSON.stringify({ bench: 'soak.events_stream_subjects_end', value: end.stream.subjects, unit: 'subjects', messages: end.stream.messages }));
