@@ -32,6 +32,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { Command, InvalidArgumentError } from 'commander';
 import { TestNetwork } from '../support/network.js';
 import { createTestDatabase } from '../support/postgres.js';
+import { scrape } from './metrics.js';
 import { openLoop } from './open-loop.js';
 import { positive } from './args.js';
 
@@ -89,24 +90,22 @@ class Completions {
   }
 }
 
-/** A gpunet process's V8 heap in use and external memory (bytes), from its /metrics; undefined when it did not answer. */
-async function heapOf(metricsPort: number | undefined): Promise<{ used: number; external: number } | undefined> {
-  if (metricsPort === undefined) return undefined;
-  try {
-    const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { signal: AbortSignal.timeout(5_000) });
-    const text = await res.text();
-    const used = /^gpunet_nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1];
-    const external = /^gpunet_nodejs_external_memory_bytes(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1];
-    return used === undefined || external === undefined ? undefined : { used: Number(used), external: Number(external) };
-  } catch {
-    return undefined;
+/** Each gpunet process's V8 heap in use and external memory (bytes), from its /metrics; nats-server and a process that did not answer are left out. */
+async function heapsOf(net: TestNetwork): Promise<Map<string, { used: number; external: number }>> {
+  const metrics = await scrape(net);
+  const out = new Map<string, { used: number; external: number }>();
+  for (const { name } of net.processes) {
+    const used = metrics.get(name)?.get('gpunet_nodejs_heap_size_used_bytes');
+    const external = metrics.get(name)?.get('gpunet_nodejs_external_memory_bytes');
+    if (used !== undefined && external !== undefined) out.set(name, { used, external });
   }
+  return out;
 }
 
 interface Sample {
   atS: number;
   rss: Map<string, number | undefined>;
-  heap: Map<string, { used: number; external: number } | undefined>;
+  heap: Map<string, { used: number; external: number }>;
   submitted: number;
   completed: number;
   /** What GPUNET_EVENTS holds: with interest retention (decision 0038), what is in flight only. */
@@ -142,14 +141,14 @@ async function main(): Promise<void> {
       const s: Sample = {
         atS: Math.round((performance.now() - t0) / 1000),
         rss: new Map(net.processes.map((p) => [p.name, rssOf(p.pid)])),
-        heap: new Map(await Promise.all(net.processes.map(async (p) => [p.name, await heapOf(p.metricsPort)] as const))),
+        heap: await heapsOf(net),
         submitted: offer.tally.accepted,
         completed: (await completions.update()) - completedBefore,
         stream: { messages: events.messages, subjects: events.num_subjects ?? 0 },
       };
       samples.push(s);
       const mib = [...s.rss].map(([name, b]) => `${name} ${b === undefined ? 'gone' : Math.round(b / MiB)}`).join(', ');
-      const heap = [...s.heap].filter(([, h]) => h !== undefined).map(([name, h]) => `${name} ${Math.round(h!.used / MiB)}+${Math.round(h!.external / MiB)}`).join(', ');
+      const heap = [...s.heap].map(([name, h]) => `${name} ${Math.round(h.used / MiB)}+${Math.round(h.external / MiB)}`).join(', ');
       console.log(
         `  ${String(s.atS).padStart(5)} s  submitted ${s.submitted}, released ${s.completed}, backlog ${s.submitted - s.completed}; GPUNET_EVENTS holds ${s.stream.messages} events on ${s.stream.subjects} subjects; RSS MiB: ${mib}; heap+external MiB: ${heap}`,
       );
