@@ -12,6 +12,7 @@ import { cacheKey } from './locality.js';
 import { evolveBudgets } from './budget.js';
 import { isTellingOutcome, predictRun, recordRun, workKeyOf } from './predict.js';
 import { addHeld } from './quotas.js';
+import { keepQuoteSample, quoteSampleOf } from './quotes.js';
 
 /** The event types placement folds (and consumes from the bus). */
 export const PLACEMENT_EVENT_TYPES = [
@@ -261,6 +262,27 @@ export function evolve(state: PlacementState, event: PlacementEvent): PlacementS
       return state;
     }
   }
+}
+
+/**
+ * Forgets `jobId` if it has ended: its record leaves `jobs`, what its quotes came to is kept for
+ * `quoteAccuracy`, and the count of forgotten jobs goes up (decision 0043). True when forgotten.
+ *
+ * Nothing placement decides reads an ended job: it is out of the queue, its attempts have their
+ * outcomes, and GPUs it still holds are in `holders` and `live`, which a late ComputeReleased
+ * frees without the job. What must hold for the caller: no event of the job that `evolve` would
+ * apply differently without the record is still to come. A JobSubmitted or JobPlaced delivered
+ * again would make a job or a hold of nothing; the fold forgets a job only once the echoes of
+ * placement's own decisions about it are back, and the consumer's inbox drops what was handled.
+ */
+export function forgetEnded(state: PlacementState, jobId: string): boolean {
+  const job = state.jobs.get(jobId);
+  if (job?.phase !== 'ended') return false;
+  const sample = quoteSampleOf(job);
+  if (sample) keepQuoteSample(state, sample);
+  state.jobs.delete(jobId);
+  state.forgottenJobs++;
+  return true;
 }
 
 /** Records a heartbeat's arrival (placement clock, epoch ms). Liveness only; it never changes holds. */

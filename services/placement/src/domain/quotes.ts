@@ -13,7 +13,7 @@
  * (intake refuses a deadline the plan cannot meet) finished by it.
  */
 import type { EventData } from '#contracts';
-import { currentAttempt, type PlacementState } from './state.js';
+import { currentAttempt, type JobRecord, type PlacementState, type QuoteSample } from './state.js';
 import type { Plan } from './plan.js';
 
 /** Default window of {@link quoteAccuracy}: the last 7 days. */
@@ -49,28 +49,70 @@ export interface QuoteAccuracy {
   deadlinesMet: number;
 }
 
-/** How honest the quotes of jobs that started (or ended, for deadlines) since `now − windowMs` were. */
+/**
+ * What `job`'s quotes came to so far (see {@link QuoteSample}); undefined when it has nothing to
+ * say: never quoted, no deadline, or not yet started or ended.
+ */
+export function quoteSampleOf(job: JobRecord): QuoteSample | undefined {
+  const sample: QuoteSample = {};
+  const first = job.attempts[0];
+  if (first?.quote) {
+    sample.startedAt = Date.parse(first.placedAt);
+    sample.startErrorMs = sample.startedAt - first.quote.expectedStart;
+  }
+  const quotedEnd = job.quote?.expectedEnd;
+  const last = currentAttempt(job);
+  if (quotedEnd !== undefined && job.phase === 'ended' && last?.outcome === 'completed' && last.finishedAt !== undefined) {
+    sample.endedAt = Date.parse(last.finishedAt);
+    sample.endErrorMs = sample.endedAt - quotedEnd;
+  }
+  if (job.deadlineAt !== undefined && job.phase === 'ended' && job.end !== 'rejected' && !job.cancelRequested) {
+    const endedAt = last?.finishedAt !== undefined ? Date.parse(last.finishedAt) : job.end === 'withdrawn' ? job.deadlineAt : undefined;
+    if (endedAt !== undefined) sample.deadline = { endedAt, met: last?.outcome === 'completed' && endedAt <= job.deadlineAt };
+  }
+  return sample.startedAt === undefined && sample.endedAt === undefined && sample.deadline === undefined ? undefined : sample;
+}
+
+/**
+ * Keeps a forgotten job's sample for {@link quoteAccuracy}, and lets go of those older than the
+ * default window before the newest time this sample names: a sample leaves memory once no query
+ * of the last {@link QUOTE_WINDOW_MS} can read it (placement's clock not behind the jobs' own).
+ * So what is kept grows with the quoted jobs of a week, never with the whole history.
+ */
+export function keepQuoteSample(state: PlacementState, sample: QuoteSample): void {
+  const samples = state.quoteSamples;
+  samples.push(sample);
+  const horizon = latestOf(sample) - QUOTE_WINDOW_MS;
+  let stale = 0;
+  while (stale < samples.length - 1 && latestOf(samples[stale]!) < horizon) stale++;
+  if (stale > 0) samples.splice(0, stale);
+}
+
+function latestOf(s: QuoteSample): number {
+  return Math.max(s.startedAt ?? -Infinity, s.endedAt ?? -Infinity, s.deadline?.endedAt ?? -Infinity);
+}
+
+/**
+ * How honest the quotes of jobs that started (or ended, for deadlines) since `now − windowMs`
+ * were: the jobs placement still knows and the samples of those it forgot.
+ */
 export function quoteAccuracy(state: PlacementState, now: number, windowMs = QUOTE_WINDOW_MS): QuoteAccuracy {
   const since = now - windowMs;
   const errors: number[] = [];
   const endErrors: number[] = [];
   let deadlinesAccepted = 0;
   let deadlinesMet = 0;
-  for (const job of state.jobs.values()) {
-    const first = job.attempts[0];
-    if (first?.quote && Date.parse(first.placedAt) >= since) errors.push(Date.parse(first.placedAt) - first.quote.expectedStart);
-    const quotedEnd = job.quote?.expectedEnd;
-    const done = currentAttempt(job);
-    if (quotedEnd !== undefined && job.phase === 'ended' && done?.outcome === 'completed' && done.finishedAt !== undefined && Date.parse(done.finishedAt) >= since) {
-      endErrors.push(Date.parse(done.finishedAt) - quotedEnd);
+  const count = (s: QuoteSample | undefined) => {
+    if (!s) return;
+    if (s.startedAt !== undefined && s.startedAt >= since) errors.push(s.startErrorMs!);
+    if (s.endedAt !== undefined && s.endedAt >= since) endErrors.push(s.endErrorMs!);
+    if (s.deadline && s.deadline.endedAt >= since) {
+      deadlinesAccepted++;
+      if (s.deadline.met) deadlinesMet++;
     }
-    if (job.deadlineAt === undefined || job.phase !== 'ended' || job.end === 'rejected' || job.cancelRequested) continue;
-    const last = currentAttempt(job);
-    const endedAt = last?.finishedAt !== undefined ? Date.parse(last.finishedAt) : job.end === 'withdrawn' ? job.deadlineAt : undefined;
-    if (endedAt === undefined || endedAt < since) continue;
-    deadlinesAccepted++;
-    if (last?.outcome === 'completed' && endedAt <= job.deadlineAt) deadlinesMet++;
-  }
+  };
+  for (const job of state.jobs.values()) count(quoteSampleOf(job));
+  for (const s of state.quoteSamples) count(s);
   const rank = (xs: number[], p: number) => xs[Math.max(0, Math.ceil((p / 100) * xs.length) - 1)]!;
   const median = (xs: number[]) => Math.round(rank([...xs].sort((a, b) => a - b), 50));
   const p90abs = (xs: number[]) => Math.round(rank(xs.map(Math.abs).sort((a, b) => a - b), 90));

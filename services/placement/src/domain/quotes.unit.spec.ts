@@ -1,7 +1,8 @@
 import { decide } from './decide.js';
 import { ev, given, T0 } from './fixtures.js';
 import { plan } from './plan.js';
-import { quoteAccuracy, quotesToRecord } from './quotes.js';
+import { forgetEnded } from './evolve.js';
+import { QUOTE_WINDOW_MS, quoteAccuracy, quotesToRecord } from './quotes.js';
 
 const HOUR = 3_600_000;
 const MIN = 60_000;
@@ -70,5 +71,42 @@ describe('quotes', () => {
     // Ended well before the quoted end (which runs to the time limit): a negative end error.
     expect(quoteAccuracy(h.state, T0 + HOUR)).toMatchObject({ ended: 1, medianEndErrorMs: finishedAt - (T0 + HOUR), p90EndErrorMs: T0 + HOUR - finishedAt, deadlinesAccepted: 1, deadlinesMet: 1 });
     expect(finishedAt - (T0 + HOUR)).toBeLessThan(0);
+  });
+
+  it('reads the same accuracy once the ended jobs are forgotten (decision 0043), and keeps no sample a week older than the newest', () => {
+    const deadline = (jobId: string, atMs: number) => {
+      const e = ev.submitted(jobId, 1) as Extract<ReturnType<typeof ev.submitted>, { type: 'JobSubmitted' }>;
+      const quote = { expectedStart: new Date(T0).toISOString(), expectedEnd: new Date(T0 + HOUR).toISOString(), quotedAt: new Date(T0 - MIN).toISOString() };
+      return { ...e, data: { ...e.data, deadlineAt: new Date(atMs).toISOString(), quote } };
+    };
+    // A deadline met (started a minute late, ended early), one withdrawn unmet, one still running: each kind of sample.
+    const h = given(ev.node('n1', 2), deadline('met', T0 + 2 * HOUR), ev.staged('met'));
+    h.apply(...decide(h.state, new Date(T0 + MIN)), ev.held('met', 1, 'n1', [0]), ev.finished('met', 1, 'n1'), ev.released('met', 1, 'n1', [0]));
+    h.apply(deadline('gone', T0 + 2 * MIN), ev.staged('gone'), ev.submitted('plain', 1), ev.staged('plain'));
+    h.apply(...decide(h.state, new Date(T0 + 3 * MIN)));
+    h.apply(deadline('runs', T0 + 3 * HOUR), ev.staged('runs'));
+    h.apply(...decide(h.state, new Date(T0 + 4 * MIN)));
+    expect(h.state.jobs.get('gone')!.end).toBe('withdrawn');
+    const before = quoteAccuracy(h.state, T0 + HOUR);
+    expect(before).toMatchObject({ started: 2, ended: 1, deadlinesAccepted: 2, deadlinesMet: 1 });
+
+    const ended = [...h.state.jobs.values()].filter((j) => j.phase === 'ended').map((j) => j.jobId);
+    expect(ended.sort()).toEqual(['gone', 'met']);
+    expect(forgetEnded(h.state, 'runs')).toBe(false);
+    for (const id of ended) expect(forgetEnded(h.state, id)).toBe(true);
+    expect([...h.state.jobs.keys()].sort()).toEqual(['plain', 'runs']);
+    expect(h.state.forgottenJobs).toBe(2);
+    expect(h.state.quoteSamples).toHaveLength(2);
+    expect(quoteAccuracy(h.state, T0 + HOUR)).toEqual(before);
+    expect(quoteAccuracy(h.state, T0 + 8 * 24 * HOUR)).toMatchObject({ started: 0, ended: 0, deadlinesAccepted: 0 });
+
+    // A job forgotten more than the window after them: the old samples leave, its own stays.
+    const late = T0 + QUOTE_WINDOW_MS + 3 * HOUR;
+    const l = given(ev.node('n2', 1), deadline('later', late + HOUR), ev.staged('later'));
+    l.state.quoteSamples.push(...h.state.quoteSamples);
+    l.apply(...decide(l.state, new Date(late)), ev.held('later', 1, 'n2', [0]), ev.finished('later', 1, 'n2'), ev.released('later', 1, 'n2', [0]));
+    expect(forgetEnded(l.state, 'later')).toBe(true);
+    expect(l.state.quoteSamples).toHaveLength(1);
+    expect(l.state.quoteSamples[0]!.deadline).toBeDefined();
   });
 });

@@ -247,6 +247,25 @@ export interface PlacementState {
   heldMs: Map<string, number>;
   /** Team → its budget account, folded from intake's budget events (`budget.ts`). */
   budgets: Map<string, BudgetAccount>;
+  /**
+   * Ended jobs whose records left `jobs` ({@link forgetEnded}, decision 0043): the store keeps
+   * them, placement decides nothing more about them.
+   */
+  forgottenJobs: number;
+  /** What forgotten jobs' quotes came to, for `quoteAccuracy` (`quotes.ts`); only the window it reads is kept. */
+  quoteSamples: QuoteSample[];
+}
+
+/**
+ * What one job's quotes came to, in epoch ms (`quotes.ts`): the start error once it started,
+ * the end error once it completed with an end quoted, and whether an accepted deadline was met.
+ */
+export interface QuoteSample {
+  startedAt?: number;
+  startErrorMs?: number;
+  endedAt?: number;
+  endErrorMs?: number;
+  deadline?: { endedAt: number; met: boolean };
 }
 
 export interface StateOptions {
@@ -273,6 +292,8 @@ export function initialState(options: StateOptions = {}): PlacementState {
     quotas: new Map(),
     heldMs: new Map(),
     budgets: new Map(),
+    forgottenJobs: 0,
+    quoteSamples: [],
   };
 }
 

@@ -13,7 +13,7 @@ import { validateEventData } from '#contracts';
 import type { EventStore, ProjectionCheckpoint, RecordedEvent } from '#event-store';
 import { tracingEnabled } from '#telemetry';
 import type { Logger } from 'pino';
-import { evolve, initialState, isPlacementEventType, jobIdOfPlacementStream, PLACEMENT_EVENT_TYPES, type JobRecord, type PlacementEvent, type PlacementState, type StateOptions } from '../domain/index.js';
+import { evolve, forgetEnded, initialState, isPlacementEventType, jobIdOfPlacementStream, PLACEMENT_EVENT_TYPES, type JobRecord, type PlacementEvent, type PlacementState, type StateOptions } from '../domain/index.js';
 import { observeRegistration } from '../domain/node-loss.js';
 
 /** Events read per page when folding the store. */
@@ -26,7 +26,7 @@ export const PLACEMENT_SNAPSHOT = 'placement';
  * meaning (a field added to `PlacementState`, an `evolve` that folds an event differently). A
  * snapshot of another format is ignored and the store folded from zero.
  */
-export const PLACEMENT_SNAPSHOT_FORMAT = 1;
+export const PLACEMENT_SNAPSHOT_FORMAT = 2;
 
 type Applicable = Pick<RecordedEvent, 'type' | 'data' | 'position' | 'streamId' | 'revision' | 'metadata'>;
 
@@ -56,24 +56,75 @@ export class PlacementFold {
   ) {}
 
   /**
+   * Own decisions applied before the bus brought them back: job id → the revision of the last such
+   * event on its `placement-job-<jobId>` stream. An ended job stays in memory while it has one:
+   * its echo must still find the job (a JobPlaced echoed for a job forgotten would hold GPUs for
+   * good). This process's own observation, never in a snapshot: a start folds the store up to its
+   * head, and the bus brings nothing at or below that.
+   */
+  private readonly unechoed = new Map<string, bigint>();
+
+  /**
    * Applies one recorded event to the state and to the bookkeeping of placement's own streams.
    * False for the echo of a decision placement already applied when it wrote it (its own stream,
    * at or below the revision it last saw there): the state is as it was, so no pass is owed.
+   *
+   * `source` says where the event came from: the fold of the store (`store`, the default), the
+   * bus (`bus`), or a read of a stream while running (`read`: the bus brings it again later).
+   * A job that has ended is then forgotten (`forgetEnded`, decision 0043) unless an echo is
+   * still to come, and the bookkeeping of a job placement does not know is dropped.
    */
-  apply(e: Applicable): boolean {
+  apply(e: Applicable, source: 'store' | 'bus' | 'read' = 'store'): boolean {
     if (!isPlacementEventType(e.type) || e.position === undefined) return false;
     if (e.type === 'JobSubmitted' && e.metadata?.jobId) this.correlations.set(e.metadata.jobId, e.metadata.correlationId);
-    if (e.metadata?.jobId && e.metadata.traceparent && tracingEnabled()) {
-      this.traces.set(e.metadata.jobId, { traceparent: e.metadata.traceparent, ...(e.metadata.tracestate ? { tracestate: e.metadata.tracestate } : {}) });
-    }
     const own = e.streamId === undefined ? undefined : jobIdOfPlacementStream(e.streamId);
     const echo = own !== undefined && e.revision !== undefined && (this.revisions.get(own) ?? -1n) >= e.revision;
-    if (own !== undefined && e.revision !== undefined && !echo) this.revisions.set(own, e.revision);
+    if (own !== undefined && e.revision !== undefined) {
+      if (!echo) this.revisions.set(own, e.revision);
+      if (source === 'read') this.awaitEcho(own, e.revision);
+      else if (source === 'bus' && (this.unechoed.get(own) ?? e.revision + 1n) <= e.revision) this.unechoed.delete(own);
+    }
     evolve(this.state, { type: e.type, data: e.data, position: e.position } as PlacementEvent);
-    if (e.metadata?.jobId && this.state.jobs.get(e.metadata.jobId)?.phase === 'ended') this.traces.delete(e.metadata.jobId);
+    const jobId = e.metadata?.jobId ?? (e.data as { jobId?: unknown }).jobId;
+    if (typeof jobId === 'string') {
+      if (e.metadata?.traceparent && tracingEnabled() && this.state.jobs.get(jobId)?.phase !== 'ended') {
+        this.traces.set(jobId, { traceparent: e.metadata.traceparent, ...(e.metadata.tracestate ? { tracestate: e.metadata.tracestate } : {}) });
+      }
+      this.settle(jobId);
+    }
     // A registration is a sign of life: the node gets a whole lease for its first heartbeat here.
     if (e.type === 'NodeRegistered') observeRegistration(this.state, (e.data as { nodeId: string }).nodeId, this.now());
     return !echo;
+  }
+
+  /**
+   * Applies a decision placement just appended to `placement-job-<jobId>` at `revision`: the
+   * next append expects that revision, and the job is kept until the bus brings the event back.
+   */
+  recorded(event: PlacementEvent, jobId: string, revision: bigint): void {
+    this.revisions.set(jobId, revision);
+    this.awaitEcho(jobId, revision);
+    evolve(this.state, event);
+  }
+
+  /** Jobs kept only for an echo still to come (a figure for tests and logs). */
+  get awaitingEcho(): number {
+    return this.unechoed.size;
+  }
+
+  private awaitEcho(jobId: string, revision: bigint): void {
+    if ((this.unechoed.get(jobId) ?? -1n) < revision) this.unechoed.set(jobId, revision);
+  }
+
+  /** Forgets the job if it has ended and no echo is due, and drops the bookkeeping of a job not known. */
+  private settle(jobId: string): void {
+    if (this.unechoed.has(jobId)) return;
+    const job = this.state.jobs.get(jobId);
+    if (job && job.phase !== 'ended') return;
+    if (job) forgetEnded(this.state, jobId);
+    this.revisions.delete(jobId);
+    this.correlations.delete(jobId);
+    this.traces.delete(jobId);
   }
 
   /** Applies every event placement folds after position `from` up to `to` (inclusive), in store order. */

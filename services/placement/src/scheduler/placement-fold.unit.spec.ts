@@ -5,7 +5,7 @@
  * folded (heartbeats) is not in it; a snapshot of another half-life or not a snapshot is refused.
  */
 import { describe, expect, it } from '@jest/globals';
-import { initialState, observeHeartbeat } from '../domain/index.js';
+import { initialState, observeHeartbeat, type PlacementEvent } from '../domain/index.js';
 import { at, ev, T0, type Unpositioned } from '../domain/fixtures.js';
 import { PlacementFold } from './placement-fold.js';
 
@@ -93,5 +93,80 @@ describe('placement snapshot encoding', () => {
   it('refuses a snapshot of another fair-share half-life, and text that is not a snapshot', () => {
     expect(() => PlacementFold.decode(all.encode(), { usageHalfLifeMs: 1_000 }, now)).toThrow(/fair-share half-life of 604800000 ms, this placement uses 1000 ms \(GPUNET_FAIRSHARE_HALF_LIFE_MS\)/);
     expect(() => PlacementFold.decode('{"state":{}}', {}, now)).toThrow(/not a placement snapshot/);
+  });
+
+  it('forgets each job once it has ended, with its bookkeeping, and counts it (decision 0043)', () => {
+    expect([...all.state.jobs.keys()].sort()).toEqual(['j2', 'j4']);
+    expect(all.state.forgottenJobs).toBe(2);
+    for (const gone of ['j1', 'j3']) {
+      expect(all.revisions.has(gone)).toBe(false);
+      expect(all.correlations.has(gone)).toBe(false);
+    }
+    // j1's GPUs were released before it was forgotten; nothing of it is held.
+    expect(all.state.nodes.get('n1')?.holds.size).toBe(0);
+  });
+});
+
+describe('forgetting a job placement ended itself (decision 0043)', () => {
+  let position = 0n;
+  const recordedEvent = (e: Unpositioned, stream: string, revision: bigint) => ({
+    ...e,
+    position: ++position,
+    streamId: stream,
+    revision,
+    metadata: { correlationId: 'c-j5', causationId: 'x', producer: 'test', occurredAt: at(), jobId: 'j5' },
+  });
+  const others = new Map<string, bigint>();
+  const other = (e: Unpositioned) => {
+    const stream = `other-${e.type}`;
+    const revision = (others.get(stream) ?? -1n) + 1n;
+    others.set(stream, revision);
+    return recordedEvent(e, stream, revision);
+  };
+  const lost = { type: 'NodeLost', data: { nodeId: 'n1', reason: 'heartbeat_timeout', lastSeenAt: at(5), detectedAt: at(10), affectedAttempts: [{ jobId: 'j5', attemptId: 'j5-a1' }] } } as Unpositioned;
+
+  it('keeps it until the bus brings back its own decisions: the echo of its JobPlaced finds the job and holds nothing', () => {
+    const fold = new PlacementFold(initialState(), now);
+    for (const e of [ev.node('n1', 1), ev.submitted('j5', 1), ev.staged('j5')]) fold.apply(other(e));
+    // Placed by this process (applied as written), then cancelled, its node lost, and withdrawn by this process.
+    const placed = recordedEvent(ev.placed('j5', 1, 'n1', [0]), 'placement-job-j5', 0n);
+    fold.recorded(placed as PlacementEvent, 'j5', 0n);
+    expect(fold.state.nodes.get('n1')?.holds.has('j5-a1')).toBe(true);
+    fold.apply(other(ev.cancelRequested('j5')), 'bus');
+    fold.apply(other(lost), 'bus');
+    expect(fold.state.nodes.get('n1')?.holds.size).toBe(0);
+    const withdrawn = recordedEvent(ev.withdrawn('j5'), 'placement-job-j5', 1n);
+    fold.recorded(withdrawn as PlacementEvent, 'j5', 1n);
+    expect(fold.state.jobs.get('j5')?.phase).toBe('ended');
+    expect(fold.awaitingEcho).toBe(1);
+
+    // The echoes arrive. Forgotten at the end, the JobPlaced echo would have held n1's GPU for good.
+    expect(fold.apply(placed, 'bus')).toBe(false);
+    expect(fold.state.jobs.has('j5')).toBe(true);
+    expect(fold.state.nodes.get('n1')?.holds.size).toBe(0);
+    expect(fold.state.holders.size).toBe(0);
+    expect(fold.apply(withdrawn, 'bus')).toBe(false);
+    expect(fold.state.jobs.has('j5')).toBe(false);
+    expect(fold.awaitingEcho).toBe(0);
+    expect(fold.state.forgottenJobs).toBe(1);
+    expect(fold.revisions.has('j5')).toBe(false);
+    expect(fold.correlations.has('j5')).toBe(false);
+    // A late fact about it changes nothing and leaves nothing behind.
+    fold.apply(other(ev.released('j5', 1, 'n1', [0])), 'bus');
+    expect(fold.state.jobs.has('j5')).toBe(false);
+    expect(fold.revisions.has('j5')).toBe(false);
+    expect(fold.state.live.size).toBe(0);
+  });
+
+  it('keeps it too for what it read of its stream while running (a catch-up): the bus brings that again', () => {
+    const fold = new PlacementFold(initialState(), now);
+    for (const e of [ev.node('n1', 1), ev.submitted('j5', 1), ev.staged('j5'), ev.cancelRequested('j5')]) fold.apply(other(e));
+    const withdrawn = recordedEvent(ev.withdrawn('j5'), 'placement-job-j5', 0n);
+    fold.apply(withdrawn, 'read');
+    expect(fold.state.jobs.get('j5')?.phase).toBe('ended');
+    expect(fold.awaitingEcho).toBe(1);
+    fold.apply(withdrawn, 'bus');
+    expect(fold.state.jobs.has('j5')).toBe(false);
+    expect(fold.awaitingEcho).toBe(0);
   });
 });

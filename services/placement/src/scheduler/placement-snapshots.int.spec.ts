@@ -29,11 +29,12 @@ const now = () => T0 + 5_000;
 let n = 0;
 const id = () => `00000000-0000-4000-8000-${(++n).toString(16).padStart(12, '0')}`;
 
-/** Appends fixture events, each in its own stream as its service writes it. */
+/** Appends fixture events, each in its own stream as its service writes it (placement's decisions on `placement-job-<jobId>`). */
 async function append(store: TestStore, events: readonly Unpositioned[]): Promise<void> {
   for (const e of events) {
     const jobId = (e.data as { jobId?: string }).jobId;
-    const stream = e.type === 'NodeRegistered' ? `execution-node-${(e.data as { nodeId: string }).nodeId}` : `test-${e.type}-${jobId}`;
+    const decision = ['JobPlaced', 'JobRequeued', 'JobWithdrawn'].includes(e.type);
+    const stream = e.type === 'NodeRegistered' ? `execution-node-${(e.data as { nodeId: string }).nodeId}` : decision ? `placement-job-${jobId}` : `test-${e.type}-${jobId}`;
     const toAppend: EventToAppend = { eventId: id(), type: e.type, data: e.data, metadata: { correlationId: jobId ?? 'c', causationId: jobId ?? 'c', ...(jobId ? { jobId } : {}), team: 'team-a', producer: 'test', occurredAt: new Date(T0).toISOString() } };
     await store.appendToStream(stream, [toAppend]);
   }
@@ -72,10 +73,14 @@ describe.each(stores.backends)('placement snapshot ($name)', (backend) => {
     await history(store);
     const head = await store.headPosition();
     const zero = await fromZero(store, head);
-    expect(zero.state.jobs.size).toBeGreaterThan(120);
+    // Ended jobs are forgotten as they end (decision 0043): what stays is the work still queued and running.
+    expect(zero.state.forgottenJobs).toBeGreaterThan(120);
+    expect([...zero.state.jobs.values()].filter((j) => j.phase === 'ended')).toEqual([]);
+    expect([...zero.state.jobs.keys()].sort()).toEqual(['q-1', 'q-2', 'run-1']);
     expect(zero.state.queue.length).toBeGreaterThan(0);
     expect(zero.state.live.size).toBe(1);
-    expect(zero.revisions.size).toBeGreaterThan(0);
+    // The bookkeeping of placement's streams is kept for the jobs it still knows only.
+    expect([...zero.revisions.keys()]).toEqual(['run-1']);
     const zeroText = zero.encode();
 
     const snapshots = (await PlacementSnapshots.open(store, {}, now, log))!;

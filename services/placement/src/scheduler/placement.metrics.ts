@@ -48,6 +48,8 @@ export class PlacementMetrics {
         if (!view.state) return;
         const counts = new Map<string, number>(PHASES.map((p) => [p, 0]));
         for (const job of view.state.jobs.values()) counts.set(job.phase, (counts.get(job.phase) ?? 0) + 1);
+        // Ended jobs leave placement's memory (decision 0043); they still count as ended.
+        counts.set('ended', (counts.get('ended') ?? 0) + view.state.forgottenJobs);
         for (const [phase, n] of counts) this.set({ phase }, n);
       },
     });

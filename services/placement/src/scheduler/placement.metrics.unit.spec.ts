@@ -1,7 +1,7 @@
 import type { EventData } from '#contracts';
 import { Metrics } from '#telemetry';
 import { ev, given, T0, type Unpositioned } from '../domain/fixtures.js';
-import type { PlanOptions } from '../domain/index.js';
+import { forgetEnded, type PlanOptions } from '../domain/index.js';
 import { PlacementMetrics } from './placement.metrics.js';
 
 const MIN = 60_000;
@@ -35,5 +35,19 @@ describe('placement metrics: pending jobs by reason', () => {
     placement.watch(h.state, OPTIONS);
 
     expect(await pendingByReason(metrics)).toMatchObject({ Resources: 1, Reservation: 1, Priority: 1, Inputs: 1, NoNodes: 0 });
+  });
+
+  it('counts forgotten jobs as ended (decision 0043): the figure does not drop when a record leaves memory', async () => {
+    const h = given(ev.node('n1', 2), submitted('done', 1, HOUR), ev.staged('done'), ev.placed('done', 1, 'n1', [0]))
+      .apply(ev.held('done', 1, 'n1', [0]), ev.finished('done', 1, 'n1'), ev.released('done', 1, 'n1', [0]))
+      .apply(submitted('gone', 1, HOUR), ev.cancelRequested('gone'), ev.withdrawn('gone'))
+      .apply(submitted('runs', 1, HOUR), ev.staged('runs'), ev.placed('runs', 1, 'n1', [1]));
+    const metrics = new Metrics({ service: 'placement', instance: 'test' }, { processMetrics: false });
+    new PlacementMetrics(metrics, { now: () => new Date(T0 + 10 * MIN) }).watch(h.state, OPTIONS);
+    const byPhase = async () => Object.fromEntries([...(await metrics.text()).matchAll(/^gpunet_placement_jobs\{phase="([a-z_]+)"[^}]*\} (\d+)$/gm)].map((m) => [m[1]!, Number(m[2])]));
+    const before = await byPhase();
+    expect(before).toMatchObject({ ended: 2, placed: 1 });
+    expect(forgetEnded(h.state, 'done') && forgetEnded(h.state, 'gone')).toBe(true);
+    expect(await byPhase()).toEqual(before);
   });
 });

@@ -127,7 +127,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       const started = Date.now();
       const { events, snapshot } = await this.fold();
       this.log.info(
-        { events, fromPosition: (snapshot?.position ?? 0n).toString(), position: this.foldedHead.toString(), queued: this.state.queue.length, nodes: this.state.nodes.size, jobs: this.state.jobs.size, ms: Date.now() - started },
+        { events, fromPosition: (snapshot?.position ?? 0n).toString(), position: this.foldedHead.toString(), queued: this.state.queue.length, nodes: this.state.nodes.size, jobs: this.state.jobs.size, forgottenJobs: this.state.forgottenJobs, ms: Date.now() - started },
         snapshot ? `state loaded from its snapshot at position ${snapshot.position} and the ${events} events after it folded` : 'state folded from the store',
       );
       await this.pass(undefined);
@@ -209,7 +209,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
         ]);
       }
       if (event.position > this.foldedHead) {
-        if (this.apply(event as RecordedEvent)) this.owed++;
+        if (this.apply(event as RecordedEvent, 'bus')) this.owed++;
         // Echoes count too: they are events a start would fold.
         if (++this.sinceSnapshot >= this.snapshotEvery.everyEvents) this.moveSnapshot();
       }
@@ -277,7 +277,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     } catch (err) {
       if (!(err instanceof IdempotencyConflictError)) throw err;
       // Declared before (by an earlier run of placement): that NodeLost stands.
-      for (const e of await this.store.readStream(streamId)) this.apply(e);
+      for (const e of await this.store.readStream(streamId)) this.apply(e, 'read');
     }
   }
 
@@ -327,7 +327,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     } catch (err) {
       if (!(err instanceof IdempotencyConflictError)) throw err;
       // Recorded before (by an earlier run of placement): that event stands.
-      for (const e of await this.store.readStream(streamId)) this.apply(e);
+      for (const e of await this.store.readStream(streamId)) this.apply(e, 'read');
       return;
     }
     const node = this.state.nodes.get(d.data.nodeId);
@@ -417,8 +417,8 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** Applies one recorded event (see {@link PlacementFold.apply}): false for the echo of a decision already applied. */
-  private apply(e: Pick<RecordedEvent, 'type' | 'data' | 'position' | 'streamId' | 'revision' | 'metadata'>): boolean {
-    return this.folder.apply(e);
+  private apply(e: Pick<RecordedEvent, 'type' | 'data' | 'position' | 'streamId' | 'revision' | 'metadata'>, source: 'bus' | 'read'): boolean {
+    return this.folder.apply(e, source);
   }
 
   /** Decides and records until nothing is left to decide (normally one pass). */
@@ -475,8 +475,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       const result = tracingEnabled()
         ? await inSpan(`placement ${d.type}`, { ...(cause?.metadata.jobId === jobId ? {} : { parent: contextFromFields(this.traces.get(jobId)) }), attributes: { 'gpunet.job_id': jobId } }, append)
         : await append();
-      this.revisions.set(jobId, result.nextExpectedRevision);
-      evolve(this.state, { type: d.type, data: d.data, position: result.position } as PlacementEvent);
+      this.folder.recorded({ type: d.type, data: d.data, position: result.position } as PlacementEvent, jobId, result.nextExpectedRevision);
       log.info({ jobId, correlationId, decision: d.type, ...summary(d), ...(d.type === 'JobPlaced' ? { nodeHost: this.state.nodes.get(d.data.nodeId)?.hostname } : {}) }, describe(d));
       return true;
     } catch (err) {
@@ -490,7 +489,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   /** Applies what the job's placement stream holds beyond what placement saw. */
   private async catchUp(jobId: string): Promise<void> {
     const from = (this.revisions.get(jobId) ?? -1n) + 1n;
-    for (const e of await this.store.readStream(placementJobStreamId(jobId), { fromRevision: from })) this.apply(e);
+    for (const e of await this.store.readStream(placementJobStreamId(jobId), { fromRevision: from })) this.apply(e, 'read');
   }
 }
 
