@@ -42,7 +42,7 @@ export class PlacementMetrics {
     });
     metrics.gauge({
       name: 'gpunet_placement_jobs',
-      help: 'Jobs placement knows, by phase (waiting_inputs, queued, placed, lost, ended).',
+      help: 'Jobs by phase (waiting_inputs, queued, placed, lost, ended); ended counts the jobs placement has forgotten too.',
       labelNames: ['phase'],
       collect() {
         if (!view.state) return;
