@@ -37,7 +37,8 @@ export interface RefEvent {
   eventId: string;
   type: string;
   data: unknown;
-  metadata: { correlationId: string };
+  /** `team`: the team the event concerns (every recorded event of a job carries it). */
+  metadata: { correlationId: string; team?: string };
 }
 
 /** The event a removal is recorded as caused by: ids derive from it, correlation carries over. */
@@ -85,8 +86,6 @@ export interface DataRefs {
    * size is not recorded (`JobCheckpointed.size` is its files' total), hence a set.
    */
   retained: Map<string, { files: Set<string>; folders: Set<string> }>;
-  /** Team of each job seen, also after its inputs are gone (outputs and checkpoints may come later). */
-  teamOf: Map<string, string>;
   /** How many times a job became final so far: the next `final.seq`. */
   finals: number;
 }
@@ -106,7 +105,7 @@ export const DATA_REF_EVENT_TYPES = [
 ] as const;
 
 export function initialDataRefs(): DataRefs {
-  return { jobs: new Map(), byTeam: new Map(), datasets: new Map(), retained: new Map(), teamOf: new Map(), finals: 0 };
+  return { jobs: new Map(), byTeam: new Map(), datasets: new Map(), retained: new Map(), finals: 0 };
 }
 
 /**
@@ -125,7 +124,6 @@ export function evolve(model: DataRefs, event: RefEvent): void {
         if (model.datasets.get(key)?.sha256 !== i.sha256) model.datasets.set(key, { sha256: i.sha256, sinceMs: Date.parse(e.submittedAt) });
       }
       model.jobs.set(e.jobId, { jobId: e.jobId, team: e.team, inputs, final: undefined, outcomes: new Map(), removed: new Set() });
-      model.teamOf.set(e.jobId, e.team);
       const ids = model.byTeam.get(e.team) ?? new Set<string>();
       ids.add(e.jobId);
       model.byTeam.set(e.team, ids);
@@ -156,7 +154,7 @@ export function evolve(model: DataRefs, event: RefEvent): void {
     }
     case 'OutputsStored': {
       const e = event.data as OutputsStored;
-      const kept = retainedOf(model, e.jobId);
+      const kept = retainedOf(model, e.jobId, event.metadata.team);
       if (!kept) return;
       for (const f of e.files) kept.files.add(f.sha256);
       for (const l of e.logs ?? []) kept.files.add(l.sha256);
@@ -167,7 +165,7 @@ export function evolve(model: DataRefs, event: RefEvent): void {
       if (e.sha256 === undefined) return;
       // Not e.size: that is the checkpoint files' total, not the manifest's size; read with it, the
       // manifest failed its size check and its files went unprotected.
-      retainedOf(model, e.jobId)?.folders.add(e.sha256);
+      retainedOf(model, e.jobId, event.metadata.team)?.folders.add(e.sha256);
       return;
     }
     case 'DataRemoved': {
@@ -188,8 +186,13 @@ export function evolve(model: DataRefs, event: RefEvent): void {
   }
 }
 
-function retainedOf(model: DataRefs, jobId: string): { files: Set<string>; folders: Set<string> } | undefined {
-  const team = model.teamOf.get(jobId);
+/**
+ * The team's retained blobs, for an event of `jobId`: its team from the event's metadata, else
+ * from the job while the model holds it. A job's team is not kept once its inputs are settled:
+ * that was a map growing with every job ever run, and the event says it.
+ */
+function retainedOf(model: DataRefs, jobId: string, eventTeam: string | undefined): { files: Set<string>; folders: Set<string> } | undefined {
+  const team = eventTeam ?? model.jobs.get(jobId)?.team;
   if (team === undefined) return undefined;
   let kept = model.retained.get(team);
   if (!kept) model.retained.set(team, (kept = { files: new Set(), folders: new Set() }));
@@ -318,4 +321,42 @@ function keptUntil(model: DataRefs, job: JobRefs, input: RefInput, finalAtMs: nu
     return Math.max(finalAtMs, current.sinceMs);
   }
   return finalAtMs + input.keepMs;
+}
+
+/**
+ * The model as snapshot text (decision 0044): its own fields as JSON, Maps and Sets tagged, in
+ * their insertion order, so a model decoded and folded on equals the model folded from zero.
+ */
+export function encodeDataRefs(model: DataRefs): string {
+  return JSON.stringify(model, (key, value: unknown) => {
+    // A job not final yet keeps its `final` key (as null), so a decoded job has its keys in the order a fold gives them.
+    if (key === 'final' && value === undefined) return null;
+    if (value instanceof Map) return { $map: [...value] };
+    if (value instanceof Set) return { $set: [...value] };
+    return value;
+  });
+}
+
+/** A model from text {@link encodeDataRefs} wrote; throws when the text is not such a model. */
+export function decodeDataRefs(text: string): DataRefs {
+  const model = JSON.parse(text, (_key, value: unknown) => {
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      const tagged = value as { $map?: [unknown, unknown][]; $set?: unknown[] };
+      if (Array.isArray(tagged.$map)) return new Map(tagged.$map);
+      if (Array.isArray(tagged.$set)) return new Set(tagged.$set);
+    }
+    return value;
+  }) as Partial<DataRefs> | null;
+  if (
+    !model ||
+    !(model.jobs instanceof Map) ||
+    !(model.byTeam instanceof Map) ||
+    !(model.datasets instanceof Map) ||
+    !(model.retained instanceof Map) ||
+    typeof model.finals !== 'number'
+  ) {
+    throw new Error('not a storage reference model: jobs, byTeam, datasets, retained or finals missing');
+  }
+  for (const job of (model.jobs as Map<string, { final: unknown }>).values()) if (job.final === null) job.final = undefined;
+  return model as DataRefs;
 }

@@ -1,5 +1,5 @@
 import type { BlobRef, DataRemoved } from '#contracts';
-import { evolve, foldersToRead, initialDataRefs, planRemovals, type DataRefs, type FilesOf, type RefEvent } from './data-refs.js';
+import { decodeDataRefs, encodeDataRefs, evolve, foldersToRead, initialDataRefs, planRemovals, type DataRefs, type FilesOf, type RefEvent } from './data-refs.js';
 import { at, sha, submitted, T0, type InputSketch } from './fixtures.js';
 
 const HOUR = 3_600_000;
@@ -256,5 +256,51 @@ describe('data references', () => {
       released('job-1', 'a1'),
     );
     expect(planRemovals(model, T0 + 1000, noFolders, 'job-1').flatMap((r) => shas(r.blobs))).toEqual([sha('a1')]);
+  });
+
+  it('protects an output recorded after its job left the model, by the team its event names (no map of every job\'s team is kept)', () => {
+    const model = given(submit('job-1', []), finished('job-1', 'a1', 'completed'), released('job-1', 'a1'));
+    // A job with no inputs is settled at its release: nothing of it is kept.
+    expect(model.jobs.size).toBe(0);
+    expect(Object.keys(model)).not.toContain('teamOf');
+    evolve(model, { ...ev('OutputsStored', { jobId: 'job-1', attemptId: 'a1', files: [{ path: 'late.bin', sha256: sha('d4'), size: 10 }], totalBytes: 10, truncated: false, rejected: [], logs: [], storedAt: at(1500) }), metadata: { correlationId: 'corr', team: 'team-a' } });
+    evolve(model, submit('job-2', [{ name: 'x', sha256: sha('d4') }]));
+    evolve(model, finished('job-2', 'b1', 'completed', 2000));
+    evolve(model, released('job-2', 'b1', 2000));
+    expect(planRemovals(model, T0 + 2000, noFolders, 'job-2')).toEqual([]);
+  });
+});
+
+describe('data references snapshot (decision 0044)', () => {
+  // Every kind of entry: a kept dataset renamed later, a folder input, an output and a checkpoint
+  // retained, a job lost and requeued, a removal, jobs of two teams.
+  const history: RefEvent[] = [
+    submit('job-1', [{ name: 'x', sha256: sha('a1') }, { name: 'set', sha256: sha('b2'), dataset: 'corpus' }]),
+    submit('job-2', [{ name: 'x', sha256: sha('a1') }, { name: 'dir', sha256: sha('f6'), kind: 'folder' }], 'team-b'),
+    ev('JobCheckpointed', { jobId: 'job-1', attemptId: 'a1', nodeId: 'node-1', sequence: 1, sha256: sha('c3'), size: 4, checkpointedAt: at(500) }),
+    finished('job-1', 'a1', 'node_lost'),
+    released('job-1', 'a1'),
+    ev('JobRequeued', { jobId: 'job-1', previousAttemptId: 'a1', reason: 'node_lost', nextAttempt: 2, requeuedAt: at(1100) }),
+    finished('job-1', 'a2', 'completed', 1500),
+    ev('OutputsStored', { jobId: 'job-1', attemptId: 'a2', files: [{ path: 'm.bin', sha256: sha('d4'), size: 10 }], totalBytes: 10, truncated: false, rejected: [], logs: [{ stream: 'stdout', sha256: sha('e5'), size: 1 }], storedAt: at(1500) }),
+    released('job-1', 'a2', 1500),
+    removed('job-1', [{ sha256: sha('a1'), size: 10 }]),
+    submit('job-3', [{ name: 'set', sha256: sha('a9'), dataset: 'corpus' }]),
+    finished('job-2', 'b1', 'completed', 3000),
+    released('job-2', 'b1', 3000),
+  ];
+
+  it.each(Array.from({ length: history.length + 1 }, (_, k) => k))('cut after %i events: decode(encode) with the rest folded on equals the whole fold', (k) => {
+    const whole = given(...history);
+    const loaded = decodeDataRefs(encodeDataRefs(given(...history.slice(0, k))));
+    for (const e of history.slice(k)) evolve(loaded, e);
+    expect(loaded).toEqual(whole);
+    expect(encodeDataRefs(loaded)).toBe(encodeDataRefs(whole));
+    expect(planRemovals(loaded, T0 + 10 * HOUR, noFolders)).toEqual(planRemovals(whole, T0 + 10 * HOUR, noFolders));
+  });
+
+  it('refuses text that is not a model', () => {
+    expect(() => decodeDataRefs('{"jobs":{}}')).toThrow(/not a storage reference model/);
+    expect(() => decodeDataRefs('null')).toThrow(/not a storage reference model/);
   });
 });
