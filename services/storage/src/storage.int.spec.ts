@@ -18,6 +18,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
+import { encodeDataRefs, evolve, initialDataRefs } from './domain/index.js';
+import { DataRefsFeed } from './retention/data-refs.feed.js';
 import { storageService } from './storage.service.js';
 
 /** The storage service's log lines (info and up), shown when a wait times out. */
@@ -525,7 +527,21 @@ describe('storage service against nats-server and a SQLite store', () => {
     await decided('job-s2');
 
     await storage.stop();
+    const logged = storageLog.length;
     storage = await start();
+    // The restart loaded the model's snapshot, saved at the stop, and folded only what came after it (decision 0044).
+    const feed = storage.app.get(DataRefsFeed);
+    const restartLog = storageLog.slice(logged).map((l) => JSON.parse(l) as { msg: string; events?: number; position?: string });
+    const loadedAt = BigInt(restartLog.find((l) => l.msg === 'input references loaded from their snapshot')?.position ?? '0');
+    expect(loadedAt).toBeGreaterThan(0n);
+    expect(restartLog.find((l) => l.msg === 'input references folded from the store')?.events).toBeLessThan(10);
+    // The model as loaded and followed equals a fold of the store from zero up to the same event.
+    const text = encodeDataRefs(feed.model);
+    const upTo = feed.position;
+    expect(upTo).toBeGreaterThanOrEqual(loadedAt);
+    const fromZero = initialDataRefs();
+    for (const e of await store.readAll({ toPosition: upTo, maxCount: 1_000_000 })) evolve(fromZero, e);
+    expect(text).toBe(encodeDataRefs(fromZero));
 
     await release('job-s1');
     const marker = await upload('team-a', randomBytes(11));

@@ -1,41 +1,119 @@
-import type { EventStore } from '#event-store';
+import { SnapshotSlot, type EventStore, type ProjectionCheckpoint } from '#event-store';
 import { EVENT_STORE, LOGGER, StoreFollower } from '#service-kit';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { evolve, initialDataRefs, type DataRefs } from '../domain/index.js';
+import { decodeDataRefs, encodeDataRefs, evolve, initialDataRefs, type DataRefs } from '../domain/index.js';
+
+/** The reference model's snapshot in the store's database (`projection_snapshot_storage_refs`, decision 0044). */
+export const DATA_REFS_SNAPSHOT = 'storage_refs';
+/** Bump whenever the model or `evolve` changes shape or meaning: a snapshot of another format is ignored. */
+export const DATA_REFS_SNAPSHOT_FORMAT = 1;
+/** How often the snapshot is brought up to the model while running; and at shutdown. */
+const SNAPSHOT_EVERY_MS = 60_000;
 
 /**
- * Keeps the input reference model ({@link DataRefs}) in memory: folds the whole store at start,
- * before anything is consumed, then follows it. The store rather than the bus: it is one ordered
- * log of every service's events, so a release is never seen before the JobFinished that tells
- * whether the job goes on, and storage's own DataRemoved arrive in the same order.
+ * Keeps the input reference model ({@link DataRefs}) in memory: loads its snapshot, folds the
+ * store after it before anything is consumed, then follows it. The store rather than the bus: it
+ * is one ordered log of every service's events, so a release is never seen before the JobFinished
+ * that tells whether the job goes on, and storage's own DataRemoved arrive in the same order.
+ *
+ * The model changes only by folding the store in order, so it is at every moment the fold of the
+ * store up to the last event applied: it is saved as it stands (decision 0044), with that event's
+ * position and id, by compare and set. A start trusts a snapshot only if the store holds that
+ * event and it is of this format; otherwise it says why and folds from the start of the store.
  */
 @Injectable()
 export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
   readonly model: DataRefs = initialDataRefs();
-  private readonly follower: StoreFollower;
+  private follower: StoreFollower | undefined;
+  private slot: SnapshotSlot | undefined;
+  /** The last event folded into the model, and where the stored snapshot is (as far as this process knows). */
+  private folded: ProjectionCheckpoint = { position: 0n, eventId: null };
+  private stored: ProjectionCheckpoint = { position: 0n, eventId: null };
+  private timer: NodeJS.Timeout | undefined;
+  private saving: Promise<void> = Promise.resolve();
 
-  constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(LOGGER) logger: Logger) {
-    // The store's own poll interval: whoever needs the model current (a release, a sweep) asks
-    // `catchUp`/`waitFor`, which read the store at once, so a faster poll only cost wake-ups.
-    this.follower = new StoreFollower(store, logger, { name: 'input references', apply: (e) => evolve(this.model, e) });
-  }
+  constructor(
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
 
   async onModuleInit(): Promise<void> {
+    await this.restore();
+    // The store's own poll interval: whoever needs the model current (a release, a sweep) asks
+    // `catchUp`/`waitFor`, which read the store at once, so a faster poll only cost wake-ups.
+    this.follower = new StoreFollower(this.store, this.logger, {
+      name: 'input references',
+      from: this.folded.position,
+      apply: (e) => {
+        evolve(this.model, e);
+        this.folded = { position: e.position, eventId: e.eventId };
+      },
+    });
     await this.follower.start();
+    await this.snapshot();
+    this.timer = setInterval(() => void this.snapshot(), SNAPSHOT_EVERY_MS);
+    this.timer.unref();
   }
 
-  onApplicationShutdown(): Promise<void> {
-    return this.follower.close();
+  async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.timer);
+    await this.follower?.close();
+    await this.snapshot();
   }
 
   /** Resolves true once the model includes every event up to `position`, or false after `timeoutMs`. */
   waitFor(position: bigint, timeoutMs: number): Promise<boolean> {
-    return this.follower.waitFor(position, timeoutMs);
+    return this.follower!.waitFor(position, timeoutMs);
   }
 
   /** Resolves true once the model includes everything the store held when called. */
   catchUp(timeoutMs: number): Promise<boolean> {
-    return this.follower.catchUp(timeoutMs);
+    return this.follower!.catchUp(timeoutMs);
+  }
+
+  /** The position of the last event folded into the model. */
+  get position(): bigint {
+    return this.folded.position;
+  }
+
+  /** The position of the stored snapshot as this process last saved or loaded it (tests, logs). */
+  get snapshotPosition(): bigint {
+    return this.stored.position;
+  }
+
+  /** Brings the stored snapshot up to the model, by compare and set; never throws. */
+  snapshot(): Promise<void> {
+    this.saving = this.saving.then(async () => {
+      if (!this.slot || this.folded.position <= this.stored.position) return;
+      const to = this.folded;
+      try {
+        if (await this.slot.save(this.stored, to, encodeDataRefs(this.model))) this.stored = to;
+        // Another storage process moved it: learn where it is, and go on from there next time.
+        else this.stored = await this.slot.checkpoint();
+      } catch (err) {
+        this.logger.warn({ err, position: to.position.toString() }, 'could not save the input references\' snapshot; the next start folds more of the store');
+      }
+    });
+    return this.saving;
+  }
+
+  /** Loads a trusted snapshot into the model; otherwise the model starts empty and the whole store is folded. */
+  private async restore(): Promise<void> {
+    try {
+      this.slot = await SnapshotSlot.open(this.store, DATA_REFS_SNAPSHOT, DATA_REFS_SNAPSHOT_FORMAT);
+      const snapshot = await this.slot?.load((why) =>
+        this.logger.warn({ reason: why.reason, position: why.checkpoint.position.toString() }, `input references' snapshot ignored, folding from the start of the store: ${why.detail}`),
+      );
+      if (!snapshot) return;
+      Object.assign(this.model, decodeDataRefs(snapshot.parts.join('')));
+      this.folded = snapshot.checkpoint;
+      this.stored = snapshot.checkpoint;
+      this.logger.info({ position: snapshot.checkpoint.position.toString(), jobs: this.model.jobs.size }, 'input references loaded from their snapshot');
+    } catch (err) {
+      this.logger.warn({ err }, 'input references\' snapshot unreadable, folding from the start of the store');
+      Object.assign(this.model, initialDataRefs());
+      this.folded = { position: 0n, eventId: null };
+    }
   }
 }
