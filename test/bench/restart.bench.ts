@@ -1,7 +1,7 @@
 /**
  * Restarts that do not grow with history (issue 16, item 3): a store of N jobs (about 12 events
  * each: test/support/history.ts, written straight into the store in large transactions), then
- * intake, placement and the ledger as their real processes on it, each started twice: once on the history as
+ * intake, placement, the ledger and storage as their real processes on it, each started twice: once on the history as
  * written (intake's job views and placement's state come from the whole store, as every start
  * did before they kept anything), then again after a SIGTERM (a restart: what it kept — intake's
  * table, placement's snapshot — lets it read only the tail). Beside them the store's raw read of the same events (`readAll` from the start
@@ -12,7 +12,7 @@
  * Time is from spawning the process to its answer to the Health query (each answers once its state
  * is ready: it folds before it serves), and the events each start folded, from its log.
  * Ends with one JSON line per figure: {"bench":"restart.intake.ms","value":N,"unit":"ms","raw":R,...},
- * `restart.placement.ms`, `restart.placement.events_folded`, the same for the ledger (its billing
+ * `restart.placement.ms`, `restart.placement.events_folded`, the same for storage (its input references), the ledger (its billing
  * projection's fold; its audit table catches up beside it), and the same for the first starts.
  */
 import { openEventStore, PostgresEventStore, SqliteEventStore } from '#event-store';
@@ -32,7 +32,7 @@ const opts = new Command('restart.bench')
   .option('--teams <n>', 'teams the jobs belong to', positive, HISTORY_DEFAULTS.teams)
   .option('--postgres', 'the store on PostgreSQL (a database made for the run) instead of SQLite')
   .option('--health-timeout <s>', 'how long a start may take', positive, 1_800)
-  .option('--only <services>', 'measure only these services (comma-separated: intake,placement,ledger)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
+  .option('--only <services>', 'measure only these services (comma-separated: intake,placement,ledger,storage)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
   .option('--keep', 'keep the data directory (and database) afterwards; kept anyway when the bench fails')
   .parse()
   .opts<{ jobs: number; teams: number; postgres?: boolean; healthTimeout: number; keep?: boolean; only?: string[] }>();
@@ -66,7 +66,7 @@ async function rawRead(url: string): Promise<{ events: number; ms: number }> {
  * made from the whole store: every start before it kept anything), then again after a SIGTERM.
  * `folds` matches the log line where it says how many events a start folded.
  */
-async function measureService(net: TestNetwork, name: 'intake' | 'placement' | 'ledger', folds: RegExp, raw: { events: number; ms: number }): Promise<void> {
+async function measureService(net: TestNetwork, name: 'intake' | 'placement' | 'ledger' | 'storage', folds: RegExp, raw: { events: number; ms: number }): Promise<void> {
   const start = () => timed(() => net.restart(name, { healthTimeoutMs: opts.healthTimeout * 1_000 }));
   const logFile = join(net.dataDir, 'logs', `${name}.log`);
   const foldLines = async () =>
@@ -127,6 +127,7 @@ async function main(): Promise<void> {
     if (measured('intake')) await measureService(net, 'intake', /job views folded/, raw);
     if (measured('placement')) await measureService(net, 'placement', /state folded from the store|state loaded from its snapshot/, raw);
     if (measured('ledger')) await measureService(net, 'ledger', /billing projection folded from the store|billing projection loaded from its snapshot/, raw);
+    if (measured('storage')) await measureService(net, 'storage', /input references folded from the store/, raw);
     done = true;
   } finally {
     await stopBenchNetwork(net, db, { keep: opts.keep, done }, say);
