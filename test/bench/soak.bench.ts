@@ -14,14 +14,16 @@
  * backlog (submitted, not yet released) at every sample, and says so when the offer is above
  * what the network completes.
  *
- * Beside RSS, each gpunet process's V8 heap in use and its external memory (`/metrics`:
- * `gpunet_nodejs_heap_size_used_bytes`, `gpunet_nodejs_external_memory_bytes`) are sampled and
- * measured the same way: RSS that grows while the heap does not is memory the process's objects
- * do not hold (the allocator's or V8's pages), not state kept per job.
+ * Beside RSS, each gpunet process's V8 heap is sampled and measured the same way (`/metrics`): the
+ * objects in use (`gpunet_nodejs_heap_size_used_bytes`), the pages committed for the heap
+ * (`…_heap_size_total_bytes`) and of those the young generation's (`…_heap_space_size_total_bytes`
+ * of space `new`: V8 grows its semi-spaces with the allocation rate, up to a cap), and external
+ * memory (`gpunet_nodejs_external_memory_bytes`). RSS that grows while the objects in use do not is
+ * memory the process's objects do not hold (the allocator's or V8's pages), not state kept per job.
  *
  * Ends with one JSON line per figure:
  *   {"bench":"soak.rss_growth.<process>","value":pct,"unit":"%","start_mib":…,"end_mib":…,"peak_mib":…}
- *   {"bench":"soak.heap_growth.<process>","value":pct,"unit":"%","start_mib":…,"end_mib":…,"external_start_mib":…,"external_end_mib":…}
+ *   {"bench":"soak.heap_growth.<process>","value":pct,"unit":"%","start_mib":…,"end_mib":…,"committed_start_mib":…,"committed_end_mib":…,"young_start_mib":…,"young_end_mib":…,"external_start_mib":…,"external_end_mib":…}
  *   {"bench":"soak.rss_growth.max","value":pct,"unit":"%","process":…}
  *   {"bench":"soak.jobs_completed","value":n,"unit":"jobs","offered":…,"rate":…}   {"bench":"soak.backlog_end","value":n,"unit":"jobs"}
  *   {"bench":"soak.events_stream_subjects_end","value":n,"unit":"subjects","messages":…}   (what GPUNET_EVENTS still holds)
@@ -90,14 +92,26 @@ class Completions {
   }
 }
 
-/** Each gpunet process's V8 heap in use and external memory (bytes), from its /metrics; nats-server and a process that did not answer are left out. */
-async function heapsOf(net: TestNetwork): Promise<Map<string, { used: number; external: number }>> {
+/** What V8 holds in one process (bytes): objects in use, pages committed for its heap, of those its young generation's, and buffers outside it. */
+interface Heap {
+  used: number;
+  committed: number;
+  young: number;
+  external: number;
+}
+
+/** Each gpunet process's V8 heap (see {@link Heap}), from its /metrics; nats-server and a process that did not answer are left out. */
+async function heapsOf(net: TestNetwork): Promise<Map<string, Heap>> {
   const metrics = await scrape(net);
-  const out = new Map<string, { used: number; external: number }>();
+  const out = new Map<string, Heap>();
   for (const { name } of net.processes) {
-    const used = metrics.get(name)?.get('gpunet_nodejs_heap_size_used_bytes');
-    const external = metrics.get(name)?.get('gpunet_nodejs_external_memory_bytes');
-    if (used !== undefined && external !== undefined) out.set(name, { used, external });
+    const m = metrics.get(name);
+    const used = m?.get('gpunet_nodejs_heap_size_used_bytes');
+    const committed = m?.get('gpunet_nodejs_heap_size_total_bytes');
+    const external = m?.get('gpunet_nodejs_external_memory_bytes');
+    // The young generation's semi-spaces: V8 grows them with the allocation rate, up to their cap.
+    const young = [...(m ?? [])].find(([key]) => key.startsWith('gpunet_nodejs_heap_space_size_total_bytes{space="new"'))?.[1];
+    if (used !== undefined && committed !== undefined && external !== undefined) out.set(name, { used, committed, young: young ?? 0, external });
   }
   return out;
 }
@@ -105,7 +119,7 @@ async function heapsOf(net: TestNetwork): Promise<Map<string, { used: number; ex
 interface Sample {
   atS: number;
   rss: Map<string, number | undefined>;
-  heap: Map<string, { used: number; external: number }>;
+  heap: Map<string, Heap>;
   submitted: number;
   completed: number;
   /** What GPUNET_EVENTS holds: with interest retention (decision 0038), what is in flight only. */
@@ -148,9 +162,9 @@ async function main(): Promise<void> {
       };
       samples.push(s);
       const mib = [...s.rss].map(([name, b]) => `${name} ${b === undefined ? 'gone' : Math.round(b / MiB)}`).join(', ');
-      const heap = [...s.heap].map(([name, h]) => `${name} ${Math.round(h.used / MiB)}+${Math.round(h.external / MiB)}`).join(', ');
+      const heap = [...s.heap].map(([name, h]) => `${name} ${Math.round(h.used / MiB)}/${Math.round(h.committed / MiB)}(${Math.round(h.young / MiB)})+${Math.round(h.external / MiB)}`).join(', ');
       console.log(
-        `  ${String(s.atS).padStart(5)} s  submitted ${s.submitted}, released ${s.completed}, backlog ${s.submitted - s.completed}; GPUNET_EVENTS holds ${s.stream.messages} events on ${s.stream.subjects} subjects; RSS MiB: ${mib}; heap+external MiB: ${heap}`,
+        `  ${String(s.atS).padStart(5)} s  submitted ${s.submitted}, released ${s.completed}, backlog ${s.submitted - s.completed}; GPUNET_EVENTS holds ${s.stream.messages} events on ${s.stream.subjects} subjects; RSS MiB: ${mib}; V8 heap in use/committed(young generation)+external MiB: ${heap}`,
       );
       return s;
     };
@@ -205,20 +219,33 @@ async function main(): Promise<void> {
     if (worst) json.push(JSON.stringify({ bench: 'soak.rss_growth.max', value: worst.pct, unit: '%', process: worst.name }));
     // The same windows for what V8 holds: objects in use (the heap) and buffers outside it.
     console.log('');
-    console.log(`V8 heap in use and external memory (MiB, /metrics), the same samples: RSS growing while these stay is not state the process keeps`);
-    console.log('  process          heap start   end   growth   external start   end');
-    const used = (s: Sample, n: string) => s.heap.get(n)?.used;
-    const external = (s: Sample, n: string) => s.heap.get(n)?.external;
+    console.log(`V8's heap (MiB, /metrics), the same samples: objects in use; pages committed for the heap, of which the young generation's (V8 grows its`);
+    console.log(`semi-spaces with the allocation rate, up to a cap); buffers outside the heap. RSS growing while objects in use stay is not state the process keeps`);
+    console.log('  process          in use start   end   growth   committed start   end   young start   end   external start   end');
+    const of = (key: keyof Heap) => (s: Sample, n: string) => s.heap.get(n)?.[key];
     for (const p of net.processes) {
-      const start = median(startWindow, p.name, used);
-      const last = median(endWindow, p.name, used);
-      const xStart = median(startWindow, p.name, external);
-      const xEnd = median(endWindow, p.name, external);
-      if (start === undefined || last === undefined || xStart === undefined || xEnd === undefined) continue; // nats-server, or no answer
+      const [start, last, cStart, cEnd, yStart, yEnd, xStart, xEnd] = (['used', 'committed', 'young', 'external'] as const).flatMap((key) => [median(startWindow, p.name, of(key)), median(endWindow, p.name, of(key))]);
+      if (start === undefined || last === undefined || cStart === undefined || cEnd === undefined || yStart === undefined || yEnd === undefined || xStart === undefined || xEnd === undefined) continue; // nats-server, or no answer
       const pct = Math.round(((last - start) / start) * 1000) / 10;
       const fmt = (b: number, width: number) => (b / MiB).toFixed(1).padStart(width);
-      console.log(`  ${p.name.padEnd(16)} ${fmt(start, 10)} ${fmt(last, 6)} ${`${pct > 0 ? '+' : ''}${pct.toFixed(1)} %`.padStart(8)} ${fmt(xStart, 16)} ${fmt(xEnd, 6)}`);
-      json.push(JSON.stringify({ bench: `soak.heap_growth.${p.name}`, value: pct, unit: '%', start_mib: Math.round(start / MiB), end_mib: Math.round(last / MiB), external_start_mib: Math.round(xStart / MiB), external_end_mib: Math.round(xEnd / MiB) }));
+      console.log(
+        `  ${p.name.padEnd(16)} ${fmt(start, 12)} ${fmt(last, 6)} ${`${pct > 0 ? '+' : ''}${pct.toFixed(1)} %`.padStart(8)} ${fmt(cStart, 17)} ${fmt(cEnd, 6)} ${fmt(yStart, 13)} ${fmt(yEnd, 6)} ${fmt(xStart, 16)} ${fmt(xEnd, 6)}`,
+      );
+      json.push(
+        JSON.stringify({
+          bench: `soak.heap_growth.${p.name}`,
+          value: pct,
+          unit: '%',
+          start_mib: Math.round(start / MiB),
+          end_mib: Math.round(last / MiB),
+          committed_start_mib: Math.round(cStart / MiB),
+          committed_end_mib: Math.round(cEnd / MiB),
+          young_start_mib: Math.round(yStart / MiB),
+          young_end_mib: Math.round(yEnd / MiB),
+          external_start_mib: Math.round(xStart / MiB),
+          external_end_mib: Math.round(xEnd / MiB),
+        }),
+      );
     }
     json.push(JSON.stringify({ bench: 'soak.jobs_completed', value: end.completed, unit: 'jobs', offered, rate: opts.rate, completed_per_s: Math.round(completedRate * 10) / 10 }));
     json.push(JSON.stringify({ bench: 'soak.backlog_end', value: end.submitted - end.completed, unit: 'jobs' }));
