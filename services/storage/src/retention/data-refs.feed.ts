@@ -10,6 +10,13 @@ export const DATA_REFS_SNAPSHOT = 'storage_refs';
 export const DATA_REFS_SNAPSHOT_FORMAT = 1;
 /** How often the snapshot is brought up to the model while running; and at shutdown. */
 const SNAPSHOT_EVERY_MS = 60_000;
+/**
+ * A save encodes and writes the whole model on the event loop: the next waits at least this many
+ * times the last one's duration, so saves take at most about 1 % of the time however large the model.
+ */
+const SNAPSHOT_SPACING = 100;
+/** A start that folded fewer events than this leaves the save to the timer: the snapshot it loaded is nearly as far. */
+const SAVE_AFTER_START_EVENTS = 10_000;
 
 /**
  * Keeps the input reference model ({@link DataRefs}) in memory: loads its snapshot, folds the
@@ -19,7 +26,8 @@ const SNAPSHOT_EVERY_MS = 60_000;
  *
  * The model changes only by folding the store in order, so it is at every moment the fold of the
  * store up to the last event applied: it is saved as it stands (decision 0044), with that event's
- * position and id, by compare and set. A start trusts a snapshot only if the store holds that
+ * position and id, by compare and set: after a start that folded much, every minute (spaced by 100
+ * times the last save's duration), and at shutdown. A start trusts a snapshot only if the store holds that
  * event and it is of this format; otherwise it says why and folds from the start of the store.
  */
 @Injectable()
@@ -32,6 +40,8 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
   private stored: ProjectionCheckpoint = { position: 0n, eventId: null };
   private timer: NodeJS.Timeout | undefined;
   private saving: Promise<void> = Promise.resolve();
+  /** How long the last save took and when it ended (the next waits SNAPSHOT_SPACING times as long). */
+  private lastSave = { ms: 0, endedAt: 0 };
 
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
@@ -50,9 +60,11 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
         this.folded = { position: e.position, eventId: e.eventId };
       },
     });
-    await this.follower.start();
-    await this.snapshot();
-    this.timer = setInterval(() => void this.snapshot(), SNAPSHOT_EVERY_MS);
+    const started = await this.follower.start();
+    if (started.events >= SAVE_AFTER_START_EVENTS) await this.snapshot();
+    this.timer = setInterval(() => {
+      if (Date.now() - this.lastSave.endedAt >= SNAPSHOT_SPACING * this.lastSave.ms) void this.snapshot();
+    }, SNAPSHOT_EVERY_MS);
     this.timer.unref();
   }
 
@@ -87,6 +99,7 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
     this.saving = this.saving.then(async () => {
       if (!this.slot || this.folded.position <= this.stored.position) return;
       const to = this.folded;
+      const began = Date.now();
       try {
         if (await this.slot.save(this.stored, to, encodeDataRefs(this.model))) this.stored = to;
         // Another storage process moved it: learn where it is, and go on from there next time.
@@ -94,6 +107,7 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
       } catch (err) {
         this.logger.warn({ err, position: to.position.toString() }, 'could not save the input references\' snapshot; the next start folds more of the store');
       }
+      this.lastSave = { ms: Date.now() - began, endedAt: Date.now() };
     });
     return this.saving;
   }
