@@ -89,11 +89,6 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
     return this.folded.position;
   }
 
-  /** The position of the stored snapshot as this process last saved or loaded it (tests, logs). */
-  get snapshotPosition(): bigint {
-    return this.stored.position;
-  }
-
   /** Brings the stored snapshot up to the model, by compare and set; never throws. */
   snapshot(): Promise<void> {
     this.saving = this.saving.then(async () => {
