@@ -202,6 +202,47 @@ describe('postgres: global order never skips a late commit', () => {
     }
   });
 
+  it('a reader that appended nothing sees every event committed before it read, while short transactions come and go in another database', async () => {
+    // A transaction of another database that is in flight at a read's snapshot and ends before
+    // the read looks at the sessions is held by no one any more: the read cannot tell whose it
+    // was, so it counts (latency, never a skip), and a one-shot read asks again rather than
+    // answer short. Each churner holds its transaction id for up to 10 ms, so such endings are
+    // common: without asking again about one read in twenty answered short here.
+    const elsewhere = await createTestDatabase();
+    const stranger = await openPostgresEventStore({ connectionString: db.url, poolSize: 1 });
+    let stop = false;
+    const churn = async (): Promise<void> => {
+      const c = new pg.Client({ connectionString: elsewhere.url });
+      await c.connect();
+      try {
+        while (!stop) {
+          await c.query('BEGIN');
+          await c.query('SELECT pg_current_xact_id(), pg_sleep(random() * 0.01)');
+          await c.query('COMMIT');
+        }
+      } finally {
+        await c.end();
+      }
+    };
+    const churners = Array.from({ length: 6 }, churn);
+    const short: string[] = [];
+    try {
+      for (let i = 0; i < 300; i++) {
+        const appended = await other.appendToStream(`beside-churn-${i}`, newEvents(1));
+        const head = await stranger.headPosition();
+        if (head !== appended.position) short.push(`head ${head} after append at ${appended.position}`);
+        const tail = await stranger.readAll({ fromPosition: appended.position - 1n });
+        if (tail.at(-1)?.position !== appended.position) short.push(`read ended at ${tail.at(-1)?.position} after append at ${appended.position}`);
+      }
+    } finally {
+      stop = true;
+      await Promise.allSettled(churners);
+      await stranger.close();
+      await elsewhere.drop();
+    }
+    expect(short).toEqual([]);
+  });
+
   it('no skip when a transaction takes its id before another one draws positions (where a position sequence would skip)', async () => {
     // With positions from a sequence, E (older xid, higher position) is readable while T
     // (younger xid, lower position) is in flight; a reader passes E's position and T's events
