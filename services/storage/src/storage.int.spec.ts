@@ -18,8 +18,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { startNatsServer, type TestNatsServer } from '../../../test/support/nats-server.js';
-import { encodeDataRefs, evolve, initialDataRefs } from './domain/index.js';
-import { DataRefsFeed } from './retention/data-refs.feed.js';
+import { encodeDataRefs, evolve, initialDataRefs, retainedBy } from './domain/index.js';
+import { DataRefsFeed, RETAINED_TABLE, retainedKey } from './retention/data-refs.feed.js';
+import { manifestFiles } from './retention/manifest-files.js';
 import { storageService } from './storage.service.js';
 
 /** The storage service's log lines (info and up), shown when a wait times out. */
@@ -525,6 +526,10 @@ describe('storage service against nats-server and a SQLite store', () => {
     await submit('job-s2', [{ name: 'x', ...shared }]);
     await decided('job-s1');
     await decided('job-s2');
+    const output = await upload('team-a', randomBytes(300));
+    await submit('job-s0', []);
+    await decided('job-s0');
+    await requestQuery<StoreOutputsReply>(nc, commandSubject('StoreOutputs'), { jobId: 'job-s0', team: 'team-a', attemptId: 'job-s0-a1', nodeId: 'node-1', files: [{ path: 'out.bin', ...output }], logs: [] });
 
     await storage.stop();
     const logged = storageLog.length;
@@ -542,6 +547,23 @@ describe('storage service against nats-server and a SQLite store', () => {
     const fromZero = initialDataRefs();
     for (const e of await store.readAll({ toPosition: upTo, maxCount: 1_000_000 })) evolve(fromZero, e);
     expect(text).toBe(encodeDataRefs(fromZero));
+    // The outputs' and checkpoints' references are not in it: they are rows of their own table
+    // (decision 0045), which holds exactly those of a fold from zero up to the position it holds,
+    // and the files of each checkpoint's manifest.
+    await feed.flushRetained();
+    const retained = await (await store.openProjectionTable(RETAINED_TABLE)).query({});
+    const refsFromZero = new Set<string>();
+    const model = initialDataRefs();
+    for (const e of await store.readAll({ toPosition: retained.checkpoint.position, maxCount: 1_000_000 })) {
+      for (const ref of retainedBy(model, e)) {
+        refsFromZero.add(retainedKey(ref));
+        if (ref.kind === 'folder') for (const f of await manifestFiles(blobs, ref.team, ref.sha256, undefined)) refsFromZero.add(retainedKey({ team: ref.team, kind: 'file', sha256: f.sha256 }));
+      }
+      evolve(model, e);
+    }
+    expect(refsFromZero).toContain(retainedKey({ team: 'team-a', kind: 'file', sha256: output.sha256 }));
+    expect(retained.rows.map((r) => r.key).sort()).toEqual([...refsFromZero].sort());
+    expect(text).not.toContain(output.sha256);
 
     await release('job-s1');
     const marker = await upload('team-a', randomBytes(11));

@@ -11,7 +11,9 @@
  *
  * Outputs, logs and checkpoints live in the same team-scoped, content-addressed store and are
  * never removed by this model: a blob any of them refers to is never removed as an input, since an
- * output with the same bytes as an input *is* that blob.
+ * output with the same bytes as an input *is* that blob. Those references grow with every job ever
+ * run, so the model does not hold them: `retainedBy` names the ones an event adds, the caller
+ * keeps them in the store's database, and a plan is given the ones it asks about (`RetainedOf`).
  *
  * Folder inputs are addressed by their manifest; their files are blobs of their own, possibly
  * shared with other folders or file inputs. Plans therefore take `filesOf`, the files of each
@@ -80,12 +82,6 @@ export interface DataRefs {
   byTeam: Map<string, Set<string>>;
   /** `<team>/<dataset>` → the bytes the dataset name means now, and since when (epoch ms of the submission that named them). */
   datasets: Map<string, { sha256: string; sinceMs: number }>;
-  /**
-   * Per team, blobs that outputs and logs refer to (`files`) and checkpoint manifests
-   * (`folders`, whose files the plan expands): never removed as inputs. A checkpoint's manifest
-   * size is not recorded (`JobCheckpointed.size` is its files' total), hence a set.
-   */
-  retained: Map<string, { files: Set<string>; folders: Set<string> }>;
   /** How many times a job became final so far: the next `final.seq`. */
   finals: number;
 }
@@ -105,7 +101,62 @@ export const DATA_REF_EVENT_TYPES = [
 ] as const;
 
 export function initialDataRefs(): DataRefs {
-  return { jobs: new Map(), byTeam: new Map(), datasets: new Map(), retained: new Map(), finals: 0 };
+  return { jobs: new Map(), byTeam: new Map(), datasets: new Map(), finals: 0 };
+}
+
+/**
+ * A blob of a team that an output or a log refers to (`file`), or a checkpoint's manifest
+ * (`folder`, whose files a plan expands): never removed as an input. References are only ever
+ * added, so a set of them written ahead of the model, or twice, is still right.
+ */
+export interface RetainedRef {
+  team: string;
+  sha256: string;
+  kind: 'file' | 'folder';
+}
+
+/**
+ * A team's retained blobs as a plan needs them: `files` holds at least every retained file among
+ * the blobs the plan may remove (see `inputBlobs`), `folders` every retained checkpoint manifest.
+ */
+export interface Retained {
+  files: ReadonlySet<string>;
+  folders: Iterable<string>;
+}
+
+/** A team's retained blobs; undefined when not known, and then a plan removes nothing of the team. */
+export type RetainedOf = (team: string) => Retained | undefined;
+
+/**
+ * The references `event` adds (an output's files and logs, a checkpoint's manifest), of the
+ * team its metadata names, else of its job while the model holds it. Ask before folding the event.
+ */
+export function retainedBy(model: DataRefs, event: RefEvent): RetainedRef[] {
+  if (event.type === 'OutputsStored') {
+    const e = event.data as OutputsStored;
+    const team = teamOfEvent(model, e.jobId, event.metadata.team);
+    if (team === undefined) return [];
+    return [...e.files, ...(e.logs ?? [])].map((f) => ({ team, sha256: f.sha256, kind: 'file' as const }));
+  }
+  if (event.type === 'JobCheckpointed') {
+    const e = event.data as JobCheckpointed;
+    const team = teamOfEvent(model, e.jobId, event.metadata.team);
+    // Not e.size: that is the checkpoint files' total, not the manifest's size; read with it, the
+    // manifest failed its size check and its files went unprotected.
+    return e.sha256 === undefined || team === undefined ? [] : [{ team, sha256: e.sha256, kind: 'folder' }];
+  }
+  return [];
+}
+
+/** Retained references held in memory, as a plan asks for them (tests; a small store). */
+export function retainedIn(refs: Iterable<RetainedRef>): RetainedOf {
+  const byTeam = new Map<string, { files: Set<string>; folders: Set<string> }>();
+  for (const r of refs) {
+    let kept = byTeam.get(r.team);
+    if (!kept) byTeam.set(r.team, (kept = { files: new Set(), folders: new Set() }));
+    (r.kind === 'file' ? kept.files : kept.folders).add(r.sha256);
+  }
+  return (team) => byTeam.get(team) ?? { files: new Set(), folders: [] };
 }
 
 /**
@@ -152,22 +203,7 @@ export function evolve(model: DataRefs, event: RefEvent): void {
       if (job) job.final = undefined;
       return;
     }
-    case 'OutputsStored': {
-      const e = event.data as OutputsStored;
-      const kept = retainedOf(model, e.jobId, event.metadata.team);
-      if (!kept) return;
-      for (const f of e.files) kept.files.add(f.sha256);
-      for (const l of e.logs ?? []) kept.files.add(l.sha256);
-      return;
-    }
-    case 'JobCheckpointed': {
-      const e = event.data as JobCheckpointed;
-      if (e.sha256 === undefined) return;
-      // Not e.size: that is the checkpoint files' total, not the manifest's size; read with it, the
-      // manifest failed its size check and its files went unprotected.
-      retainedOf(model, e.jobId, event.metadata.team)?.folders.add(e.sha256);
-      return;
-    }
+    // OutputsStored and JobCheckpointed change nothing here: see `retainedBy`.
     case 'DataRemoved': {
       const e = event.data as DataRemoved;
       if (e.scope !== 'inputs' || e.nodeId !== undefined || e.jobId === undefined) return;
@@ -187,16 +223,12 @@ export function evolve(model: DataRefs, event: RefEvent): void {
 }
 
 /**
- * The team's retained blobs, for an event of `jobId`: its team from the event's metadata, else
- * from the job while the model holds it. A job's team is not kept once its inputs are settled:
- * that was a map growing with every job ever run, and the event says it.
+ * The team of an event of `jobId`: from the event's metadata, else from the job while the model
+ * holds it. A job's team is not kept once its inputs are settled: that was a map growing with
+ * every job ever run, and the event says it.
  */
-function retainedOf(model: DataRefs, jobId: string, eventTeam: string | undefined): { files: Set<string>; folders: Set<string> } | undefined {
-  const team = eventTeam ?? model.jobs.get(jobId)?.team;
-  if (team === undefined) return undefined;
-  let kept = model.retained.get(team);
-  if (!kept) model.retained.set(team, (kept = { files: new Set(), folders: new Set() }));
-  return kept;
+function teamOfEvent(model: DataRefs, jobId: string, eventTeam: string | undefined): string | undefined {
+  return eventTeam ?? model.jobs.get(jobId)?.team;
 }
 
 function finish(model: DataRefs, jobId: string, at: string, cause: RefEvent): void {
@@ -231,14 +263,14 @@ export interface Removal {
 }
 
 /** Folder manifests a plan may read: the given teams' folder inputs not yet removed (with their size), and their checkpoints (size unknown). */
-export function foldersToRead(model: DataRefs, teams: Iterable<string>): { team: string; sha256: string; size?: number }[] {
+export function foldersToRead(model: DataRefs, teams: Iterable<string>, retained: RetainedOf): { team: string; sha256: string; size?: number }[] {
   const out: { team: string; sha256: string; size?: number }[] = [];
   for (const team of teams) {
     for (const id of model.byTeam.get(team) ?? []) {
       const job = model.jobs.get(id)!;
       for (const input of job.inputs) if (input.kind === 'folder' && !job.removed.has(input.sha256)) out.push({ team, sha256: input.sha256, size: input.size });
     }
-    for (const sha256 of model.retained.get(team)?.folders ?? []) out.push({ team, sha256 });
+    for (const sha256 of retained(team)?.folders ?? []) out.push({ team, sha256 });
   }
   return out;
 }
@@ -255,20 +287,45 @@ export function teamsWithFinalJobs(model: DataRefs, only?: string): string[] {
 }
 
 /**
- * The removals due at `nowMs`: inputs of final jobs whose keep has passed and that no job of the
- * same team still needs (an unfinished job, or a final one still keeping it), with the files of
- * folder inputs that nothing else needs. `only` restricts the plan to one job (its release).
+ * Per team, every blob a plan of these teams may remove: the inputs not yet removed of the team's
+ * jobs, and the files of its folder inputs. A plan asks about these only, so the caller looks up
+ * which of them are retained rather than holding every retained blob.
  */
-export function planRemovals(model: DataRefs, nowMs: number, filesOf: FilesOf, only?: string): Removal[] {
+export function inputBlobs(model: DataRefs, teams: Iterable<string>, filesOf: FilesOf): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const team of teams) {
+    const blobs = new Set<string>();
+    for (const id of model.byTeam.get(team) ?? []) {
+      const job = model.jobs.get(id)!;
+      for (const input of job.inputs) {
+        if (job.removed.has(input.sha256)) continue;
+        blobs.add(input.sha256);
+        if (input.kind === 'folder') for (const file of filesOf(team, input.sha256)) blobs.add(file.sha256);
+      }
+    }
+    out.set(team, blobs);
+  }
+  return out;
+}
+
+/**
+ * The removals due at `nowMs`: inputs of final jobs whose keep has passed and that no job of the
+ * same team still needs (an unfinished job, or a final one still keeping it) and no output, log
+ * or checkpoint of the team refers to (`retained`), with the files of folder inputs that nothing
+ * else needs. `only` restricts the plan to one job (its release).
+ */
+export function planRemovals(model: DataRefs, nowMs: number, filesOf: FilesOf, retained: RetainedOf, only?: string): Removal[] {
   const removals: Removal[] = [];
   for (const team of teamsWithFinalJobs(model, only)) {
     const jobs = [...(model.byTeam.get(team) ?? [])].map((id) => model.jobs.get(id)!);
     const expand = (input: RefInput): readonly BlobRef[] => (input.kind === 'folder' ? filesOf(team, input.sha256) : []);
 
     const needed = new Set<string>();
-    const kept = model.retained.get(team);
-    for (const sha256 of kept?.files ?? []) needed.add(sha256);
-    for (const manifest of kept?.folders ?? []) {
+    const kept = retained(team);
+    // Not known whether an output refers to them: nothing of the team goes.
+    if (!kept) continue;
+    for (const sha256 of kept.files) needed.add(sha256);
+    for (const manifest of kept.folders) {
       needed.add(manifest);
       for (const file of filesOf(team, manifest)) needed.add(file.sha256);
     }
@@ -352,10 +409,9 @@ export function decodeDataRefs(text: string): DataRefs {
     !(model.jobs instanceof Map) ||
     !(model.byTeam instanceof Map) ||
     !(model.datasets instanceof Map) ||
-    !(model.retained instanceof Map) ||
     typeof model.finals !== 'number'
   ) {
-    throw new Error('not a storage reference model: jobs, byTeam, datasets, retained or finals missing');
+    throw new Error('not a storage reference model: jobs, byTeam, datasets or finals missing');
   }
   for (const job of (model.jobs as Map<string, { final: unknown }>).values()) if (job.final === null) job.final = undefined;
   return model as DataRefs;

@@ -1,5 +1,19 @@
 import type { BlobRef, DataRemoved } from '#contracts';
-import { decodeDataRefs, encodeDataRefs, evolve, foldersToRead, initialDataRefs, planRemovals, type DataRefs, type FilesOf, type RefEvent } from './data-refs.js';
+import {
+  decodeDataRefs,
+  encodeDataRefs,
+  evolve,
+  foldersToRead,
+  initialDataRefs,
+  inputBlobs,
+  planRemovals,
+  retainedBy,
+  retainedIn,
+  type DataRefs,
+  type FilesOf,
+  type RefEvent,
+  type RetainedRef,
+} from './data-refs.js';
 import { at, sha, submitted, T0, type InputSketch } from './fixtures.js';
 
 const HOUR = 3_600_000;
@@ -7,11 +21,26 @@ let seq = 0;
 const ev = (type: string, data: unknown): RefEvent => ({ eventId: `evt-${++seq}`, type, data, metadata: { correlationId: 'corr' } });
 const noFolders: FilesOf = () => [];
 
+/** The references each model's events retained, kept beside it as storage keeps them in its table. */
+const retainedOf = new WeakMap<DataRefs, RetainedRef[]>();
+
+/** Folds one event as storage's feed does: the references it retains, then the model. */
+function fold(model: DataRefs, e: RefEvent): void {
+  const refs = retainedOf.get(model) ?? [];
+  refs.push(...retainedBy(model, e));
+  retainedOf.set(model, refs);
+  evolve(model, e);
+}
+
 function given(...events: RefEvent[]): DataRefs {
   const model = initialDataRefs();
-  for (const e of events) evolve(model, e);
+  for (const e of events) fold(model, e);
   return model;
 }
+
+/** A plan with the model's retained references, as the retention service asks for them. */
+const planFor = (model: DataRefs, nowMs: number, filesOf: FilesOf, only?: string) => planRemovals(model, nowMs, filesOf, retainedIn(retainedOf.get(model) ?? []), only);
+const folders = (model: DataRefs, teams: string[]) => foldersToRead(model, teams, retainedIn(retainedOf.get(model) ?? []));
 const submit = (jobId: string, inputs: InputSketch[], team = 'team-a') => ev('JobSubmitted', submitted(jobId, inputs, team));
 const finished = (jobId: string, attempt: string, outcome: string, ms = 1000) =>
   ev('JobFinished', { jobId, attemptId: attempt, nodeId: 'node-1', outcome, exitCode: 0, signal: null, finishedAt: at(ms) });
@@ -25,7 +54,7 @@ describe('data references', () => {
     const release = released('job-1', 'a1');
     const model = given(submit('job-1', [{ name: 'x', sha256: sha('a1') }, { name: 'y', sha256: sha('b2'), size: 3 }]), finished('job-1', 'a1', 'completed'), release);
 
-    const plan = planRemovals(model, T0 + 1000, noFolders, 'job-1');
+    const plan = planFor(model, T0 + 1000, noFolders, 'job-1');
 
     expect(plan).toEqual([
       {
@@ -49,18 +78,18 @@ describe('data references', () => {
       finished('job-1', 'a1', 'failed'),
       released('job-1', 'a1'),
     );
-    expect(planRemovals(model, T0 + 1000, noFolders, 'job-1').flatMap((r) => shas(r.blobs))).toEqual([sha('c3')]);
+    expect(planFor(model, T0 + 1000, noFolders, 'job-1').flatMap((r) => shas(r.blobs))).toEqual([sha('c3')]);
 
-    evolve(model, removed('job-1', [{ sha256: sha('c3'), size: 10 }]));
-    evolve(model, finished('job-2', 'b1', 'completed', 5000));
-    evolve(model, released('job-2', 'b1', 5000));
+    fold(model, removed('job-1', [{ sha256: sha('c3'), size: 10 }]));
+    fold(model, finished('job-2', 'b1', 'completed', 5000));
+    fold(model, released('job-2', 'b1', 5000));
 
-    const plan = planRemovals(model, T0 + 5000, noFolders, 'job-2');
+    const plan = planFor(model, T0 + 5000, noFolders, 'job-2');
     expect(plan.map((r) => [r.jobId, shas(r.blobs)])).toEqual([['job-2', [sha('a1')]]]);
 
     // Recording it settles job-1's reference too: nothing is left for a sweep.
-    evolve(model, removed('job-2', plan[0]!.blobs));
-    expect(planRemovals(model, T0 + 10 * HOUR, noFolders)).toEqual([]);
+    fold(model, removed('job-2', plan[0]!.blobs));
+    expect(planFor(model, T0 + 10 * HOUR, noFolders)).toEqual([]);
     expect(model.jobs.size).toBe(0);
   });
 
@@ -72,11 +101,11 @@ describe('data references', () => {
       released('job-2', 'b1', 1000),
       released('job-1', 'a1', 2000),
     );
-    expect(planRemovals(model, T0 + 3000, noFolders)).toEqual([]); // job-3 still needs it
-    evolve(model, released('job-3', 'c1', 3000));
-    const bySweep = planRemovals(model, T0 + 3000, noFolders);
+    expect(planFor(model, T0 + 3000, noFolders)).toEqual([]); // job-3 still needs it
+    fold(model, released('job-3', 'c1', 3000));
+    const bySweep = planFor(model, T0 + 3000, noFolders);
     expect(bySweep.map((r) => [r.jobId, shas(r.blobs)])).toEqual([['job-3', [sha('a1')]]]);
-    expect(planRemovals(model, T0 + 3000, noFolders, 'job-3')).toEqual(bySweep);
+    expect(planFor(model, T0 + 3000, noFolders, 'job-3')).toEqual(bySweep);
   });
 
   it('given another team using the same bytes, removes this team\'s copy anyway: teams share nothing', () => {
@@ -86,7 +115,7 @@ describe('data references', () => {
       finished('job-1', 'a1', 'completed'),
       released('job-1', 'a1'),
     );
-    expect(planRemovals(model, T0 + 1000, noFolders, 'job-1')).toMatchObject([{ team: 'team-a', blobs: [{ sha256: sha('a1') }] }]);
+    expect(planFor(model, T0 + 1000, noFolders, 'job-1')).toMatchObject([{ team: 'team-a', blobs: [{ sha256: sha('a1') }] }]);
   });
 
   it('given a kept input, removes it only once its keep has passed, as retention_expired', () => {
@@ -95,11 +124,11 @@ describe('data references', () => {
       finished('job-1', 'a1', 'completed'),
       released('job-1', 'a1'),
     );
-    expect(planRemovals(model, T0 + 1000, noFolders, 'job-1').map((r) => [r.reason, shas(r.blobs)])).toEqual([['job_released', [sha('b2')]]]);
-    evolve(model, removed('job-1', [{ sha256: sha('b2'), size: 10 }]));
+    expect(planFor(model, T0 + 1000, noFolders, 'job-1').map((r) => [r.reason, shas(r.blobs)])).toEqual([['job_released', [sha('b2')]]]);
+    fold(model, removed('job-1', [{ sha256: sha('b2'), size: 10 }]));
 
-    expect(planRemovals(model, T0 + 1000 + HOUR - 1, noFolders)).toEqual([]);
-    expect(planRemovals(model, T0 + 1000 + HOUR, noFolders).map((r) => [r.reason, shas(r.blobs)])).toEqual([['retention_expired', [sha('a1')]]]);
+    expect(planFor(model, T0 + 1000 + HOUR - 1, noFolders)).toEqual([]);
+    expect(planFor(model, T0 + 1000 + HOUR, noFolders).map((r) => [r.reason, shas(r.blobs)])).toEqual([['retention_expired', [sha('a1')]]]);
   });
 
   it('given a named dataset, keeps it after release until a later job of the team names the dataset with other bytes', () => {
@@ -108,18 +137,18 @@ describe('data references', () => {
       finished('job-1', 'a1', 'completed'),
       released('job-1', 'a1'),
     );
-    expect(planRemovals(model, T0 + 1000, noFolders, 'job-1').map((r) => [r.reason, shas(r.blobs)])).toEqual([['job_released', [sha('b2')]]]);
-    evolve(model, removed('job-1', [{ sha256: sha('b2'), size: 10 }]));
-    expect(planRemovals(model, T0 + 400 * 24 * HOUR, noFolders)).toEqual([]); // no time limit: it is the team's dataset
+    expect(planFor(model, T0 + 1000, noFolders, 'job-1').map((r) => [r.reason, shas(r.blobs)])).toEqual([['job_released', [sha('b2')]]]);
+    fold(model, removed('job-1', [{ sha256: sha('b2'), size: 10 }]));
+    expect(planFor(model, T0 + 400 * 24 * HOUR, noFolders)).toEqual([]); // no time limit: it is the team's dataset
 
     // Another team naming the same dataset changes nothing for this one.
-    evolve(model, ev('JobSubmitted', submitted('job-2', [{ name: 'x', sha256: sha('c3'), dataset: 'imagenet' }], 'team-b', 5000)));
-    expect(planRemovals(model, T0 + 6000, noFolders)).toEqual([]);
+    fold(model, ev('JobSubmitted', submitted('job-2', [{ name: 'x', sha256: sha('c3'), dataset: 'imagenet' }], 'team-b', 5000)));
+    expect(planFor(model, T0 + 6000, noFolders)).toEqual([]);
 
     // The team's next version of the dataset: the old bytes go, as retention_expired.
-    evolve(model, ev('JobSubmitted', submitted('job-3', [{ name: 'x', sha256: sha('d4'), dataset: 'imagenet' }], 'team-a', 7000)));
-    expect(planRemovals(model, T0 + 6999, noFolders)).toEqual([]);
-    expect(planRemovals(model, T0 + 7000, noFolders).map((r) => [r.jobId, r.reason, shas(r.blobs)])).toEqual([['job-1', 'retention_expired', [sha('a1')]]]);
+    fold(model, ev('JobSubmitted', submitted('job-3', [{ name: 'x', sha256: sha('d4'), dataset: 'imagenet' }], 'team-a', 7000)));
+    expect(planFor(model, T0 + 6999, noFolders)).toEqual([]);
+    expect(planFor(model, T0 + 7000, noFolders).map((r) => [r.jobId, r.reason, shas(r.blobs)])).toEqual([['job-1', 'retention_expired', [sha('a1')]]]);
   });
 
   it('given a kept input of a finished job, a later job reusing it holds it past the keep', () => {
@@ -129,18 +158,18 @@ describe('data references', () => {
       released('job-1', 'a1'),
       submit('job-2', [{ name: 'x', sha256: sha('a1') }]),
     );
-    expect(planRemovals(model, T0 + 2 * HOUR, noFolders)).toEqual([]);
+    expect(planFor(model, T0 + 2 * HOUR, noFolders)).toEqual([]);
   });
 
   it('given an attempt lost with its node, keeps the inputs for the requeued attempt', () => {
     const model = given(submit('job-1', [{ name: 'x', sha256: sha('a1') }]), finished('job-1', 'a1', 'node_lost'), released('job-1', 'a1'));
     expect(model.jobs.get('job-1')?.final).toBeUndefined();
-    expect(planRemovals(model, T0 + 1000, noFolders, 'job-1')).toEqual([]);
+    expect(planFor(model, T0 + 1000, noFolders, 'job-1')).toEqual([]);
 
-    evolve(model, ev('JobRequeued', { jobId: 'job-1', previousAttemptId: 'a1', reason: 'node_lost', nextAttempt: 2, requeuedAt: at(1500) }));
-    evolve(model, finished('job-1', 'a2', 'completed', 3000));
-    evolve(model, released('job-1', 'a2', 3000));
-    expect(planRemovals(model, T0 + 3000, noFolders, 'job-1')).toMatchObject([{ blobs: [{ sha256: sha('a1') }] }]);
+    fold(model, ev('JobRequeued', { jobId: 'job-1', previousAttemptId: 'a1', reason: 'node_lost', nextAttempt: 2, requeuedAt: at(1500) }));
+    fold(model, finished('job-1', 'a2', 'completed', 3000));
+    fold(model, released('job-1', 'a2', 3000));
+    expect(planFor(model, T0 + 3000, noFolders, 'job-1')).toMatchObject([{ blobs: [{ sha256: sha('a1') }] }]);
   });
 
   it.each([
@@ -149,7 +178,7 @@ describe('data references', () => {
     ['JobWithdrawn', { jobId: 'job-1', team: 'team-a', outcome: 'cancelled', withdrawnAt: at(100) }],
   ])('given a job ended by %s, a sweep removes what it uploaded', (type, data) => {
     const model = given(submit('job-1', [{ name: 'x', sha256: sha('a1') }]), ev(type, data));
-    expect(planRemovals(model, T0 + 100, noFolders).map((r) => [r.jobId, r.reason, shas(r.blobs)])).toEqual([['job-1', 'job_released', [sha('a1')]]]);
+    expect(planFor(model, T0 + 100, noFolders).map((r) => [r.jobId, r.reason, shas(r.blobs)])).toEqual([['job-1', 'job_released', [sha('a1')]]]);
   });
 
   it('given a folder input, removes the manifest and the files no other input of the team needs', () => {
@@ -167,9 +196,9 @@ describe('data references', () => {
       finished('job-1', 'a1', 'completed'),
       released('job-1', 'a1'),
     );
-    expect(foldersToRead(model, ['team-a'])).toEqual([{ team: 'team-a', sha256: manifest, size: 300 }]);
+    expect(folders(model, ['team-a'])).toEqual([{ team: 'team-a', sha256: manifest, size: 300 }]);
 
-    const plan = planRemovals(model, T0 + 1000, filesOf, 'job-1');
+    const plan = planFor(model, T0 + 1000, filesOf, 'job-1');
 
     expect(plan.map((r) => shas(r.blobs))).toEqual([[sha('a1'), manifest].sort()]);
   });
@@ -183,18 +212,18 @@ describe('data references', () => {
       finished('job-1', 'a1', 'completed'),
       released('job-1', 'a1'),
     );
-    expect(planRemovals(model, T0 + 1000, filesOf, 'job-1')).toEqual([]);
+    expect(planFor(model, T0 + 1000, filesOf, 'job-1')).toEqual([]);
   });
 
   it('is idempotent: events applied twice, and a removal recorded twice, change nothing more', () => {
     const events = [submit('job-1', [{ name: 'x', sha256: sha('a1') }]), finished('job-1', 'a1', 'completed'), released('job-1', 'a1')];
     const once = given(...events);
     const twice = given(...events, ...events);
-    expect(planRemovals(twice, T0 + 1000, noFolders)).toEqual(planRemovals(once, T0 + 1000, noFolders));
+    expect(planFor(twice, T0 + 1000, noFolders)).toEqual(planFor(once, T0 + 1000, noFolders));
 
     const gone = removed('job-1', [{ sha256: sha('a1'), size: 10 }]);
-    evolve(twice, gone);
-    evolve(twice, gone);
+    fold(twice, gone);
+    fold(twice, gone);
     expect(twice.jobs.size).toBe(0);
     expect(twice.byTeam.size).toBe(0);
   });
@@ -211,9 +240,9 @@ describe('data references', () => {
       ev('JobWithdrawn', { jobId: 'job-1', team: 'team-a', outcome: 'cancelled', withdrawnAt: at(10) }),
       ev('JobWithdrawn', { jobId: 'job-2', team: 'team-a', outcome: 'cancelled', withdrawnAt: at(10) }),
     );
-    const plan = planRemovals(model, T0 + 10, noFolders);
+    const plan = planFor(model, T0 + 10, noFolders);
     expect(plan.flatMap((r) => shas(r.blobs))).toEqual([sha('a1')]);
-    evolve(model, removed(plan[0]!.jobId, plan[0]!.blobs));
+    fold(model, removed(plan[0]!.jobId, plan[0]!.blobs));
     expect(model.jobs.size).toBe(0);
   });
 
@@ -242,9 +271,9 @@ describe('data references', () => {
       released('job-1', 'a1'),
     );
     // Only the input nothing else refers to goes; the output, the log and the checkpoint's file stay.
-    expect(planRemovals(model, T0 + 1000, filesOf, 'job-1').flatMap((r) => shas(r.blobs))).toEqual([sha('c3')]);
+    expect(planFor(model, T0 + 1000, filesOf, 'job-1').flatMap((r) => shas(r.blobs))).toEqual([sha('c3')]);
     // A checkpoint's recorded size is its files' total, not the manifest's: the manifest is read without a size check.
-    expect(foldersToRead(model, ['team-a'])).toContainEqual({ team: 'team-a', sha256: manifest });
+    expect(folders(model, ['team-a'])).toContainEqual({ team: 'team-a', sha256: manifest });
   });
 
   it('an output of one team protects nothing of another team', () => {
@@ -255,7 +284,7 @@ describe('data references', () => {
       finished('job-1', 'a1', 'completed'),
       released('job-1', 'a1'),
     );
-    expect(planRemovals(model, T0 + 1000, noFolders, 'job-1').flatMap((r) => shas(r.blobs))).toEqual([sha('a1')]);
+    expect(planFor(model, T0 + 1000, noFolders, 'job-1').flatMap((r) => shas(r.blobs))).toEqual([sha('a1')]);
   });
 
   it('protects an output recorded after its job left the model, by the team its event names (no map of every job\'s team is kept)', () => {
@@ -263,11 +292,72 @@ describe('data references', () => {
     // A job with no inputs is settled at its release: nothing of it is kept.
     expect(model.jobs.size).toBe(0);
     expect(Object.keys(model)).not.toContain('teamOf');
-    evolve(model, { ...ev('OutputsStored', { jobId: 'job-1', attemptId: 'a1', files: [{ path: 'late.bin', sha256: sha('d4'), size: 10 }], totalBytes: 10, truncated: false, rejected: [], logs: [], storedAt: at(1500) }), metadata: { correlationId: 'corr', team: 'team-a' } });
-    evolve(model, submit('job-2', [{ name: 'x', sha256: sha('d4') }]));
-    evolve(model, finished('job-2', 'b1', 'completed', 2000));
-    evolve(model, released('job-2', 'b1', 2000));
-    expect(planRemovals(model, T0 + 2000, noFolders, 'job-2')).toEqual([]);
+    fold(model, { ...ev('OutputsStored', { jobId: 'job-1', attemptId: 'a1', files: [{ path: 'late.bin', sha256: sha('d4'), size: 10 }], totalBytes: 10, truncated: false, rejected: [], logs: [], storedAt: at(1500) }), metadata: { correlationId: 'corr', team: 'team-a' } });
+    fold(model, submit('job-2', [{ name: 'x', sha256: sha('d4') }]));
+    fold(model, finished('job-2', 'b1', 'completed', 2000));
+    fold(model, released('job-2', 'b1', 2000));
+    expect(planFor(model, T0 + 2000, noFolders, 'job-2')).toEqual([]);
+  });
+});
+
+describe('retained references (decision 0045)', () => {
+  const manifest = sha('f0');
+  const filesOf: FilesOf = (team, m) => (team === 'team-a' && m === manifest ? [{ sha256: sha('d4'), size: 4 }] : []);
+  const outputs = (jobId: string, files: string[], team?: string): RefEvent => ({
+    ...ev('OutputsStored', { jobId, attemptId: 'a1', files: files.map((f, i) => ({ path: `f${i}`, sha256: f, size: 1 })), totalBytes: files.length, truncated: false, rejected: [], logs: [{ stream: 'stdout', sha256: sha('b2'), size: 1 }], storedAt: at(900) }),
+    ...(team ? { metadata: { correlationId: 'corr', team } } : {}),
+  });
+
+  it('an output names its files and logs, a checkpoint its manifest, of the team its event names, else of its job', () => {
+    const model = given(submit('job-1', [], 'team-b'));
+    expect(retainedBy(model, outputs('job-1', [sha('a1')]))).toEqual([
+      { team: 'team-b', sha256: sha('a1'), kind: 'file' },
+      { team: 'team-b', sha256: sha('b2'), kind: 'file' },
+    ]);
+    expect(retainedBy(model, outputs('job-gone', [sha('a1')], 'team-c')).map((r) => r.team)).toEqual(['team-c', 'team-c']);
+    // A job the model does not hold, on an event that names no team: nothing to retain it under.
+    expect(retainedBy(model, outputs('job-gone', [sha('a1')]))).toEqual([]);
+    const checkpoint = ev('JobCheckpointed', { jobId: 'job-1', attemptId: 'a1', nodeId: 'node-1', sequence: 1, sha256: manifest, size: 4, checkpointedAt: at(500) });
+    expect(retainedBy(model, checkpoint)).toEqual([{ team: 'team-b', sha256: manifest, kind: 'folder' }]);
+    expect(retainedBy(model, ev('JobFinished', { jobId: 'job-1' }))).toEqual([]);
+  });
+
+  it('the model holds none of them, whatever the outputs stored', () => {
+    const model = given(submit('job-1', [{ name: 'x', sha256: sha('a1') }]));
+    const before = encodeDataRefs(model);
+    for (let i = 0; i < 50; i++) fold(model, outputs('job-1', [sha(`c${i}`)]));
+    expect(encodeDataRefs(model)).toBe(before);
+  });
+
+  it('a team whose retained references are not known has nothing planned', () => {
+    const model = given(submit('job-1', [{ name: 'x', sha256: sha('a1') }]), finished('job-1', 'a1', 'completed'), released('job-1', 'a1'));
+    expect(planRemovals(model, T0 + 1000, noFolders, () => undefined)).toEqual([]);
+    expect(planRemovals(model, T0 + 1000, noFolders, retainedIn([])).flatMap((r) => shas(r.blobs))).toEqual([sha('a1')]);
+  });
+
+  it('a plan told only the retained files among the blobs it may remove plans as one told every retained file', () => {
+    const events = [
+      submit('job-1', [
+        { name: 'weights', sha256: sha('a1') },
+        { name: 'scratch', sha256: sha('c3') },
+        { name: 'state', sha256: sha('d4') },
+      ]),
+      submit('job-2', [{ name: 'ds', sha256: sha('e5'), kind: 'folder' }]),
+      ev('JobCheckpointed', { jobId: 'job-1', attemptId: 'a1', nodeId: 'node-1', sequence: 1, sha256: manifest, size: 4, checkpointedAt: at(500) }),
+      ...Array.from({ length: 20 }, (_, i) => outputs('job-1', [sha(`9${i}`)])),
+      outputs('job-1', [sha('a1')]),
+      finished('job-1', 'a1', 'completed'),
+      released('job-1', 'a1'),
+      ev('JobWithdrawn', { jobId: 'job-2', team: 'team-a', outcome: 'cancelled', withdrawnAt: at(10) }),
+    ];
+    const model = given(...events);
+    const all = retainedOf.get(model)!;
+    const candidates = inputBlobs(model, ['team-a'], filesOf).get('team-a')!;
+    expect([...candidates].sort()).toEqual([sha('a1'), sha('c3'), sha('d4'), sha('e5')].sort());
+    const asked = retainedIn(all.filter((r) => r.kind === 'folder' || candidates.has(r.sha256)));
+    expect(planRemovals(model, T0 + 1000, filesOf, asked)).toEqual(planRemovals(model, T0 + 1000, filesOf, retainedIn(all)));
+    // The output a1 and the checkpoint's file d4 stay; the scratch input and the withdrawn job's folder go.
+    expect(planRemovals(model, T0 + 1000, filesOf, asked).flatMap((r) => shas(r.blobs)).sort()).toEqual([sha('c3'), sha('e5')].sort());
   });
 });
 
@@ -293,10 +383,12 @@ describe('data references snapshot (decision 0044)', () => {
   it.each(Array.from({ length: history.length + 1 }, (_, k) => k))('cut after %i events: decode(encode) with the rest folded on equals the whole fold', (k) => {
     const whole = given(...history);
     const loaded = decodeDataRefs(encodeDataRefs(given(...history.slice(0, k))));
-    for (const e of history.slice(k)) evolve(loaded, e);
+    for (const e of history.slice(k)) fold(loaded, e);
     expect(loaded).toEqual(whole);
     expect(encodeDataRefs(loaded)).toBe(encodeDataRefs(whole));
-    expect(planRemovals(loaded, T0 + 10 * HOUR, noFolders)).toEqual(planRemovals(whole, T0 + 10 * HOUR, noFolders));
+    // The retained references are not in the snapshot: storage keeps them in their own table, for the whole history.
+    expect(planRemovals(loaded, T0 + 10 * HOUR, noFolders, retainedIn(retainedOf.get(whole)!))).toEqual(planFor(whole, T0 + 10 * HOUR, noFolders));
+    expect(encodeDataRefs(loaded)).not.toContain(sha('d4'));
   });
 
   it('refuses text that is not a model', () => {

@@ -1,13 +1,59 @@
-import { SnapshotSlot, type EventStore, type ProjectionCheckpoint } from '#event-store';
+import { IllegalStateError } from '#errors';
+import {
+  projectionTablesOf,
+  SnapshotSlot,
+  trustedCheckpoint,
+  type EventStore,
+  type ProjectionCheckpoint,
+  type ProjectionRow,
+  type ProjectionTable,
+  type ProjectionTableSpec,
+} from '#event-store';
+import { mapLimit, type BlobStore } from '#blobs';
 import { EVENT_STORE, LOGGER, StoreFollower } from '#service-kit';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { decodeDataRefs, encodeDataRefs, evolve, initialDataRefs, type DataRefs } from '../domain/index.js';
+import { BLOB_STORE } from '../blobs/blob-store.provider.js';
+import { decodeDataRefs, encodeDataRefs, evolve, initialDataRefs, retainedBy, type DataRefs, type RetainedRef } from '../domain/index.js';
+import { manifestFiles } from './manifest-files.js';
 
 /** The reference model's snapshot in the store's database (`projection_snapshot_storage_refs`, decision 0044). */
 export const DATA_REFS_SNAPSHOT = 'storage_refs';
 /** Bump whenever the model or `evolve` changes shape or meaning: a snapshot of another format is ignored. */
-export const DATA_REFS_SNAPSHOT_FORMAT = 1;
+export const DATA_REFS_SNAPSHOT_FORMAT = 2;
+
+/**
+ * The retained references ({@link RetainedRef}: outputs', logs' and checkpoints' blobs, per team),
+ * one row each, in the store's database (`projection_storage_retained`, decision 0045): they grow
+ * with every job ever run, and a plan asks only about the blobs it may remove. A checkpoint's
+ * manifest is written with its files, as `file` rows naming it (`via`), in the same transaction:
+ * a plan never reads every checkpoint of a team to learn which files they hold.
+ */
+export const RETAINED_TABLE: ProjectionTableSpec = {
+  name: 'storage_retained',
+  version: 1,
+  columns: [
+    { name: 'team', type: 'text' },
+    { name: 'kind', type: 'text' },
+  ],
+  indexes: [['team', 'kind']],
+};
+
+/** A retained reference's row key: unambiguous whatever the team's name. */
+export const retainedKey = (r: RetainedRef): string => JSON.stringify([r.team, r.kind, r.sha256]);
+
+/** A row's document: the reference, and for a checkpoint's file the manifest it came with. */
+type RetainedDoc = RetainedRef & { via?: string };
+
+/** Folded references that make a write at once rather than at the next tick. */
+const RETAINED_FLUSH_ROWS = 1_000;
+/** How often folded references are written when few come. */
+const RETAINED_FLUSH_MS = 1_000;
+/** Keys per lookup. */
+const LOOKUP_KEYS = 1_000;
+/** Checkpoint manifests read at once while writing. */
+const MANIFEST_READS = 8;
+
 /** How often the snapshot is brought up to the model while running; and at shutdown. */
 const SNAPSHOT_EVERY_MS = 60_000;
 /**
@@ -29,6 +75,12 @@ const SAVE_AFTER_START_EVENTS = 10_000;
  * position and id, by compare and set: after a start that folded much, every minute (spaced by 100
  * times the last save's duration), and at shutdown. A start trusts a snapshot only if the store holds that
  * event and it is of this format; otherwise it says why and folds from the start of the store.
+ *
+ * The retained references (outputs', logs' and checkpoints' blobs) are not in the model: each event
+ * folded hands its references to {@link RETAINED_TABLE}, written every second or every 1,000
+ * references with the position folded (decision 0045). A snapshot is encoded first and saved only
+ * once that table holds its position, so a start from it finds the references of every event it
+ * covers; references of events the table already holds are not written again.
  */
 @Injectable()
 export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
@@ -39,12 +91,25 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
   private folded: ProjectionCheckpoint = { position: 0n, eventId: null };
   private stored: ProjectionCheckpoint = { position: 0n, eventId: null };
   private timer: NodeJS.Timeout | undefined;
+  private flushTimer: NodeJS.Timeout | undefined;
   private saving: Promise<void> = Promise.resolve();
   /** How long the last save took and when it ended (the next waits SNAPSHOT_SPACING times as long). */
   private lastSave = { ms: 0, endedAt: 0 };
+  private retained: ProjectionTable | undefined;
+  /** The position the retained table held when this process last wrote it or found it ahead. */
+  private retainedHeld: ProjectionCheckpoint = { position: 0n, eventId: null };
+  /** The table's position at start: the references of events up to it are in it already. */
+  private retainedFrom = 0n;
+  /** References folded and not yet written, with the last event folded when they were taken. */
+  private pending: RetainedRef[] = [];
+  private writing: Promise<void> = Promise.resolve();
+  /** The table went back under this process (another one emptied it): plans stop, a restart folds again. */
+  private retainedStale = false;
+  private readonly watchers = new Set<(ref: RetainedRef) => void>();
 
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(BLOB_STORE) private readonly blobs: BlobStore,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -56,22 +121,128 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
       name: 'input references',
       from: this.folded.position,
       apply: (e) => {
+        if (e.position > this.retainedFrom) {
+          for (const ref of retainedBy(this.model, e)) {
+            this.pending.push(ref);
+            for (const watcher of this.watchers) watcher(ref);
+          }
+        }
         evolve(this.model, e);
         this.folded = { position: e.position, eventId: e.eventId };
+        if (this.pending.length >= RETAINED_FLUSH_ROWS) void this.flushRetained().catch(() => undefined);
       },
     });
     const started = await this.follower.start();
+    await this.flushRetained(true);
     if (started.events >= SAVE_AFTER_START_EVENTS) await this.snapshot();
     this.timer = setInterval(() => {
       if (Date.now() - this.lastSave.endedAt >= SNAPSHOT_SPACING * this.lastSave.ms) void this.snapshot();
     }, SNAPSHOT_EVERY_MS);
     this.timer.unref();
+    this.flushTimer = setInterval(() => {
+      if (this.pending.length > 0) void this.flushRetained().catch((err: unknown) => this.logger.warn({ err }, 'writing the retained references failed; the next tick tries again'));
+    }, RETAINED_FLUSH_MS);
+    this.flushTimer.unref();
   }
 
   async onApplicationShutdown(): Promise<void> {
     clearInterval(this.timer);
+    clearInterval(this.flushTimer);
     await this.follower?.close();
     await this.snapshot();
+  }
+
+  /**
+   * Writes the references folded so far, with the position of the last event folded, by compare
+   * and set: when another storage process moved the table, from where it now is (the fold is the
+   * same everywhere), or nothing when it holds as much already. After it the table holds at least
+   * every reference folded before the call. With none to write, it moves the table's position only
+   * when asked (`position`): a snapshot is saved only at a position the table holds.
+   */
+  flushRetained(position = false): Promise<void> {
+    const run = this.writing.then(async () => {
+      const table = this.retained;
+      const to = this.folded;
+      if (!table || this.retainedStale || to.position <= this.retainedHeld.position) return;
+      if (this.pending.length === 0 && !position) return;
+      const refs = this.pending;
+      this.pending = [];
+      try {
+        const docs: RetainedDoc[] = [...refs];
+        await mapLimit(
+          refs.filter((r) => r.kind === 'folder'),
+          MANIFEST_READS,
+          async (r) => {
+            // A checkpoint's recorded size is its files' total, not the manifest's: read without a size check.
+            for (const f of await manifestFiles(this.blobs, r.team, r.sha256, undefined)) docs.push({ team: r.team, kind: 'file', sha256: f.sha256, via: r.sha256 });
+          },
+        );
+        const rows: ProjectionRow[] = docs.map((d) => ({ key: retainedKey(d), doc: JSON.stringify(d), values: { team: d.team, kind: d.kind } }));
+        for (let from = this.retainedHeld; ; ) {
+          if (await table.commit(from, to, rows)) {
+            this.retainedHeld = to;
+            return;
+          }
+          from = await table.checkpoint();
+          if (from.position < this.retainedHeld.position) {
+            this.logger.error({ position: String(from.position), held: String(this.retainedHeld.position) }, 'the retained references were emptied by another storage process; this one plans no removal until restarted');
+            this.retainedStale = true;
+            return;
+          }
+          if (from.position >= to.position) {
+            this.retainedHeld = from;
+            return;
+          }
+        }
+      } catch (err) {
+        // Not written: they go again with the next write.
+        this.pending = [...refs, ...this.pending];
+        throw err;
+      }
+    });
+    this.writing = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Resolves once the writes of the table begun so far have ended: the references they took from memory are in the table then. */
+  async retainedWritten(): Promise<void> {
+    await this.writing;
+  }
+
+  /** Calls `watcher` with every reference folded from now on, until the returned function is called. */
+  watchRetained(watcher: (ref: RetainedRef) => void): () => void {
+    this.watchers.add(watcher);
+    return () => this.watchers.delete(watcher);
+  }
+
+  /** References folded and not yet in the table. */
+  get unwritten(): readonly RetainedRef[] {
+    return this.pending;
+  }
+
+  /**
+   * Of these blobs of each team, those the table holds as retained: a file of an output, a log or
+   * a checkpoint (`files`), or a checkpoint's manifest (`folders`). See `unwritten` for the rest.
+   */
+  async retainedAmong(blobs: ReadonlyMap<string, ReadonlySet<string>>): Promise<Map<string, { files: Set<string>; folders: Set<string> }>> {
+    const table = this.usableRetained();
+    const out = new Map<string, { files: Set<string>; folders: Set<string> }>();
+    const keys = [...blobs].flatMap(([team, shas]) => [...shas].flatMap((sha256) => [retainedKey({ team, kind: 'file', sha256 }), retainedKey({ team, kind: 'folder', sha256 })]));
+    for (let i = 0; i < keys.length; i += LOOKUP_KEYS) {
+      for (const doc of (await table.get(keys.slice(i, i + LOOKUP_KEYS))).values()) {
+        const ref = JSON.parse(doc) as RetainedRef;
+        let found = out.get(ref.team);
+        if (!found) out.set(ref.team, (found = { files: new Set(), folders: new Set() }));
+        (ref.kind === 'file' ? found.files : found.folders).add(ref.sha256);
+      }
+    }
+    return out;
+  }
+
+  private usableRetained(): ProjectionTable {
+    if (!this.retained) throw new IllegalStateError('the retained references are not open yet');
+    if (this.retainedStale) throw new IllegalStateError('the retained references were emptied by another storage process: restart this one');
+    return this.retained;
   }
 
   /** Resolves true once the model includes every event up to `position`, or false after `timeoutMs`. */
@@ -96,7 +267,12 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
       const to = this.folded;
       const began = Date.now();
       try {
-        if (await this.slot.save(this.stored, to, encodeDataRefs(this.model))) this.stored = to;
+        // The model as it stands at `to`; saved only once the retained table holds `to` too, so a
+        // start from this snapshot finds the references of every event it covers.
+        const text = encodeDataRefs(this.model);
+        await this.flushRetained(true);
+        if (this.retainedHeld.position < to.position) return;
+        if (await this.slot.save(this.stored, to, text)) this.stored = to;
         // Another storage process moved it: learn where it is, and go on from there next time.
         else this.stored = await this.slot.checkpoint();
       } catch (err) {
@@ -109,12 +285,27 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
 
   /** Loads a trusted snapshot into the model; otherwise the model starts empty and the whole store is folded. */
   private async restore(): Promise<void> {
+    const host = projectionTablesOf(this.store);
+    if (!host) throw new IllegalStateError('storage needs a store that keeps projection tables (SQLite or PostgreSQL)');
+    this.retained = await host.openProjectionTable(RETAINED_TABLE);
+    this.retainedHeld = await trustedCheckpoint(this.store, this.retained, (cp, found) =>
+      this.logger.warn({ position: String(cp.position), eventId: cp.eventId, found }, 'the retained references hold a position whose event this store does not hold; folding them again from the start'),
+    );
+    this.retainedFrom = this.retainedHeld.position;
     try {
       this.slot = await SnapshotSlot.open(this.store, DATA_REFS_SNAPSHOT, DATA_REFS_SNAPSHOT_FORMAT);
       const snapshot = await this.slot?.load((why) =>
         this.logger.warn({ reason: why.reason, position: why.checkpoint.position.toString() }, `input references' snapshot ignored, folding from the start of the store: ${why.detail}`),
       );
       if (!snapshot) return;
+      if (snapshot.checkpoint.position > this.retainedHeld.position) {
+        // Saved only once the table held its position: the table was emptied or made again since.
+        this.logger.warn(
+          { position: snapshot.checkpoint.position.toString(), retained: this.retainedHeld.position.toString() },
+          'input references\' snapshot ignored, folding from the start of the store: the retained references are behind it',
+        );
+        return;
+      }
       Object.assign(this.model, decodeDataRefs(snapshot.parts.join('')));
       this.folded = snapshot.checkpoint;
       this.stored = snapshot.checkpoint;

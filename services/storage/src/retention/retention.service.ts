@@ -1,18 +1,21 @@
 import type { BlobRef } from '#contracts';
-import { BlobIntegrityError, BlobNotFoundError, ManifestInvalidError, mapLimit, type BlobStore } from '#blobs';
+import { mapLimit, type BlobStore } from '#blobs';
 import { TransientError } from '#errors';
 import { IdempotencyConflictError } from '#event-store';
 import { CLOCK, EVENT_WRITER, LOGGER, SERVICE_CONFIG, type Clock, type EventWriter } from '#service-kit';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { BLOB_STORE } from '../blobs/blob-store.provider.js';
-import { foldersToRead, planRemovals, storageJobStreamId, teamsWithFinalJobs, type Removal } from '../domain/index.js';
+import { foldersToRead, inputBlobs, planRemovals, storageJobStreamId, teamsWithFinalJobs, type Removal, type RetainedOf, type RetainedRef } from '../domain/index.js';
 import type { StorageConfig } from '../storage.config.js';
 import { DataRefsFeed } from './data-refs.feed.js';
+import { manifestFiles } from './manifest-files.js';
 import { RemovalLock } from './removal-lock.js';
 
 /** How long a handler waits for the reference model to reach the store's head before retrying. */
 const CATCH_UP_MS = 10_000;
+/** Passes a plan makes to read what the model needs before it gives up until the next try. */
+const MAX_PLAN_PASSES = 20;
 /** Blobs deleted at once. */
 const REMOVE_CONCURRENCY = 8;
 
@@ -24,7 +27,7 @@ const REMOVE_CONCURRENCY = 8;
  */
 @Injectable()
 export class RetentionService implements OnApplicationBootstrap, OnApplicationShutdown {
-  /** Files of each folder manifest read so far, by `<team>/<sha256>`; manifests never change. */
+  /** Files of folder manifests, by `<team>/<sha256>` (manifests never change): those the last sweep used, and those read since. */
   private readonly manifests = new Map<string, readonly BlobRef[]>();
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
@@ -72,11 +75,65 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
     });
   }
 
+  /**
+   * The removals due now. The retained references are in the store's database (decision 0045):
+   * the plan asks only about the blobs it may remove, with the references folded meanwhile from
+   * memory. The model goes on folding while the plan reads, so it looks again until a pass finds
+   * every team, blob and manifest it needs already read; from there to the plan nothing awaits.
+   */
   private async plan(only?: string): Promise<Removal[]> {
     const model = this.feed.model;
-    const folders = foldersToRead(model, teamsWithFinalJobs(model, only));
-    await mapLimit(folders, REMOVE_CONCURRENCY, (f) => this.loadManifest(f.team, f.sha256, f.size));
-    return planRemovals(model, this.clock.now().getTime(), (team, sha) => this.manifests.get(`${team}/${sha}`) ?? [], only);
+    const used = new Set<string>();
+    const filesOf = (team: string, sha: string) => {
+      used.add(`${team}/${sha}`);
+      return this.manifests.get(`${team}/${sha}`) ?? [];
+    };
+    // References not in the table when the plan began are in memory then, or on their way in.
+    const recent: RetainedRef[] = [...this.feed.unwritten];
+    const stop = this.feed.watchRetained((ref) => recent.push(ref));
+    try {
+      await this.feed.retainedWritten();
+      // A write that failed put its references back in memory.
+      recent.push(...this.feed.unwritten);
+      /** Per team: the blobs asked about, and those the table holds as retained. */
+      const asked = new Map<string, { blobs: Set<string>; files: Set<string>; folders: Set<string> }>();
+      const inMemory = (team: string, kind: RetainedRef['kind']) => recent.filter((r) => r.team === team && r.kind === kind).map((r) => r.sha256);
+      // Checkpoints not yet in the table: their manifests are read here (the table holds the files of the others).
+      const unwrittenFolders: RetainedOf = (team) => ({ files: new Set(), folders: inMemory(team, 'folder') });
+      const retained: RetainedOf = (team) => {
+        const a = asked.get(team);
+        if (!a) return undefined;
+        return { files: new Set([...a.files, ...inMemory(team, 'file')]), folders: new Set([...a.folders, ...inMemory(team, 'folder')]) };
+      };
+      for (let pass = 1; ; pass++) {
+        if (pass > MAX_PLAN_PASSES) throw new TransientError(`the reference model kept moving while a removal plan read its references (${MAX_PLAN_PASSES} passes)`);
+        const teams = teamsWithFinalJobs(model, only);
+        const folders = foldersToRead(model, teams, unwrittenFolders).filter((f) => !this.manifests.has(`${f.team}/${f.sha256}`));
+        await mapLimit(folders, REMOVE_CONCURRENCY, (f) => this.loadManifest(f.team, f.sha256, f.size));
+        const unasked = new Map<string, Set<string>>();
+        for (const [team, blobs] of inputBlobs(model, teams, filesOf)) {
+          const before = asked.get(team)?.blobs;
+          const fresh = [...blobs].filter((b) => !before?.has(b));
+          if (!before || fresh.length > 0) unasked.set(team, new Set(fresh));
+        }
+        if (folders.length === 0 && unasked.size === 0) {
+          // Every team, manifest and blob this plan looks at is read: plan now, without awaiting.
+          return planRemovals(model, this.clock.now().getTime(), filesOf, retained, only);
+        }
+        const found = await this.feed.retainedAmong(unasked);
+        for (const [team, blobs] of unasked) {
+          let a = asked.get(team);
+          if (!a) asked.set(team, (a = { blobs: new Set(), files: new Set(), folders: new Set() }));
+          for (const b of blobs) a.blobs.add(b);
+          for (const b of found.get(team)?.files ?? []) a.files.add(b);
+          for (const b of found.get(team)?.folders ?? []) a.folders.add(b);
+        }
+      }
+    } finally {
+      stop();
+      // After a sweep, the manifests it did not need leave memory (a release plans one team only).
+      if (only === undefined) for (const key of this.manifests.keys()) if (!used.has(key)) this.manifests.delete(key);
+    }
   }
 
   private async execute(removals: Removal[], log: Logger): Promise<Removal[]> {
@@ -111,15 +168,7 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
 
   private async loadManifest(team: string, sha256: string, size: number | undefined): Promise<void> {
     const key = `${team}/${sha256}`;
-    if (this.manifests.has(key)) return;
-    try {
-      const manifest = await this.blobs.readFolderManifest(team, sha256, size === undefined ? {} : { size });
-      this.manifests.set(key, manifest.entries.map((e) => ({ sha256: e.sha256, size: e.size })));
-    } catch (err) {
-      // A manifest that is gone or unusable cannot be materialized: no file is needed through it.
-      if (!(err instanceof BlobNotFoundError || err instanceof ManifestInvalidError || err instanceof BlobIntegrityError)) throw err;
-      this.manifests.set(key, []);
-    }
+    if (!this.manifests.has(key)) this.manifests.set(key, await manifestFiles(this.blobs, team, sha256, size));
   }
 
   private async catchUp(): Promise<void> {
