@@ -10,6 +10,7 @@ import {
   type ProjectionTableSpec,
 } from '#event-store';
 import { mapLimit, type BlobStore } from '#blobs';
+import type { BlobRef } from '#contracts';
 import { EVENT_STORE, LOGGER, StoreFollower } from '#service-kit';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
@@ -27,7 +28,9 @@ export const DATA_REFS_SNAPSHOT_FORMAT = 2;
  * one row each, in the store's database (`projection_storage_retained`, decision 0045): they grow
  * with every job ever run, and a plan asks only about the blobs it may remove. A checkpoint's
  * manifest is written with its files, as `file` rows naming it (`via`), in the same transaction:
- * a plan never reads every checkpoint of a team to learn which files they hold.
+ * a plan never reads every checkpoint of a team to learn which files they hold. A manifest that
+ * cannot be read then (the object store is unavailable) is written `expanded` 0: plans read it
+ * themselves, and hand its files back to be written (`expanded`).
  */
 export const RETAINED_TABLE: ProjectionTableSpec = {
   name: 'storage_retained',
@@ -35,15 +38,18 @@ export const RETAINED_TABLE: ProjectionTableSpec = {
   columns: [
     { name: 'team', type: 'text' },
     { name: 'kind', type: 'text' },
+    { name: 'expanded', type: 'integer' },
   ],
-  indexes: [['team', 'kind']],
+  indexes: [['team', 'kind', 'expanded']],
 };
 
 /** A retained reference's row key: unambiguous whatever the team's name. */
 export const retainedKey = (r: RetainedRef): string => JSON.stringify([r.team, r.kind, r.sha256]);
 
-/** A row's document: the reference, and for a checkpoint's file the manifest it came with. */
-type RetainedDoc = RetainedRef & { via?: string };
+/** A row's document: the reference; for a checkpoint's file the manifest it came with; for a manifest whether its files are rows. */
+type RetainedDoc = RetainedRef & { via?: string; expanded?: boolean };
+
+const retainedRow = (d: RetainedDoc): ProjectionRow => ({ key: retainedKey(d), doc: JSON.stringify(d), values: { team: d.team, kind: d.kind, expanded: d.expanded === false ? 0 : 1 } });
 
 /** Folded references that make a write at once rather than at the next tick. */
 const RETAINED_FLUSH_ROWS = 1_000;
@@ -100,8 +106,11 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
   private retainedHeld: ProjectionCheckpoint = { position: 0n, eventId: null };
   /** The table's position at start: the references of events up to it are in it already. */
   private retainedFrom = 0n;
-  /** References folded and not yet written, with the last event folded when they were taken. */
+  /** References folded and not yet written. */
   private pending: RetainedRef[] = [];
+  /** Files of manifests written unexpanded, read since by a plan: written with the next write. */
+  private expansions: RetainedDoc[] = [];
+  private flushQueued = false;
   private writing: Promise<void> = Promise.resolve();
   /** The table went back under this process (another one emptied it): plans stop, a restart folds again. */
   private retainedStale = false;
@@ -129,7 +138,12 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
         }
         evolve(this.model, e);
         this.folded = { position: e.position, eventId: e.eventId };
-        if (this.pending.length >= RETAINED_FLUSH_ROWS) void this.flushRetained().catch(() => undefined);
+        if (this.pending.length >= RETAINED_FLUSH_ROWS && !this.flushQueued) {
+          this.flushQueued = true;
+          void this.flushRetained()
+            .catch((err: unknown) => this.logger.warn({ err }, 'writing the retained references failed; the next tick tries again'))
+            .finally(() => (this.flushQueued = false));
+        }
       },
     });
     const started = await this.follower.start();
@@ -164,20 +178,27 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
       const table = this.retained;
       const to = this.folded;
       if (!table || this.retainedStale || to.position <= this.retainedHeld.position) return;
-      if (this.pending.length === 0 && !position) return;
+      if (this.pending.length === 0 && this.expansions.length === 0 && !position) return;
       const refs = this.pending;
+      const expansions = this.expansions;
       this.pending = [];
+      this.expansions = [];
       try {
-        const docs: RetainedDoc[] = [...refs];
-        await mapLimit(
-          refs.filter((r) => r.kind === 'folder'),
-          MANIFEST_READS,
-          async (r) => {
+        const docs: RetainedDoc[] = [...expansions];
+        let unread = 0;
+        await mapLimit(refs, MANIFEST_READS, async (r) => {
+          if (r.kind === 'file') return void docs.push(r);
+          try {
             // A checkpoint's recorded size is its files' total, not the manifest's: read without a size check.
-            for (const f of await manifestFiles(this.blobs, r.team, r.sha256, undefined)) docs.push({ team: r.team, kind: 'file', sha256: f.sha256, via: r.sha256 });
-          },
-        );
-        const rows: ProjectionRow[] = docs.map((d) => ({ key: retainedKey(d), doc: JSON.stringify(d), values: { team: d.team, kind: d.kind } }));
+            const files = await manifestFiles(this.blobs, r.team, r.sha256, undefined);
+            docs.push(r, ...files.map((f) => ({ team: r.team, kind: 'file' as const, sha256: f.sha256, via: r.sha256 })));
+          } catch {
+            unread++;
+            docs.push({ ...r, expanded: false });
+          }
+        });
+        if (unread > 0) this.logger.warn({ manifests: unread }, 'checkpoint manifests not readable now: written unexpanded, plans read them');
+        const rows = docs.map(retainedRow);
         for (let from = this.retainedHeld; ; ) {
           if (await table.commit(from, to, rows)) {
             this.retainedHeld = to;
@@ -197,6 +218,7 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
       } catch (err) {
         // Not written: they go again with the next write.
         this.pending = [...refs, ...this.pending];
+        this.expansions = [...expansions, ...this.expansions];
         throw err;
       }
     });
@@ -213,6 +235,26 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
   watchRetained(watcher: (ref: RetainedRef) => void): () => void {
     this.watchers.add(watcher);
     return () => this.watchers.delete(watcher);
+  }
+
+  /** A plan read the files of a manifest written unexpanded: they are written with the next write (the manifest never changes). */
+  expanded(team: string, manifest: string, files: readonly BlobRef[]): void {
+    this.expansions.push({ team, kind: 'folder', sha256: manifest }, ...files.map((f) => ({ team, kind: 'file' as const, sha256: f.sha256, via: manifest })));
+  }
+
+  /** The teams' checkpoint manifests written unexpanded: a plan reads their files itself. */
+  async unexpandedFolders(teams: Iterable<string>): Promise<Map<string, string[]>> {
+    const table = this.usableRetained();
+    const out = new Map<string, string[]>();
+    for (const team of teams) {
+      const where = [
+        { column: 'team', op: '=', value: team },
+        { column: 'kind', op: '=', value: 'folder' },
+        { column: 'expanded', op: '=', value: 0 },
+      ] as const;
+      out.set(team, (await table.query({ where })).rows.map((r) => (JSON.parse(r.doc) as RetainedDoc).sha256));
+    }
+    return out;
   }
 
   /** References folded and not yet in the table. */

@@ -97,18 +97,28 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
       recent.push(...this.feed.unwritten);
       /** Per team: the blobs asked about, and those the table holds as retained. */
       const asked = new Map<string, { blobs: Set<string>; files: Set<string>; folders: Set<string> }>();
+      /** Per team: checkpoints the table holds without their files (not readable when written). */
+      const unexpanded = new Map<string, string[]>();
       const inMemory = (team: string, kind: RetainedRef['kind']) => recent.filter((r) => r.team === team && r.kind === kind).map((r) => r.sha256);
-      // Checkpoints not yet in the table: their manifests are read here (the table holds the files of the others).
-      const unwrittenFolders: RetainedOf = (team) => ({ files: new Set(), folders: inMemory(team, 'folder') });
+      // Checkpoints not yet in the table, or in it without their files: their manifests are read here.
+      const unreadFolders: RetainedOf = (team) => ({ files: new Set(), folders: [...inMemory(team, 'folder'), ...(unexpanded.get(team) ?? [])] });
       const retained: RetainedOf = (team) => {
         const a = asked.get(team);
-        if (!a) return undefined;
-        return { files: new Set([...a.files, ...inMemory(team, 'file')]), folders: new Set([...a.folders, ...inMemory(team, 'folder')]) };
+        if (!a || !unexpanded.has(team)) return undefined;
+        return { files: new Set([...a.files, ...inMemory(team, 'file')]), folders: new Set([...a.folders, ...inMemory(team, 'folder'), ...unexpanded.get(team)!]) };
       };
       for (let pass = 1; ; pass++) {
         if (pass > MAX_PLAN_PASSES) throw new TransientError(`the reference model kept moving while a removal plan read its references (${MAX_PLAN_PASSES} passes)`);
         const teams = teamsWithFinalJobs(model, only);
-        const folders = foldersToRead(model, teams, unwrittenFolders).filter((f) => !this.manifests.has(`${f.team}/${f.sha256}`));
+        const newTeams = teams.filter((t) => !unexpanded.has(t));
+        for (const [team, manifests] of await this.feed.unexpandedFolders(newTeams)) {
+          unexpanded.set(team, manifests);
+          for (const m of manifests) {
+            await this.loadManifest(team, m, undefined);
+            this.feed.expanded(team, m, this.manifests.get(`${team}/${m}`)!);
+          }
+        }
+        const folders = foldersToRead(model, teams, unreadFolders).filter((f) => !this.manifests.has(`${f.team}/${f.sha256}`));
         await mapLimit(folders, REMOVE_CONCURRENCY, (f) => this.loadManifest(f.team, f.sha256, f.size));
         const unasked = new Map<string, Set<string>>();
         for (const [team, blobs] of inputBlobs(model, teams, filesOf)) {
@@ -116,7 +126,7 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
           const fresh = [...blobs].filter((b) => !before?.has(b));
           if (!before || fresh.length > 0) unasked.set(team, new Set(fresh));
         }
-        if (folders.length === 0 && unasked.size === 0) {
+        if (newTeams.length === 0 && folders.length === 0 && unasked.size === 0) {
           // Every team, manifest and blob this plan looks at is read: plan now, without awaiting.
           return planRemovals(model, this.clock.now().getTime(), filesOf, retained, only);
         }
