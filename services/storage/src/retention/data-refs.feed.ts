@@ -35,21 +35,32 @@ export const DATA_REFS_SNAPSHOT_FORMAT = 2;
 export const RETAINED_TABLE: ProjectionTableSpec = {
   name: 'storage_retained',
   version: 1,
+  // Set on checkpoint manifests only (plans look for those written unexpanded); files are found by key.
   columns: [
     { name: 'team', type: 'text' },
-    { name: 'kind', type: 'text' },
     { name: 'expanded', type: 'integer' },
   ],
-  indexes: [['team', 'kind', 'expanded']],
+  indexes: [['team', 'expanded']],
 };
 
-/** A retained reference's row key: unambiguous whatever the team's name. */
-export const retainedKey = (r: RetainedRef): string => JSON.stringify([r.team, r.kind, r.sha256]);
+/** A retained reference's row key, `<team>/<kind>/<sha256>` (a team id has no `/`): the row is found by it. */
+export const retainedKey = (r: RetainedRef): string => `${r.team}/${r.kind}/${r.sha256}`;
 
-/** A row's document: the reference; for a checkpoint's file the manifest it came with; for a manifest whether its files are rows. */
+/** The reference a row key names. */
+export function retainedOfKey(key: string): RetainedRef {
+  const [team, kind, sha256] = key.split('/') as [string, RetainedRef['kind'], string];
+  return { team, kind, sha256 };
+}
+
+/** A reference with what its row's document says: for a checkpoint's file the manifest it came with; for a manifest whether its files are rows. */
 type RetainedDoc = RetainedRef & { via?: string; expanded?: boolean };
 
-const retainedRow = (d: RetainedDoc): ProjectionRow => ({ key: retainedKey(d), doc: JSON.stringify(d), values: { team: d.team, kind: d.kind, expanded: d.expanded === false ? 0 : 1 } });
+/** The row of a reference: a small document, and columns on manifests only (a row costs about 200 bytes in SQLite). */
+function retainedRow(d: RetainedDoc): ProjectionRow {
+  const doc = JSON.stringify({ ...(d.via ? { via: d.via } : {}), ...(d.expanded === false ? { expanded: false } : {}) });
+  const values = d.kind === 'folder' ? { team: d.team, expanded: d.expanded === false ? 0 : 1 } : { team: null, expanded: null };
+  return { key: retainedKey(d), doc, values };
+}
 
 /** Folded references that make a write at once rather than at the next tick. */
 const RETAINED_FLUSH_ROWS = 1_000;
@@ -249,10 +260,9 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
     for (const team of teams) {
       const where = [
         { column: 'team', op: '=', value: team },
-        { column: 'kind', op: '=', value: 'folder' },
         { column: 'expanded', op: '=', value: 0 },
       ] as const;
-      out.set(team, (await table.query({ where })).rows.map((r) => (JSON.parse(r.doc) as RetainedDoc).sha256));
+      out.set(team, (await table.query({ where })).rows.map((r) => retainedOfKey(r.key).sha256));
     }
     return out;
   }
@@ -271,8 +281,8 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
     const out = new Map<string, { files: Set<string>; folders: Set<string> }>();
     const keys = [...blobs].flatMap(([team, shas]) => [...shas].flatMap((sha256) => [retainedKey({ team, kind: 'file', sha256 }), retainedKey({ team, kind: 'folder', sha256 })]));
     for (let i = 0; i < keys.length; i += LOOKUP_KEYS) {
-      for (const doc of (await table.get(keys.slice(i, i + LOOKUP_KEYS))).values()) {
-        const ref = JSON.parse(doc) as RetainedRef;
+      for (const key of (await table.get(keys.slice(i, i + LOOKUP_KEYS))).keys()) {
+        const ref = retainedOfKey(key);
         let found = out.get(ref.team);
         if (!found) out.set(ref.team, (found = { files: new Set(), folders: new Set() }));
         (ref.kind === 'file' ? found.files : found.folders).add(ref.sha256);

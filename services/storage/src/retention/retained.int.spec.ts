@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { startNatsServer, type TestNatsServer } from '../../../../test/support/nats-server.js';
 import type { StorageConfig } from '../storage.config.js';
-import { DataRefsFeed, RETAINED_TABLE } from './data-refs.feed.js';
+import { DataRefsFeed, RETAINED_TABLE, retainedOfKey } from './data-refs.feed.js';
 import { RemovalLock } from './removal-lock.js';
 import { RetentionService } from './retention.service.js';
 
@@ -96,7 +96,7 @@ authorization {
     const feed = new DataRefsFeed(store, await BlobStore.open(blind), logger);
     await feed.onModuleInit();
     const table = await store.openProjectionTable(RETAINED_TABLE);
-    const rows = async () => (await table.query({})).rows.map((r) => JSON.parse(r.doc) as { kind: string; sha256: string; via?: string; expanded?: boolean });
+    const rows = async () => (await table.query({})).rows.map((r) => ({ ...retainedOfKey(r.key), ...(JSON.parse(r.doc) as { via?: string; expanded?: boolean }) }));
     expect(await rows()).toEqual([{ team: 'team-a', kind: 'folder', sha256: checkpoint.sha256, expanded: false }]);
     expect(await feed.unexpandedFolders(['team-a'])).toEqual(new Map([['team-a', [checkpoint.sha256]]]));
 
