@@ -1,6 +1,6 @@
 import { BlobStore } from '#blobs';
 import type { EventData } from '#contracts';
-import { SqliteEventStore } from '#event-store';
+import { openPostgresEventStore, SqliteEventStore, type EventStore, type ProjectionTableHost } from '#event-store';
 import { EventWriter, systemClock } from '#service-kit';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { randomBytes } from 'node:crypto';
@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { startNatsServer, type TestNatsServer } from '../../../../test/support/nats-server.js';
+import { createTestDatabase, type TestDatabase } from '../../../../test/support/postgres.js';
 import type { StorageConfig } from '../storage.config.js';
 import { DataRefsFeed, RETAINED_TABLE, retainedOfKey } from './data-refs.feed.js';
 import { RemovalLock } from './removal-lock.js';
@@ -18,12 +19,13 @@ import { RetentionService } from './retention.service.js';
  * The retained references' table when the object store cannot read a checkpoint's manifest as it
  * is written (decision 0045): the manifest is written without its files, a plan reads it itself
  * and protects its files, and the files are written with the next write. Against a real
- * nats-server whose user `blind` may not open team-a's bucket, and a SQLite store.
+ * nats-server whose user `blind` may not open team-a's bucket, and each store.
  */
-describe('retained references: a checkpoint whose manifest cannot be read when it is written', () => {
+describe.each(['sqlite', 'postgres'] as const)('retained references (%s store): a checkpoint whose manifest cannot be read when it is written', (kind) => {
   let nats: TestNatsServer;
   let dir: string;
-  let store: SqliteEventStore;
+  let db: TestDatabase | undefined;
+  let store: EventStore & ProjectionTableHost;
   let full: NatsConnection;
   let blind: NatsConnection;
   const logger = pino({ level: 'silent' });
@@ -40,7 +42,12 @@ authorization {
 `,
     });
     dir = await mkdtemp(join(tmpdir(), 'gpunet-retained-'));
-    store = new SqliteEventStore({ path: join(dir, 'events.db') });
+    if (kind === 'postgres') {
+      db = await createTestDatabase();
+      store = await openPostgresEventStore({ connectionString: db.url });
+    } else {
+      store = new SqliteEventStore({ path: join(dir, 'events.db') });
+    }
     full = await connect({ servers: nats.url, user: 'full', pass: 'full' });
     blind = await connect({ servers: nats.url, user: 'blind', pass: 'blind' });
   });
@@ -49,6 +56,7 @@ authorization {
     await blind?.close();
     await full?.close();
     await store?.close();
+    await db?.drop();
     await nats?.stop();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
