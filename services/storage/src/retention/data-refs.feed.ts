@@ -141,7 +141,8 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
       name: 'input references',
       from: this.folded.position,
       apply: (e) => {
-        if (e.position > this.retainedFrom) {
+        // A table emptied under this process is not written again (plans stop): nothing to keep for it.
+        if (e.position > this.retainedFrom && !this.retainedStale) {
           for (const ref of retainedBy(this.model, e)) {
             this.pending.push(ref);
             for (const watcher of this.watchers) watcher(ref);
