@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { storeBackends, type StoreBackend } from '../../../test/support/store-backends.js';
 import type { EventStore } from './event-store.js';
-import { projectionTablesOf } from './projection-table.js';
+import { commitForward, projectionTablesOf } from './projection-table.js';
 import { thing, THINGS } from './projection-table.fixtures.js';
 
 const stores = storeBackends({ prefix: 'gpunet-projection-' });
@@ -44,6 +44,28 @@ describe.each(stores.backends)('projection table ($name)', (backend) => {
     expect(await t.commit(at10, { position: 5n, eventId: 'e5' }, [thing('k1', 'x', 1)])).toBe(false);
     expect(await t.commit(at10, { position: 20n, eventId: 'e20' }, [thing('k1', 'team-a', 1_500, '{"v":2}')])).toBe(true);
     expect((await other.get(['k1'])).get('k1')).toBe('{"v":2}');
+  });
+
+  it('commitForward writes from where this writer held the table, goes on from where another moved it, writes nothing it already holds, and says when it went back', async () => {
+    const { a, b } = await two(backend);
+    const t = await projectionTablesOf(a)!.openProjectionTable(THINGS);
+    const other = await projectionTablesOf(b)!.openProjectionTable(THINGS);
+    const zero = await t.checkpoint();
+    const at = (n: number) => ({ position: BigInt(n), eventId: `e${n}` });
+
+    expect(await commitForward(t, zero, at(5), [thing('k1', 'a', 1)])).toEqual({ held: at(5) });
+    // Another writer moved it to 8 meanwhile: this one, still holding 5, writes from 8 on.
+    expect(await other.commit(at(5), at(8), [thing('k2', 'b', 2)])).toBe(true);
+    expect(await commitForward(t, at(5), at(12), [thing('k3', 'a', 3)])).toEqual({ held: at(12) });
+    expect([...(await other.get(['k1', 'k2', 'k3']))].map(([k]) => k).sort()).toEqual(['k1', 'k2', 'k3']);
+    // The other is already further than this writer's rows go: nothing written, and it says where the table is.
+    expect(await other.commit(at(12), at(20), [])).toBe(true);
+    expect(await commitForward(t, at(12), at(15), [thing('k4', 'a', 4)])).toEqual({ held: at(20) });
+    expect((await t.get(['k4'])).size).toBe(0);
+    // Emptied under it: nothing written, and it says the table went back.
+    expect(await other.reset(at(20))).toBe(true);
+    expect(await commitForward(t, at(20), at(25), [thing('k5', 'a', 5)])).toEqual({ behind: { position: 0n, eventId: null } });
+    expect((await t.get(['k5'])).size).toBe(0);
   });
 
   it('several processes opening different tables at once on a fresh database all succeed (the table of positions is made once)', async () => {

@@ -150,3 +150,25 @@ export async function trustedCheckpoint(
     if (await table.reset(cp)) return { position: 0n, eventId: null };
   }
 }
+
+/**
+ * Writes `rows` and moves the table to `to`, from `held` (where this writer last left it or found
+ * it), by compare and set. When another writer moved it meanwhile: from where it now is (every
+ * writer folds the same store, so these rows are the fold up to `to` whoever wrote the ones
+ * before), or nothing when it already holds `to`. Returns where the table now is for this writer,
+ * or `behind` (nothing written) when it went back under it: emptied by another writer that found a
+ * position its store does not hold, whose rows this writer's would not continue.
+ */
+export async function commitForward(
+  table: ProjectionTable,
+  held: ProjectionCheckpoint,
+  to: ProjectionCheckpoint,
+  rows: readonly ProjectionRow[],
+): Promise<{ held: ProjectionCheckpoint } | { behind: ProjectionCheckpoint }> {
+  for (let from = held; ; ) {
+    if (await table.commit(from, to, rows)) return { held: to };
+    from = await table.checkpoint();
+    if (from.position < held.position) return { behind: from };
+    if (from.position >= to.position) return { held: from };
+  }
+}

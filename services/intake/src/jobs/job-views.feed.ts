@@ -1,6 +1,6 @@
 import type { JobView, ListJobsReply } from '#contracts';
 import { IllegalStateError } from '#errors';
-import { projectionTablesOf, trustedCheckpoint, type EventStore, type ProjectionCheckpoint, type ProjectionTable, type RecordedEvent, type Subscription } from '#event-store';
+import { commitForward, projectionTablesOf, trustedCheckpoint, type EventStore, type ProjectionCheckpoint, type ProjectionTable, type RecordedEvent, type Subscription } from '#event-store';
 import { followStore, PositionWaiters } from '#service-kit';
 import type { Logger } from 'pino';
 import { evolveJob, isFinalState, jobIdOf, toSummary, type JobRecord } from '../domain/job-view.js';
@@ -308,24 +308,13 @@ export class JobViewsFeed {
     const to = this.applied;
     if (to.position > this.held.position && !this.stale) {
       const rows = [...this.dirty].map((id) => jobViewRow(this.cache.get(id)!));
-      let from = this.held;
-      for (;;) {
-        if (await table.commit(from, to, rows)) {
-          this.held = to;
-          break;
-        }
-        from = await table.checkpoint();
-        if (from.position < this.held.position) {
-          // Emptied under this process (another intake found a position this store does not hold:
-          // a store restored from an older backup). Its records would not be the fold from there.
-          this.logger.error({ position: String(from.position), held: String(this.held.position) }, 'the job views table was emptied by another intake; this intake writes no more to it: restart it');
-          this.stale = true;
-          break;
-        }
-        if (from.position >= to.position) {
-          this.held = from;
-          break;
-        }
+      const written = await commitForward(table, this.held, to, rows);
+      if ('held' in written) this.held = written.held;
+      else {
+        // Emptied under this process (another intake found a position this store does not hold:
+        // a store restored from an older backup). Its records would not be the fold from there.
+        this.logger.error({ position: String(written.behind.position), held: String(this.held.position) }, 'the job views table was emptied by another intake; this intake writes no more to it: restart it');
+        this.stale = true;
       }
     }
     // A final view changes no more (but for a late cancel request): once the table holds it, it

@@ -1,5 +1,6 @@
 import { IllegalStateError } from '#errors';
 import {
+  commitForward,
   projectionTablesOf,
   SnapshotSlot,
   trustedCheckpoint,
@@ -210,22 +211,11 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
           }
         });
         if (unread > 0) this.logger.warn({ manifests: unread }, 'checkpoint manifests not readable now: written unexpanded, plans read them');
-        const rows = docs.map(retainedRow);
-        for (let from = this.retainedHeld; ; ) {
-          if (await table.commit(from, to, rows)) {
-            this.retainedHeld = to;
-            return;
-          }
-          from = await table.checkpoint();
-          if (from.position < this.retainedHeld.position) {
-            this.logger.error({ position: String(from.position), held: String(this.retainedHeld.position) }, 'the retained references were emptied by another storage process; this one plans no removal until restarted');
-            this.retainedStale = true;
-            return;
-          }
-          if (from.position >= to.position) {
-            this.retainedHeld = from;
-            return;
-          }
+        const written = await commitForward(table, this.retainedHeld, to, docs.map(retainedRow));
+        if ('held' in written) this.retainedHeld = written.held;
+        else {
+          this.logger.error({ position: String(written.behind.position), held: String(this.retainedHeld.position) }, 'the retained references were emptied by another storage process; this one plans no removal until restarted');
+          this.retainedStale = true;
         }
       } catch (err) {
         // Not written: they go again with the next write.
