@@ -439,7 +439,9 @@ describe('confinement of container jobs: each part tried by a container', () => 
       const { jobId: hog } = await client.submit(containerJob('echo hogging; awk \'BEGIN { s = "xxxxxxxxxxxxxxxx"; while (1) s = s s }\'', { name: 'memory-hog', extra: { resources: { memory: '64MiB' } } }));
       // Counted with shell builtins only: once the cap is reached, nothing more can be forked.
       // (sh gives up at the first fork it cannot make, so the bomb runs in a shell of its own.)
-      const bomb = 'sh -c \'i=0; while [ $i -lt 200 ]; do (echo x >> /tmp/started; exec sleep 30) & i=$((i + 1)); done\' 2>/dev/null; n=0; while read l; do n=$((n + 1)); done < /tmp/started; echo "running=$n"; exit 0';
+      // The parent writes how many forks succeeded after each one: a count the children wrote
+      // themselves missed those not yet scheduled when it was read (9 on a loaded machine).
+      const bomb = 'sh -c \'i=0; while [ $i -lt 200 ]; do (exec sleep 30) & i=$((i + 1)); echo $i > /tmp/forked; done\' 2>/dev/null; read n < /tmp/forked; echo "running=$n"; exit 0';
       const { jobId: forks } = await client.submit(containerJob(bomb, { name: 'fork-bomb' }));
       const { views, events } = await settle(network(), [hog, forks]);
       expect(views.get(hog)!.state).toBe('failed');
