@@ -380,39 +380,72 @@ function keptUntil(model: DataRefs, job: JobRefs, input: RefInput, finalAtMs: nu
   return finalAtMs + input.keepMs;
 }
 
+/** Jobs per part of the snapshot: one string of a million jobs' model is longer than V8 allows (about 512 MiB). */
+export const JOBS_PER_PART = 20_000;
+
+/** Maps and Sets tagged; a job not final yet keeps its `final` key (as null), so a decoded job has its keys in the order a fold gives them. */
+function tagged(key: string, value: unknown): unknown {
+  if (key === 'final' && value === undefined) return null;
+  if (value instanceof Map) return { $map: [...value] };
+  if (value instanceof Set) return { $set: [...value] };
+  return value;
+}
+
+function untagged(_key: string, value: unknown): unknown {
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    const t = value as { $map?: [unknown, unknown][]; $set?: unknown[] };
+    if (Array.isArray(t.$map)) return new Map(t.$map);
+    if (Array.isArray(t.$set)) return new Set(t.$set);
+  }
+  return value;
+}
+
 /**
- * The model as snapshot text (decision 0044): its own fields as JSON, Maps and Sets tagged, in
- * their insertion order, so a model decoded and folded on equals the model folded from zero.
+ * The model as snapshot parts (decisions 0044, 0045): first its fields but the jobs, with the
+ * number of jobs, then the jobs in insertion order, `JOBS_PER_PART` to a part, each as JSON with
+ * Maps and Sets tagged. A model decoded and folded on encodes like the model folded from zero.
  */
+export function encodeDataRefsParts(model: DataRefs): string[] {
+  const parts = [JSON.stringify({ byTeam: model.byTeam, datasets: model.datasets, finals: model.finals, jobs: model.jobs.size }, tagged)];
+  let chunk: [string, JobRefs][] = [];
+  for (const entry of model.jobs) {
+    chunk.push(entry);
+    if (chunk.length === JOBS_PER_PART) {
+      parts.push(JSON.stringify(chunk, tagged));
+      chunk = [];
+    }
+  }
+  if (chunk.length > 0) parts.push(JSON.stringify(chunk, tagged));
+  return parts;
+}
+
+/** A model from parts {@link encodeDataRefsParts} wrote; throws when they are not such a model. */
+export function decodeDataRefsParts(parts: readonly string[]): DataRefs {
+  const bad = (why: string) => new Error(`not a storage reference model: ${why}`);
+  if (parts.length === 0) throw bad('no parts');
+  const head = JSON.parse(parts[0]!, untagged) as Partial<Omit<DataRefs, 'jobs'>> & { jobs?: unknown } | null;
+  if (!head || !(head.byTeam instanceof Map) || !(head.datasets instanceof Map) || typeof head.finals !== 'number' || typeof head.jobs !== 'number') {
+    throw bad('byTeam, datasets, finals or jobs missing');
+  }
+  const jobs = new Map<string, JobRefs>();
+  for (const part of parts.slice(1)) {
+    const entries = JSON.parse(part, untagged) as unknown;
+    if (!Array.isArray(entries)) throw bad('a part of jobs is not a list');
+    for (const [id, job] of entries as [string, JobRefs & { final: JobRefs['final'] | null }][]) {
+      if (job.final === null) job.final = undefined;
+      jobs.set(id, job);
+    }
+  }
+  if (jobs.size !== head.jobs) throw bad(`${jobs.size} jobs in its parts, its first part says ${head.jobs}`);
+  return { jobs, byTeam: head.byTeam, datasets: head.datasets, finals: head.finals };
+}
+
+/** The snapshot parts as one text, a part a line (JSON holds no raw newline): for a small model, and tests. */
 export function encodeDataRefs(model: DataRefs): string {
-  return JSON.stringify(model, (key, value: unknown) => {
-    // A job not final yet keeps its `final` key (as null), so a decoded job has its keys in the order a fold gives them.
-    if (key === 'final' && value === undefined) return null;
-    if (value instanceof Map) return { $map: [...value] };
-    if (value instanceof Set) return { $set: [...value] };
-    return value;
-  });
+  return encodeDataRefsParts(model).join('\n');
 }
 
 /** A model from text {@link encodeDataRefs} wrote; throws when the text is not such a model. */
 export function decodeDataRefs(text: string): DataRefs {
-  const model = JSON.parse(text, (_key, value: unknown) => {
-    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-      const tagged = value as { $map?: [unknown, unknown][]; $set?: unknown[] };
-      if (Array.isArray(tagged.$map)) return new Map(tagged.$map);
-      if (Array.isArray(tagged.$set)) return new Set(tagged.$set);
-    }
-    return value;
-  }) as Partial<DataRefs> | null;
-  if (
-    !model ||
-    !(model.jobs instanceof Map) ||
-    !(model.byTeam instanceof Map) ||
-    !(model.datasets instanceof Map) ||
-    typeof model.finals !== 'number'
-  ) {
-    throw new Error('not a storage reference model: jobs, byTeam, datasets or finals missing');
-  }
-  for (const job of (model.jobs as Map<string, { final: unknown }>).values()) if (job.final === null) job.final = undefined;
-  return model as DataRefs;
+  return decodeDataRefsParts(text.split('\n'));
 }

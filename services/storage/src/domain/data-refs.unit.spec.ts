@@ -1,7 +1,10 @@
 import type { BlobRef, DataRemoved } from '#contracts';
 import {
   decodeDataRefs,
+  decodeDataRefsParts,
   encodeDataRefs,
+  encodeDataRefsParts,
+  JOBS_PER_PART,
   evolve,
   foldersToRead,
   initialDataRefs,
@@ -389,6 +392,19 @@ describe('data references snapshot (decision 0044)', () => {
     // The retained references are not in the snapshot: storage keeps them in their own table, for the whole history.
     expect(planRemovals(loaded, T0 + 10 * HOUR, noFolders, retainedIn(retainedOf.get(whole)!))).toEqual(planFor(whole, T0 + 10 * HOUR, noFolders));
     expect(encodeDataRefs(loaded)).not.toContain(sha('d4'));
+  });
+
+  it('a model of more jobs than a part holds is saved in parts, each far below the longest string, and read back equal', () => {
+    // One string of a million jobs' model was longer than V8 allows: the save failed, every start folded the store.
+    const model = initialDataRefs();
+    const n = 2 * JOBS_PER_PART + 7;
+    for (let i = 0; i < n; i++) evolve(model, submit(`job-${i}`, [{ name: 'x', sha256: sha('a1') }]));
+    const parts = encodeDataRefsParts(model);
+    expect(parts).toHaveLength(1 + 3);
+    const back = decodeDataRefsParts(parts);
+    expect(back).toEqual(model);
+    expect([...back.jobs.keys()]).toEqual([...model.jobs.keys()]);
+    expect(() => decodeDataRefsParts(parts.slice(0, -1))).toThrow(/not a storage reference model: 40000 jobs in its parts, its first part says 40007/);
   });
 
   it('refuses text that is not a model', () => {

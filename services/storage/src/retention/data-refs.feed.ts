@@ -16,13 +16,13 @@ import { EVENT_STORE, LOGGER, StoreFollower } from '#service-kit';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { BLOB_STORE } from '../blobs/blob-store.provider.js';
-import { decodeDataRefs, encodeDataRefs, evolve, initialDataRefs, retainedBy, type DataRefs, type RetainedRef } from '../domain/index.js';
+import { decodeDataRefsParts, encodeDataRefsParts, evolve, initialDataRefs, retainedBy, type DataRefs, type RetainedRef } from '../domain/index.js';
 import { manifestFiles } from './manifest-files.js';
 
 /** The reference model's snapshot in the store's database (`projection_snapshot_storage_refs`, decision 0044). */
 export const DATA_REFS_SNAPSHOT = 'storage_refs';
 /** Bump whenever the model or `evolve` changes shape or meaning: a snapshot of another format is ignored. */
-export const DATA_REFS_SNAPSHOT_FORMAT = 2;
+export const DATA_REFS_SNAPSHOT_FORMAT = 3;
 
 /**
  * The retained references ({@link RetainedRef}: outputs', logs' and checkpoints' blobs, per team),
@@ -312,10 +312,10 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
       try {
         // The model as it stands at `to`; saved only once the retained table holds `to` too, so a
         // start from this snapshot finds the references of every event it covers.
-        const text = encodeDataRefs(this.model);
+        const parts = encodeDataRefsParts(this.model);
         await this.flushRetained(true);
         if (this.retainedHeld.position < to.position) return;
-        if (await this.slot.save(this.stored, to, text)) this.stored = to;
+        if (await this.slot.save(this.stored, to, parts)) this.stored = to;
         // Another storage process moved it: learn where it is, and go on from there next time.
         else this.stored = await this.slot.checkpoint();
       } catch (err) {
@@ -349,7 +349,7 @@ export class DataRefsFeed implements OnModuleInit, OnApplicationShutdown {
         );
         return;
       }
-      Object.assign(this.model, decodeDataRefs(snapshot.parts.join('')));
+      Object.assign(this.model, decodeDataRefsParts(snapshot.parts));
       this.folded = snapshot.checkpoint;
       this.stored = snapshot.checkpoint;
       this.logger.info({ position: snapshot.checkpoint.position.toString(), jobs: this.model.jobs.size }, 'input references loaded from their snapshot');
