@@ -27,6 +27,9 @@ export type JobEndOutcome =
  */
 @Injectable()
 export class JobEndRecorderService {
+  /** Per job, the end of the look under way (looks at one job run one after another). */
+  private readonly looking = new Map<string, Promise<void>>();
+
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(EVENT_WRITER) private readonly writer: EventWriter,
@@ -34,7 +37,24 @@ export class JobEndRecorderService {
   ) {}
 
   /** Looks at the job once: records its JobEnded if it is over and has none. `cause` is the event that made it look. */
-  async check(jobId: string, cause: BusEvent | undefined, log: Logger): Promise<JobEndOutcome> {
+  check(jobId: string, cause: BusEvent | undefined, log: Logger): Promise<JobEndOutcome> {
+    // One look at a job at a time in this process: looks begun in the same millisecond wrote
+    // byte-identical JobEnded events, which the store takes as one append repeated, so each
+    // reported it recorded. The next look waits, and finds it.
+    const before = this.looking.get(jobId) ?? Promise.resolve();
+    const look = before.then(() => this.lookOnce(jobId, cause, log));
+    const settled = look.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.looking.set(jobId, settled);
+    void settled.then(() => {
+      if (this.looking.get(jobId) === settled) this.looking.delete(jobId);
+    });
+    return look;
+  }
+
+  private async lookOnce(jobId: string, cause: BusEvent | undefined, log: Logger): Promise<JobEndOutcome> {
     const streamId = jobEndStreamId(jobId);
     const existing = await this.recorded(streamId);
     if (existing) return { kind: 'already_recorded', ended: existing };
