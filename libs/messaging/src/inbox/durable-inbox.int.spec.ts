@@ -88,6 +88,9 @@ describe('PostgreSQL inbox on a new database', () => {
     for (let round = 0; round < 4; round++) {
       const db = await createTestDatabase('gpunet_inbox_race');
       const pools = Array.from({ length: 4 }, () => new pg.Pool({ connectionString: db.url, max: 1 }));
+      // `pool.end()` resolves once its clients are asked to end, not once they have: the drop below
+      // may terminate one still closing, and pg emits that as 'error' on the pool.
+      for (const pool of pools) pool.on('error', () => undefined);
       try {
         await Promise.all(pools.map((pool) => new PostgresInbox(pool).init()));
         const { rows } = await pools[0]!.query<{ n: number }>("SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name = 'messaging_inbox'");
