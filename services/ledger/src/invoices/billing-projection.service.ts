@@ -47,7 +47,7 @@ export interface BillingStart {
  * own invoices and credit notes enter it when folded back), so it is always the exact fold of the
  * store up to `state.position`, and its snapshot (decision 0039) is that state written out: a
  * start loads the snapshot, if it can be trusted, and folds the events after it; the snapshot is
- * saved once after that fold and again while the ledger runs. `rebuild` folds from zero on demand
+ * saved after that fold when one is due (as after any fold), while the ledger runs, and at shutdown. `rebuild` folds from zero on demand
  * and compares every invoice byte for byte.
  */
 @Injectable()
@@ -91,9 +91,12 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
         { events, fromPosition: String(fromPosition), position: String(this.state.position), attempts: this.state.attempts.size, loadMs: loaded ? loadedMs : undefined, ms: Date.now() - started },
         loaded ? `billing projection loaded from its snapshot at position ${fromPosition} and the ${events} events after it folded` : 'billing projection folded from the store',
       );
-      // Saved at once: a first start on a long store folds it once, later starts fold the tail.
+      // Saved when due, as after any fold: a first start on a long store (many events, or a minute)
+      // saves at once; a restart that folded a short tail does not rewrite the whole state for it
+      // (at a million jobs that is hundreds of megabytes, seconds before the ledger serves). The tail
+      // is saved with the next save, at the latest at shutdown; until then a start folds it again.
       this.sinceSave += events;
-      await this.saveSnapshot({ now: true });
+      await this.saveSnapshot();
     });
     await this.saving;
   }

@@ -125,7 +125,8 @@ describe.each(stores.backends)('ledger billing snapshot ($name)', (backend) => {
       await stage();
       const head = await store.headPosition();
       const zero = await fromZero(store, head);
-      const { projection, lines } = await start(store);
+      // Every start's fold is a due save here (a stage is fewer billing events than the default's 10,000).
+      const { projection, lines } = await start(store, { GPUNET_LEDGER_SNAPSHOT_EVENTS: 1 });
       const startLine = lines.find((l) => /^billing projection (loaded|folded)/.test(l.msg))!;
       expect(startLine.msg).toMatch(first ? /^billing projection folded from the store/ : new RegExp(`^billing projection loaded from its snapshot at position ${previous} `));
       expect(projection.start!.fromPosition).toBe(first ? 0n : previous);
@@ -161,6 +162,58 @@ describe.each(stores.backends)('ledger billing snapshot ($name)', (backend) => {
     expect(rebuilt.finalized.length).toBe(final.finalized.size);
     // From zero, as before: every billing event of the store, more than once for the finalized ones' positions.
     expect(rebuilt.events).toBeGreaterThanOrEqual((await store.readAll({ maxCount: 1_000_000, filter: { types: BILLING_EVENT_TYPES } })).length);
+    await projection.onApplicationShutdown();
+  });
+
+  it('a restart that folds a shorter tail than a save is due for serves without rewriting the snapshot; shutdown saves the tail', async () => {
+    const { open } = await backend.fresh();
+    const store = await open();
+    const [first, second] = stages(store);
+    await first!();
+    const slot = (await SnapshotSlot.open(store, BILLING_SNAPSHOT, BILLING_SNAPSHOT_FORMAT))!;
+    const { projection: before } = await start(store, { GPUNET_LEDGER_SNAPSHOT_EVENTS: 50, GPUNET_LEDGER_SNAPSHOT_MS: 0 });
+    await before.onApplicationShutdown();
+    const saved = (await slot.checkpoint()).position;
+    expect(saved).toBe(await store.headPosition());
+
+    await second!();
+    const head = await store.headPosition();
+    const tail = (await store.readAll({ fromPosition: saved, toPosition: head, maxCount: 1_000_000, filter: { types: BILLING_EVENT_TYPES } })).length;
+    expect(tail).toBeGreaterThan(0);
+    // A save is due after more billing events than the tail: the start folds it and saves nothing.
+    const settings = { GPUNET_LEDGER_SNAPSHOT_EVENTS: tail + 1, GPUNET_LEDGER_SNAPSHOT_MS: 0 };
+    const { projection, lines } = await start(store, settings);
+    expect(projection.start).toEqual({ fromPosition: saved, position: head, events: tail });
+    expect(lines.map((l) => l.msg)).not.toContain('billing snapshot saved');
+    expect((await slot.checkpoint()).position).toBe(saved);
+    expect(await stateOf(projection)).toStrictEqual(await fromZero(store, head));
+    // Shutdown saves what was folded since the last save: the next start folds nothing.
+    await projection.onApplicationShutdown();
+    expect(lines.filter((l) => l.msg === 'billing snapshot saved').length).toBe(1);
+    expect((await slot.checkpoint()).position).toBe(head);
+    const { projection: after } = await start(store, settings);
+    expect(after.start).toEqual({ fromPosition: head, position: head, events: 0 });
+    expect(await stateOf(after)).toStrictEqual(await fromZero(store, head));
+    await after.onApplicationShutdown();
+  });
+
+  it('a restart that folds as many billing events as a save is due for saves at once', async () => {
+    const { open } = await backend.fresh();
+    const store = await open();
+    const [first, second] = stages(store);
+    await first!();
+    const { projection: before } = await start(store, { GPUNET_LEDGER_SNAPSHOT_EVENTS: 50, GPUNET_LEDGER_SNAPSHOT_MS: 0 });
+    await before.onApplicationShutdown();
+    const slot = (await SnapshotSlot.open(store, BILLING_SNAPSHOT, BILLING_SNAPSHOT_FORMAT))!;
+    const saved = (await slot.checkpoint()).position;
+    await second!();
+    const head = await store.headPosition();
+    const tail = (await store.readAll({ fromPosition: saved, toPosition: head, maxCount: 1_000_000, filter: { types: BILLING_EVENT_TYPES } })).length;
+    const { projection, lines } = await start(store, { GPUNET_LEDGER_SNAPSHOT_EVENTS: tail, GPUNET_LEDGER_SNAPSHOT_MS: 0 });
+    expect(projection.start!.events).toBe(tail);
+    // onModuleInit waited for the write: saved before the ledger serves.
+    expect(lines.map((l) => l.msg)).toContain('billing snapshot saved');
+    expect((await slot.checkpoint()).position).toBe(head);
     await projection.onApplicationShutdown();
   });
 
