@@ -11,7 +11,7 @@ import type { InvoiceFinalized, InvoiceLine, JobOutcome, Posting } from '#contra
 import fc from 'fast-check';
 import { evolveBilling, foldBilling, initialBilling, type BillingState } from './billing.js';
 import { FixtureLog } from './billing.fixtures.js';
-import { canonicalJson, decideInvoices, deriveInvoice, invoiceSummaries, invoiceView, parseInvoiceId } from './invoice.js';
+import { allInvoices, canonicalJson, decideInvoices, deriveInvoice, finalizesAt, invoiceSummaries, invoiceView, parseInvoiceId } from './invoice.js';
 import { monthEnd, monthOf } from './months.js';
 
 const HOUR = 3_600_000;
@@ -183,6 +183,10 @@ function runLedger(pending: Pending[], restarts: number[], redeliveries: number[
     for (const r of redeliveries) if (log.events.length) evolveBilling(live, log.events[r % log.events.length]!);
     live.position = BigInt(log.events.length);
     const decided = decideInvoices(live, now, CUTOFF);
+    // Decided from the attempts not yet settled: exactly the invoices a derivation of every attempt finds due.
+    const due = [...allInvoices(live)].filter(([id, invoice]) => !live.finalized.has(id) && now >= finalizesAt(invoice.month, CUTOFF)).map(([, invoice]) => canonicalJson(invoice));
+    expect(decided.finalize.map((f) => canonicalJson(f.invoice))).toEqual(due);
+    if (due.length > 0) seenCases.decidedDue++;
     for (const f of decided.finalize) {
       log.append('InvoiceFinalized', f, { recordedAt: now });
       finalizedAt.set(f.invoice.invoiceId, now);
@@ -194,7 +198,7 @@ function runLedger(pending: Pending[], restarts: number[], redeliveries: number[
 }
 
 /** What the runs exercised, so the property is known to reach the cases it is about. */
-const seenCases = { lateAfterFinalization: 0, lateInsideCutoff: 0, creditNotes: 0, minimumApplied: 0, multiNode: 0, waived: 0 };
+const seenCases = { decidedDue: 0, lateAfterFinalization: 0, lateInsideCutoff: 0, creditNotes: 0, minimumApplied: 0, multiNode: 0, waived: 0 };
 
 function checkRun(specs: AttemptSpec[], restarts: number[], redeliveries: number[]): void {
   const { pending, reference } = buildHistory(specs);

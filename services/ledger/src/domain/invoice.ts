@@ -218,8 +218,13 @@ export function invoiceOf(state: BillingState, team: string, month: string, opti
 
 /** Every invoice that has at least one line, derived afresh, by invoice id in id order. */
 export function allInvoices(state: BillingState, options: InvoiceOptions = {}): Map<string, InvoiceBody> {
+  return invoicesOf(state, state.attempts.values(), options);
+}
+
+/** The invoices the lines of `attempts` fall on, by invoice id in id order (whole only when every line of each is among them). */
+function invoicesOf(state: BillingState, attempts: Iterable<AttemptFacts>, options: InvoiceOptions = {}): Map<string, InvoiceBody> {
   const grouped = new Map<string, { team: string; month: string; lines: InvoiceLine[] }>();
-  for (const facts of state.attempts.values()) {
+  for (const facts of attempts) {
     const found = lineOf(state, facts, options);
     if (!found) continue;
     const id = invoiceIdOf(found.team, found.month);
@@ -286,6 +291,32 @@ export function correctionsOf(state: BillingState, finalized: InvoiceFinalized):
   return out;
 }
 
+/**
+ * The attempts whose line may fall on an invoice due for finalization at `now`: every attempt but
+ * those whose line is on a finalized invoice or on a month not yet past its cutoff, told apart
+ * without deriving the line. A line is on the month it finished in, unless that month's invoice
+ * was finalized before the line was complete; then on a later month (see {@link lineOf}). So a
+ * line complete by its finished month's finalization is on that finalized invoice, and a line
+ * whose finished month is not past its cutoff is on no month that is (later months end later).
+ * Every line of an invoice due is therefore among these, and {@link decideInvoices} derives its
+ * invoices from them alone: the same bytes as from every attempt, at a cost that does not grow
+ * with the settled history (a million attempts took seconds to derive on every pass).
+ */
+function* unsettled(state: BillingState, now: number, cutoffMs: number): Generator<AttemptFacts> {
+  for (const facts of state.attempts.values()) {
+    const { held, finished } = facts;
+    if (!held || !finished) continue;
+    const team = held.team ?? finished.team ?? state.jobTeams.get(held.data.jobId)?.team;
+    if (team === undefined) continue;
+    const month = monthOf(epochMs(finished.data.finishedAt, 'finishedAt'));
+    if (now < finalizesAt(month, cutoffMs)) continue;
+    const finalized = state.finalized.get(invoiceIdOf(team, month));
+    const completing = held.position > finished.position ? held.position : finished.position;
+    if (finalized && completing <= BigInt(finalized.data.invoice.derivedAtPosition)) continue;
+    yield facts;
+  }
+}
+
 /** What the ledger should record now: invoices past their cutoff, and credit notes for finalized invoices. */
 export interface InvoiceDecisions {
   finalize: InvoiceFinalized[];
@@ -301,7 +332,7 @@ export interface InvoiceDecisions {
 export function decideInvoices(state: BillingState, now: number, cutoffMs: number): InvoiceDecisions {
   const at = new Date(now).toISOString();
   const finalize: InvoiceFinalized[] = [];
-  for (const [id, invoice] of allInvoices(state)) {
+  for (const [id, invoice] of invoicesOf(state, unsettled(state, now, cutoffMs))) {
     if (state.finalized.has(id) || now < finalizesAt(invoice.month, cutoffMs)) continue;
     finalize.push({ invoice, finalizedAt: at, cutoffMs });
   }
