@@ -47,7 +47,7 @@ export interface BillingStart {
  * own invoices and credit notes enter it when folded back), so it is always the exact fold of the
  * store up to `state.position`, and its snapshot (decision 0039) is that state written out: a
  * start loads the snapshot, if it can be trusted, and folds the events after it; the snapshot is
- * saved after that fold when one is due (as after any fold), while the ledger runs, and at shutdown. `rebuild` folds from zero on demand
+ * saved after that fold when one is due, as after any fold while the ledger runs. `rebuild` folds from zero on demand
  * and compares every invoice byte for byte.
  */
 @Injectable()
@@ -94,17 +94,21 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
       // Saved when due, as after any fold: a first start on a long store (many events, or a minute)
       // saves at once; a restart that folded a short tail does not rewrite the whole state for it
       // (at a million jobs that is hundreds of megabytes, seconds before the ledger serves). The tail
-      // is saved with the next save, at the latest at shutdown; until then a start folds it again.
+      // is saved with the next save; until then a start folds it again.
       this.sinceSave += events;
       await this.saveSnapshot();
     });
     await this.saving;
   }
 
-  /** Waits for a save under way, then saves what was folded since, if anything (bounded: the events since the last save). */
+  /**
+   * Waits for a save under way; starts none. What was folded since the last save is at most a save's
+   * worth (GPUNET_LEDGER_SNAPSHOT_EVENTS, or GPUNET_LEDGER_SNAPSHOT_MS of events), which the next
+   * start folds again in moments; saving it here meant encoding the whole state (over a minute at a
+   * million jobs), past the stop timeout, and a process killed before it gave up its lease.
+   */
   async onApplicationShutdown(): Promise<void> {
-    await this.saving;
-    await this.exclusive(() => this.saveSnapshot({ now: true }));
+    await this.exclusive(async () => undefined);
     await this.saving;
   }
 
@@ -211,23 +215,20 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
    * Saves the state as the snapshot when one is due: every GPUNET_LEDGER_SNAPSHOT_EVENTS billing
    * events folded, or GPUNET_LEDGER_SNAPSHOT_MS after the last save when any was folded since, and
    * at least SNAPSHOT_SPACING times the last save's duration after it (encoding the state holds
-   * the fold: about 1 % of the time at most, however large the state). `now`: whenever a billing
-   * event was folded since the last save. Only inside `exclusive`: the state is encoded there,
-   * unchanging, a part at a time with a turn of the event loop between parts (a million jobs'
+   * the fold: about 1 % of the time at most, however large the state). Only inside `exclusive`:
+   * the state is encoded there, unchanging, a part at a time with a turn of the event loop between parts (a million jobs'
    * state is some hundreds of megabytes); the write itself runs after, one at a time. A failed
    * save is logged and costs only a longer fold at the next start.
    */
-  private async saveSnapshot(options: { now?: boolean } = {}): Promise<void> {
+  private async saveSnapshot(): Promise<void> {
     const slot = this.slot;
     // Nothing billing folded since the last save: the stored snapshot differs only in position, and
     // a start from it reads past the other events it skips (rewriting megabytes is not worth it).
     if (!slot || this.saving || this.sinceSave === 0 || this.state.position <= this.saved.position) return;
-    if (!options.now) {
-      const everyEvents = this.config.GPUNET_LEDGER_SNAPSHOT_EVENTS ?? 10_000;
-      const everyMs = this.config.GPUNET_LEDGER_SNAPSHOT_MS ?? 60_000;
-      const due = this.sinceSave >= everyEvents || (this.sinceSave > 0 && everyMs > 0 && Date.now() - this.savedAt >= everyMs);
-      if (!due || Date.now() - this.lastSave.endedAt < SNAPSHOT_SPACING * this.lastSave.ms) return;
-    }
+    const everyEvents = this.config.GPUNET_LEDGER_SNAPSHOT_EVENTS ?? 10_000;
+    const everyMs = this.config.GPUNET_LEDGER_SNAPSHOT_MS ?? 60_000;
+    const due = this.sinceSave >= everyEvents || (this.sinceSave > 0 && everyMs > 0 && Date.now() - this.savedAt >= everyMs);
+    if (!due || Date.now() - this.lastSave.endedAt < SNAPSHOT_SPACING * this.lastSave.ms) return;
     const started = Date.now();
     const position = this.state.position;
     const parts: string[] = [];
