@@ -6,6 +6,7 @@
  * that cannot be trusted is not used; rebuild still folds from zero and finds every invoice
  * identical.
  */
+import type { InvoiceFinalized } from '#contracts';
 import { SnapshotSlot, type EventStore } from '#event-store';
 import { EventWriter, systemClock } from '#service-kit';
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
@@ -209,6 +210,29 @@ describe.each(stores.backends)('ledger billing snapshot ($name)', (backend) => {
     expect(projection.start!.events).toBe(tail);
     // onModuleInit waited for the write: saved before the ledger serves.
     expect(lines.map((l) => l.msg)).toContain('billing snapshot saved');
+    expect((await slot.checkpoint()).position).toBe(head);
+    await projection.onApplicationShutdown();
+  });
+
+  it('a finalized invoice weighs its lines: a start whose tail is a few invoices of more lines than a save is due for saves at once', async () => {
+    const { open } = await backend.fresh();
+    const store = await open();
+    const [first, second, third] = stages(store);
+    await first!();
+    await second!();
+    const slot = (await SnapshotSlot.open(store, BILLING_SNAPSHOT, BILLING_SNAPSHOT_FORMAT))!;
+    const { projection: before } = await start(store, { GPUNET_LEDGER_SNAPSHOT_EVENTS: 50, GPUNET_LEDGER_SNAPSHOT_MS: 0 });
+    await before.onApplicationShutdown();
+    const saved = (await slot.checkpoint()).position;
+    await third!();
+    const head = await store.headPosition();
+    const tail = await store.readAll({ fromPosition: saved, toPosition: head, maxCount: 1_000_000, filter: { types: BILLING_EVENT_TYPES } });
+    const lines = tail.filter((e) => e.type === 'InvoiceFinalized').reduce((n, e) => n + (e.data as InvoiceFinalized).invoice.lines.length, 0);
+    expect(lines).toBeGreaterThan(tail.length + 1);
+    // Counted as events the tail is not a save's worth; counted with its lines it is.
+    const { projection, lines: log } = await start(store, { GPUNET_LEDGER_SNAPSHOT_EVENTS: tail.length + 1, GPUNET_LEDGER_SNAPSHOT_MS: 0 });
+    expect(projection.start!.events).toBe(tail.length);
+    expect(log.map((l) => l.msg)).toContain('billing snapshot saved');
     expect((await slot.checkpoint()).position).toBe(head);
     await projection.onApplicationShutdown();
   });
