@@ -14,8 +14,8 @@
  * - Postings are double-entry per currency: an invoice debits `receivable:<team>` and credits
  *   `revenue:compute`; a credit note does the reverse.
  */
-import type { CreditLine, CreditNoteIssued, InvoiceBody, InvoiceFinalized, InvoiceLine, InvoiceTotal, Posting } from '#contracts';
-import { foldBilling, type AttemptFacts, type BillingState, type StoredEvent } from './billing.js';
+import type { ComputeHeld, CreditLine, CreditNoteIssued, InvoiceBody, InvoiceFinalized, InvoiceLine, InvoiceTotal, JobFinished, Posting } from '#contracts';
+import { foldBilling, type AttemptFacts, type BillingState, type Sourced, type StoredEvent } from './billing.js';
 import { epochMs } from './price-list.js';
 import { billableMs, lineAmountMicros, rateAt, ROUNDING_RULE, type PriceListVersion } from './pricing.js';
 import { monthEnd, monthOf, monthStart, nextMonth } from './months.js';
@@ -60,6 +60,14 @@ function maxMonth(a: string, b: string): string {
   return a > b ? a : b;
 }
 
+/** The team an attempt bills: its agent events' metadata, else intake's JobSubmitted (`submitted`, named on the line). */
+function teamOf(state: BillingState, held: Sourced<ComputeHeld>, finished: Sourced<JobFinished>): { team?: string; submitted?: { team: string; eventId: string } } {
+  const team = held.team ?? finished.team;
+  if (team !== undefined) return { team };
+  const submitted = state.jobTeams.get(held.data.jobId);
+  return submitted ? { team: submitted.team, submitted } : {};
+}
+
 /**
  * The line of an attempt on a node as of the state, with its team and month; undefined while it
  * lacks ComputeHeld or JobFinished, or when no team can be told (no team in the agent's metadata
@@ -68,8 +76,7 @@ function maxMonth(a: string, b: string): string {
 export function lineOf(state: BillingState, facts: AttemptFacts, options: InvoiceOptions = {}): TeamLine | undefined {
   const { held, finished } = facts;
   if (!held || !finished) return undefined;
-  const submitted = (held.team ?? finished.team) === undefined ? state.jobTeams.get(held.data.jobId) : undefined;
-  const team = held.team ?? finished.team ?? submitted?.team;
+  const { team, submitted } = teamOf(state, held, finished);
   if (team === undefined) return undefined;
 
   const heldMs = epochMs(held.data.heldAt, 'heldAt');
@@ -306,7 +313,7 @@ function* unsettled(state: BillingState, now: number, cutoffMs: number): Generat
   for (const facts of state.attempts.values()) {
     const { held, finished } = facts;
     if (!held || !finished) continue;
-    const team = held.team ?? finished.team ?? state.jobTeams.get(held.data.jobId)?.team;
+    const { team } = teamOf(state, held, finished);
     if (team === undefined) continue;
     const month = monthOf(epochMs(finished.data.finishedAt, 'finishedAt'));
     if (now < finalizesAt(month, cutoffMs)) continue;

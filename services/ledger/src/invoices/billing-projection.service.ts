@@ -47,8 +47,8 @@ export interface BillingStart {
  * own invoices and credit notes enter it when folded back), so it is always the exact fold of the
  * store up to `state.position`, and its snapshot (decision 0039) is that state written out: a
  * start loads the snapshot, if it can be trusted, and folds the events after it; the snapshot is
- * saved after that fold when one is due, as after any fold while the ledger runs. `rebuild` folds from zero on demand
- * and compares every invoice byte for byte.
+ * saved after that fold when one is due, as after any fold while the ledger runs. `rebuild`
+ * folds from zero on demand and compares every invoice byte for byte.
  */
 @Injectable()
 export class BillingProjectionService implements OnModuleInit, OnApplicationShutdown {
@@ -58,7 +58,7 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
   private slot: SnapshotSlot | undefined;
   /** The stored snapshot's position as this process last knew it: the next save's compare and set. */
   private saved: ProjectionCheckpoint = { position: 0n, eventId: null };
-  /** What the billing events folded since the snapshot was last saved weigh (an event 1, an invoice or credit note 1 + its lines), and when that was. */
+  /** What the billing events folded since the last save weigh ({@link weightOf}), and when that save was. */
   private sinceSave = 0;
   private savedAt = Date.now();
   /** How long the last save took (encoding included) and when it ended: the next waits SNAPSHOT_SPACING times as long. */
@@ -213,12 +213,13 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
 
   /**
    * Saves the state as the snapshot when one is due: every GPUNET_LEDGER_SNAPSHOT_EVENTS billing
-   * events folded (by weight: an invoice or credit note counts its lines too), or GPUNET_LEDGER_SNAPSHOT_MS after the last save when any was folded since, and
-   * at least SNAPSHOT_SPACING times the last save's duration after it (encoding the state holds
-   * the fold: about 1 % of the time at most, however large the state). Only inside `exclusive`:
-   * the state is encoded there, unchanging, a part at a time with a turn of the event loop between parts (a million jobs'
-   * state is some hundreds of megabytes); the write itself runs after, one at a time. A failed
-   * save is logged and costs only a longer fold at the next start.
+   * events folded (by {@link weightOf}), or GPUNET_LEDGER_SNAPSHOT_MS after the last save when any
+   * was folded since, and at least SNAPSHOT_SPACING times the last save's duration after it
+   * (encoding the state holds the fold: about 1 % of the time at most, however large the state).
+   * Only inside `exclusive`: the state is encoded there, unchanging, a part at a time with a turn
+   * of the event loop between parts (a million jobs' state is some hundreds of megabytes); the
+   * write itself runs after, one at a time. A failed save is logged and costs only a longer fold
+   * at the next start.
    */
   private async saveSnapshot(): Promise<void> {
     const slot = this.slot;
