@@ -2,8 +2,9 @@
  * The billing state as snapshot text and back (decision 0039). Pure.
  *
  * The state is an exact fold of a store prefix (`state.position`), so its text is too. The text
- * is written in parts (format 2): a million jobs' state is longer than one string can be, and a
- * part at a time lets the ledger's event loop turn between parts. Decoding gives back the same
+ * is written in parts: a million jobs' state is longer than one string can be, and a part at a
+ * time lets the ledger's event loop turn between parts. Format 3 writes a settling state's
+ * settled line ids and finalized invoices without lines (decision 0046). Decoding gives back the same
  * state: every Map in the same order, every bigint, every event's data with the same keys in the
  * same order (PostgreSQL's jsonb and SQLite's JSON order them differently, and each is kept as
  * read), `team: undefined` where an event had none. Encoding a decoded state gives the same
@@ -16,13 +17,13 @@
  * and attempt ids, written by ComputeHeld and JobFinished) as a reference to its first occurrence
  * in that line.
  */
-import type { BillingState, Sourced } from './billing.js';
+import type { BillingState, FinalizedEntry, Sourced } from './billing.js';
 
 /**
  * Format of the snapshot text: bump it whenever the text or `BillingState` or `evolveBilling`
  * change shape or meaning. A snapshot of another format is ignored and the store folded from zero.
  */
-export const BILLING_SNAPSHOT_FORMAT = 2;
+export const BILLING_SNAPSHOT_FORMAT = 3;
 
 /** A string an attempt line repeats is written as a reference when it is at least this long. */
 const REF_MIN = 8;
@@ -154,7 +155,10 @@ function lineIdOfData(data: unknown): string | undefined {
 export const BILLING_SNAPSHOT_PART_CHARS = 2 * 1024 * 1024;
 
 /** The sections of the state, in the order they are written: an item is `[section, ...]`. */
-const Section = { Price: 0, Attempt: 1, JobTeam: 2, Finalized: 3, CreditNotes: 4 } as const;
+const Section = { Price: 0, Attempt: 1, JobTeam: 2, Finalized: 3, CreditNotes: 4, Settled: 5 } as const;
+
+/** Settled line ids are written in runs of one invoice, at most this many to an item. */
+const SETTLED_RUN = 10_000;
 
 /** Collects items (JSON texts) into parts of about `limit` characters. */
 class Parts {
@@ -214,14 +218,29 @@ export function* encodeBillingParts(state: BillingState, options: { partChars?: 
     yield* add([Section.Attempt, ...out]);
   }
   for (const [jobId, t] of state.jobTeams) yield* add([Section.JobTeam, jobId, t.team, t.eventId]);
-  for (const [id, f] of state.finalized) yield* add([Section.Finalized, id, f.eventId, pos(f.position), p.value(f.data)]);
+  for (const [id, f] of state.finalized) {
+    const item: Json[] = [Section.Finalized, id, f.eventId, pos(f.position), p.value(f.data), f.lines];
+    if (f.settled) item.push([...f.settled].map(([lineId, l]) => [lineId, l.eventId, pos(l.position), ...(l.line !== undefined ? [l.index!, p.value(l.line)] : [])]));
+    yield* add(item);
+  }
+  // Runs of line ids of one invoice, in the order they settled (an invoice's lines settle together).
+  let run: { invoiceId: string; lineIds: string[] } | undefined;
+  for (const [lineId, invoiceId] of state.settled) {
+    if (run && (run.invoiceId !== invoiceId || run.lineIds.length >= SETTLED_RUN)) {
+      yield* add([Section.Settled, run.invoiceId, run.lineIds]);
+      run = undefined;
+    }
+    run ??= { invoiceId, lineIds: [] };
+    run.lineIds.push(lineId);
+  }
+  if (run) yield* add([Section.Settled, run.invoiceId, run.lineIds]);
   for (const [id, notes] of state.creditNotes) yield* add([Section.CreditNotes, id, notes.map((n) => [n.eventId, pos(n.position), p.value(n.data)])]);
   const last = parts.close();
   if (last !== undefined) {
     before++;
     yield last;
   }
-  yield JSON.stringify([state.position.toString(), p.shapes, before]);
+  yield JSON.stringify([state.position.toString(), p.shapes, before, state.settle ? 1 : 0]);
 }
 
 /** {@link encodeBillingParts}, all at once. */
@@ -236,11 +255,11 @@ export function encodeBilling(state: BillingState, options: { partChars?: number
  */
 export function* decodeBillingParts(parts: readonly string[]): Generator<void, BillingState, undefined> {
   const head = parts.length > 0 ? (JSON.parse(parts[parts.length - 1]!) as unknown) : undefined;
-  if (!Array.isArray(head) || head.length !== 3 || typeof head[0] !== 'string' || !Array.isArray(head[1]) || typeof head[2] !== 'number') throw new Error('not a billing snapshot');
-  const [position, shapes, before] = head as [string, string[][], number];
+  if (!Array.isArray(head) || head.length !== 4 || typeof head[0] !== 'string' || !Array.isArray(head[1]) || typeof head[2] !== 'number') throw new Error('not a billing snapshot');
+  const [position, shapes, before, settle] = head as [string, string[][], number, number];
   if (before !== parts.length - 1) throw new Error(`billing snapshot: its head counts ${before} parts before it, there are ${parts.length - 1}`);
   const u = new Unpacker(shapes);
-  const state: BillingState = { position: BigInt(position), prices: new Map(), attempts: new Map(), jobTeams: new Map(), finalized: new Map(), creditNotes: new Map() };
+  const state: BillingState = { position: BigInt(position), settle: settle === 1, settled: new Map(), prices: new Map(), attempts: new Map(), jobTeams: new Map(), finalized: new Map(), creditNotes: new Map() };
   for (let i = 0; i < before; i++) {
     const items = JSON.parse(parts[i]!) as unknown;
     if (!Array.isArray(items)) throw new Error(`billing snapshot: part ${i} is not a list of items`);
@@ -284,8 +303,19 @@ function decodeItem(state: BillingState, u: Unpacker, item: Json[]): void {
       state.jobTeams.set(item[1] as string, { team: item[2] as string, eventId: item[3] as string });
       return;
     case Section.Finalized: {
-      const [id, eventId, at, data] = item.slice(1) as [string, string, number | string, Json];
-      state.finalized.set(id, { data: u.value(data) as never, eventId, position: BigInt(at) });
+      const [id, eventId, at, data, lines, losses] = item.slice(1) as [string, string, number | string, Json, number, [string, string, number | string, number?, Json?][] | undefined];
+      const entry: FinalizedEntry = { data: u.value(data) as never, eventId, position: BigInt(at), lines };
+      if (losses) {
+        entry.settled = new Map(
+          losses.map(([lineId, lossEventId, lossAt, index, line]) => [lineId, { eventId: lossEventId, position: BigInt(lossAt), ...(line !== undefined ? { line: u.value(line) as never, index: index! } : {}) }]),
+        );
+      }
+      state.finalized.set(id, entry);
+      return;
+    }
+    case Section.Settled: {
+      const [invoiceId, lineIds] = item.slice(1) as [string, string[]];
+      for (const lineId of lineIds) state.settled.set(lineId, invoiceId);
       return;
     }
     case Section.CreditNotes: {

@@ -7,9 +7,10 @@
  * the invoices of a fold from zero.
  */
 import { createHash } from 'node:crypto';
-import { evolveBilling, foldBilling, type BillingState, type StoredEvent } from './billing.js';
+import { evolveBilling, foldBilling, readSettledLines, unreadLosses, type BillingState, type StoredEvent } from './billing.js';
 import { FixtureLog } from './billing.fixtures.js';
 import { BILLING_SNAPSHOT_FORMAT, decodeBilling, decodeBillingParts, encodeBilling } from './billing-snapshot.js';
+import type { InvoiceBody, InvoiceFinalized } from '#contracts';
 import { allInvoiceViews, canonicalJson, decideInvoices } from './invoice.js';
 
 const HOUR = 3_600_000;
@@ -64,7 +65,15 @@ function history(): FixtureLog {
   return log;
 }
 
-const digests = (state: BillingState) => new Map([...allInvoiceViews(state, CUTOFF)].map(([id, v]) => [id, createHash('sha256').update(canonicalJson(v)).digest('hex')]));
+/** The stored copies of the invoices finalized among `events`, by id: what a settling state reads from the store. */
+const storedCopies = (events: readonly StoredEvent[]) =>
+  new Map<string, InvoiceBody>(events.filter((e) => e.type === 'InvoiceFinalized').map((e) => [(e.data as InvoiceFinalized).invoice.invoiceId, (e.data as InvoiceFinalized).invoice]));
+const digests = (state: BillingState, stored?: ReadonlyMap<string, InvoiceBody>) =>
+  new Map([...allInvoiceViews(state, CUTOFF, stored)].map(([id, v]) => [id, createHash('sha256').update(canonicalJson(v)).digest('hex')]));
+/** Reads the lines of a settling state's losses from the log, as the ledger does from the store. */
+const readLosses = (state: BillingState, events: readonly StoredEvent[]) => {
+  for (const entry of unreadLosses(state)) readSettledLines(entry, events.find((e) => e.eventId === entry.eventId)!.data as InvoiceFinalized);
+};
 
 describe('billing snapshot text', () => {
   it('has a format number', () => {
@@ -93,6 +102,58 @@ describe('billing snapshot text', () => {
       expect(encodeBilling(decoded)).toEqual(wholeText);
       expect(digests(decoded)).toEqual(wholeDigests);
     }
+  });
+
+  it('a settling state, cut after every event: decodes strictly, re-encodes byte for byte, folds on to the fold from zero, and answers as a state that keeps every attempt', () => {
+    const events = history().events;
+    const stored = storedCopies(events);
+    const whole = foldBilling(events, undefined, { settle: true });
+    readLosses(whole, events);
+    const keeping = foldBilling(events);
+    // What settled: June's lines left the attempts, the finalized copies keep no lines, and the loss after June was finalized is kept with its line.
+    expect(whole.settled.size).toBe([...stored.values()].reduce((n, i) => n + i.lines.length, 0));
+    expect(whole.attempts.size).toBe(keeping.attempts.size - whole.settled.size);
+    expect([...whole.finalized.values()].every((f) => f.data.invoice.lines.length === 0 && f.lines === stored.get(f.data.invoice.invoiceId)!.lines.length)).toBe(true);
+    expect([...whole.finalized.values()].flatMap((f) => [...f.settled!.values()]).filter((l) => l.line !== undefined)).not.toHaveLength(0);
+    const wholeText = encodeBilling(whole);
+    expect(wholeText.join('').length).toBeLessThan(encodeBilling(keeping).join('').length);
+    const wholeDigests = digests(whole, stored);
+    expect(wholeDigests).toEqual(digests(keeping));
+    for (let cut = 0; cut <= events.length; cut++) {
+      const prefix = events.slice(0, cut);
+      const state = foldBilling(prefix, undefined, { settle: true });
+      readLosses(state, prefix);
+      const partChars = [1, 700, undefined][cut % 3];
+      const text = encodeBilling(state, { partChars });
+      const decoded = decodeBilling(text);
+      expect(decoded).toStrictEqual(state);
+      expect(encodeBilling(decoded, { partChars })).toEqual(text);
+      // The same decisions and views as a state that keeps every attempt, at every cut.
+      const kept = foldBilling(prefix);
+      const now = JULY + 4 * DAY;
+      expect(decideInvoices(decoded, now, CUTOFF)).toEqual(decideInvoices(kept, now, CUTOFF));
+      expect(digests(decoded, stored)).toEqual(digests(kept));
+      for (const e of events.slice(cut)) evolveBilling(decoded, e);
+      readLosses(decoded, events);
+      expect(decoded).toStrictEqual(whole);
+      expect(encodeBilling(decoded)).toEqual(wholeText);
+    }
+  });
+
+  it('a settling state ignores the events of a finalized line that come again under new ids, as a state that keeps it does', () => {
+    const log = history();
+    const jobId = '00000000-0000-4000-9000-000000000001';
+    const attemptId = `${jobId}-a1`;
+    // Job 1's June line is on team-a's finalized June invoice; its agent reports it again in July.
+    log.held({ jobId, attemptId, nodeId: 'n1', gpuIndices: [0], gpuModel: 'A100', heldAt: iso(JULY), team: 'team-a' });
+    log.finished({ jobId, attemptId, nodeId: 'n1', finishedAt: iso(JULY + HOUR), team: 'team-a' });
+    const settling = foldBilling(log.events, undefined, { settle: true });
+    readLosses(settling, log.events);
+    expect(settling.settled.has(`${attemptId}@n1`) && !settling.attempts.has(`${attemptId}@n1`)).toBe(true);
+    const kept = foldBilling(log.events);
+    const later = JULY + 40 * DAY;
+    expect(decideInvoices(settling, later, CUTOFF)).toEqual(decideInvoices(kept, later, CUTOFF));
+    expect(digests(settling, storedCopies(log.events))).toEqual(digests(kept));
   });
 
   it('keeps the order of an attempt line\'s facts, and lines whose data names another line', () => {
@@ -155,6 +216,8 @@ describe('billing snapshot text', () => {
     expect(() => decodeBilling([])).toThrow(/not a billing snapshot/);
     const parts = encodeBilling(foldBilling(history().events), { partChars: 2_000 });
     expect(() => decodeBilling([...parts.slice(0, 2), ...parts.slice(3)])).toThrow(`billing snapshot: its head counts ${parts.length - 1} parts before it, there are ${parts.length - 2}`);
-    expect(() => decodeBilling(['[[9,"x"]]', JSON.stringify(['1', [], 1])])).toThrow('billing snapshot: unknown section 9');
+    expect(() => decodeBilling(['[[9,"x"]]', JSON.stringify(['1', [], 1, 0])])).toThrow('billing snapshot: unknown section 9');
+    // The head of format 2 (no settle flag) is not read as this format.
+    expect(() => decodeBilling([JSON.stringify(['1', [], 0])])).toThrow(/not a billing snapshot/);
   });
 });

@@ -11,8 +11,17 @@
  * first PriceListPublished of a version, the first InvoiceFinalized of an invoice and the first
  * credit note of an id. An event at or below the position already folded is ignored, so folding
  * again after a restart from an older checkpoint changes nothing.
+ *
+ * Settling (decision 0046): a state made with `settle` (the ledger's own) lets an attempt go once
+ * its line is on a finalized invoice. The invoice's InvoiceFinalized event holds the line, and a
+ * finalized line never changes but by a credit note, which only a NodeLost of its node can call
+ * for. So the state keeps of it only its line id (later ComputeHeld and JobFinished of it are
+ * duplicates, ignored as before) and, once a NodeLost names it, that NodeLost and the line as
+ * the invoice recorded it. A finalized invoice keeps its header, without its lines: its stored
+ * copy is read from the store when asked for (`position`). Without `settle` (replays, what-ifs,
+ * tests of the derivation) every attempt and every stored copy stays, as it always did.
  */
-import type { ComputeHeld, CreditNoteIssued, InvoiceFinalized, JobFinished, JobSubmitted, NodeLost, PriceListPublished } from '#contracts';
+import type { ComputeHeld, CreditNoteIssued, InvoiceFinalized, InvoiceLine, JobFinished, JobSubmitted, NodeLost, PriceListPublished } from '#contracts';
 import { priceVersionOf } from './price-list.js';
 import type { PriceListVersion } from './pricing.js';
 
@@ -64,9 +73,34 @@ export interface PricedVersion extends PriceListVersion {
   position: bigint;
 }
 
+/** A NodeLost that names an attempt whose line is on a finalized invoice, with that line (once read). */
+export interface SettledLoss {
+  eventId: string;
+  position: bigint;
+  /** The line as the invoice recorded it, and its index among the invoice's lines; undefined until read from the InvoiceFinalized event. */
+  line?: InvoiceLine;
+  index?: number;
+}
+
+/** A finalized invoice as the state keeps it. */
+export interface FinalizedEntry {
+  /** The event's data; in a settling state without its lines (`invoice.lines` is empty: read the stored copy from the store). */
+  data: InvoiceFinalized;
+  eventId: string;
+  position: bigint;
+  /** How many lines the invoice has. */
+  lines: number;
+  /** Settling state only: `data` holds no lines, and these are the losses of its lines by line id. */
+  settled?: Map<string, SettledLoss>;
+}
+
 export interface BillingState {
   /** Highest position folded (0n: nothing). */
   position: bigint;
+  /** Attempts on finalized invoices leave the state (see the head of this file). */
+  readonly settle: boolean;
+  /** Settling state only: the invoice id of each line on a finalized invoice, by line id, in the order they settled. */
+  readonly settled: Map<string, string>;
   /** Price list versions by number, first recorded wins. */
   readonly prices: Map<number, PricedVersion>;
   /** By line id `<attemptId>@<nodeId>`, in the order first seen. */
@@ -74,14 +108,14 @@ export interface BillingState {
   /** Team of each job from intake's JobSubmitted (first wins). */
   readonly jobTeams: Map<string, { team: string; eventId: string }>;
   /** Finalized invoices by id, first wins. */
-  readonly finalized: Map<string, { data: InvoiceFinalized; eventId: string; position: bigint }>;
+  readonly finalized: Map<string, FinalizedEntry>;
   /** Credit notes per invoice id, in position order; one per credit note id. */
   readonly creditNotes: Map<string, { data: CreditNoteIssued; eventId: string; position: bigint }[]>;
 }
 
-/** An empty state. */
-export function initialBilling(): BillingState {
-  return { position: 0n, prices: new Map(), attempts: new Map(), jobTeams: new Map(), finalized: new Map(), creditNotes: new Map() };
+/** An empty state; `settle`: one whose settled attempts leave it (the ledger's). */
+export function initialBilling(options: { settle?: boolean } = {}): BillingState {
+  return { position: 0n, settle: options.settle ?? false, settled: new Map(), prices: new Map(), attempts: new Map(), jobTeams: new Map(), finalized: new Map(), creditNotes: new Map() };
 }
 
 /** The line id of an attempt on a node. */
@@ -110,12 +144,14 @@ export function evolveBilling(state: BillingState, event: StoredEvent): BillingS
   switch (event.type) {
     case 'ComputeHeld': {
       const d = event.data as ComputeHeld;
+      if (state.settled.has(lineIdOf(d.attemptId, d.nodeId))) break;
       const facts = factsOf(state, d.attemptId, d.nodeId);
       if (!facts.held) facts.held = sourced(event);
       break;
     }
     case 'JobFinished': {
       const d = event.data as JobFinished;
+      if (state.settled.has(lineIdOf(d.attemptId, d.nodeId))) break;
       const facts = factsOf(state, d.attemptId, d.nodeId);
       if (!facts.finished) facts.finished = sourced(event);
       break;
@@ -123,6 +159,13 @@ export function evolveBilling(state: BillingState, event: StoredEvent): BillingS
     case 'NodeLost': {
       const d = event.data as NodeLost;
       for (const a of d.affectedAttempts) {
+        const invoiceId = state.settled.get(lineIdOf(a.attemptId, d.nodeId));
+        if (invoiceId !== undefined) {
+          const losses = state.finalized.get(invoiceId)!.settled!;
+          const key = lineIdOf(a.attemptId, d.nodeId);
+          if (!losses.has(key)) losses.set(key, { eventId: event.eventId, position: event.position });
+          continue;
+        }
         const facts = factsOf(state, a.attemptId, d.nodeId);
         if (!facts.lost) facts.lost = { eventId: event.eventId, position: event.position };
       }
@@ -140,7 +183,10 @@ export function evolveBilling(state: BillingState, event: StoredEvent): BillingS
     }
     case 'InvoiceFinalized': {
       const d = event.data as InvoiceFinalized;
-      if (!state.finalized.has(d.invoice.invoiceId)) state.finalized.set(d.invoice.invoiceId, { data: d, eventId: event.eventId, position: event.position });
+      if (state.finalized.has(d.invoice.invoiceId)) break;
+      const entry: FinalizedEntry = { data: d, eventId: event.eventId, position: event.position, lines: d.invoice.lines.length };
+      if (state.settle) settle(state, entry);
+      state.finalized.set(d.invoice.invoiceId, entry);
       break;
     }
     case 'CreditNoteIssued': {
@@ -154,9 +200,54 @@ export function evolveBilling(state: BillingState, event: StoredEvent): BillingS
   return state;
 }
 
+/** Lets the attempts of a finalized invoice's lines go (a settling state): see the head of this file. */
+function settle(state: BillingState, entry: FinalizedEntry): void {
+  const { invoice } = entry.data;
+  const losses = new Map<string, SettledLoss>();
+  invoice.lines.forEach((line, index) => {
+    if (state.settled.has(line.lineId)) return;
+    const facts = state.attempts.get(line.lineId);
+    state.attempts.delete(line.lineId);
+    state.settled.set(line.lineId, invoice.invoiceId);
+    // Lost after the invoice was derived and before it was folded: a correction may be owed.
+    if (facts?.lost) losses.set(line.lineId, { ...facts.lost, line, index });
+  });
+  entry.data = { ...entry.data, invoice: { ...invoice, lines: [] } };
+  entry.settled = losses;
+}
+
+/** Finalized invoices of a settling state with a loss whose line is not read yet: their InvoiceFinalized events hold it ({@link readSettledLines}). */
+export function unreadLosses(state: BillingState): FinalizedEntry[] {
+  const out: FinalizedEntry[] = [];
+  for (const entry of state.finalized.values()) {
+    if (!entry.settled) continue;
+    for (const loss of entry.settled.values()) {
+      if (loss.line === undefined) {
+        out.push(entry);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+/** Gives the losses of `entry` their lines, from the data of its InvoiceFinalized event (read from the store). */
+export function readSettledLines(entry: FinalizedEntry, stored: InvoiceFinalized): void {
+  if (stored.invoice.invoiceId !== entry.data.invoice.invoiceId) throw new Error(`the event at position ${entry.position} finalized ${stored.invoice.invoiceId}, not ${entry.data.invoice.invoiceId}`);
+  const index = new Map<string, number>();
+  stored.invoice.lines.forEach((line, i) => index.set(line.lineId, i));
+  for (const [lineId, loss] of entry.settled ?? []) {
+    if (loss.line !== undefined) continue;
+    const i = index.get(lineId);
+    if (i === undefined) throw new Error(`${entry.data.invoice.invoiceId} has no line ${lineId}`);
+    loss.line = stored.invoice.lines[i]!;
+    loss.index = i;
+  }
+}
+
 /** Folds events (in position order) into a fresh state, stopping after `asOf` when given. */
-export function foldBilling(events: Iterable<StoredEvent>, asOf?: bigint): BillingState {
-  const state = initialBilling();
+export function foldBilling(events: Iterable<StoredEvent>, asOf?: bigint, options: { settle?: boolean } = {}): BillingState {
+  const state = initialBilling(options);
   for (const e of events) {
     if (asOf !== undefined && e.position > asOf) break;
     evolveBilling(state, e);

@@ -9,7 +9,7 @@
  */
 import type { InvoiceFinalized, InvoiceLine, JobOutcome, Posting } from '#contracts';
 import fc from 'fast-check';
-import { evolveBilling, foldBilling, initialBilling, type BillingState } from './billing.js';
+import { evolveBilling, foldBilling, initialBilling, readSettledLines, unreadLosses, type BillingState } from './billing.js';
 import { FixtureLog } from './billing.fixtures.js';
 import { allInvoices, canonicalJson, decideInvoices, deriveInvoice, finalizesAt, invoiceSummaries, invoiceView, parseInvoiceId } from './invoice.js';
 import { monthEnd, monthOf } from './months.js';
@@ -158,6 +158,8 @@ function buildHistory(specs: AttemptSpec[]): { pending: Pending[]; reference: Ma
 interface Run {
   log: FixtureLog;
   live: BillingState;
+  /** The ledger's own kind of state, folded beside `live`: its settled attempts leave it (decision 0046). */
+  settling: BillingState;
   /** When each invoice was finalized (tick time). */
   finalizedAt: Map<string, number>;
 }
@@ -166,6 +168,7 @@ interface Run {
 function runLedger(pending: Pending[], restarts: number[], redeliveries: number[]): Run {
   const log = new FixtureLog();
   let live = initialBilling();
+  let settling = initialBilling({ settle: true });
   const finalizedAt = new Map<string, number>();
   const lastAt = pending.at(-1)!.at;
   // Run until every month with events has ended and passed its cutoff.
@@ -177,12 +180,21 @@ function runLedger(pending: Pending[], restarts: number[], redeliveries: number[
       const p = pending[next++]!;
       log.append(p.type, p.data, { recordedAt: p.at, ...(p.team === undefined ? {} : { team: p.team }) });
     }
-    if (restarts.includes(tick)) live = initialBilling(); // a restart: the projection is folded again from zero
-    for (const e of log.events) evolveBilling(live, e);
-    // Redelivered events (already folded) change nothing.
-    for (const r of redeliveries) if (log.events.length) evolveBilling(live, log.events[r % log.events.length]!);
-    live.position = BigInt(log.events.length);
+    if (restarts.includes(tick)) {
+      // A restart: the projection is folded again from zero.
+      live = initialBilling();
+      settling = initialBilling({ settle: true });
+    }
+    for (const state of [live, settling]) {
+      for (const e of log.events) evolveBilling(state, e);
+      // Redelivered events (already folded) change nothing.
+      for (const r of redeliveries) if (log.events.length) evolveBilling(state, log.events[r % log.events.length]!);
+      state.position = BigInt(log.events.length);
+    }
+    readLosses(settling, log);
     const decided = decideInvoices(live, now, CUTOFF);
+    // The settling state decides the same, byte for byte, with none of the settled attempts.
+    expect(decideInvoices(settling, now, CUTOFF)).toEqual(decided);
     // Decided from the attempts not yet settled: exactly the invoices a derivation of every attempt finds due.
     const due = [...allInvoices(live)].filter(([id, invoice]) => !live.finalized.has(id) && now >= finalizesAt(invoice.month, CUTOFF)).map(([, invoice]) => canonicalJson(invoice));
     expect(decided.finalize.map((f) => canonicalJson(f.invoice))).toEqual(due);
@@ -192,19 +204,34 @@ function runLedger(pending: Pending[], restarts: number[], redeliveries: number[
       finalizedAt.set(f.invoice.invoiceId, now);
     }
     for (const c of decided.credit) log.append('CreditNoteIssued', c, { recordedAt: now });
-    for (const e of log.events) evolveBilling(live, e);
+    for (const e of log.events) {
+      evolveBilling(live, e);
+      evolveBilling(settling, e);
+    }
+    readLosses(settling, log);
   }
-  return { log, live, finalizedAt };
+  return { log, live, settling, finalizedAt };
+}
+
+/** Reads the lines of the settling state's losses from the log's InvoiceFinalized events, as the ledger does from the store. */
+function readLosses(state: BillingState, log: FixtureLog): void {
+  for (const entry of unreadLosses(state)) readSettledLines(entry, log.events.find((e) => e.eventId === entry.eventId)!.data as InvoiceFinalized);
 }
 
 /** What the runs exercised, so the property is known to reach the cases it is about. */
-const seenCases = { decidedDue: 0, lateAfterFinalization: 0, lateInsideCutoff: 0, creditNotes: 0, minimumApplied: 0, multiNode: 0, waived: 0 };
+const seenCases = { settled: 0, decidedDue: 0, lateAfterFinalization: 0, lateInsideCutoff: 0, creditNotes: 0, minimumApplied: 0, multiNode: 0, waived: 0 };
 
 function checkRun(specs: AttemptSpec[], restarts: number[], redeliveries: number[]): void {
   const { pending, reference } = buildHistory(specs);
-  const { log, live, finalizedAt } = runLedger(pending, restarts, redeliveries);
+  const { log, live, settling, finalizedAt } = runLedger(pending, restarts, redeliveries);
 
   const views = invoiceSummaries(live, {}, CUTOFF).map((s) => invoiceView(live, s.invoiceId, CUTOFF));
+  // The settling state answers the same, each finalized invoice with the copy its event holds; it keeps none of their attempts.
+  const stored = new Map(log.events.filter((e) => e.type === 'InvoiceFinalized').map((e) => [(e.data as InvoiceFinalized).invoice.invoiceId, (e.data as InvoiceFinalized).invoice]));
+  expect(invoiceSummaries(settling, {}, CUTOFF)).toEqual(invoiceSummaries(live, {}, CUTOFF));
+  expect(invoiceSummaries(settling, {}, CUTOFF).map((s) => canonicalJson(invoiceView(settling, s.invoiceId, CUTOFF, undefined, stored.get(s.invoiceId))))).toEqual(views.map((v) => canonicalJson(v)));
+  expect(settling.attempts.size).toBe(live.attempts.size - settling.settled.size);
+  if (settling.settled.size > 0) seenCases.settled++;
   // Every month has ended long ago: every invoice is finalized, each exactly once in the log.
   expect(views.every((v) => v.status === 'finalized')).toBe(true);
   const finalEvents = log.events.filter((e) => e.type === 'InvoiceFinalized').map((e) => (e.data as InvoiceFinalized).invoice.invoiceId);

@@ -15,7 +15,7 @@
  *   `revenue:compute`; a credit note does the reverse.
  */
 import type { ComputeHeld, CreditLine, CreditNoteIssued, InvoiceBody, InvoiceFinalized, InvoiceLine, InvoiceTotal, JobFinished, Posting } from '#contracts';
-import { foldBilling, type AttemptFacts, type BillingState, type Sourced, type StoredEvent } from './billing.js';
+import { foldBilling, type AttemptFacts, type BillingState, type FinalizedEntry, type Sourced, type StoredEvent } from './billing.js';
 import { epochMs } from './price-list.js';
 import { billableMs, lineAmountMicros, rateAt, ROUNDING_RULE, type PriceListVersion } from './pricing.js';
 import { monthEnd, monthOf, monthStart, nextMonth } from './months.js';
@@ -271,29 +271,40 @@ function creditedOf(state: BillingState, invoiceId: string): Map<string, number>
   return credited;
 }
 
-/** The corrections a finalized invoice needs as of the state: lines now waived that were charged. */
-export function correctionsOf(state: BillingState, finalized: InvoiceFinalized): CreditLine[] {
-  const credited = creditedOf(state, finalized.invoice.invoiceId);
+/**
+ * The corrections a finalized invoice needs as of the state: lines now waived that were charged.
+ * In a settling state its lines' attempts are gone, and the losses it keeps stand for them: a line
+ * charged and then lost is waived as `node_lost` (a line that finished with a waived outcome was
+ * charged nothing), exactly what deriving it again from its facts would say.
+ */
+export function correctionsOf(state: BillingState, finalized: FinalizedEntry): CreditLine[] {
+  const credited = creditedOf(state, finalized.data.invoice.invoiceId);
   const out: CreditLine[] = [];
-  for (const line of finalized.invoice.lines) {
+  const owe = (line: InvoiceLine, now: { amountMicros: number; reason: NonNullable<InvoiceLine['waivedReason']>; eventIds: string[] }) => {
+    const owed = line.amountMicros - (credited.get(line.lineId) ?? 0) - now.amountMicros;
+    if (owed <= 0) return;
+    out.push({ lineId: line.lineId, jobId: line.jobId, attemptId: line.attemptId, nodeId: line.nodeId, currency: line.currency, amountMicros: owed, reason: now.reason, eventIds: now.eventIds });
+  };
+  if (finalized.settled) {
+    const losses = [...finalized.settled].map(([lineId, loss]) => {
+      if (loss.line === undefined || loss.index === undefined) throw new Error(`the line ${lineId} of ${finalized.data.invoice.invoiceId} was lost and is not read from its InvoiceFinalized event yet`);
+      return { line: loss.line, index: loss.index, eventId: loss.eventId };
+    });
+    // In the invoice's order of lines, as a derivation from the facts goes.
+    for (const { line, eventId } of losses.sort((a, b) => a.index - b.index)) {
+      if (line.amountMicros === 0) continue;
+      owe(line, { amountMicros: 0, reason: WAIVED_OUTCOMES[line.outcome] ?? WAIVED_OUTCOMES.node_lost!, eventIds: [eventId] });
+    }
+    return out;
+  }
+  for (const line of finalized.data.invoice.lines) {
     const facts = state.attempts.get(line.lineId);
     // Facts are first-wins and prices never change the past: only a NodeLost can waive a line
     // that was charged, so a line without one needs no look (this runs on every pass).
     if (!facts?.lost || line.amountMicros === 0) continue;
     const now = lineOf(state, facts);
     if (!now?.line.waivedReason) continue;
-    const owed = line.amountMicros - (credited.get(line.lineId) ?? 0) - now.line.amountMicros;
-    if (owed <= 0) continue;
-    out.push({
-      lineId: line.lineId,
-      jobId: line.jobId,
-      attemptId: line.attemptId,
-      nodeId: line.nodeId,
-      currency: line.currency,
-      amountMicros: owed,
-      reason: now.line.waivedReason,
-      eventIds: facts.lost ? [facts.lost.eventId] : now.line.eventIds.slice(0, 2),
-    });
+    owe(line, { amountMicros: now.line.amountMicros, reason: now.line.waivedReason, eventIds: facts.lost ? [facts.lost.eventId] : now.line.eventIds.slice(0, 2) });
   }
   return out;
 }
@@ -345,7 +356,7 @@ export function decideInvoices(state: BillingState, now: number, cutoffMs: numbe
   }
   const credit: CreditNoteIssued[] = [];
   for (const [invoiceId, f] of [...state.finalized].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    const lines = correctionsOf(state, f.data);
+    const lines = correctionsOf(state, f);
     if (lines.length === 0) continue;
     const sums = new Map<string, bigint>();
     for (const l of lines) sums.set(l.currency, (sums.get(l.currency) ?? 0n) + BigInt(l.amountMicros));
@@ -398,15 +409,27 @@ function creditedTotals(notes: readonly CreditNoteIssued[]): Map<string, bigint>
 }
 
 /**
+ * The stored copy of a finalized invoice: the state's, or in a settling state (which keeps no
+ * lines of it) `stored`, read from its InvoiceFinalized event at `entry.position`.
+ */
+export function storedCopyOf(entry: FinalizedEntry, stored?: InvoiceBody): InvoiceBody {
+  if (!entry.settled) return entry.data.invoice;
+  if (!stored) throw new Error(`the stored copy of ${entry.data.invoice.invoiceId} is read from its InvoiceFinalized event at position ${entry.position}; none was handed in`);
+  if (stored.invoiceId !== entry.data.invoice.invoiceId || stored.lines.length !== entry.lines) throw new Error(`the copy handed in for ${entry.data.invoice.invoiceId} is not the one finalized at position ${entry.position}`);
+  return stored;
+}
+
+/**
  * An invoice as of the state: the stored copy when finalized (never re-derived: it does not
  * change), else the draft derived now (empty when the team has no lines that month). `drafts`
- * (from {@link allInvoices} of the same state) saves deriving it again.
+ * (from {@link allInvoices} of the same state) saves deriving it again. A settling state keeps no
+ * finalized lines: `stored` is the copy its InvoiceFinalized event holds ({@link storedCopyOf}).
  */
-export function invoiceView(state: BillingState, invoiceId: string, cutoffMs: number, drafts?: ReadonlyMap<string, InvoiceBody>): InvoiceViewOf {
+export function invoiceView(state: BillingState, invoiceId: string, cutoffMs: number, drafts?: ReadonlyMap<string, InvoiceBody>, stored?: InvoiceBody): InvoiceViewOf {
   const { team, month } = parseInvoiceId(invoiceId);
   const finalized = state.finalized.get(invoiceId);
   const notes = (state.creditNotes.get(invoiceId) ?? []).map((n) => n.data);
-  const invoice = finalized ? finalized.data.invoice : (drafts?.get(invoiceId) ?? invoiceOf(state, team, month));
+  const invoice = finalized ? storedCopyOf(finalized, stored) : (drafts?.get(invoiceId) ?? invoiceOf(state, team, month));
   const credited = creditedTotals(notes);
   const view: InvoiceViewOf = {
     ...invoice,
@@ -454,7 +477,7 @@ export function invoiceSummaries(state: BillingState, filter: { team?: string; m
       team: invoice.team,
       month: invoice.month,
       status,
-      lines: invoice.lines.length,
+      lines: finalized ? finalized.lines : invoice.lines.length,
       totals: invoice.totals.map((t) => ({ currency: t.currency, amountMicros: t.amountMicros, billableMs: t.billableMs })),
       credited,
       derivedAtPosition: invoice.derivedAtPosition,
@@ -466,9 +489,12 @@ export function invoiceSummaries(state: BillingState, filter: { team?: string; m
   return out.sort((a, b) => (a.month !== b.month ? (a.month < b.month ? 1 : -1) : a.team < b.team ? -1 : a.team > b.team ? 1 : 0));
 }
 
-/** Every invoice with lines as {@link invoiceView} answers it, by id in id order, from one pass over the state. */
-export function allInvoiceViews(state: BillingState, cutoffMs: number): Map<string, InvoiceViewOf> {
+/**
+ * Every invoice with lines as {@link invoiceView} answers it, by id in id order, from one pass over
+ * the state; a settling state needs `stored` for each finalized one (the copies of its events).
+ */
+export function allInvoiceViews(state: BillingState, cutoffMs: number, stored?: ReadonlyMap<string, InvoiceBody>): Map<string, InvoiceViewOf> {
   const drafts = allInvoices(state);
   const ids = [...new Set([...drafts.keys(), ...state.finalized.keys()])].sort();
-  return new Map(ids.map((id) => [id, invoiceView(state, id, cutoffMs, drafts)]));
+  return new Map(ids.map((id) => [id, invoiceView(state, id, cutoffMs, drafts, stored?.get(id))]));
 }

@@ -1,4 +1,4 @@
-import type { RebuildLedgerReply } from '#contracts';
+import type { InvoiceBody, InvoiceFinalized, RebuildLedgerReply } from '#contracts';
 import { SnapshotSlot, type EventStore, type ProjectionCheckpoint } from '#event-store';
 import { EVENT_STORE, LOGGER, SERVICE_CONFIG } from '#service-kit';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { setImmediate as turn } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import {
-  allInvoiceViews,
+  allInvoices,
   BILLING_EVENT_TYPES,
   BILLING_SNAPSHOT_FORMAT,
   canonicalJson,
@@ -16,8 +16,13 @@ import {
   evolveBilling,
   initialBilling,
   invoiceOf,
+  invoiceView,
   parseInvoiceId,
+  readSettledLines,
+  storedCopyOf,
+  unreadLosses,
   type BillingState,
+  type FinalizedEntry,
 } from '../domain/index.js';
 import type { LedgerConfig } from '../ledger.config.js';
 
@@ -43,7 +48,9 @@ export interface BillingStart {
  * before each use, so every answer is the store as of one position and says which.
  *
  * One fold at a time: callers queue (`withState`), and what they read is the state at the head
- * they caught up to. The state lives in memory. It changes only by folding the store (the ledger's
+ * they caught up to. The state lives in memory, and settles (decision 0046): an attempt whose line
+ * is on a finalized invoice leaves it, and a finalized invoice's lines are read from its event
+ * when asked for (`storedCopy`). It changes only by folding the store (the ledger's
  * own invoices and credit notes enter it when folded back), so it is always the exact fold of the
  * store up to `state.position`, and its snapshot (decision 0039) is that state written out: a
  * start loads the snapshot, if it can be trusted, and folds the events after it; the snapshot is
@@ -52,7 +59,7 @@ export interface BillingStart {
  */
 @Injectable()
 export class BillingProjectionService implements OnModuleInit, OnApplicationShutdown {
-  private state: BillingState = initialBilling();
+  private state: BillingState = initialBilling({ settle: true });
   private queue: Promise<unknown> = Promise.resolve();
   /** The billing snapshot in the store's database; undefined on a store without one, or once the state could not be serialized. */
   private slot: SnapshotSlot | undefined;
@@ -117,6 +124,16 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
     return this.config.GPUNET_INVOICE_CUTOFF;
   }
 
+  /**
+   * The stored copy of a finalized invoice of `state` (undefined: not finalized there). The state
+   * keeps no finalized lines (decision 0046): the copy is read from its InvoiceFinalized event.
+   */
+  async storedCopy(state: BillingState, invoiceId: string): Promise<InvoiceBody | undefined> {
+    const entry = state.finalized.get(invoiceId);
+    if (!entry) return undefined;
+    return storedCopyOf(entry, entry.settled ? (await readFinalized(this.store, entry)).invoice : undefined);
+  }
+
   /** Runs `fn` on the state caught up to the store head, with no fold in between. */
   withState<T>(fn: (state: BillingState) => T | Promise<T>): Promise<T> {
     return this.exclusive(async () => {
@@ -134,23 +151,24 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
     return this.exclusive(async () => {
       const head = await this.store.headPosition();
       await this.catchUp(head);
-      const before = digests(this.state, this.cutoffMs);
+      const before = await this.digests(this.state);
 
       const started = Date.now();
-      const fresh = initialBilling();
+      const fresh = initialBilling({ settle: true });
       let events = 0;
       const targets = [...this.state.finalized.values()]
-        .map((f) => ({ invoice: f.data.invoice, at: BigInt(f.data.invoice.derivedAtPosition) }))
-        .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.invoice.invoiceId < b.invoice.invoiceId ? -1 : 1));
+        .map((f) => ({ entry: f, at: BigInt(f.data.invoice.derivedAtPosition) }))
+        .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.entry.data.invoice.invoiceId < b.entry.data.invoice.invoiceId ? -1 : 1));
       const finalized: RebuildLedgerReply['finalized'] = [];
       for (const t of targets) {
         events += await foldStore(this.store, fresh, t.at);
-        const { team, month } = parseInvoiceId(t.invoice.invoiceId);
-        finalized.push({ invoiceId: t.invoice.invoiceId, identical: canonicalJson(invoiceOf(fresh, team, month)) === canonicalJson(t.invoice) });
+        const stored = (await this.storedCopy(this.state, t.entry.data.invoice.invoiceId))!;
+        const { team, month } = parseInvoiceId(stored.invoiceId);
+        finalized.push({ invoiceId: stored.invoiceId, identical: canonicalJson(invoiceOf(fresh, team, month)) === canonicalJson(stored) });
       }
       events += await foldStore(this.store, fresh, head);
       const elapsedMs = Date.now() - started;
-      const after = digests(fresh, this.cutoffMs);
+      const after = await this.digests(fresh);
 
       const ids = [...new Set([...before.keys(), ...after.keys()])].sort();
       const invoices = ids.map((invoiceId) => {
@@ -171,6 +189,21 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
         identical,
       };
     });
+  }
+
+  /**
+   * sha256 of the canonical JSON of every invoice view (with credit notes) of `state`, by id: each
+   * finalized one with its stored copy, read from the store one at a time (a month of a big team
+   * is a hundred thousand lines).
+   */
+  private async digests(state: BillingState): Promise<Map<string, { status: 'draft' | 'finalized'; sha256: string }>> {
+    const out = new Map<string, { status: 'draft' | 'finalized'; sha256: string }>();
+    const drafts = allInvoices(state);
+    for (const id of [...new Set([...drafts.keys(), ...state.finalized.keys()])].sort()) {
+      const view = invoiceView(state, id, this.cutoffMs, drafts, await this.storedCopy(state, id));
+      out.set(id, { status: view.status, sha256: createHash('sha256').update(canonicalJson(view)).digest('hex') });
+    }
+    return out;
   }
 
   /** Folds the state up to `head`, and saves the snapshot when one is due. Only inside `exclusive`. */
@@ -285,15 +318,6 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
 
 const EMPTY_SHA256 = createHash('sha256').update('').digest('hex');
 
-/** sha256 of the canonical JSON of every invoice view (with credit notes), by id. */
-function digests(state: BillingState, cutoffMs: number): Map<string, { status: 'draft' | 'finalized'; sha256: string }> {
-  const out = new Map<string, { status: 'draft' | 'finalized'; sha256: string }>();
-  for (const [id, view] of allInvoiceViews(state, cutoffMs)) {
-    out.set(id, { status: view.status, sha256: createHash('sha256').update(canonicalJson(view)).digest('hex') });
-  }
-  return out;
-}
-
 /** Folds the store's billing events after the state's position up to `to` (inclusive); returns how many. */
 export async function foldStore(store: EventStore, state: BillingState, to: bigint): Promise<number> {
   return (await foldStoreWeighed(store, state, to)).events;
@@ -330,5 +354,16 @@ async function foldStoreWeighed(store: EventStore, state: BillingState, to: bigi
     await turn();
   }
   if (to > state.position) state.position = to;
+  // A NodeLost of a settled attempt: its line is read from the invoice's event (rare: a node lost after the invoice was).
+  for (const entry of unreadLosses(state)) readSettledLines(entry, await readFinalized(store, entry));
   return { events: count, weight };
+}
+
+/** The InvoiceFinalized event of a finalized invoice, from the store at the entry's position. */
+async function readFinalized(store: EventStore, entry: FinalizedEntry): Promise<InvoiceFinalized> {
+  const [event] = await store.readAll({ fromPosition: entry.position - 1n, toPosition: entry.position, maxCount: 1 });
+  if (!event || event.eventId !== entry.eventId || event.type !== 'InvoiceFinalized') {
+    throw new Error(`the store holds no InvoiceFinalized ${entry.eventId} at position ${entry.position}, where ${entry.data.invoice.invoiceId} was finalized`);
+  }
+  return event.data as InvoiceFinalized;
 }

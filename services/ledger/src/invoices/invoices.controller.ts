@@ -28,7 +28,7 @@ export class InvoicesController {
       // Another team's invoice is not acknowledged to exist.
       throw new NotFoundError(`no invoice ${query.invoiceId} for team ${principal.team}; list yours with \`gpunet invoices list\``);
     }
-    return this.projection.withState((state) => invoiceView(state, query.invoiceId, this.projection.cutoffMs));
+    return this.projection.withState(async (state) => invoiceView(state, query.invoiceId, this.projection.cutoffMs, undefined, await this.projection.storedCopy(state, query.invoiceId)));
   }
 
   @MessagePattern(Commands.RebuildLedger.subject)

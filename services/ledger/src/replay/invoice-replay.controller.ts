@@ -39,9 +39,9 @@ export class InvoiceReplayController {
   async replay(@Payload() query: ReplayInvoice): Promise<ReplayInvoiceReply> {
     ownInvoice(query.principal, query.invoiceId);
     const prices = query.prices !== undefined ? whatIfPrices(query.prices) : undefined;
-    const { invoice, status } = await this.projection.withState((state) => {
-      const finalized = state.finalized.get(query.invoiceId);
-      if (finalized) return { invoice: finalized.data.invoice, status: 'finalized' as const };
+    const { invoice, status } = await this.projection.withState(async (state) => {
+      const finalized = await this.projection.storedCopy(state, query.invoiceId);
+      if (finalized) return { invoice: finalized, status: 'finalized' as const };
       const { team, month } = parseInvoiceId(query.invoiceId);
       return { invoice: invoiceOf(state, team, month), status: 'draft' as const };
     });
@@ -51,12 +51,15 @@ export class InvoiceReplayController {
   @MessagePattern(Queries.GetDisputeBundle.subject)
   async bundle(@Payload() query: GetDisputeBundle): Promise<DisputeBundleReply> {
     ownInvoice(query.principal, query.invoiceId);
-    const finalized = await this.projection.withState((state) => state.finalized.get(query.invoiceId));
+    const finalized = await this.projection.withState(async (state) => {
+      const entry = state.finalized.get(query.invoiceId);
+      return entry && { eventId: entry.eventId, invoice: (await this.projection.storedCopy(state, query.invoiceId))! };
+    });
     const head = await this.store.headPosition();
     const bundle = await disputeBundleOf(this.store, {
       invoiceId: query.invoiceId,
       head,
-      ...(finalized ? { recorded: { invoice: finalized.data.invoice, finalizedEventId: finalized.eventId } } : {}),
+      ...(finalized ? { recorded: { invoice: finalized.invoice, finalizedEventId: finalized.eventId } } : {}),
       chainKeyed: this.config.GPUNET_CHAIN_KEY !== undefined,
       createdAt: this.clock.now().toISOString(),
     });
