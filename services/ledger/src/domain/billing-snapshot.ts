@@ -155,7 +155,7 @@ function lineIdOfData(data: unknown): string | undefined {
 export const BILLING_SNAPSHOT_PART_CHARS = 2 * 1024 * 1024;
 
 /** The sections of the state, in the order they are written: an item is `[section, ...]`. */
-const Section = { Price: 0, Attempt: 1, JobTeam: 2, Finalized: 3, CreditNotes: 4, Settled: 5 } as const;
+const Section = { Price: 0, Attempt: 1, JobTeam: 2, Finalized: 3, CreditNotes: 4, Settled: 5, Teamless: 6 } as const;
 
 /** Settled line ids are written in runs of one invoice, at most this many to an item. */
 const SETTLED_RUN = 10_000;
@@ -234,6 +234,7 @@ export function* encodeBillingParts(state: BillingState, options: { partChars?: 
     run.lineIds.push(lineId);
   }
   if (run) yield* add([Section.Settled, run.invoiceId, run.lineIds]);
+  if (state.teamless.size > 0) yield* add([Section.Teamless, [...state.teamless]]);
   for (const [id, notes] of state.creditNotes) yield* add([Section.CreditNotes, id, notes.map((n) => [n.eventId, pos(n.position), p.value(n.data)])]);
   const last = parts.close();
   if (last !== undefined) {
@@ -259,7 +260,7 @@ export function* decodeBillingParts(parts: readonly string[]): Generator<void, B
   const [position, shapes, before, settle] = head as [string, string[][], number, number];
   if (before !== parts.length - 1) throw new Error(`billing snapshot: its head counts ${before} parts before it, there are ${parts.length - 1}`);
   const u = new Unpacker(shapes);
-  const state: BillingState = { position: BigInt(position), settle: settle === 1, settled: new Map(), prices: new Map(), attempts: new Map(), jobTeams: new Map(), finalized: new Map(), creditNotes: new Map() };
+  const state: BillingState = { position: BigInt(position), settle: settle === 1, settled: new Map(), teamless: new Set(), prices: new Map(), attempts: new Map(), jobTeams: new Map(), finalized: new Map(), creditNotes: new Map() };
   for (let i = 0; i < before; i++) {
     const items = JSON.parse(parts[i]!) as unknown;
     if (!Array.isArray(items)) throw new Error(`billing snapshot: part ${i} is not a list of items`);
@@ -316,6 +317,10 @@ function decodeItem(state: BillingState, u: Unpacker, item: Json[]): void {
     case Section.Settled: {
       const [invoiceId, lineIds] = item.slice(1) as [string, string[]];
       for (const lineId of lineIds) state.settled.set(lineId, invoiceId);
+      return;
+    }
+    case Section.Teamless: {
+      for (const jobId of item[1] as string[]) state.teamless.add(jobId);
       return;
     }
     case Section.CreditNotes: {

@@ -7,8 +7,8 @@
  * the invoices of a fold from zero.
  */
 import { createHash } from 'node:crypto';
-import { evolveBilling, foldBilling, readSettledLines, unreadLosses, type BillingState, type StoredEvent } from './billing.js';
-import { FixtureLog } from './billing.fixtures.js';
+import { evolveBilling, foldBilling, type BillingState, type StoredEvent } from './billing.js';
+import { FixtureLog, readFromEvents } from './billing.fixtures.js';
 import { BILLING_SNAPSHOT_FORMAT, decodeBilling, decodeBillingParts, encodeBilling } from './billing-snapshot.js';
 import type { InvoiceBody, InvoiceFinalized } from '#contracts';
 import { allInvoiceViews, canonicalJson, decideInvoices } from './invoice.js';
@@ -70,10 +70,8 @@ const storedCopies = (events: readonly StoredEvent[]) =>
   new Map<string, InvoiceBody>(events.filter((e) => e.type === 'InvoiceFinalized').map((e) => [(e.data as InvoiceFinalized).invoice.invoiceId, (e.data as InvoiceFinalized).invoice]));
 const digests = (state: BillingState, stored?: ReadonlyMap<string, InvoiceBody>) =>
   new Map([...allInvoiceViews(state, CUTOFF, stored)].map(([id, v]) => [id, createHash('sha256').update(canonicalJson(v)).digest('hex')]));
-/** Reads the lines of a settling state's losses from the log, as the ledger does from the store. */
-const readLosses = (state: BillingState, events: readonly StoredEvent[]) => {
-  for (const entry of unreadLosses(state)) readSettledLines(entry, events.find((e) => e.eventId === entry.eventId)!.data as InvoiceFinalized);
-};
+/** Reads what a settling state needs from the log, as the ledger does from the store. */
+const readLosses = readFromEvents;
 
 describe('billing snapshot text', () => {
   it('has a format number', () => {
@@ -113,6 +111,9 @@ describe('billing snapshot text', () => {
     // What settled: June's lines left the attempts, the finalized copies keep no lines, and the loss after June was finalized is kept with its line.
     expect(whole.settled.size).toBe([...stored.values()].reduce((n, i) => n + i.lines.length, 0));
     expect(whole.attempts.size).toBe(keeping.attempts.size - whole.settled.size);
+    // Jobs whose attempts all settled left `jobTeams`; July's job keeps its team.
+    expect(whole.jobTeams.size).toBeLessThan(keeping.jobTeams.size);
+    expect(whole.jobTeams.has('00000000-0000-4000-9000-000000000099')).toBe(true);
     expect([...whole.finalized.values()].every((f) => f.data.invoice.lines.length === 0 && f.lines === stored.get(f.data.invoice.invoiceId)!.lines.length)).toBe(true);
     expect([...whole.finalized.values()].flatMap((f) => [...f.settled!.values()]).filter((l) => l.line !== undefined)).not.toHaveLength(0);
     const wholeText = encodeBilling(whole);
@@ -140,20 +141,52 @@ describe('billing snapshot text', () => {
     }
   });
 
-  it('a settling state ignores the events of a finalized line that come again under new ids, as a state that keeps it does', () => {
+  it('a settling state ignores the events of a finalized line that come again under new ids, and reads again the team of a settled job that runs again, as a state that keeps them does', () => {
     const log = history();
     const jobId = '00000000-0000-4000-9000-000000000001';
     const attemptId = `${jobId}-a1`;
     // Job 1's June line is on team-a's finalized June invoice; its agent reports it again in July.
     log.held({ jobId, attemptId, nodeId: 'n1', gpuIndices: [0], gpuModel: 'A100', heldAt: iso(JULY), team: 'team-a' });
     log.finished({ jobId, attemptId, nodeId: 'n1', finishedAt: iso(JULY + HOUR), team: 'team-a' });
+    // Job 4's agent reports no team: its June line billed the team of its JobSubmitted. The job left
+    // the state with that line; a second attempt in July, again with no team, needs it read again.
+    const job4 = '00000000-0000-4000-9000-000000000004';
+    log.held({ jobId: job4, attemptId: `${job4}-a2`, nodeId: 'n2', gpuIndices: [0], heldAt: iso(JULY + DAY) });
+    log.finished({ jobId: job4, attemptId: `${job4}-a2`, nodeId: 'n2', finishedAt: iso(JULY + DAY + HOUR) });
     const settling = foldBilling(log.events, undefined, { settle: true });
-    readLosses(settling, log.events);
     expect(settling.settled.has(`${attemptId}@n1`) && !settling.attempts.has(`${attemptId}@n1`)).toBe(true);
+    expect([...settling.teamless]).toEqual([job4]);
+    readLosses(settling, log.events);
+    expect(settling.teamless.size).toBe(0);
+    expect(settling.jobTeams.get(job4)?.team).toBe('team-a');
     const kept = foldBilling(log.events);
     const later = JULY + 40 * DAY;
     expect(decideInvoices(settling, later, CUTOFF)).toEqual(decideInvoices(kept, later, CUTOFF));
     expect(digests(settling, storedCopies(log.events))).toEqual(digests(kept));
+  });
+
+  it('a settling state keeps the team of a job while an attempt of it is open, though another of its lines settled', () => {
+    const log = new FixtureLog();
+    log.prices(1, { 'sim-gpu': 3_600_000 });
+    const jobId = 'job-two-months';
+    log.append('JobSubmitted', { jobId, team: 'team-a', submittedAt: iso(JUNE) }, { team: 'team-a' });
+    // Neither attempt's agent names a team: both lines bill the JobSubmitted's. The second finishes in July.
+    log.held({ jobId, attemptId: `${jobId}-a1`, nodeId: 'n1', gpuIndices: [0], heldAt: iso(JUNE) });
+    log.finished({ jobId, attemptId: `${jobId}-a1`, nodeId: 'n1', finishedAt: iso(JUNE + HOUR) });
+    log.held({ jobId, attemptId: `${jobId}-a2`, nodeId: 'n1', gpuIndices: [0], heldAt: iso(JULY - 3 * DAY) });
+    log.now = JULY + 4 * DAY;
+    const june = decideInvoices(foldBilling(log.events), log.now, CUTOFF).finalize;
+    expect(june.map((f) => f.invoice.invoiceId)).toEqual(['inv-team-a-2025-06']);
+    log.append('InvoiceFinalized', june[0], { team: 'team-a' });
+    const settling = foldBilling(log.events, undefined, { settle: true });
+    expect(settling.settled.has(`${jobId}-a1@n1`) && settling.jobTeams.has(jobId)).toBe(true);
+    log.finished({ jobId, attemptId: `${jobId}-a2`, nodeId: 'n1', finishedAt: iso(JULY + 5 * DAY) });
+    for (const e of log.events.slice(-1)) evolveBilling(settling, e);
+    expect(settling.teamless.size).toBe(0);
+    const august = Date.parse('2025-08-05T00:00:00.000Z');
+    const july = decideInvoices(settling, august, CUTOFF).finalize;
+    expect(july.map((f) => f.invoice.lines.map((l) => l.lineId))).toEqual([[`${jobId}-a2@n1`]]);
+    expect(july).toEqual(decideInvoices(foldBilling(log.events), august, CUTOFF).finalize);
   });
 
   it('keeps the order of an attempt line\'s facts, and lines whose data names another line', () => {

@@ -2,8 +2,18 @@
  * Builders of stored-event histories for the billing specs and the replay benchmark: a tiny
  * in-memory log with increasing positions and deterministic event ids. Pure.
  */
-import type { ComputeHeld, JobFinished, JobOutcome, NodeLost, PriceListPublished } from '#contracts';
-import type { StoredEvent } from './billing.js';
+import type { ComputeHeld, InvoiceFinalized, JobFinished, JobOutcome, JobSubmitted, NodeLost, PriceListPublished } from '#contracts';
+import { readJobTeam, readSettledLines, unreadLosses, type BillingState, type StoredEvent } from './billing.js';
+
+/**
+ * What the ledger reads from the store after a fold into a settling state (decision 0046), read
+ * from `events` instead: the lines of losses of settled attempts, from their InvoiceFinalized
+ * events, and the teams of jobs named in `teamless`, from their JobSubmitted.
+ */
+export function readFromEvents(state: BillingState, events: readonly StoredEvent[]): void {
+  for (const entry of unreadLosses(state)) readSettledLines(entry, events.find((e) => e.eventId === entry.eventId)!.data as InvoiceFinalized);
+  for (const jobId of [...state.teamless]) readJobTeam(state, jobId, events.find((e) => e.type === 'JobSubmitted' && (e.data as JobSubmitted).jobId === jobId));
+}
 
 /** A deterministic UUID-shaped id from a counter. */
 export function fixtureEventId(n: number): string {

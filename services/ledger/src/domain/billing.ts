@@ -18,8 +18,12 @@
  * for. So the state keeps of it only its line id (later ComputeHeld and JobFinished of it are
  * duplicates, ignored as before) and, once a NodeLost names it, that NodeLost and the line as
  * the invoice recorded it. A finalized invoice keeps its header, without its lines: its stored
- * copy is read from the store when asked for (`position`). Without `settle` (replays, what-ifs,
- * tests of the derivation) every attempt and every stored copy stays, as it always did.
+ * copy is read from the store when asked for (`position`). A job whose attempts all settled
+ * leaves `jobTeams` too. Should an attempt of it come later with no team in its agent's metadata,
+ * the job is named in `teamless` and its JobSubmitted is read again from its intake stream
+ * ({@link readJobTeam}), which holds the one JobSubmitted of the job (intake appends it to a new
+ * stream only). Without `settle` (replays, what-ifs, tests of the derivation) every attempt, every
+ * job's team and every stored copy stays, as it always did.
  */
 import type { ComputeHeld, CreditNoteIssued, InvoiceFinalized, InvoiceLine, JobFinished, JobSubmitted, NodeLost, PriceListPublished } from '#contracts';
 import { priceVersionOf } from './price-list.js';
@@ -101,6 +105,8 @@ export interface BillingState {
   readonly settle: boolean;
   /** Settling state only: the invoice id of each line on a finalized invoice, by line id, in the order they settled. */
   readonly settled: Map<string, string>;
+  /** Settling state only: jobs with an attempt whose events carry no team and whose JobSubmitted is not in `jobTeams` (to read: {@link readJobTeam}). */
+  readonly teamless: Set<string>;
   /** Price list versions by number, first recorded wins. */
   readonly prices: Map<number, PricedVersion>;
   /** By line id `<attemptId>@<nodeId>`, in the order first seen. */
@@ -115,7 +121,7 @@ export interface BillingState {
 
 /** An empty state; `settle`: one whose settled attempts leave it (the ledger's). */
 export function initialBilling(options: { settle?: boolean } = {}): BillingState {
-  return { position: 0n, settle: options.settle ?? false, settled: new Map(), prices: new Map(), attempts: new Map(), jobTeams: new Map(), finalized: new Map(), creditNotes: new Map() };
+  return { position: 0n, settle: options.settle ?? false, settled: new Map(), teamless: new Set(), prices: new Map(), attempts: new Map(), jobTeams: new Map(), finalized: new Map(), creditNotes: new Map() };
 }
 
 /** The line id of an attempt on a node. */
@@ -147,6 +153,7 @@ export function evolveBilling(state: BillingState, event: StoredEvent): BillingS
       if (state.settled.has(lineIdOf(d.attemptId, d.nodeId))) break;
       const facts = factsOf(state, d.attemptId, d.nodeId);
       if (!facts.held) facts.held = sourced(event);
+      if (state.settle) noteTeamless(state, facts);
       break;
     }
     case 'JobFinished': {
@@ -154,6 +161,7 @@ export function evolveBilling(state: BillingState, event: StoredEvent): BillingS
       if (state.settled.has(lineIdOf(d.attemptId, d.nodeId))) break;
       const facts = factsOf(state, d.attemptId, d.nodeId);
       if (!facts.finished) facts.finished = sourced(event);
+      if (state.settle) noteTeamless(state, facts);
       break;
     }
     case 'NodeLost': {
@@ -174,6 +182,7 @@ export function evolveBilling(state: BillingState, event: StoredEvent): BillingS
     case 'JobSubmitted': {
       const d = event.data as JobSubmitted;
       if (!state.jobTeams.has(d.jobId)) state.jobTeams.set(d.jobId, { team: d.team, eventId: event.eventId });
+      state.teamless.delete(d.jobId);
       break;
     }
     case 'PriceListPublished': {
@@ -204,7 +213,9 @@ export function evolveBilling(state: BillingState, event: StoredEvent): BillingS
 function settle(state: BillingState, entry: FinalizedEntry): void {
   const { invoice } = entry.data;
   const losses = new Map<string, SettledLoss>();
+  const jobs = new Set<string>();
   invoice.lines.forEach((line, index) => {
+    jobs.add(line.jobId);
     if (state.settled.has(line.lineId)) return;
     const facts = state.attempts.get(line.lineId);
     state.attempts.delete(line.lineId);
@@ -214,6 +225,32 @@ function settle(state: BillingState, entry: FinalizedEntry): void {
   });
   entry.data = { ...entry.data, invoice: { ...invoice, lines: [] } };
   entry.settled = losses;
+  // A job none of whose attempts is left needs its team no more, unless another attempt comes (then `teamless`).
+  const open = new Set<string>();
+  for (const facts of state.attempts.values()) {
+    const jobId = facts.held?.data.jobId ?? facts.finished?.data.jobId;
+    if (jobId !== undefined) open.add(jobId);
+  }
+  for (const jobId of jobs) if (!open.has(jobId)) state.jobTeams.delete(jobId);
+}
+
+/** Names the attempt's job in `teamless` when its line needs the job's team and the state does not hold it. */
+function noteTeamless(state: BillingState, facts: AttemptFacts): void {
+  const { held, finished } = facts;
+  if (!held || !finished || held.team !== undefined || finished.team !== undefined || state.jobTeams.has(held.data.jobId)) return;
+  state.teamless.add(held.data.jobId);
+}
+
+/**
+ * Gives a job named in `teamless` its team from its JobSubmitted (the first event of its intake
+ * stream, read from the store; undefined when there is none), as the fold had it before the job
+ * left `jobTeams`: only when that event is within the state's position.
+ */
+export function readJobTeam(state: BillingState, jobId: string, submitted: { eventId: string; type: string; position: bigint; data: unknown } | undefined): void {
+  state.teamless.delete(jobId);
+  if (!submitted || submitted.type !== 'JobSubmitted' || submitted.position > state.position || state.jobTeams.has(jobId)) return;
+  const d = submitted.data as JobSubmitted;
+  if (d.jobId === jobId) state.jobTeams.set(jobId, { team: d.team, eventId: submitted.eventId });
 }
 
 /** Finalized invoices of a settling state with a loss whose line is not read yet: their InvoiceFinalized events hold it ({@link readSettledLines}). */

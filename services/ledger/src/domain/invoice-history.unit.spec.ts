@@ -9,8 +9,8 @@
  */
 import type { InvoiceFinalized, InvoiceLine, JobOutcome, Posting } from '#contracts';
 import fc from 'fast-check';
-import { evolveBilling, foldBilling, initialBilling, readSettledLines, unreadLosses, type BillingState } from './billing.js';
-import { FixtureLog } from './billing.fixtures.js';
+import { evolveBilling, foldBilling, initialBilling, type BillingState } from './billing.js';
+import { FixtureLog, readFromEvents } from './billing.fixtures.js';
 import { allInvoices, canonicalJson, decideInvoices, deriveInvoice, finalizesAt, invoiceSummaries, invoiceView, parseInvoiceId } from './invoice.js';
 import { monthEnd, monthOf } from './months.js';
 
@@ -52,6 +52,8 @@ interface AttemptSpec {
   duplicate: boolean;
   teamInMetadata: boolean;
   team: 0 | 1;
+  /** The job runs again much later (a second attempt, its agent naming no team): after its first line may be on a finalized invoice. */
+  rerun: boolean;
 }
 
 const attemptArb: fc.Arbitrary<AttemptSpec> = fc.record({
@@ -68,6 +70,7 @@ const attemptArb: fc.Arbitrary<AttemptSpec> = fc.record({
   duplicate: fc.boolean(),
   teamInMetadata: fc.boolean(),
   team: fc.constantFrom(0 as const, 1 as const),
+  rerun: fc.boolean(),
 });
 
 interface Pending {
@@ -150,6 +153,16 @@ function buildHistory(specs: AttemptSpec[]): { pending: Pending[]; reference: Ma
         completedAt: finishedRecorded,
       });
     }
+    if (s.rerun) {
+      // On a GPU of its own (n1/7), a week past the first attempt's cutoff, recorded as it runs, with no team in the metadata.
+      const again = Math.max(end + CUTOFF + 7 * DAY, cursor.get('n1/7') ?? 0);
+      const done = again + 30 * 60_000;
+      cursor.set('n1/7', done);
+      const second = `${jobId}-a2`;
+      push(again, 'ComputeHeld', { jobId, attemptId: second, nodeId: 'n1', gpuIndices: [7], gpuModel: MODEL.n1!, gpus: 1, heldAt: new Date(again).toISOString() });
+      push(done, 'JobFinished', { jobId, attemptId: second, nodeId: 'n1', outcome: 'completed', exitCode: 0, signal: null, finishedAt: new Date(done).toISOString() });
+      reference.set(`${second}@n1`, { lineId: `${second}@n1`, team, node: 'n1', gpuIndices: [7], heldAt: again, finishedAt: done, amount: referenceAmount(MODEL.n1!, 1, again, done - again), completedAt: done });
+    }
   });
   pending.sort((a, b) => a.at - b.at || a.seq - b.seq);
   return { pending, reference };
@@ -191,6 +204,7 @@ function runLedger(pending: Pending[], restarts: number[], redeliveries: number[
       for (const r of redeliveries) if (log.events.length) evolveBilling(state, log.events[r % log.events.length]!);
       state.position = BigInt(log.events.length);
     }
+    if (settling.teamless.size > 0) seenCases.teamsReadAgain++;
     readLosses(settling, log);
     const decided = decideInvoices(live, now, CUTOFF);
     // The settling state decides the same, byte for byte, with none of the settled attempts.
@@ -213,13 +227,13 @@ function runLedger(pending: Pending[], restarts: number[], redeliveries: number[
   return { log, live, settling, finalizedAt };
 }
 
-/** Reads the lines of the settling state's losses from the log's InvoiceFinalized events, as the ledger does from the store. */
+/** Reads what the settling state needs from the log, as the ledger does from the store. */
 function readLosses(state: BillingState, log: FixtureLog): void {
-  for (const entry of unreadLosses(state)) readSettledLines(entry, log.events.find((e) => e.eventId === entry.eventId)!.data as InvoiceFinalized);
+  readFromEvents(state, log.events);
 }
 
 /** What the runs exercised, so the property is known to reach the cases it is about. */
-const seenCases = { settled: 0, decidedDue: 0, lateAfterFinalization: 0, lateInsideCutoff: 0, creditNotes: 0, minimumApplied: 0, multiNode: 0, waived: 0 };
+const seenCases = { settled: 0, teamsReadAgain: 0, decidedDue: 0, lateAfterFinalization: 0, lateInsideCutoff: 0, creditNotes: 0, minimumApplied: 0, multiNode: 0, waived: 0 };
 
 function checkRun(specs: AttemptSpec[], restarts: number[], redeliveries: number[]): void {
   const { pending, reference } = buildHistory(specs);
@@ -311,7 +325,7 @@ function checkRun(specs: AttemptSpec[], restarts: number[], redeliveries: number
 
 /** An attempt of an hour from the start, completed and recorded at once, unless told otherwise. */
 function attempt(over: Partial<AttemptSpec>): AttemptSpec {
-  return { shape: 0, node: 0, gpu: 0, gapMs: 0, durationMs: HOUR, outcome: 'completed', lateness: 0, delayMs: 0, lostAfterMs: null, duplicate: false, teamInMetadata: true, team: 0, ...over };
+  return { shape: 0, node: 0, gpu: 0, gapMs: 0, durationMs: HOUR, outcome: 'completed', lateness: 0, delayMs: 0, lostAfterMs: null, duplicate: false, teamInMetadata: true, team: 0, rerun: false, ...over };
 }
 
 /**
@@ -331,6 +345,8 @@ const caseExamples: [AttemptSpec[], number[], number[]][] = [
   [[attempt({ gapMs: 3 * DAY + 22 * HOUR, lateness: 1, delayMs: 2 * HOUR })], [], []],
   // Its node is declared lost six days after the run, once June is finalized: a credit note.
   [[attempt({ lostAfterMs: 6 * DAY })], [3], [1]],
+  // Runs again in July, its agent naming no team, after its June line was finalized and the job left the settling state.
+  [[attempt({ rerun: true })], [], []],
 ];
 
 describe('invoices from random histories', () => {
@@ -348,7 +364,7 @@ describe('invoices from random histories', () => {
   });
 
   it('a given history: a late event inside the cutoff is on its month, a node lost after finalization is credited', () => {
-    const base: AttemptSpec = { shape: 0, node: 0, gpu: 0, gapMs: 0, durationMs: HOUR, outcome: 'completed', lateness: 0, delayMs: 0, lostAfterMs: null, duplicate: false, teamInMetadata: true, team: 0 };
+    const base: AttemptSpec = { shape: 0, node: 0, gpu: 0, gapMs: 0, durationMs: HOUR, outcome: 'completed', lateness: 0, delayMs: 0, lostAfterMs: null, duplicate: false, teamInMetadata: true, team: 0, rerun: false };
     checkRun(
       [
         { ...base, gapMs: 3 * DAY + 22 * HOUR, durationMs: HOUR, lateness: 1, delayMs: 20 * HOUR }, // ends 2025-06-30T23:00, recorded 19h later

@@ -15,9 +15,11 @@ import {
   encodeBillingParts,
   evolveBilling,
   initialBilling,
+  intakeJobStreamId,
   invoiceOf,
   invoiceView,
   parseInvoiceId,
+  readJobTeam,
   readSettledLines,
   storedCopyOf,
   unreadLosses,
@@ -356,6 +358,8 @@ async function foldStoreWeighed(store: EventStore, state: BillingState, to: bigi
   if (to > state.position) state.position = to;
   // A NodeLost of a settled attempt: its line is read from the invoice's event (rare: a node lost after the invoice was).
   for (const entry of unreadLosses(state)) readSettledLines(entry, await readFinalized(store, entry));
+  // An attempt with no team in its agent's metadata, of a job that left the state: its JobSubmitted, from the job's intake stream.
+  for (const jobId of [...state.teamless]) readJobTeam(state, jobId, (await store.readStream(intakeJobStreamId(jobId), { maxCount: 1 }))[0]);
   return { events: count, weight };
 }
 

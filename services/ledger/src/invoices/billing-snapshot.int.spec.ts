@@ -15,6 +15,7 @@ import pino from 'pino';
 import { buildHistoryStore } from '../../../../test/support/history.js';
 import { storeBackends, type TestStore } from '../../../../test/support/store-backends.js';
 import {
+  allInvoices,
   allInvoiceViews,
   BILLING_EVENT_TYPES,
   BILLING_SNAPSHOT_FORMAT,
@@ -118,8 +119,23 @@ function stages(store: TestStore): (() => Promise<void>)[] {
     async () => {
       await prices(store, 2, '2026-02-01T00:00:00.000Z');
       await buildHistoryStore(store, { jobs: 40, nodes: 8, lostEvery: 3, batchJobs: 20, teams: 3, seed: 3, start: '2026-02-02T00:00:00.000Z', days: 5 });
+      await rerun(store);
     },
   ];
+}
+
+/** The attempt {@link rerun} adds: of the store's first job, whose lines are on January's finalized invoice. */
+const RERUN = { attempt: 'a9', nodeId: 'node-rerun' };
+
+/** A January job runs again in February, its agent naming no team: the ledger reads the job's team from its JobSubmitted again. */
+async function rerun(store: TestStore): Promise<void> {
+  const [submitted] = await store.readAll({ fromPosition: 0n, maxCount: 1, filter: { types: ['JobSubmitted'] } });
+  const { jobId } = submitted!.data as { jobId: string };
+  const attemptId = `${jobId}-${RERUN.attempt}`;
+  const agent = new EventWriter(store, 'execution', systemClock);
+  const stream = `execution-${RERUN.nodeId}-attempt-${attemptId}`;
+  await agent.append(stream, [{ type: 'ComputeHeld', data: { jobId, attemptId, nodeId: RERUN.nodeId, gpuIndices: [0], gpuModel: 'A100', gpus: 1, heldAt: '2026-02-09T00:00:00.000Z' } }]);
+  await agent.append(stream, [{ type: 'JobFinished', data: { jobId, attemptId, nodeId: RERUN.nodeId, outcome: 'completed', exitCode: 0, signal: null, finishedAt: '2026-02-09T01:00:00.000Z' } }]);
 }
 
 describe.each(stores.backends)('ledger billing snapshot ($name)', (backend) => {
@@ -161,7 +177,15 @@ describe.each(stores.backends)('ledger billing snapshot ($name)', (backend) => {
     // Every line on a finalized invoice left the state: the ledger's state holds the other attempts only.
     expect(final.settled.has('multi-node-job-a1@node-m2')).toBe(true);
     expect(final.settled.size).toBe([...final.finalized.values()].reduce((n, f) => n + f.lines, 0));
-    expect(final.attempts.size).toBe((await fromZero(store, undefined, false)).attempts.size - final.settled.size);
+    const kept = await fromZero(store, undefined, false);
+    expect(final.attempts.size).toBe(kept.attempts.size - final.settled.size);
+    expect(final.jobTeams.size).toBeLessThan(kept.jobTeams.size);
+    // The January job that ran again in February, with no team from its agent: its team was read again, and its line is on the draft as a fold that keeps everything has it.
+    const again = [...final.attempts.values()].find((a) => a.key.endsWith(`-${RERUN.attempt}@${RERUN.nodeId}`))!;
+    expect(final.jobTeams.get(again.held!.data.jobId)).toEqual(kept.jobTeams.get(again.held!.data.jobId));
+    const drafts = (state: BillingState) => [...allInvoices(state)].filter(([id]) => !state.finalized.has(id)).map(([, invoice]) => canonicalJson(invoice));
+    expect(drafts(final).some((d) => d.includes(again.key))).toBe(true);
+    expect(drafts(final)).toEqual(drafts(kept));
 
     // Nothing written since: the restart folds nothing and holds the same state; rebuild agrees.
     const { projection, lines } = await start(store);
