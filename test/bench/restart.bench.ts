@@ -7,7 +7,7 @@
  * table, placement's snapshot — lets it read only the tail). Beside them the store's raw read of the same events (`readAll` from the start
  * to the head in batches, nothing folded), the floor a fold from zero cannot beat.
  *
- *   npm run bench:restart -- [--jobs 20000] [--postgres] [--keep] [--only ledger] [--restarts 2]
+ *   npm run bench:restart -- [--jobs 20000] [--postgres] [--keep] [--only ledger] [--restarts 2] [--from-store FILE]
  *
  * Time is from spawning the process to its answer to the Health query (each answers once its state
  * is ready: it folds before it serves), and the events each start folded, from its log.
@@ -17,7 +17,7 @@
  */
 import { openEventStore, PostgresEventStore, SqliteEventStore } from '#event-store';
 import { Command } from 'commander';
-import { readFile, stat } from 'node:fs/promises';
+import { copyFile, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readState } from '../../libs/cli/src/local/state.js';
 import { buildHistoryStore, HISTORY_DEFAULTS } from '../support/history.js';
@@ -35,8 +35,9 @@ const opts = new Command('restart.bench')
   .option('--only <services>', 'measure only these services (comma-separated: intake,placement,ledger,storage)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
   .option('--restarts <n>', 'restarts measured after the first start (the last is the figure: a first restart may still fold what the first start wrote, such as invoices finalized)', positive, 2)
   .option('--keep', 'keep the data directory (and database) afterwards; kept anyway when the bench fails')
+  .option('--from-store <file>', 'copy this SQLite store (kept by an earlier run, `<data-dir>/events.db`) instead of building one; what its services kept (snapshots, tables) comes with it')
   .parse()
-  .opts<{ jobs: number; teams: number; postgres?: boolean; healthTimeout: number; restarts: number; keep?: boolean; only?: string[] }>();
+  .opts<{ jobs: number; teams: number; postgres?: boolean; healthTimeout: number; restarts: number; keep?: boolean; only?: string[]; fromStore?: string }>();
 
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 const say = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
@@ -116,14 +117,24 @@ async function main(): Promise<void> {
     // Every service but nats-server stops while the history is written: none folds it live.
     for (const p of state!.processes) if (p.role !== 'nats') await net.kill(p.name, 'SIGTERM', 60_000);
 
-    const store = await openEventStore(net.storeUrl);
-    if (!(store instanceof SqliteEventStore) && !(store instanceof PostgresEventStore)) throw new Error('unexpected store adapter');
-    const built = await timed(() => buildHistoryStore(store, { jobs: opts.jobs, teams: opts.teams }));
-    const head = await store.headPosition();
-    await store.close();
     const file = net.storeUrl.replace(/^sqlite:/, '');
-    const size = db ? undefined : (await stat(file)).size;
-    say(`built ${built.result.jobs} jobs, ${built.result.events} events in ${round(built.ms / 1000)} s${size ? `, ${round(size / 1e9, 2)} GB` : ''}; head ${head}`);
+    if (opts.fromStore) {
+      if (db) throw new Error('--from-store copies a SQLite store');
+      for (const suffix of ['-wal', '-shm']) await rm(`${file}${suffix}`, { force: true });
+      const copied = await timed(async () => {
+        await copyFile(opts.fromStore!, file);
+        await copyFile(`${opts.fromStore}-wal`, `${file}-wal`).catch(() => undefined);
+      });
+      say(`copied ${opts.fromStore} (${round((await stat(file)).size / 1e9, 2)} GB) as the store in ${round(copied.ms / 1000)} s`);
+    } else {
+      const store = await openEventStore(net.storeUrl);
+      if (!(store instanceof SqliteEventStore) && !(store instanceof PostgresEventStore)) throw new Error('unexpected store adapter');
+      const built = await timed(() => buildHistoryStore(store, { jobs: opts.jobs, teams: opts.teams }));
+      const head = await store.headPosition();
+      await store.close();
+      const size = db ? undefined : (await stat(file)).size;
+      say(`built ${built.result.jobs} jobs, ${built.result.events} events in ${round(built.ms / 1000)} s${size ? `, ${round(size / 1e9, 2)} GB` : ''}; head ${head}`);
+    }
 
     const raw = await rawRead(net.storeUrl);
     say(`raw read of the store: ${raw.events} events in ${round(raw.ms)} ms`);
