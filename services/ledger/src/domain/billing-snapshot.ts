@@ -17,7 +17,7 @@
  * and attempt ids, written by ComputeHeld and JobFinished) as a reference to its first occurrence
  * in that line.
  */
-import type { BillingState, FinalizedEntry, Sourced } from './billing.js';
+import { openedBy, type BillingState, type FinalizedEntry, type Sourced } from './billing.js';
 
 /**
  * Format of the snapshot text: bump it whenever the text or `BillingState` or `evolveBilling`
@@ -260,12 +260,18 @@ export function* decodeBillingParts(parts: readonly string[]): Generator<void, B
   const [position, shapes, before, settle] = head as [string, string[][], number, number];
   if (before !== parts.length - 1) throw new Error(`billing snapshot: its head counts ${before} parts before it, there are ${parts.length - 1}`);
   const u = new Unpacker(shapes);
-  const state: BillingState = { position: BigInt(position), settle: settle === 1, settled: new Map(), teamless: new Set(), prices: new Map(), attempts: new Map(), jobTeams: new Map(), finalized: new Map(), creditNotes: new Map() };
+  const state: BillingState = { position: BigInt(position), settle: settle === 1, settled: new Map(), teamless: new Set(), openAttempts: new Map(), prices: new Map(), attempts: new Map(), jobTeams: new Map(), finalized: new Map(), creditNotes: new Map() };
   for (let i = 0; i < before; i++) {
     const items = JSON.parse(parts[i]!) as unknown;
     if (!Array.isArray(items)) throw new Error(`billing snapshot: part ${i} is not a list of items`);
     for (const item of items as Json[][]) decodeItem(state, u, item);
     yield;
+  }
+  if (state.settle) {
+    for (const facts of state.attempts.values()) {
+      const jobId = openedBy(facts);
+      if (jobId !== undefined) state.openAttempts.set(jobId, (state.openAttempts.get(jobId) ?? 0) + 1);
+    }
   }
   return state;
 }

@@ -107,6 +107,12 @@ export interface BillingState {
   readonly settled: Map<string, string>;
   /** Settling state only: jobs with an attempt whose events carry no team and whose JobSubmitted is not in `jobTeams` (to read: {@link readJobTeam}). */
   readonly teamless: Set<string>;
+  /**
+   * Settling state only: how many attempts in `attempts` with a ComputeHeld or JobFinished each job
+   * has (by the job id of the first of the two folded). Derived from `attempts` (a snapshot does
+   * not hold it): a job with none left needs its team no more.
+   */
+  readonly openAttempts: Map<string, number>;
   /** Price list versions by number, first recorded wins. */
   readonly prices: Map<number, PricedVersion>;
   /** By line id `<attemptId>@<nodeId>`, in the order first seen. */
@@ -121,7 +127,7 @@ export interface BillingState {
 
 /** An empty state; `settle`: one whose settled attempts leave it (the ledger's). */
 export function initialBilling(options: { settle?: boolean } = {}): BillingState {
-  return { position: 0n, settle: options.settle ?? false, settled: new Map(), teamless: new Set(), prices: new Map(), attempts: new Map(), jobTeams: new Map(), finalized: new Map(), creditNotes: new Map() };
+  return { position: 0n, settle: options.settle ?? false, settled: new Map(), teamless: new Set(), openAttempts: new Map(), prices: new Map(), attempts: new Map(), jobTeams: new Map(), finalized: new Map(), creditNotes: new Map() };
 }
 
 /** The line id of an attempt on a node. */
@@ -152,6 +158,7 @@ export function evolveBilling(state: BillingState, event: StoredEvent): BillingS
       const d = event.data as ComputeHeld;
       if (state.settled.has(lineIdOf(d.attemptId, d.nodeId))) break;
       const facts = factsOf(state, d.attemptId, d.nodeId);
+      if (state.settle && !facts.held && !facts.finished) countOpen(state, d.jobId, 1);
       if (!facts.held) facts.held = sourced(event);
       if (state.settle) noteTeamless(state, facts);
       break;
@@ -160,6 +167,7 @@ export function evolveBilling(state: BillingState, event: StoredEvent): BillingS
       const d = event.data as JobFinished;
       if (state.settled.has(lineIdOf(d.attemptId, d.nodeId))) break;
       const facts = factsOf(state, d.attemptId, d.nodeId);
+      if (state.settle && !facts.held && !facts.finished) countOpen(state, d.jobId, 1);
       if (!facts.finished) facts.finished = sourced(event);
       if (state.settle) noteTeamless(state, facts);
       break;
@@ -218,6 +226,8 @@ function settle(state: BillingState, entry: FinalizedEntry): void {
     jobs.add(line.jobId);
     if (state.settled.has(line.lineId)) return;
     const facts = state.attempts.get(line.lineId);
+    const opened = facts && openedBy(facts);
+    if (opened !== undefined) countOpen(state, opened, -1);
     state.attempts.delete(line.lineId);
     state.settled.set(line.lineId, invoice.invoiceId);
     // Lost after the invoice was derived and before it was folded: a correction may be owed.
@@ -226,12 +236,20 @@ function settle(state: BillingState, entry: FinalizedEntry): void {
   entry.data = { ...entry.data, invoice: { ...invoice, lines: [] } };
   entry.settled = losses;
   // A job none of whose attempts is left needs its team no more, unless another attempt comes (then `teamless`).
-  const open = new Set<string>();
-  for (const facts of state.attempts.values()) {
-    const jobId = facts.held?.data.jobId ?? facts.finished?.data.jobId;
-    if (jobId !== undefined) open.add(jobId);
-  }
-  for (const jobId of jobs) if (!open.has(jobId)) state.jobTeams.delete(jobId);
+  for (const jobId of jobs) if (!state.openAttempts.has(jobId)) state.jobTeams.delete(jobId);
+}
+
+/** The job id an attempt is counted under in `openAttempts`: that of the first of its ComputeHeld and JobFinished folded; undefined without either. */
+export function openedBy(facts: AttemptFacts): string | undefined {
+  const { held, finished } = facts;
+  const first = held && finished ? (held.position < finished.position ? held : finished) : (held ?? finished);
+  return first?.data.jobId;
+}
+
+function countOpen(state: BillingState, jobId: string, by: 1 | -1): void {
+  const n = (state.openAttempts.get(jobId) ?? 0) + by;
+  if (n > 0) state.openAttempts.set(jobId, n);
+  else state.openAttempts.delete(jobId);
 }
 
 /** Names the attempt's job in `teamless` when its line needs the job's team and the state does not hold it. */
