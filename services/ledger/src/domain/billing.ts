@@ -135,8 +135,7 @@ export function lineIdOf(attemptId: string, nodeId: string): string {
   return `${attemptId}@${nodeId}`;
 }
 
-function factsOf(state: BillingState, attemptId: string, nodeId: string): AttemptFacts {
-  const key = lineIdOf(attemptId, nodeId);
+function factsOf(state: BillingState, key: string): AttemptFacts {
   let facts = state.attempts.get(key);
   if (!facts) {
     facts = { key };
@@ -156,8 +155,9 @@ export function evolveBilling(state: BillingState, event: StoredEvent): BillingS
   switch (event.type) {
     case 'ComputeHeld': {
       const d = event.data as ComputeHeld;
-      if (state.settled.has(lineIdOf(d.attemptId, d.nodeId))) break;
-      const facts = factsOf(state, d.attemptId, d.nodeId);
+      const key = lineIdOf(d.attemptId, d.nodeId);
+      if (state.settled.has(key)) break;
+      const facts = factsOf(state, key);
       if (state.settle && !facts.held && !facts.finished) countOpen(state, d.jobId, 1);
       if (!facts.held) facts.held = sourced(event);
       if (state.settle) noteTeamless(state, facts);
@@ -165,8 +165,9 @@ export function evolveBilling(state: BillingState, event: StoredEvent): BillingS
     }
     case 'JobFinished': {
       const d = event.data as JobFinished;
-      if (state.settled.has(lineIdOf(d.attemptId, d.nodeId))) break;
-      const facts = factsOf(state, d.attemptId, d.nodeId);
+      const key = lineIdOf(d.attemptId, d.nodeId);
+      if (state.settled.has(key)) break;
+      const facts = factsOf(state, key);
       if (state.settle && !facts.held && !facts.finished) countOpen(state, d.jobId, 1);
       if (!facts.finished) facts.finished = sourced(event);
       if (state.settle) noteTeamless(state, facts);
@@ -175,14 +176,14 @@ export function evolveBilling(state: BillingState, event: StoredEvent): BillingS
     case 'NodeLost': {
       const d = event.data as NodeLost;
       for (const a of d.affectedAttempts) {
-        const invoiceId = state.settled.get(lineIdOf(a.attemptId, d.nodeId));
+        const key = lineIdOf(a.attemptId, d.nodeId);
+        const invoiceId = state.settled.get(key);
         if (invoiceId !== undefined) {
           const losses = state.finalized.get(invoiceId)!.settled!;
-          const key = lineIdOf(a.attemptId, d.nodeId);
           if (!losses.has(key)) losses.set(key, { eventId: event.eventId, position: event.position });
           continue;
         }
-        const facts = factsOf(state, a.attemptId, d.nodeId);
+        const facts = factsOf(state, key);
         if (!facts.lost) facts.lost = { eventId: event.eventId, position: event.position };
       }
       break;
