@@ -34,10 +34,11 @@ const opts = new Command('restart.bench')
   .option('--health-timeout <s>', 'how long a start may take', positive, 1_800)
   .option('--only <services>', 'measure only these services (comma-separated: intake,placement,ledger,storage)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
   .option('--restarts <n>', 'restarts measured after the first start (the last is the figure: a first restart may still fold what the first start wrote, such as invoices finalized)', positive, 2)
+  .option('--lease-ms <ms>', 'leader lease of the services (GPUNET_LEASE_MS), as bench:audit: a first start on a million jobs holds the event loop longer than the default 6 s while it writes its snapshot, and steps down', positive, 120_000)
   .option('--keep', 'keep the data directory (and database) afterwards; kept anyway when the bench fails')
   .option('--from-store <file>', 'copy this SQLite store (kept by an earlier run, `<data-dir>/events.db`) instead of building one; what its services kept (snapshots, tables) comes with it')
   .parse()
-  .opts<{ jobs: number; teams: number; postgres?: boolean; healthTimeout: number; restarts: number; keep?: boolean; only?: string[]; fromStore?: string }>();
+  .opts<{ jobs: number; teams: number; postgres?: boolean; healthTimeout: number; restarts: number; leaseMs: number; keep?: boolean; only?: string[]; fromStore?: string }>();
 
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 const say = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
@@ -111,7 +112,7 @@ async function main(): Promise<void> {
   const db: TestDatabase | undefined = opts.postgres ? await createTestDatabase('gpunet_bench_restart') : undefined;
   say(`starting a network (${opts.postgres ? 'PostgreSQL' : 'SQLite'} store)`);
   let done = false;
-  const net = await TestNetwork.start({ agents: 1, gpus: 1, dirPrefix: 'gpunet-bench-restart-', logLevel: 'info', ...(db ? { postgresUrl: db.url } : {}) });
+  const net = await TestNetwork.start({ agents: 1, gpus: 1, dirPrefix: 'gpunet-bench-restart-', logLevel: 'info', env: { GPUNET_LEASE_MS: String(opts.leaseMs) }, ...(db ? { postgresUrl: db.url } : {}) });
   try {
     const state = await readState(net.dataDir);
     // Every service but nats-server stops while the history is written: none folds it live.
