@@ -80,6 +80,12 @@ export interface ProjectionTable {
    * `from` and `to` is past it. False, writing nothing, when it is not (another writer moved it).
    */
   commit(from: ProjectionCheckpoint, to: ProjectionCheckpoint, rows: readonly ProjectionRow[]): Promise<boolean>;
+  /**
+   * Upserts `rows` and deletes the rows `remove` names, in one transaction, leaving the position
+   * as it is. Only for rows no reader of the table's position reads: the parts of a snapshot not
+   * yet committed (`SnapshotSlot`), or those of one no longer at the position.
+   */
+  put(rows: readonly ProjectionRow[], remove?: readonly string[]): Promise<void>;
   /** Empties the table and sets its position to 0, only while it is at `from`. */
   reset(from: ProjectionCheckpoint): Promise<boolean>;
   /** Rows matching `where`, ordered, with their count and the position they hold, from one snapshot. */

@@ -101,6 +101,47 @@ describe.each(stores.backends)('snapshot ($name)', (backend) => {
     expect(() => slot.save(e3!, e3!, [])).toThrow(/at least one part/);
   });
 
+  it('writes a state\'s parts a few to a transaction with turns of the event loop between, and leaves behind no rows: neither those it replaced nor, when it lost, its own', async () => {
+    const { open } = await backend.fresh();
+    const a = await open();
+    await a.appendToStream('s', newEvents(4));
+    const [e1, e2, e3, e4] = (await a.readAll()).map((e) => ({ position: e.position, eventId: e.eventId }));
+    const table = await projectionTablesOf(a)!.openProjectionTable({ name: 'snapshot_thing', version: 1, columns: [], indexes: [] });
+    const keys = async () => (await table.query({})).rows.map((r) => r.key).sort();
+    // As an earlier release wrote it: parts without a generation.
+    await table.commit({ position: 0n, eventId: null }, e1!, [{ key: 'snapshot', doc: 'gpunet-snapshot 1 parts=2\nold-', values: {} }, { key: 'snapshot.1', doc: 'state', values: {} }]);
+    const slot = (await SnapshotSlot.open(a, 'thing', 1))!;
+    const ignored: SnapshotIgnored[] = [];
+    expect((await slot.load((w) => ignored.push(w)))?.parts).toEqual(['old-', 'state']);
+
+    // Thirteen parts: the twelve after the header's go in three transactions, with a turn after each.
+    let turns = 0;
+    let ticking = true;
+    const tick = () => {
+      if (!ticking) return;
+      turns++;
+      setImmediate(tick);
+    };
+    setImmediate(tick);
+    const parts = Array.from({ length: 13 }, (_, i) => `part-${i}`);
+    expect(await slot.save(e1!, e2!, parts)).toBe(true);
+    ticking = false;
+    expect(turns).toBeGreaterThanOrEqual(3);
+    expect((await slot.load((w) => ignored.push(w)))?.parts).toEqual(parts);
+    // The old parts went; the new ones are of a generation of their own.
+    const gen = /gen=([0-9a-z]+)/.exec((await table.get(['snapshot'])).get('snapshot')!)![1]!;
+    expect(await keys()).toEqual(['snapshot', ...parts.slice(1).map((_, i) => `snapshot.${gen}.${i + 1}`)].sort());
+
+    // A writer that read an older position loses, and deletes what it wrote.
+    expect(await slot.save(e1!, e3!, ['lost', 'parts', 'here'])).toBe(false);
+    expect(await keys()).toEqual(['snapshot', ...parts.slice(1).map((_, i) => `snapshot.${gen}.${i + 1}`)].sort());
+    // A state of one part replaces them all.
+    expect(await slot.save(e2!, e4!, 'one')).toBe(true);
+    expect(await keys()).toEqual(['snapshot']);
+    expect((await slot.load((w) => ignored.push(w)))?.parts).toEqual(['one']);
+    expect(ignored).toEqual([]);
+  });
+
   it('a state whose header counts a part the table does not hold is unreadable, told why', async () => {
     const { open } = await backend.fresh();
     const a = await open();

@@ -12,9 +12,17 @@
  * A state may be written in parts (decision 0039): a large state is longer than one string can be
  * (V8: about 512 MiB), and a part at a time is what its writer can encode and its reader decode
  * between turns of the event loop. The first part is in the row `snapshot` with the header, which
- * says how many parts there are; part i (from 1) is the row `snapshot.i`. Rows past the count,
- * left by an earlier and longer state, are never read.
+ * says how many parts there are and their generation; part i (from 1) is the row
+ * `snapshot.<generation>.i` (`snapshot.i` in a header without one, as earlier releases wrote).
+ *
+ * A save writes the other parts first, a few to a transaction with a turn of the event loop
+ * between them, under a generation of its own that no reader looks for yet; then the header row
+ * and the position in one small transaction, by compare and set; then it deletes the parts of the
+ * generation it replaced. A state of hundreds of megabytes written in one transaction held a
+ * SQLite writer's event loop past its leader lease (decision 0046). A save that loses the compare
+ * and set deletes its own parts; a process that dies in between leaves them, unread.
  */
+import { randomBytes } from 'node:crypto';
 import { setImmediate as turn } from 'node:timers/promises';
 import type { EventStore } from './event-store.js';
 import { projectionTablesOf, trustedCheckpoint, type ProjectionCheckpoint, type ProjectionTable } from './projection-table.js';
@@ -23,10 +31,10 @@ import { projectionTablesOf, trustedCheckpoint, type ProjectionCheckpoint, type 
 const SNAPSHOT_TABLE_VERSION = 1;
 const ROW_KEY = 'snapshot';
 const HEADER = 'gpunet-snapshot ';
-/** Part rows read per query when loading. */
+/** Part rows read per query when loading, and written per transaction when saving. */
 const PARTS_PER_READ = 4;
-/** The header line: the format, and the number of parts when more than one. */
-const HEADER_LINE = /^gpunet-snapshot (\d+)(?: parts=(\d+))?$/;
+/** The header line: the format, and the number of parts and their generation when more than one. */
+const HEADER_LINE = /^gpunet-snapshot (\d+)(?: parts=(\d+))?(?: gen=([0-9a-z]+))?$/;
 
 /** A trusted snapshot: the state as the writer serialized it, and the position it holds. */
 export interface Snapshot {
@@ -102,12 +110,13 @@ export class SnapshotSlot {
       return undefined;
     }
     const count = header?.[2] === undefined ? 1 : Number(header[2]);
+    const generation = header?.[3];
     const parts = [doc.slice(newline + 1)];
     // The other parts a few at a time, with a turn of the event loop between reads (SQLite's are
     // synchronous, and a large state is hundreds of megabytes). Every write moves the position, so
     // rows read at the same position are of the same state.
     for (let first = 1; first < count; first += PARTS_PER_READ) {
-      const keys = Array.from({ length: Math.min(PARTS_PER_READ, count - first) }, (_, i) => partKey(first + i));
+      const keys = Array.from({ length: Math.min(PARTS_PER_READ, count - first) }, (_, i) => partKey(first + i, generation));
       const rest = await this.table.query({ where: [{ column: 'key', op: 'in', values: keys }] });
       if (rest.checkpoint.position !== checkpoint.position) return this.load(ignored);
       const byKey = new Map(rest.rows.map((r) => [r.key, r.doc]));
@@ -133,15 +142,43 @@ export class SnapshotSlot {
   save(from: ProjectionCheckpoint, to: ProjectionCheckpoint, state: string | readonly string[]): Promise<boolean> {
     const parts = typeof state === 'string' ? [state] : state;
     if (parts.length === 0) throw new RangeError('a snapshot has at least one part');
-    const header = parts.length === 1 ? `${HEADER}${this.format}` : `${HEADER}${this.format} parts=${parts.length}`;
-    const rows = parts.map((part, i) => ({ key: i === 0 ? ROW_KEY : partKey(i), doc: i === 0 ? `${header}\n${part}` : part, values: {} }));
-    return this.table.commit(from, to, rows);
+    return this.write(from, to, parts);
+  }
+
+  private async write(from: ProjectionCheckpoint, to: ProjectionCheckpoint, parts: readonly string[]): Promise<boolean> {
+    // The parts the header at `from` names: deleted once this save replaced them.
+    const replaced = partKeysOf((await this.table.get([ROW_KEY])).get(ROW_KEY));
+    const generation = parts.length === 1 ? undefined : randomBytes(6).toString('hex');
+    const header = generation === undefined ? `${HEADER}${this.format}` : `${HEADER}${this.format} parts=${parts.length} gen=${generation}`;
+    const staged = parts.slice(1).map((doc, i) => ({ key: partKey(i + 1, generation), doc, values: {} }));
+    let committed = false;
+    try {
+      for (let i = 0; i < staged.length; i += PARTS_PER_READ) {
+        await this.table.put(staged.slice(i, i + PARTS_PER_READ));
+        await turn();
+      }
+      committed = await this.table.commit(from, to, [{ key: ROW_KEY, doc: `${header}\n${parts[0]}`, values: {} }]);
+    } finally {
+      // Either this save's parts (it did not commit) or those it replaced are read by no one now.
+      const unread = committed ? replaced : staged.map((r) => r.key);
+      for (let i = 0; i < unread.length; i += 100) await this.table.put([], unread.slice(i, i + 100)).catch(() => undefined);
+    }
+    return committed;
   }
 }
 
-/** The row of part `i` (from 1; part 0 is in the header's row). */
-function partKey(i: number): string {
-  return `${ROW_KEY}.${i}`;
+/** The part rows (from 1) a header row names; none for a state of one part or no row. */
+function partKeysOf(doc: string | undefined): string[] {
+  if (doc === undefined) return [];
+  const newline = doc.indexOf('\n');
+  const header = HEADER_LINE.exec(newline > 0 ? doc.slice(0, newline) : '');
+  const count = header?.[2] === undefined ? 1 : Number(header[2]);
+  return Array.from({ length: count - 1 }, (_, i) => partKey(i + 1, header?.[3]));
+}
+
+/** The row of part i (from 1): of its generation, or of a header without one. */
+function partKey(i: number, generation?: string): string {
+  return generation === undefined ? `${ROW_KEY}.${i}` : `${ROW_KEY}.${generation}.${i}`;
 }
 
 /** {@link SnapshotSlot.open}. */

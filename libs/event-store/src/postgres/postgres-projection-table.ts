@@ -90,6 +90,16 @@ export class PostgresProjectionTable implements ProjectionTable {
     });
   }
 
+  async put(rows: readonly ProjectionRow[], remove: readonly string[] = []): Promise<void> {
+    await withTransaction(this.connect, async (client) => {
+      for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+        const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
+        await client.query(this.sql.upsert(chunk.length), chunk.flatMap((r) => rowValues(this.spec, r)));
+      }
+      if (remove.length > 0) await client.query(`DELETE FROM ${this.sql.table} WHERE key = ANY ($1::text[])`, [remove]);
+    });
+  }
+
   async reset(from: ProjectionCheckpoint): Promise<boolean> {
     return withTransaction(this.connect, async (client) => {
       const moved = await client.query(this.sql.rewind, [this.spec.name, from.position.toString()]);

@@ -33,6 +33,7 @@ export class SqliteProjectionTable implements ProjectionTable {
   private readonly statements = new Map<string, Database.Statement>();
   private readonly commitTx: (from: ProjectionCheckpoint, to: ProjectionCheckpoint, rows: readonly ProjectionRow[]) => boolean;
   private readonly resetTx: (from: ProjectionCheckpoint) => boolean;
+  private readonly putTx: (rows: readonly ProjectionRow[], remove: readonly string[]) => void;
   private readonly queryTx: (query: ProjectionQuery) => ProjectionAnswer;
 
   private constructor(
@@ -48,6 +49,11 @@ export class SqliteProjectionTable implements ProjectionTable {
       if (advance.run(to.position, to.eventId, spec.name, from.position, to.position).changes !== 1) return false;
       for (const r of rows) upsert.run(...rowValues(spec, r));
       return true;
+    }).immediate;
+    const remove = this.db.prepare(`DELETE FROM ${sql.table} WHERE key IN (SELECT value FROM json_each(?))`);
+    this.putTx = this.db.transaction((rows: readonly ProjectionRow[], keys: readonly string[]) => {
+      for (const r of rows) upsert.run(...rowValues(spec, r));
+      if (keys.length > 0) remove.run(JSON.stringify(keys));
     }).immediate;
     const rewind = this.db.prepare(sql.rewind);
     const clear = this.db.prepare(sql.clear);
@@ -96,6 +102,10 @@ export class SqliteProjectionTable implements ProjectionTable {
 
   async commit(from: ProjectionCheckpoint, to: ProjectionCheckpoint, rows: readonly ProjectionRow[]): Promise<boolean> {
     return this.withWriteLock(() => this.commitTx(from, to, rows));
+  }
+
+  async put(rows: readonly ProjectionRow[], remove: readonly string[] = []): Promise<void> {
+    return this.withWriteLock(() => this.putTx(rows, remove));
   }
 
   async reset(from: ProjectionCheckpoint): Promise<boolean> {
