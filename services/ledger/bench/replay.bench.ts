@@ -1,6 +1,7 @@
 /**
  * `npm run bench:replay`: replays 1,000,000 events of a SQLite event store through the ledger's
- * pure billing fold (`store.readAll` in pages of 5,000, each event folded by `evolveBilling`),
+ * pure billing fold (`store.readAll` in pages of 5,000, each event folded by `evolveBilling` into a
+ * settling state, as the ledger's own: decision 0046),
  * beside a raw read of the same store in the same run (the same pages by a plain
  * `SELECT … ORDER BY position` on the file, `JSON.parse` of data and metadata, nothing folded).
  * Also reported: the ledger's projection as it really reads (only the billing event types,
@@ -169,7 +170,7 @@ interface Pass {
  */
 async function ledgerPass(path: string, keep?: RecordedEvent[], filtered = false): Promise<Pass & { state: BillingState }> {
   const store = new SqliteEventStore({ path });
-  const state = initialBilling();
+  const state = initialBilling({ settle: true });
   let events = 0;
   let foldNs = 0n;
   const t0 = process.hrtime.bigint();
@@ -300,7 +301,7 @@ async function main(): Promise<void> {
   const inMemory: RecordedEvent[] = [];
   await ledgerPass(path, inMemory);
   const f0 = process.hrtime.bigint();
-  const state = initialBilling();
+  const state = initialBilling({ settle: true });
   for (const e of inMemory) evolveBilling(state, e);
   const foldOnlyMs = Number(process.hrtime.bigint() - f0) / 1e6;
   const i0 = process.hrtime.bigint();
