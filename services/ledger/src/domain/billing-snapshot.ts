@@ -220,7 +220,7 @@ export function* encodeBillingParts(state: BillingState, options: { partChars?: 
   for (const [jobId, t] of state.jobTeams) yield* add([Section.JobTeam, jobId, t.team, t.eventId]);
   for (const [id, f] of state.finalized) {
     const item: Json[] = [Section.Finalized, id, f.eventId, pos(f.position), p.value(f.data), f.lines];
-    if (f.settled) item.push([...f.settled].map(([lineId, l]) => [lineId, l.eventId, pos(l.position), ...(l.line !== undefined ? [l.index!, p.value(l.line)] : [])]));
+    if (f.losses) item.push([...f.losses].map(([lineId, l]) => [lineId, l.eventId, pos(l.position), ...(l.line !== undefined ? [l.index!, p.value(l.line)] : [])]));
     yield* add(item);
   }
   // Runs of line ids of one invoice, in the order they settled (an invoice's lines settle together).
@@ -313,7 +313,7 @@ function decodeItem(state: BillingState, u: Unpacker, item: Json[]): void {
       const [id, eventId, at, data, lines, losses] = item.slice(1) as [string, string, number | string, Json, number, [string, string, number | string, number?, Json?][] | undefined];
       const entry: FinalizedEntry = { data: u.value(data) as never, eventId, position: BigInt(at), lines };
       if (losses) {
-        entry.settled = new Map(
+        entry.losses = new Map(
           losses.map(([lineId, lossEventId, lossAt, index, line]) => [lineId, { eventId: lossEventId, position: BigInt(lossAt), ...(line !== undefined ? { line: u.value(line) as never, index: index! } : {}) }]),
         );
       }

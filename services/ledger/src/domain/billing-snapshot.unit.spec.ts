@@ -115,7 +115,7 @@ describe('billing snapshot text', () => {
     expect(whole.jobTeams.size).toBeLessThan(keeping.jobTeams.size);
     expect(whole.jobTeams.has('00000000-0000-4000-9000-000000000099')).toBe(true);
     expect([...whole.finalized.values()].every((f) => f.data.invoice.lines.length === 0 && f.lines === stored.get(f.data.invoice.invoiceId)!.lines.length)).toBe(true);
-    expect([...whole.finalized.values()].flatMap((f) => [...f.settled!.values()]).filter((l) => l.line !== undefined)).not.toHaveLength(0);
+    expect([...whole.finalized.values()].flatMap((f) => [...f.losses!.values()]).filter((l) => l.line !== undefined)).not.toHaveLength(0);
     const wholeText = encodeBilling(whole);
     expect(wholeText.join('').length).toBeLessThan(encodeBilling(keeping).join('').length);
     const wholeDigests = digests(whole, stored);

@@ -95,7 +95,7 @@ export interface FinalizedEntry {
   /** How many lines the invoice has. */
   lines: number;
   /** Settling state only: `data` holds no lines, and these are the losses of its lines by line id. */
-  settled?: Map<string, SettledLoss>;
+  losses?: Map<string, SettledLoss>;
 }
 
 export interface BillingState {
@@ -179,7 +179,7 @@ export function evolveBilling(state: BillingState, event: StoredEvent): BillingS
         const key = lineIdOf(a.attemptId, d.nodeId);
         const invoiceId = state.settled.get(key);
         if (invoiceId !== undefined) {
-          const losses = state.finalized.get(invoiceId)!.settled!;
+          const losses = state.finalized.get(invoiceId)!.losses!;
           if (!losses.has(key)) losses.set(key, { eventId: event.eventId, position: event.position });
           continue;
         }
@@ -235,7 +235,7 @@ function settle(state: BillingState, entry: FinalizedEntry): void {
     if (facts?.lost) losses.set(line.lineId, { ...facts.lost, line, index });
   });
   entry.data = { ...entry.data, invoice: { ...invoice, lines: [] } };
-  entry.settled = losses;
+  entry.losses = losses;
   // A job none of whose attempts is left needs its team no more, unless another attempt comes (then `teamless`).
   for (const jobId of jobs) if (!state.openAttempts.has(jobId)) state.jobTeams.delete(jobId);
 }
@@ -276,8 +276,8 @@ export function readJobTeam(state: BillingState, jobId: string, submitted: { eve
 export function unreadLosses(state: BillingState): FinalizedEntry[] {
   const out: FinalizedEntry[] = [];
   for (const entry of state.finalized.values()) {
-    if (!entry.settled) continue;
-    for (const loss of entry.settled.values()) {
+    if (!entry.losses) continue;
+    for (const loss of entry.losses.values()) {
       if (loss.line === undefined) {
         out.push(entry);
         break;
@@ -292,7 +292,7 @@ export function readSettledLines(entry: FinalizedEntry, stored: InvoiceFinalized
   if (stored.invoice.invoiceId !== entry.data.invoice.invoiceId) throw new Error(`the event at position ${entry.position} finalized ${stored.invoice.invoiceId}, not ${entry.data.invoice.invoiceId}`);
   const index = new Map<string, number>();
   stored.invoice.lines.forEach((line, i) => index.set(line.lineId, i));
-  for (const [lineId, loss] of entry.settled ?? []) {
+  for (const [lineId, loss] of entry.losses ?? []) {
     if (loss.line !== undefined) continue;
     const i = index.get(lineId);
     if (i === undefined) throw new Error(`${entry.data.invoice.invoiceId} has no line ${lineId}`);

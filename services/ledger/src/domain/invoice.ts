@@ -285,8 +285,8 @@ export function correctionsOf(state: BillingState, finalized: FinalizedEntry): C
     if (owed <= 0) return;
     out.push({ lineId: line.lineId, jobId: line.jobId, attemptId: line.attemptId, nodeId: line.nodeId, currency: line.currency, amountMicros: owed, reason: now.reason, eventIds: now.eventIds });
   };
-  if (finalized.settled) {
-    const losses = [...finalized.settled].map(([lineId, loss]) => {
+  if (finalized.losses) {
+    const losses = [...finalized.losses].map(([lineId, loss]) => {
       if (loss.line === undefined || loss.index === undefined) throw new Error(`the line ${lineId} of ${finalized.data.invoice.invoiceId} was lost and is not read from its InvoiceFinalized event yet`);
       return { line: loss.line, index: loss.index, eventId: loss.eventId };
     });
@@ -413,7 +413,7 @@ function creditedTotals(notes: readonly CreditNoteIssued[]): Map<string, bigint>
  * lines of it) `stored`, read from its InvoiceFinalized event at `entry.position`.
  */
 export function storedCopyOf(entry: FinalizedEntry, stored?: InvoiceBody): InvoiceBody {
-  if (!entry.settled) return entry.data.invoice;
+  if (!entry.losses) return entry.data.invoice;
   if (!stored) throw new Error(`the stored copy of ${entry.data.invoice.invoiceId} is read from its InvoiceFinalized event at position ${entry.position}; none was handed in`);
   if (stored.invoiceId !== entry.data.invoice.invoiceId || stored.lines.length !== entry.lines) throw new Error(`the copy handed in for ${entry.data.invoice.invoiceId} is not the one finalized at position ${entry.position}`);
   return stored;

@@ -91,7 +91,11 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
         return undefined;
       });
       const loaded = await this.loadSnapshot();
-      if (loaded) this.state = loaded;
+      if (loaded) {
+        this.state = loaded;
+        // A snapshot is saved after such reads, but a state is never trusted to have had them.
+        await readWhatItNeeds(this.store, this.state);
+      }
       const fromPosition = this.state.position;
       const loadedMs = Date.now() - started;
       const { events, weight } = await foldStoreWeighed(this.store, this.state, await this.store.headPosition());
@@ -133,7 +137,7 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
   async storedCopy(state: BillingState, invoiceId: string): Promise<InvoiceBody | undefined> {
     const entry = state.finalized.get(invoiceId);
     if (!entry) return undefined;
-    return storedCopyOf(entry, entry.settled ? (await readFinalized(this.store, entry)).invoice : undefined);
+    return storedCopyOf(entry, entry.losses ? (await readFinalized(this.store, entry)).invoice : undefined);
   }
 
   /** Runs `fn` on the state caught up to the store head, with no fold in between. */
@@ -153,7 +157,6 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
     return this.exclusive(async () => {
       const head = await this.store.headPosition();
       await this.catchUp(head);
-      const before = await this.digests(this.state);
 
       const started = Date.now();
       const fresh = initialBilling({ settle: true });
@@ -170,7 +173,7 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
       }
       events += await foldStore(this.store, fresh, head);
       const elapsedMs = Date.now() - started;
-      const after = await this.digests(fresh);
+      const [before, after] = await this.digests([this.state, fresh]);
 
       const ids = [...new Set([...before.keys(), ...after.keys()])].sort();
       const invoices = ids.map((invoiceId) => {
@@ -194,16 +197,23 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
   }
 
   /**
-   * sha256 of the canonical JSON of every invoice view (with credit notes) of `state`, by id: each
-   * finalized one with its stored copy, read from the store one at a time (a month of a big team
-   * is a hundred thousand lines).
+   * sha256 of the canonical JSON of every invoice view (with credit notes) of each state, by id:
+   * each finalized one with its stored copy, read from the store once for all the states, one
+   * invoice at a time (a month of a big team is a hundred thousand lines).
    */
-  private async digests(state: BillingState): Promise<Map<string, { status: 'draft' | 'finalized'; sha256: string }>> {
-    const out = new Map<string, { status: 'draft' | 'finalized'; sha256: string }>();
-    const drafts = allInvoices(state);
-    for (const id of [...new Set([...drafts.keys(), ...state.finalized.keys()])].sort()) {
-      const view = invoiceView(state, id, this.cutoffMs, drafts, await this.storedCopy(state, id));
-      out.set(id, { status: view.status, sha256: createHash('sha256').update(canonicalJson(view)).digest('hex') });
+  private async digests(states: readonly BillingState[]): Promise<Map<string, { status: 'draft' | 'finalized'; sha256: string }>[]> {
+    const drafts = states.map((state) => allInvoices(state));
+    const out = states.map(() => new Map<string, { status: 'draft' | 'finalized'; sha256: string }>());
+    const ids = new Set(states.flatMap((state, i) => [...drafts[i]!.keys(), ...state.finalized.keys()]));
+    for (const id of [...ids].sort()) {
+      let read: { eventId: string; invoice: InvoiceBody } | undefined;
+      for (const [i, state] of states.entries()) {
+        const entry = state.finalized.get(id);
+        if (!entry && !drafts[i]!.has(id)) continue;
+        if (entry?.losses && read?.eventId !== entry.eventId) read = { eventId: entry.eventId, invoice: (await readFinalized(this.store, entry)).invoice };
+        const view = invoiceView(state, id, this.cutoffMs, drafts[i], entry?.losses ? read!.invoice : undefined);
+        out[i]!.set(id, { status: view.status, sha256: createHash('sha256').update(canonicalJson(view)).digest('hex') });
+      }
     }
     return out;
   }
@@ -341,12 +351,14 @@ function weightOf(event: { type: string; data: unknown }): number {
 async function foldStoreWeighed(store: EventStore, state: BillingState, to: bigint): Promise<{ events: number; weight: number }> {
   let count = 0;
   let weight = 0;
+  let lost = false;
   let from = state.position;
   while (from < to) {
     const page = await store.readAll({ fromPosition: from, toPosition: to, maxCount: PAGE, filter: { types: BILLING_EVENT_TYPES } });
     for (const e of page) {
       evolveBilling(state, e);
       weight += weightOf(e);
+      if (e.type === 'NodeLost') lost = true;
     }
     count += page.length;
     if (page.length < PAGE) break;
@@ -356,11 +368,24 @@ async function foldStoreWeighed(store: EventStore, state: BillingState, to: bigi
     await turn();
   }
   if (to > state.position) state.position = to;
-  // A NodeLost of a settled attempt: its line is read from the invoice's event (rare: a node lost after the invoice was).
-  for (const entry of unreadLosses(state)) readSettledLines(entry, await readFinalized(store, entry));
-  // An attempt with no team in its agent's metadata, of a job that left the state: its JobSubmitted, from the job's intake stream.
-  for (const jobId of [...state.teamless]) readJobTeam(state, jobId, (await store.readStream(intakeJobStreamId(jobId), { maxCount: 1 }))[0]);
+  if (lost) await readWhatItNeeds(store, state);
+  else await readTeams(store, state);
   return { events: count, weight };
+}
+
+/**
+ * What a settling state reads from the store after a fold (decision 0046): the lines of settled
+ * attempts a NodeLost named since (rare: a node lost after the invoice was; only a fold that
+ * folded a NodeLost looks, this runs after every fold), and the teams of {@link readTeams}.
+ */
+async function readWhatItNeeds(store: EventStore, state: BillingState): Promise<void> {
+  for (const entry of unreadLosses(state)) readSettledLines(entry, await readFinalized(store, entry));
+  await readTeams(store, state);
+}
+
+/** An attempt with no team in its agent's metadata, of a job that left the state: its JobSubmitted, from the job's intake stream. */
+async function readTeams(store: EventStore, state: BillingState): Promise<void> {
+  for (const jobId of [...state.teamless]) readJobTeam(state, jobId, (await store.readStream(intakeJobStreamId(jobId), { maxCount: 1 }))[0]);
 }
 
 /** The InvoiceFinalized event of a finalized invoice, from the store at the entry's position. */

@@ -171,7 +171,7 @@ describe.each(stores.backends)('ledger billing snapshot ($name)', (backend) => {
     const final = await fromZero(store);
     expect(final.finalized.size).toBeGreaterThan(1);
     expect(final.creditNotes.size).toBeGreaterThan(0);
-    const losses = [...final.attempts.values()].filter((a) => a.lost).length + [...final.finalized.values()].reduce((n, f) => n + f.settled!.size, 0);
+    const losses = [...final.attempts.values()].filter((a) => a.lost).length + [...final.finalized.values()].reduce((n, f) => n + f.losses!.size, 0);
     expect(losses).toBeGreaterThan(3);
     expect(final.prices.size).toBe(2);
     // Every line on a finalized invoice left the state: the ledger's state holds the other attempts only.
