@@ -1,5 +1,5 @@
 /**
- * Audit queries at scale (issue 16, item 5): a store of N jobs (default 1,000,000, about 12
+ * Audit queries at scale (issue 16, item 5): a store of N jobs (default 1,000,000, about 13
  * events each: test/support/history.ts, written straight into the store in large transactions),
  * then the ledger as its real process on it, then the audit queries over the bus as intake asks
  * them, and through `gpunet audit` (intake's HTTP) when intake comes up in time.

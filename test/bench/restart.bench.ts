@@ -1,5 +1,5 @@
 /**
- * Restarts that do not grow with history (issue 16, item 3): a store of N jobs (about 12 events
+ * Restarts that do not grow with history (issue 16, item 3): a store of N jobs (about 13 events
  * each: test/support/history.ts, written straight into the store in large transactions), then
  * intake, placement, the ledger and storage as their real processes on it, each started more than once: once on the history as
  * written (intake's job views and placement's state come from the whole store, as every start

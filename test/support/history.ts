@@ -1,5 +1,5 @@
 /**
- * A long history, made fast: the events the services record for N jobs (about 12 per job, as a
+ * A long history, made fast: the events the services record for N jobs (about 13 per job, as a
  * real run writes them, in the streams each service writes), several teams, spread over days, a
  * few jobs lost with their node and run again. Written straight into a store in large batches
  * (`buildHistoryStore`), not through the services: for benches and tests of what happens at a
@@ -62,6 +62,9 @@ function eventId(seed: number): string {
 
 const SHA = (n: number, ch: string) => `${ch.repeat(56)}${(n >>> 0).toString(16).padStart(8, '0')}`;
 const GPU_MODELS = ['A100', 'H100', 'L40S'] as const;
+/** Distinct input blobs: job `i` reads blob `i % INPUT_BLOBS` of its team. */
+const INPUT_BLOBS = 5_000;
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 
 /** The appends of job `i`, in the order the services record them. */
 export function historyJob(i: number, options: HistoryOptions): HistoryAppend[] {
@@ -69,6 +72,7 @@ export function historyJob(i: number, options: HistoryOptions): HistoryAppend[] 
   const jobId = historyJobId(i, seed);
   const team = historyTeam(i, options);
   const nodes = options.nodes ?? HISTORY_DEFAULTS.nodes;
+  const teams = options.teams ?? HISTORY_DEFAULTS.teams;
   const lostEvery = options.lostEvery ?? HISTORY_DEFAULTS.lostEvery;
   const lost = i % lostEvery === lostEvery - 1;
   const t0 = historySubmittedMs(i, options);
@@ -89,13 +93,13 @@ export function historyJob(i: number, options: HistoryOptions): HistoryAppend[] 
   const spec = {
     name: `train-${i % 97}`,
     work: { kind: 'script', script: { inline: `python train.py --shard ${i % 1000}` } },
-    data: { inputs: [{ name: 'data', path: 'data/train', sha256: SHA(i % 5000, 'a'), size: 1_000_000 + (i % 1000) }] },
+    data: { inputs: [{ name: 'data', path: 'data/train', sha256: SHA(i % INPUT_BLOBS, 'a'), size: 1_000_000 + (i % 1000) }] },
     request: { gpus, timeLimitMs: 7_200_000, network: false },
     outputs: { globs: ['out/**'], maxBytes: 1_000_000_000 },
   };
   const out: HistoryAppend[] = [];
   out.push({ streamId: `intake-job-${jobId}`, events: [ev('JobSubmitted', { jobId, team, spec, submittedAt: at(0), submittedBy: `key-${team}` }, 'intake', 0)] });
-  out.push({ streamId: `storage-job-${jobId}`, events: [ev('InputsStaged', { jobId, inputs: [{ name: 'data', sha256: SHA(i % 5000, 'a'), size: 1_000_000 + (i % 1000) }], totalBytes: 1_000_000 + (i % 1000), stagedAt: at(800) }, 'storage', 800)] });
+  out.push({ streamId: `storage-job-${jobId}`, events: [ev('InputsStaged', { jobId, inputs: [{ name: 'data', sha256: SHA(i % INPUT_BLOBS, 'a'), size: 1_000_000 + (i % 1000) }], totalBytes: 1_000_000 + (i % 1000), stagedAt: at(800) }, 'storage', 800)] });
   let clock = 1_000;
   const attempts = lost ? 2 : 1;
   for (let attempt = 1; attempt <= attempts; attempt++) {
@@ -137,6 +141,15 @@ export function historyJob(i: number, options: HistoryOptions): HistoryAppend[] 
       events: [ev('OutputsStored', { jobId, attemptId, files: [{ path: 'out/model.bin', sha256: SHA(i, 'd'), size: 4096 + (i % 100) }], totalBytes: 4096 + (i % 100), truncated: false, logs: [], storedAt: at(finished + 700) }, 'storage', finished + 700)],
     });
     out.push({ streamId: execStream, events: [ev('ComputeReleased', { jobId, attemptId, nodeId, gpuIndices, releasedAt: at(finished + 800) }, 'execution', finished + 800)] });
+    // Storage removes the job's input at its release, as it does for an input kept 0 ms that no
+    // other job of the team needs then. The team's next job with the same bytes comes `sameBlob`
+    // jobs later and, at up to a million jobs over the default days, is submitted after this
+    // release; when it is not, it still needs the blob, and its own release removes it for both.
+    const sameBlob = (INPUT_BLOBS * teams) / gcd(INPUT_BLOBS, teams);
+    if (historySubmittedMs(i + sameBlob, options) > t0 + finished + 800) {
+      const input = { sha256: SHA(i % INPUT_BLOBS, 'a'), size: 1_000_000 + (i % 1000) };
+      out.push({ streamId: `storage-job-${jobId}`, events: [ev('DataRemoved', { jobId, scope: 'inputs', blobs: [input], reason: 'job_released', removedAt: at(finished + 850) }, 'storage', finished + 850)] });
+    }
     const billableMs = finished - held;
     const rate = 3_600_000;
     out.push({
