@@ -7,7 +7,10 @@
  * withdrawn, or an attempt that did not end `node_lost` releases its compute. From then on each
  * input is kept for its `keepMs` (0 when the spec says nothing) counted from that moment, so
  * related jobs can reuse it. A blob of a team is removed once no job of that team needs it, and
- * `DataRemoved` records it; blobs are team-scoped, so teams never share a reference.
+ * `DataRemoved` records it; blobs are team-scoped, so teams never share a reference. A final job
+ * leaves the model once its inputs are removed, or once it has ended and a later job holds every
+ * input it still has at least as long (`supersedes`): so the model holds the jobs that may still
+ * run and, per kept blob, the last jobs to keep it, not every job that ever named a dataset.
  *
  * Outputs, logs and checkpoints live in the same team-scoped, content-addressed store and are
  * never removed by this model: a blob any of them refers to is never removed as an input, since an
@@ -24,6 +27,7 @@ import type {
   ComputeReleased,
   DataRemoved,
   JobCheckpointed,
+  JobEnded,
   JobFinished,
   JobOutcome,
   JobRejected,
@@ -70,6 +74,11 @@ export interface JobRefs {
    * under the last of them to end: the release that made it unneeded.
    */
   final: { atMs: number; cause: CauseRef; seq: number } | undefined;
+  /**
+   * `JobEnded` folded: the ledger records it once placement decided the job runs no more (no
+   * retry, no requeue), so a final job that has ended never needs its inputs again.
+   */
+  ended: boolean;
   /** Outcome of each finished attempt, to tell a released `node_lost` attempt (requeued) from an end. */
   outcomes: Map<string, JobOutcome>;
   /** Input blobs (sha256) already removed. */
@@ -98,7 +107,17 @@ export const DATA_REF_EVENT_TYPES = [
   'DataRemoved',
   'OutputsStored',
   'JobCheckpointed',
+  'JobEnded',
 ] as const;
+
+export interface EvolveOptions {
+  /**
+   * Forget an ended job once a later one holds every input it still has, at least as long
+   * (`supersedes`): without it every job that named a dataset stayed for as long as the dataset
+   * kept its bytes. Default true; false keeps every job, as a reference for tests.
+   */
+  supersede?: boolean;
+}
 
 export function initialDataRefs(): DataRefs {
   return { jobs: new Map(), byTeam: new Map(), datasets: new Map(), finals: 0 };
@@ -163,7 +182,8 @@ export function retainedIn(refs: Iterable<RetainedRef>): RetainedOf {
  * Folds one event into the model (in place). Idempotent: applying an event twice changes
  * nothing more, so live events may overlap the fold at start.
  */
-export function evolve(model: DataRefs, event: RefEvent): void {
+export function evolve(model: DataRefs, event: RefEvent, options: EvolveOptions = {}): void {
+  const supersede = options.supersede ?? true;
   switch (event.type) {
     case 'JobSubmitted': {
       const e = event.data as JobSubmitted;
@@ -174,18 +194,18 @@ export function evolve(model: DataRefs, event: RefEvent): void {
         const key = `${e.team}/${i.dataset}`;
         if (model.datasets.get(key)?.sha256 !== i.sha256) model.datasets.set(key, { sha256: i.sha256, sinceMs: Date.parse(e.submittedAt) });
       }
-      model.jobs.set(e.jobId, { jobId: e.jobId, team: e.team, inputs, final: undefined, outcomes: new Map(), removed: new Set() });
+      model.jobs.set(e.jobId, { jobId: e.jobId, team: e.team, inputs, final: undefined, ended: false, outcomes: new Map(), removed: new Set() });
       const ids = model.byTeam.get(e.team) ?? new Set<string>();
       ids.add(e.jobId);
       model.byTeam.set(e.team, ids);
       return;
     }
     case 'StagingFailed':
-      return finish(model, (event.data as StagingFailed).jobId, (event.data as StagingFailed).failedAt, event);
+      return finish(model, (event.data as StagingFailed).jobId, (event.data as StagingFailed).failedAt, event, supersede);
     case 'JobRejected':
-      return finish(model, (event.data as JobRejected).jobId, (event.data as JobRejected).rejectedAt, event);
+      return finish(model, (event.data as JobRejected).jobId, (event.data as JobRejected).rejectedAt, event, supersede);
     case 'JobWithdrawn':
-      return finish(model, (event.data as JobWithdrawn).jobId, (event.data as JobWithdrawn).withdrawnAt, event);
+      return finish(model, (event.data as JobWithdrawn).jobId, (event.data as JobWithdrawn).withdrawnAt, event, supersede);
     case 'JobFinished': {
       const e = event.data as JobFinished;
       model.jobs.get(e.jobId)?.outcomes.set(e.attemptId, e.outcome);
@@ -196,18 +216,26 @@ export function evolve(model: DataRefs, event: RefEvent): void {
       const job = model.jobs.get(e.jobId);
       // A node_lost attempt is requeued by placement: the job still needs its inputs.
       if (!job || job.outcomes.get(e.attemptId) === 'node_lost') return;
-      return finish(model, e.jobId, e.releasedAt, event);
+      return finish(model, e.jobId, e.releasedAt, event, supersede);
     }
     case 'JobRequeued': {
       const job = model.jobs.get((event.data as JobRequeued).jobId);
       if (job) job.final = undefined;
       return;
     }
+    case 'JobEnded': {
+      const job = model.jobs.get((event.data as JobEnded).jobId);
+      if (!job || job.ended) return;
+      job.ended = true;
+      if (supersede && job.final && [...model.byTeam.get(job.team)!].some((id) => supersedes(model.jobs.get(id)!, job))) forget(model, job);
+      return;
+    }
     // OutputsStored and JobCheckpointed change nothing here: see `retainedBy`.
     case 'DataRemoved': {
       const e = event.data as DataRemoved;
       if (e.scope !== 'inputs' || e.nodeId !== undefined || e.jobId === undefined) return;
-      const team = model.jobs.get(e.jobId)?.team;
+      // Storage records its removals with the team; the job named may have left the model since.
+      const team = event.metadata.team ?? model.jobs.get(e.jobId)?.team;
       if (team === undefined) return;
       // The blob is gone for every job of the team that is done with it, not only the one named.
       const gone = new Set(e.blobs.map((b) => b.sha256));
@@ -231,16 +259,55 @@ function teamOfEvent(model: DataRefs, jobId: string, eventTeam: string | undefin
   return eventTeam ?? model.jobs.get(jobId)?.team;
 }
 
-function finish(model: DataRefs, jobId: string, at: string, cause: RefEvent): void {
+function finish(model: DataRefs, jobId: string, at: string, cause: RefEvent, supersede: boolean): void {
   const job = model.jobs.get(jobId);
   if (!job || job.final) return;
   job.final = { atMs: Date.parse(at), cause: { eventId: cause.eventId, metadata: { correlationId: cause.metadata.correlationId } }, seq: model.finals++ };
-  prune(model, job);
+  if (prune(model, job) || !supersede) return;
+  for (const id of model.byTeam.get(job.team) ?? []) {
+    const earlier = model.jobs.get(id)!;
+    if (earlier !== job && supersedes(job, earlier)) forget(model, earlier);
+  }
 }
 
-/** A final job with nothing left to remove needs no place in the model. */
-function prune(model: DataRefs, job: JobRefs): void {
-  if (!job.final || job.inputs.some((i) => !job.removed.has(i.sha256))) return;
+/**
+ * Whether `later` makes `earlier` irrelevant to every plan from now on: both final, `earlier`
+ * ended (it runs no more) and before `later` in the order jobs became final, and every input
+ * `earlier` still has is an input `later` still has, of the same kind, kept at least as long.
+ *
+ * Then whatever plan removes such a blob, `later` needed it as long and is the one it is recorded
+ * under (the last to end first), so plans are those of a model that keeps `earlier`. The one
+ * difference: a repeated release plan of `earlier` alone finds nothing, and the next sweep
+ * removes the blobs under `later`. A later job run again (requeued) needs the blobs while it
+ * runs, and ends after `earlier` again.
+ */
+function supersedes(later: JobRefs, earlier: JobRefs): boolean {
+  const lf = later.final;
+  const ef = earlier.final;
+  if (!lf || !ef || !earlier.ended || ef.seq >= lf.seq) return false;
+  return earlier.inputs.every(
+    (i) =>
+      earlier.removed.has(i.sha256) ||
+      later.inputs.some(
+        (k) =>
+          k.sha256 === i.sha256 &&
+          k.kind === i.kind &&
+          !later.removed.has(k.sha256) &&
+          // A dataset is kept while its name means these bytes, then until the later of the job's end
+          // and the renaming; a plain input for its keep. A dataset input keeps at least until its end.
+          (i.dataset !== undefined ? k.dataset === i.dataset && lf.atMs >= ef.atMs : lf.atMs + (k.dataset !== undefined ? 0 : k.keepMs) >= ef.atMs + i.keepMs),
+      ),
+  );
+}
+
+/** A final job with nothing left to remove needs no place in the model; true when it left. */
+function prune(model: DataRefs, job: JobRefs): boolean {
+  if (!job.final || job.inputs.some((i) => !job.removed.has(i.sha256))) return false;
+  forget(model, job);
+  return true;
+}
+
+function forget(model: DataRefs, job: JobRefs): void {
   model.jobs.delete(job.jobId);
   const ids = model.byTeam.get(job.team);
   ids?.delete(job.jobId);

@@ -1,4 +1,5 @@
 import type { BlobRef, DataRemoved } from '#contracts';
+import fc from 'fast-check';
 import {
   decodeDataRefs,
   decodeDataRefsParts,
@@ -15,6 +16,7 @@ import {
   type DataRefs,
   type FilesOf,
   type RefEvent,
+  type Removal,
   type RetainedRef,
 } from './data-refs.js';
 import { at, sha, submitted, T0, type InputSketch } from './fixtures.js';
@@ -51,6 +53,8 @@ const released = (jobId: string, attempt: string, ms = 1000) => ev('ComputeRelea
 const removed = (jobId: string, blobs: BlobRef[]): RefEvent =>
   ev('DataRemoved', { jobId, scope: 'inputs', blobs, reason: 'job_released', removedAt: at(2000) } satisfies DataRemoved);
 const shas = (blobs: readonly BlobRef[]) => blobs.map((b) => b.sha256).sort();
+const ended = (jobId: string, ms: number, team = 'team-a') =>
+  ev('JobEnded', { jobId, team, outcome: 'completed', attempts: 1, billed: { billableMs: 0, totals: [] }, endedAt: at(ms) });
 
 describe('data references', () => {
   it('given a released job whose inputs nobody else uses, plans their removal as job_released, caused by the release', () => {
@@ -381,6 +385,13 @@ describe('data references snapshot (decision 0044)', () => {
     submit('job-3', [{ name: 'set', sha256: sha('a9'), dataset: 'corpus' }]),
     finished('job-2', 'b1', 'completed', 3000),
     released('job-2', 'b1', 3000),
+    finished('job-3', 'c1', 'completed', 3500),
+    released('job-3', 'c1', 3500),
+    ended('job-3', 3600),
+    // job-4 keeps the dataset job-3 kept: job-3 leaves the model.
+    submit('job-4', [{ name: 'set', sha256: sha('a9'), dataset: 'corpus' }]),
+    finished('job-4', 'd1', 'completed', 4000),
+    released('job-4', 'd1', 4000),
   ];
 
   it.each(Array.from({ length: history.length + 1 }, (_, k) => k))('cut after %i events: decode(encode) with the rest folded on equals the whole fold', (k) => {
@@ -410,5 +421,146 @@ describe('data references snapshot (decision 0044)', () => {
   it('refuses text that is not a model', () => {
     expect(() => decodeDataRefs('{"jobs":{}}')).toThrow(/not a storage reference model/);
     expect(() => decodeDataRefs('null')).toThrow(/not a storage reference model/);
+  });
+});
+
+describe('superseded jobs (decision 0048)', () => {
+  it('a job that named a dataset leaves the model once a later job of the team keeps the same bytes under that name', () => {
+    const history: RefEvent[] = [];
+    for (let i = 1; i <= 5; i++) {
+      const t = i * 1000;
+      history.push(submit(`job-${i}`, [{ name: 'set', sha256: sha('b2'), dataset: 'corpus' }]), finished(`job-${i}`, 'a1', 'completed', t), released(`job-${i}`, 'a1', t), ended(`job-${i}`, t + 10));
+    }
+    const kept = initialDataRefs();
+    for (const e of history) evolve(kept, e, { supersede: false });
+    const model = given(...history);
+    expect([...kept.jobs.keys()]).toHaveLength(5);
+    expect([...model.jobs.keys()]).toEqual(['job-5']);
+    // Renamed: the bytes go under the last job to keep them, as with every job kept.
+    const renamed = submit('job-6', [{ name: 'set', sha256: sha('c3'), dataset: 'corpus' }]);
+    fold(model, renamed);
+    evolve(kept, renamed, { supersede: false });
+    expect(planFor(model, T0 + HOUR, noFolders)).toEqual(planRemovals(kept, T0 + HOUR, noFolders, retainedIn([])));
+    expect(planFor(model, T0 + HOUR, noFolders).map((r) => [r.jobId, shas(r.blobs)])).toEqual([['job-5', [sha('b2')]]]);
+  });
+
+  it('a job not yet ended, or holding an input the later job does not keep as long, stays', () => {
+    const model = given(
+      submit('job-1', [{ name: 'set', sha256: sha('b2'), dataset: 'corpus' }]),
+      submit('job-2', [{ name: 'set', sha256: sha('b2'), dataset: 'corpus' }, { name: 'x', sha256: sha('a1'), keepMs: 5000 }]),
+      submit('job-3', [{ name: 'x', sha256: sha('a1'), keepMs: 1000 }, { name: 'set', sha256: sha('b2'), dataset: 'corpus' }]),
+      // job-1 is released (final) but placement may still run it again: not ended.
+      released('job-1', 'a1', 1000),
+      released('job-2', 'b1', 2000),
+      ended('job-2', 2100),
+      released('job-3', 'c1', 3000),
+      ended('job-3', 3100),
+    );
+    // job-2 keeps a1 until 7000, job-3 only until 4000.
+    expect([...model.jobs.keys()].sort()).toEqual(['job-1', 'job-2', 'job-3']);
+  });
+
+  it('a removal recorded under a job that left the model still settles the blob for the team', () => {
+    const model = given(
+      submit('job-1', [{ name: 'x', sha256: sha('a1'), keepMs: 1000 }]),
+      released('job-1', 'a1', 1000),
+      ended('job-1', 1100),
+      submit('job-2', [{ name: 'x', sha256: sha('a1'), keepMs: 1000 }]),
+      released('job-2', 'b1', 2000),
+    );
+    expect([...model.jobs.keys()]).toEqual(['job-2']);
+    evolve(model, { ...removed('job-1', [{ sha256: sha('a1'), size: 10 }]), metadata: { correlationId: 'corr', team: 'team-a' } });
+    expect(model.jobs.size).toBe(0);
+  });
+
+  // Random histories of a few jobs of two teams sharing blobs, datasets renamed, keeps, folders,
+  // retries, requeues and releases before the attempt's end, with storage's release plans and
+  // sweeps applied as it applies them: a model that forgets superseded jobs plans exactly as one
+  // that keeps every job, at every step.
+  const POOL = [
+    { sha256: sha('a1'), kind: 'file' as const },
+    { sha256: sha('b2'), kind: 'file' as const },
+    { sha256: sha('c3'), kind: 'file' as const },
+    { sha256: sha('f6'), kind: 'folder' as const },
+    { sha256: sha('f7'), kind: 'folder' as const },
+    // The bytes of a folder's manifest named as a file input.
+    { sha256: sha('f6'), kind: 'file' as const },
+  ];
+  const files: FilesOf = (_team, manifest) =>
+    manifest === sha('f6') ? [{ sha256: sha('a1'), size: 10 }, { sha256: sha('d4'), size: 10 }] : manifest === sha('f7') ? [{ sha256: sha('d4'), size: 10 }] : [];
+  const inputArb = fc.record({ blob: fc.integer({ min: 0, max: POOL.length - 1 }), keepMs: fc.constantFrom(0, 0, 500, 3000), dataset: fc.constantFrom(undefined, undefined, 'corpus', 'weights') });
+  const jobArb = fc.record({
+    team: fc.constantFrom('team-a', 'team-b'),
+    inputs: fc.uniqueArray(inputArb, { minLength: 1, maxLength: 3, selector: (i) => POOL[i.blob]!.sha256 }),
+    end: fc.constantFrom('runs', 'runs', 'runs', 'rejected', 'withdrawn', 'staging_failed'),
+    again: fc.array(fc.constantFrom('node_lost', 'retry', 'released_first'), { maxLength: 2 }),
+    last: fc.constantFrom('completed', 'failed', 'cancelled'),
+  });
+  type JobSketch = typeof jobArb extends fc.Arbitrary<infer T> ? T : never;
+  const seen = { superseded: 0, plansWithRemovals: 0 };
+
+  /** The job's events in order, each made at the time it is folded. */
+  function steps(j: JobSketch, jobId: string): ((ms: number) => RefEvent)[] {
+    const inputs = j.inputs.map((i, n) => ({ name: `in-${n}`, ...POOL[i.blob]!, keepMs: i.keepMs, ...(i.dataset ? { dataset: i.dataset } : {}) }));
+    const out: ((ms: number) => RefEvent)[] = [(ms) => ev('JobSubmitted', submitted(jobId, inputs, j.team, ms))];
+    const end = (ms: number) => ended(jobId, ms, j.team);
+    if (j.end === 'rejected') return [...out, (ms) => ev('JobRejected', { jobId, rejectedAt: at(ms) }), end];
+    if (j.end === 'withdrawn') return [...out, (ms) => ev('JobWithdrawn', { jobId, withdrawnAt: at(ms) }), end];
+    if (j.end === 'staging_failed') return [...out, (ms) => ev('StagingFailed', { jobId, failedAt: at(ms) }), end];
+    j.again.forEach((how, n) => {
+      const attempt = `a${n + 1}`;
+      const requeue = (ms: number) => ev('JobRequeued', { jobId, previousAttemptId: attempt, reason: how === 'retry' ? 'retry' : 'node_lost', nextAttempt: n + 2, requeuedAt: at(ms) });
+      if (how === 'released_first') out.push((ms) => released(jobId, attempt, ms), (ms) => finished(jobId, attempt, 'node_lost', ms), requeue);
+      else out.push((ms) => finished(jobId, attempt, how === 'retry' ? 'failed' : 'node_lost', ms), (ms) => released(jobId, attempt, ms), requeue);
+    });
+    const attempt = `a${j.again.length + 1}`;
+    return [...out, (ms) => finished(jobId, attempt, j.last, ms), (ms) => released(jobId, attempt, ms), end];
+  }
+
+  it('plans exactly as a model that keeps every job, through random histories', () => {
+    fc.assert(
+      fc.property(fc.array(jobArb, { minLength: 1, maxLength: 10 }), fc.array(fc.nat(), { maxLength: 150 }), fc.array(fc.boolean(), { maxLength: 150 }), (jobs, order, sweeps) => {
+        const queues = jobs.map((j, n) => steps(j, `job-${n}`));
+        const picks = [...order.map((k) => k % jobs.length), ...queues.flatMap((q, n) => q.map(() => n))];
+        const forgets = initialDataRefs();
+        const keeps = initialDataRefs();
+        const none = retainedIn([]);
+        let ms = 0;
+        const both = (e: RefEvent) => {
+          evolve(forgets, e);
+          evolve(keeps, e, { supersede: false });
+        };
+        /** Plans on both, requires them equal, and records the removals on both, as storage does. */
+        const plan = (only?: string) => {
+          // Teams come in the order their first final job entered the model; within a team, removals in order.
+          const byTeam = (rs: Removal[]) => [...rs].sort((a, b) => (a.team < b.team ? -1 : a.team > b.team ? 1 : 0));
+          const planned = planRemovals(forgets, T0 + ms, files, none, only);
+          expect(byTeam(planned)).toEqual(byTeam(planRemovals(keeps, T0 + ms, files, none, only)));
+          if (planned.length > 0) seen.plansWithRemovals++;
+          for (const r of planned) {
+            both({ eventId: `evt-${++seq}`, type: 'DataRemoved', data: { jobId: r.jobId, scope: 'inputs', blobs: r.blobs, reason: r.reason, removedAt: at(ms) }, metadata: { correlationId: 'corr', team: r.team } });
+          }
+        };
+        picks.forEach((n, k) => {
+          const next = queues[n]!.shift();
+          if (!next) return;
+          ms += 100;
+          const e = next(ms);
+          both(e);
+          if (e.type === 'ComputeReleased') plan((e.data as { jobId: string }).jobId);
+          if (sweeps[k]) plan();
+          expect(forgets.jobs.size).toBeLessThanOrEqual(keeps.jobs.size);
+          if (forgets.jobs.size < keeps.jobs.size) seen.superseded++;
+        });
+        ms += 10 * HOUR;
+        plan();
+        // What is left of a job in the forgetting model is what the keeping model has of it.
+        for (const [id, job] of forgets.jobs) expect(job).toEqual(keeps.jobs.get(id));
+      }),
+      { numRuns: 400 },
+    );
+    // The histories reach what the property is about.
+    expect(seen.superseded).toBeGreaterThan(100);
+    expect(seen.plansWithRemovals).toBeGreaterThan(100);
   });
 });

@@ -22,7 +22,7 @@ import { manifestFiles } from './manifest-files.js';
 /** The reference model's snapshot in the store's database (`projection_snapshot_storage_refs`, decision 0044). */
 export const DATA_REFS_SNAPSHOT = 'storage_refs';
 /** Bump whenever the model or `evolve` changes shape or meaning: a snapshot of another format is ignored. */
-export const DATA_REFS_SNAPSHOT_FORMAT = 3;
+export const DATA_REFS_SNAPSHOT_FORMAT = 4;
 
 /**
  * The retained references ({@link RetainedRef}: outputs', logs' and checkpoints' blobs, per team),
