@@ -31,7 +31,7 @@ const opts = new Command('restart.bench')
   .option('--jobs <n>', 'jobs in the store', positive, 20_000)
   .option('--teams <n>', 'teams the jobs belong to', positive, HISTORY_DEFAULTS.teams)
   .option('--postgres', 'the store on PostgreSQL (a database made for the run) instead of SQLite')
-  .option('--health-timeout <s>', 'how long a start may take', positive, 1_800)
+  .option('--health-timeout <s>', 'how long a start may take (and the ledger\'s audit table to catch up at start, GPUNET_AUDIT_CATCH_UP)', positive, 1_800)
   .option('--only <services>', 'measure only these services (comma-separated: intake,placement,ledger,storage)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
   .option('--restarts <n>', 'restarts measured after the first start (the last is the figure: a first restart may still fold what the first start wrote, such as invoices finalized)', positive, 2)
   .option('--lease-ms <ms>', 'leader lease of the services (GPUNET_LEASE_MS), as bench:audit: a first start on a million jobs holds the event loop longer than the default 6 s while it writes its snapshot, and steps down', positive, 120_000)
@@ -112,7 +112,13 @@ async function main(): Promise<void> {
   const db: TestDatabase | undefined = opts.postgres ? await createTestDatabase('gpunet_bench_restart') : undefined;
   say(`starting a network (${opts.postgres ? 'PostgreSQL' : 'SQLite'} store)`);
   let done = false;
-  const net = await TestNetwork.start({ agents: 1, gpus: 1, dirPrefix: 'gpunet-bench-restart-', logLevel: 'info', env: { GPUNET_LEASE_MS: String(opts.leaseMs) }, ...(db ? { postgresUrl: db.url } : {}) });
+  const net = await TestNetwork.start({ agents: 1, gpus: 1, dirPrefix: 'gpunet-bench-restart-', logLevel: 'info', env: {
+      GPUNET_LEASE_MS: String(opts.leaseMs),
+      // The ledger's first start folds its audit table from the whole store, which took longer than
+      // its default 10 minutes at a million jobs here: it gave up, started again and reloaded its
+      // billing snapshot. A start may take as long as the bench waits for it.
+      GPUNET_AUDIT_CATCH_UP: `${opts.healthTimeout}s`,
+    }, ...(db ? { postgresUrl: db.url } : {}) });
   try {
     const state = await readState(net.dataDir);
     // Every service but nats-server stops while the history is written: none folds it live.
