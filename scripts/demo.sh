@@ -15,6 +15,7 @@ DEMO_DIR="${GPUNET_DEMO_DIR:-$GPUNET_ROOT/.gpunet/demo}"
 gpunet() { node "$GPUNET_ROOT/bin/gpunet.js" "$@"; }
 
 ensure_node_modules
+ensure_c_compiler optional
 ensure_nats_server # exports GPUNET_NATS_SERVER_BIN, which `gpunet up` reads
 
 step "build"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm test`: everything, from a fresh clone. Installs npm packages, nats-server, promtool, podman, PostgreSQL, Chromium and iproute2
+# `npm test`: everything, from a fresh clone. Installs npm packages, a C compiler, nats-server, promtool, podman, PostgreSQL, Chromium and iproute2
 # when missing (Debian packages, as root), starts PostgreSQL when stopped, then builds,
 # typechecks, lints and runs the test tiers in order. A backend that cannot be had fails the
 # run; nothing is skipped. See README.md.
@@ -13,6 +13,7 @@ started=$SECONDS
 # Jest's output is teed into the summary below, which would turn its colours off on a terminal.
 if [ -t 1 ]; then export FORCE_COLOR=1; fi
 ensure_node_modules
+ensure_c_compiler
 ensure_nats_server
 ensure_postgres
 ensure_python

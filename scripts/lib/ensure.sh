@@ -79,6 +79,22 @@ ensure_build_tools() {
   apt_install python3 make g++
 }
 
+# gpunet-confine (decision 0049) is C, compiled by `npm run build`: one process confines a job's
+# run where the util-linux chain takes ten. The tests check it, so they need a compiler; the demo
+# runs without one (its agents then use the chain) and says so.
+ensure_c_compiler() {
+  step "C compiler (gpunet-confine)"
+  if command -v "${CC:-cc}" >/dev/null 2>&1; then
+    note "$(command -v "${CC:-cc}")"
+    return 0
+  fi
+  if ! is_root; then
+    [ "${1:-}" = optional ] && { note "none: agents will confine jobs with the slower util-linux chain (sudo apt-get install -y gcc)"; return 0; }
+    die "no C compiler: gpunet-confine, which the tests check, cannot be built." "Install one (Debian/Ubuntu): sudo apt-get install -y gcc"
+  fi
+  apt_install gcc
+}
+
 ensure_node_modules() {
   step "npm packages"
   ensure_node

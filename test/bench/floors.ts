@@ -93,6 +93,8 @@ export async function spawnFloors(agentEnv: Readonly<Record<string, string | und
     mountPath: await tool('mount'),
     shPath: await tool('sh'),
     prlimitPath: await tool('prlimit'),
+    // As the agent does: one gpunet-confine process where it works here (decision 0049).
+    ...(node.confineHelper !== undefined && { helperPath: node.confineHelper }),
   };
 
   /** One attempt's directory, script and confinement, as the agent prepares them before holding compute. */
@@ -170,6 +172,7 @@ export async function spawnFloors(agentEnv: Readonly<Record<string, string | und
       const result = await runProcess(runSpec, {
         maxLogBytes: config.GPUNET_MAX_LOG_BYTES,
         cgroupBases: node.cgroupBases,
+        ...(node.confineHelper !== undefined && { confineHelperPath: node.confineHelper }),
         cgroupName: runCgroupName(nodeId, attemptId),
         diskCheckMs: config.GPUNET_DISK_CHECK_MS,
       });
@@ -194,7 +197,7 @@ function describeChain(argv: readonly string[]): string {
     else if (a === '-c' && argv[i - 1]?.endsWith('sh')) {
       parts.push('-c <confine script>');
       i++;
-    } else if (a !== '--' && !/^(tmpfs|mqueue|keep|mount|lo)=/.test(a) && a !== '<procs>') parts.push(a);
+    } else if (a !== '--' && !/^(tmpfs|mqueue|keep|mount|lo|cgroup)=/.test(a) && a !== '<procs>') parts.push(a);
   }
   return parts.join(' ').replace(/ gpunet-confine/, ' gpunet-confine …');
 }

@@ -47,6 +47,11 @@ export const ExecutionConfig = z.object({
   GPUNET_JOB_MAX_DISK_BYTES: positiveInt('most disk one job may fill or ask for (resources.disk); default the size of the work dir\'s file system').optional(),
   GPUNET_JOB_DISK_PER_GPU_BYTES: positiveInt('default disk cap of a job per GPU it holds; default the work dir\'s file system size divided by the GPUs').optional(),
   GPUNET_DISK_CHECK_MS: positiveInt('milliseconds between measurements of a running job\'s disk use').default(2_000),
+  GPUNET_CONFINE_HELPER: z
+    .string()
+    .regex(/^(auto|off|\/.+)$/, { error: 'GPUNET_CONFINE_HELPER must be auto, off, or the absolute path of a gpunet-confine binary' })
+    .default('auto')
+    .describe('auto: confine each run with the gpunet-confine binary built beside the agent when it works here; off: with the util-linux chain (unshare, sh, ip, mount, prlimit, setpriv); or the path of a gpunet-confine binary, which must work'),
   GPUNET_MOUNT_ISOLATION: z.enum(['auto', 'off']).default('auto').describe('auto: each job gets its own mount and IPC namespaces with a private /tmp, /var/tmp, /dev/shm, /run/lock and /dev/mqueue where the agent can make them'),
   GPUNET_CHECKPOINT_INTERVAL_MS: positiveInt('milliseconds between saves of a running job\'s checkpoint directory, unless its spec says otherwise').default(600_000),
   GPUNET_CONTAINER_RUNTIME: z.enum(['auto', 'docker', 'podman', 'off']).default('auto').describe('container runtime for `kind: container` work; auto: docker, else podman, when its daemon answers'),

@@ -238,6 +238,7 @@ export class AttemptRunner {
         onLog: streamer.push,
         maxLogBytes: this.ctx.config.GPUNET_MAX_LOG_BYTES,
         cgroupBases: this.ctx.confine.cgroupBases,
+        ...(this.ctx.confine.confineHelper !== undefined && { confineHelperPath: this.ctx.confine.confineHelper }),
         cgroupName: runCgroupName(this.ctx.nodeId, attemptId),
         diskCheckMs: this.ctx.config.GPUNET_DISK_CHECK_MS,
         ...(this.container && { deliverWarning: this.warnContainer(this.container, attemptId) }),

@@ -7,9 +7,11 @@ import { tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { ExecutionConfig } from '../execution.config.js';
+import { fileURLToPath } from 'node:url';
 import {
   canIsolateMounts,
   canIsolateNetwork,
+  helperProblem,
   detectCgroups,
   findExecutable,
   grantRunDirs,
@@ -22,6 +24,26 @@ import {
   type ResourceLimits,
   type RunDirs,
 } from '../run/index.js';
+
+/** Where `npm run build` puts `gpunet-confine` (services/execution/native), from this module in dist/ or in the sources. */
+export const BUILT_CONFINE_HELPER = fileURLToPath(new URL(import.meta.url.includes('/dist/') ? '../../native/gpunet-confine' : '../../../../dist/services/execution/native/gpunet-confine', import.meta.url));
+
+/**
+ * The `gpunet-confine` this agent confines runs with, or why none (then the util-linux chain).
+ * `auto`: the built one, when the agent is root and it works here; a path: that one, which must
+ * work (the agent refuses to start otherwise: an operator who named it expects it); `off`: none.
+ */
+export async function detectConfineHelper(setting: string, uids: { first: number } | undefined): Promise<{ path?: string; why?: string }> {
+  if (setting === 'off') return { why: 'GPUNET_CONFINE_HELPER=off' };
+  if (process.getuid?.() !== 0) return { why: 'the agent is not root' };
+  const path = setting === 'auto' ? BUILT_CONFINE_HELPER : setting;
+  if (setting === 'auto' && !existsSync(path)) return { why: `${path} is not built (npm run build compiles it with cc)` };
+  // The probe runs as the first job uid, never handed out meanwhile: it only starts `true`.
+  const problem = await helperProblem(path, uids ? { uid: uids.first, gid: uids.first } : undefined);
+  if (problem === undefined) return { path };
+  if (setting !== 'auto') throw new Error(`GPUNET_CONFINE_HELPER=${setting} does not work here: ${problem}`);
+  return { why: problem };
+}
 
 /** How one attempt is confined on this node. */
 export interface AttemptConfinement {
@@ -93,6 +115,8 @@ export class NodeConfinement {
     readonly caps: NodeCaps,
     /** How containers are run here: podman's global arguments, the GPU hand-over, the open-file cap. */
     readonly containers: ContainerHost,
+    /** `gpunet-confine`, when runs are confined by it rather than by the util-linux chain (decision 0049). */
+    readonly confineHelper: string | undefined,
   ) {}
 
   static async detect(config: ExecutionConfig, workDir: string, log: Logger, gpuCount = 1): Promise<NodeConfinement> {
@@ -138,9 +162,12 @@ export class NodeConfinement {
     await chmod(join(workDir, 'cache'), 0o700);
     if (!users) log.error({ reason: noJobUsers }, 'jobs run as the agent\'s own user: their directories are not closed to each other');
     const caps = await nodeCaps(config, workDir, gpuCount);
-    const node = new NodeConfinement(config, networkIsolation, cgroupBases, containerRuntimes, users, noJobUsers, mountIsolation, caps, containers);
+    const helper = await detectConfineHelper(config.GPUNET_CONFINE_HELPER, range);
+    const node = new NodeConfinement(config, networkIsolation, cgroupBases, containerRuntimes, users, noJobUsers, mountIsolation, caps, containers, helper.path);
     log.info(
       {
+        confinedBy: helper.path ?? 'util-linux chain',
+        ...(helper.why !== undefined && { noConfineHelper: helper.why }),
         jobUsers: users ? config.GPUNET_JOB_UIDS : false,
         networkIsolation,
         mountIsolation,

@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FieldIssue } from '#errors';
 import type { CgroupLimits } from './cgroups.js';
+import type { ResourceLimits } from './limits.js';
 import { isProcessAlive } from './process-group.js';
 
 /** The unprivileged identity a run's processes get when the agent is root. */
@@ -48,6 +49,11 @@ export interface ConfineTools {
   readonly cgroupProcs?: readonly string[];
   /** util-linux `mount`, for the private tmpfs of a mount namespace. */
   readonly mountPath?: string;
+  /**
+   * `gpunet-confine` (services/execution/native): when set, the whole confinement is this one
+   * process, and none of the tools above is used (see {@link helperArgv}).
+   */
+  readonly helperPath?: string;
 }
 
 /**
@@ -120,6 +126,57 @@ export function confineArgv(argv: readonly string[], confinement: Confinement | 
   const namespaces = [...(tmp !== undefined ? ['--mount', '--propagation', 'private', '--ipc'] : []), ...(confinement?.isolateNetwork ? ['--net'] : [])];
   if (namespaces.length > 0) out = [need(tools.unsharePath, tmp !== undefined ? 'a mount namespace (unshare)' : 'a network namespace (unshare)'), ...namespaces, '--', ...out];
   return out;
+}
+
+/** `RLIMIT_*` names of `gpunet-confine`'s `rlimit=` option, per limit. */
+const HELPER_RLIMITS: Record<keyof ResourceLimits, string> = {
+  maxProcesses: 'nproc',
+  maxAddressSpaceBytes: 'as',
+  maxOpenFiles: 'nofile',
+  maxFileSizeBytes: 'fsize',
+  maxCoreFileBytes: 'core',
+};
+
+/**
+ * Wraps `argv` so it starts confined by the one `gpunet-confine` process (decision 0049): it
+ * joins the cgroups, makes the namespaces, brings loopback up, mounts the private tmpfs and
+ * mqueue, sets the limits (soft = hard) and becomes the job user (no supplementary groups,
+ * `no_new_privs`), in the same order and with the same effect as {@link confineArgv}'s chain of
+ * util-linux wrappers, then execs the job. Pure.
+ */
+export function helperArgv(argv: readonly string[], confinement: Confinement | undefined, limits: ResourceLimits | undefined, helperPath: string, cgroupProcs: readonly string[] = []): string[] {
+  const opts: string[] = cgroupProcs.map((file) => `cgroup=${file}`);
+  const tmp = confinement?.privateTmp;
+  if (tmp !== undefined) opts.push('ns=mount', 'ns=ipc');
+  if (confinement?.isolateNetwork) opts.push('ns=net', 'lo');
+  if (tmp !== undefined) {
+    opts.push(`keep=${tmp.keep}`);
+    for (const path of PRIVATE_TMP_PATHS) opts.push(`tmpfs=${tmp.sizeBytes}:${path}`);
+    opts.push('mqueue=/dev/mqueue');
+  }
+  for (const key of Object.keys(HELPER_RLIMITS) as (keyof ResourceLimits)[]) {
+    const value = limits?.[key];
+    if (value !== undefined) opts.push(`rlimit=${HELPER_RLIMITS[key]}:${value}`);
+  }
+  if (confinement?.user !== undefined) opts.push(`user=${confinement.user.uid}:${confinement.user.gid}`);
+  return [helperPath, ...opts, '--', ...argv];
+}
+
+/**
+ * Whether `gpunet-confine` at `helperPath` works here: starts `true` with every part a job can
+ * get (mount, IPC and network namespaces, loopback, a private tmpfs on `/tmp`, an rlimit, a job
+ * user when `user` is given). `undefined` when it does, else why not (the agent then uses the
+ * util-linux chain).
+ */
+export async function helperProblem(helperPath: string, user?: JobUser): Promise<string | undefined> {
+  const args = ['ns=mount', 'ns=ipc', 'ns=net', 'lo', 'tmpfs=65536:/tmp', 'rlimit=core:0', ...(user ? [`user=${user.uid}:${user.gid}`] : []), '--', 'true'];
+  return new Promise((res) => {
+    let stderr = '';
+    const child = spawn(helperPath, args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: '/' });
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', (err) => res(`${helperPath} cannot be started: ${err.message}`));
+    child.once('close', (code) => res(code === 0 ? undefined : `${helperPath} ${args.join(' ')} exited ${code}: ${stderr.trim().slice(0, 300)}`));
+  });
 }
 
 /** Problems with a confinement; empty when usable. */

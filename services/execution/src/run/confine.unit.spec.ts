@@ -2,10 +2,38 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cgroupV1Dirs } from './cgroups.js';
-import { CONFINE_SCRIPT, confineArgv, confinementIssues, ConfinementUnavailableError, JobUserPool, parseUidRange } from './confine.js';
+import { CONFINE_SCRIPT, confineArgv, confinementIssues, helperArgv, ConfinementUnavailableError, JobUserPool, parseUidRange } from './confine.js';
 import { launchArgv } from './run-process.js';
 
 const tools = { setprivPath: '/usr/bin/setpriv', unsharePath: '/usr/bin/unshare', shPath: '/bin/sh', ipPath: '/sbin/ip' };
+
+describe('helperArgv (gpunet-confine)', () => {
+  it('is one process for every part: cgroups, namespaces, loopback, tmpfs, limits, the job user', () => {
+    const argv = launchArgv(
+      {
+        command: 'python3',
+        args: ['t.py'],
+        limits: { maxOpenFiles: 64, maxProcesses: 10 },
+        confinement: { user: { uid: 61001, gid: 61001 }, isolateNetwork: true, privateTmp: { sizeBytes: 4096, keep: '/tmp/w/runs/j/a' } },
+      },
+      { ...tools, helperPath: '/opt/gpunet-confine', prlimitPath: '/usr/bin/prlimit', cgroupProcs: ['/cg/pids/g/cgroup.procs'] },
+    );
+    expect(argv).toEqual([
+      '/opt/gpunet-confine',
+      'cgroup=/cg/pids/g/cgroup.procs',
+      'ns=mount', 'ns=ipc', 'ns=net', 'lo',
+      'keep=/tmp/w/runs/j/a', 'tmpfs=4096:/tmp', 'tmpfs=4096:/var/tmp', 'tmpfs=4096:/dev/shm', 'tmpfs=4096:/run/lock', 'mqueue=/dev/mqueue',
+      'rlimit=nproc:10', 'rlimit=nofile:64',
+      'user=61001:61001',
+      '--', 'python3', 't.py',
+    ]);
+  });
+
+  it('asks for nothing the confinement does not name', () => {
+    expect(helperArgv(['true'], undefined, undefined, '/h')).toEqual(['/h', '--', 'true']);
+    expect(helperArgv(['true'], { isolateNetwork: true }, {}, '/h')).toEqual(['/h', 'ns=net', 'lo', '--', 'true']);
+  });
+});
 
 describe('confineArgv', () => {
   it('leaves the command alone without a confinement', () => {

@@ -15,7 +15,7 @@ import { findExecutable, hasLimits, limitIssues, prlimitArgs, type ResourceLimit
 import { LogCapture, type LogListener } from './log-capture.js';
 import { classifyOutcome, type RunOutcome, type TerminationReason } from './outcome.js';
 import { RunCgroups, type CgroupBases } from './cgroups.js';
-import { confineArgv, confinementIssues, ConfinementUnavailableError, PRIVATE_TMP_PATHS, processesOfUid, type Confinement, type ConfineTools } from './confine.js';
+import { confineArgv, confinementIssues, helperArgv, ConfinementUnavailableError, PRIVATE_TMP_PATHS, processesOfUid, type Confinement, type ConfineTools } from './confine.js';
 import { liveGroupMembers, signalGroup } from './process-group.js';
 
 /** What to run for one attempt, and the limits the job asked for. */
@@ -82,6 +82,11 @@ export interface RunOptions {
   readonly passEnv?: readonly string[];
   /** `prlimit` binary used when `spec.limits` is set. Default: looked up on the host `PATH`. */
   readonly prlimitPath?: string;
+  /**
+   * `gpunet-confine`, which confines the run in one process instead of the util-linux chain
+   * (`unshare`, `sh`, `ip`, `mount`, `prlimit`, `setpriv`; decision 0049). Default none: the chain.
+   */
+  readonly confineHelperPath?: string;
   /**
    * Where per-run cgroups may be created (from {@link detectCgroups}, once per agent). Without a
    * base for a controller, `spec.confinement.cgroup` limits of that controller cannot be applied
@@ -226,6 +231,7 @@ export interface LaunchTools extends ConfineTools {
  * job (see {@link confineArgv}). Pure.
  */
 export function launchArgv(spec: Pick<RunSpec, 'command' | 'args' | 'limits' | 'confinement'>, tools: LaunchTools): string[] {
+  if (tools.helperPath !== undefined) return helperArgv([spec.command, ...(spec.args ?? [])], spec.confinement, hasLimits(spec.limits) ? spec.limits : undefined, tools.helperPath, tools.cgroupProcs);
   let prlimit: string[] = [];
   if (hasLimits(spec.limits)) {
     if (tools.prlimitPath === undefined) throw new ResourceLimitsUnavailableError('resource limits were asked for without a prlimit binary');
@@ -319,7 +325,7 @@ export async function runProcess(spec: RunSpec, opts: RunOptions = {}): Promise<
   });
 
   let prlimitPath: string | undefined;
-  if (hasLimits(spec.limits)) {
+  if (hasLimits(spec.limits) && opts.confineHelperPath === undefined) {
     const found = await findExecutable(opts.prlimitPath ?? 'prlimit', hostEnv.PATH);
     if (found === null) {
       throw new ResourceLimitsUnavailableError(`resource limits were asked for but ${opts.prlimitPath ?? 'prlimit'} (util-linux) was not found`);
@@ -332,7 +338,8 @@ export async function runProcess(spec: RunSpec, opts: RunOptions = {}): Promise<
   if (cgroupLimits?.maxProcesses !== undefined && !bases.pids) throw new ConfinementUnavailableError('a process limit was asked for but this node has no writable cgroup pids controller');
   const cgroups = bases.memory || bases.pids ? await RunCgroups.create(bases, opts.cgroupName ?? `gpunet.${spec.attemptId}`, cgroupLimits ?? {}) : undefined;
   try {
-    const tools = await confineTools(spec.confinement, hostEnv.PATH, cgroups?.procsFiles ?? []);
+    const procs = cgroups?.procsFiles ?? [];
+    const tools = opts.confineHelperPath !== undefined ? { helperPath: opts.confineHelperPath, cgroupProcs: procs } : await confineTools(spec.confinement, hostEnv.PATH, procs);
     const argv = launchArgv(spec, { prlimitPath, ...tools });
     return await runLaunched(spec, opts, argv, env, cgroups);
   } finally {
