@@ -179,13 +179,13 @@ export class AttemptRunner {
   async discard(): Promise<void> {
     // The uid is handed back only after its files are gone: the next attempt under it must not
     // find this one's work/ (its gid still passes the attempt directory).
-    await this.ctx.confine.killLeft(this.confined?.user);
+    const noneLeft = await this.ctx.confine.killLeft(this.confined?.user);
     try {
       if (existsSync(this.runRoot)) await removeRunDirs({ root: this.runRoot });
       // The job's directory goes with its last attempt (another attempt of it may still be here).
       await rmdir(dirname(this.runRoot)).catch(() => undefined);
     } finally {
-      await this.ctx.confine.release(this.handle.attemptId, this.confined?.user);
+      await this.ctx.confine.release(this.handle.attemptId, this.confined?.user, noneLeft);
     }
   }
 

@@ -227,12 +227,12 @@ export class NodeConfinement {
     }
   }
 
-  /** SIGKILLs whatever still runs under the job user (bounded wait until none is left). */
-  async killLeft(user: JobUser | undefined): Promise<void> {
-    if (!user || !this.users) return;
+  /** SIGKILLs whatever still runs under the job user (bounded wait until none is left); true once none is. */
+  async killLeft(user: JobUser | undefined): Promise<boolean> {
+    if (!user || !this.users) return true;
     for (let i = 0; i < 50; i++) {
       const left = await processesOfUid(user.uid);
-      if (left.length === 0) return;
+      if (left.length === 0) return true;
       for (const pid of left) {
         try {
           process.kill(pid, 'SIGKILL');
@@ -242,15 +242,18 @@ export class NodeConfinement {
       }
       await new Promise((res) => setTimeout(res, 20));
     }
+    return false;
   }
 
   /**
    * Gives the attempt's job user back once nothing runs under it any more (what does is killed
-   * first). The pool hands it out again only while it owns nothing in the world-writable places.
+   * first, unless the caller's {@link killLeft} just found none: no process of a uid can appear
+   * once none is left). The pool hands it out again only while it owns nothing in the
+   * world-writable places.
    */
-  async release(attemptId: string, user: JobUser | undefined): Promise<void> {
+  async release(attemptId: string, user: JobUser | undefined, noneLeft = false): Promise<void> {
     if (!user || !this.users) return;
-    await this.killLeft(user);
+    if (!noneLeft) await this.killLeft(user);
     this.users.give(attemptId);
   }
 }

@@ -412,7 +412,7 @@ export function fileOwnedBy(uid: number, places: readonly string[], maxEntries =
   return undefined;
 }
 
-/** Whether any live process runs as `uid` (a synchronous `/proc` scan, for the claim). */
+/** Whether any live process runs as `uid` (a synchronous `/proc` scan of status heads, as {@link processesOfUid}, for the claim). */
 function anyProcessOfUid(uid: number): boolean {
   let entries: string[];
   try {
@@ -420,9 +420,11 @@ function anyProcessOfUid(uid: number): boolean {
   } catch {
     return false;
   }
+  const head = Buffer.allocUnsafe(STATUS_HEAD);
   for (const name of entries) {
     if (!/^\d+$/.test(name)) continue;
-    const status = readFileSafe(`/proc/${name}/status`);
+    const status = statusHead(name, head);
+    if (status === undefined) continue; // exited meanwhile
     const m = /^Uid:\s+(\d+)/m.exec(status);
     if (m && Number(m[1]) === uid && !/^State:\s+[ZX]/m.test(status)) return true;
   }
