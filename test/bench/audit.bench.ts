@@ -38,7 +38,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { readState } from '../../libs/cli/src/local/state.js';
 import { runCli } from '../../libs/cli/src/program.js';
-import { buildHistoryStore, HISTORY_DEFAULTS, historyJobId, historyTeam } from '../support/history.js';
+import { buildHistoryStore, HISTORY_DEFAULTS, historyJobId, historyTeam, relaysAtHead } from '../support/history.js';
 import { TestNetwork } from '../support/network.js';
 import { stopBenchNetwork, timed } from './bench-network.js';
 import { createTestDatabase, type TestDatabase } from '../support/postgres.js';
@@ -125,6 +125,11 @@ async function main(): Promise<void> {
       say(`built ${built.result.jobs} jobs, ${built.result.events} events in ${round(built.ms / 1000)} s (${round(built.result.events / (built.ms / 1000), 0)} events/s)${size ? `, ${round(size / 1e9, 2)} GB` : ''}; head ${head}`);
       figure('audit.build_store', built.ms / 1000, 's', { events: built.result.events });
     }
+
+    // The ledger's first start folds the audit table, not its relay publishing the history it never saw.
+    const relays = await openEventStore(net.storeUrl);
+    await relaysAtHead(relays, state!.processes.filter((p) => p.role !== 'nats').map((p) => p.name));
+    await relays.close();
 
     const nc = await connect({ ...(await natsAuthOptions(net.operatorKeyFile)), servers: net.natsUrl, name: 'gpunet-bench-audit', noAsyncTraces: true });
     const requester = { keyId: 'bench', team: 'compliance-office', role: 'compliance', allTeams: true };

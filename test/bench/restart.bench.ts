@@ -20,7 +20,7 @@ import { Command } from 'commander';
 import { copyFile, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readState } from '../../libs/cli/src/local/state.js';
-import { buildHistoryStore, HISTORY_DEFAULTS } from '../support/history.js';
+import { buildHistoryStore, HISTORY_DEFAULTS, relaysAtHead } from '../support/history.js';
 import { TestNetwork } from '../support/network.js';
 import { stopBenchNetwork, timed } from './bench-network.js';
 import { createTestDatabase, type TestDatabase } from '../support/postgres.js';
@@ -143,14 +143,9 @@ async function main(): Promise<void> {
       say(`built ${built.result.jobs} jobs, ${built.result.events} events in ${round(built.ms / 1000)} s${size ? `, ${round(size / 1e9, 2)} GB` : ''}; head ${head}`);
     }
 
-    // The history went straight into the store, not through the services' outbox relays: left at
-    // 0, each relay's first start published the whole history's events of its service to the bus
-    // (2,000,000 of the ledger's at a million jobs), and a restart measured that backlog, not
-    // itself. The history's events were on the bus when they were recorded: every relay starts at
-    // the head, as it would in the network that recorded them.
+    // A restart measures itself, not the relays publishing the history they never saw.
     const relays = await openEventStore(net.storeUrl);
-    const relayHead = await relays.headPosition();
-    for (const p of state!.processes) if (p.role !== 'nats') await relays.saveCheckpoint(`relay-${p.name}`, relayHead);
+    await relaysAtHead(relays, state!.processes.filter((p) => p.role !== 'nats').map((p) => p.name));
     await relays.close();
 
     const raw = await rawRead(net.storeUrl);
