@@ -227,7 +227,7 @@ export function evolve(model: DataRefs, event: RefEvent, options: EvolveOptions 
       const job = model.jobs.get((event.data as JobEnded).jobId);
       if (!job || job.ended) return;
       job.ended = true;
-      if (supersede && job.final && [...model.byTeam.get(job.team)!].some((id) => supersedes(model.jobs.get(id)!, job))) forget(model, job);
+      if (supersede && job.final && supersededNow(model, job)) forget(model, job);
       return;
     }
     // OutputsStored and JobCheckpointed change nothing here: see `retainedBy`.
@@ -281,6 +281,12 @@ function finish(model: DataRefs, jobId: string, at: string, cause: RefEvent, sup
  * removes the blobs under `later`. A later job run again (requeued) needs the blobs while it
  * runs, and ends after `earlier` again.
  */
+/** Whether a job of `job`'s team in the model supersedes it now. */
+function supersededNow(model: DataRefs, job: JobRefs): boolean {
+  for (const id of model.byTeam.get(job.team)!) if (supersedes(model.jobs.get(id)!, job)) return true;
+  return false;
+}
+
 function supersedes(later: JobRefs, earlier: JobRefs): boolean {
   const lf = later.final;
   const ef = earlier.final;
