@@ -88,6 +88,8 @@ export class AttemptRunner {
   private lastSequence = 0;
   /** The runtime of a container attempt and its global arguments, to remove the container by name. */
   private container: { runtime: ContainerRuntime; globalArgs: readonly string[] } | undefined;
+  /** The run ended with no process of the job user left (see RunResult.noneLeftOfJobUser). */
+  private noneLeftOfJobUser = false;
   /** Agent notices from before the log stream existed (e.g. the checkpoint restore). */
   private readonly pendingNotices: string[] = [];
 
@@ -179,7 +181,8 @@ export class AttemptRunner {
   async discard(): Promise<void> {
     // The uid is handed back only after its files are gone: the next attempt under it must not
     // find this one's work/ (its gid still passes the attempt directory).
-    const noneLeft = await this.ctx.confine.killLeft(this.confined?.user);
+    // Nothing can start under the uid once none of it is left: the run's end looked already.
+    const noneLeft = this.noneLeftOfJobUser || (await this.ctx.confine.killLeft(this.confined?.user));
     try {
       if (existsSync(this.runRoot)) await removeRunDirs({ root: this.runRoot });
       // The job's directory goes with its last attempt (another attempt of it may still be here).
@@ -269,6 +272,8 @@ export class AttemptRunner {
     // The client was killed (after the grace, or the agent stops): the container may outlive it.
     if (this.container) await removeContainer(this.container.runtime, attemptId, this.container.globalArgs);
     const r = result;
+    // A container's processes are podman's, not the job user's: those are looked for again at release.
+    this.noneLeftOfJobUser = this.container === undefined && r.noneLeftOfJobUser === true;
     await h.execute((s) =>
       s.finished
         ? undefined

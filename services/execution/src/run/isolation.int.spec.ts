@@ -259,6 +259,8 @@ describe.each([
       expect(result.outcome).toBe('completed');
       expect(text).toMatch(/escaped-pid \d+/);
       expect(result.strays).toBeGreaterThanOrEqual(1);
+      // The run says none is left (the agent then hands the uid back without looking again), and it is so.
+      expect(result.noneLeftOfJobUser).toBe(true);
       expect(await processesOfUid(user.uid)).toEqual([]);
     });
   });

@@ -67,6 +67,7 @@ describe('runProcess: environment and directories', () => {
   it('gives the job only the allow-listed environment, never the agent’s own', async () => {
     const { result, out } = await run(spec('env', { env: { EPOCHS: '3' }, gpus: [3, 1] }));
     expect(result.outcome).toBe('completed');
+    expect(result.noneLeftOfJobUser).toBeUndefined(); // no job user: nothing is said about one
     const env = Object.fromEntries(out.map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
     expect(Object.keys(env).sort()).toEqual(
       [

@@ -150,6 +150,12 @@ export interface RunResult {
   readonly oomKilled?: boolean;
   /** Processes that outlived the group (they left it with `setsid`) and were killed through the run's cgroup or job user. */
   readonly strays?: number;
+  /**
+   * No process of the run's job user was left once the run was over (the last scan of its cgroups
+   * and its uid found none): none can appear under that uid afterwards, so the agent need not look
+   * again before handing the uid back.
+   */
+  readonly noneLeftOfJobUser?: true;
   /** The cap the run was stopped at: its disk limit, or its memory limit (an OOM kill). */
   readonly limit?: 'disk_limit' | 'memory_limit';
   /** Most bytes of disk the run was measured to use (when it had a disk limit). */
@@ -503,7 +509,7 @@ class Execution {
     if (this.diskTimer) clearTimeout(this.diskTimer);
 
     const survivors = await this.waitForEmptyGroup();
-    const strays = await this.killStrays();
+    const { found: strays, noneLeft } = await this.killStrays();
     const endedAt = this.clock.now();
     if (this.killTimer) clearTimeout(this.killTimer);
     await this.drain(outputClosed);
@@ -523,6 +529,7 @@ class Execution {
       survivors,
       ...(oomKilled && { oomKilled }),
       ...(strays > 0 && { strays }),
+      ...(noneLeft && this.spec.confinement?.user !== undefined && { noneLeftOfJobUser: true as const }),
       ...(this.terminatedBy === 'disk_limit' ? { limit: 'disk_limit' as const } : oomKilled ? { limit: 'memory_limit' as const } : {}),
       ...(this.spec.diskLimitBytes !== undefined && { diskBytes: this.diskPeak }),
     };
@@ -562,15 +569,15 @@ class Execution {
    * alive once the group is empty: found through the run's cgroups and its job user, and killed,
    * so nothing of a job outlives its attempt.
    */
-  private async killStrays(): Promise<number> {
+  private async killStrays(): Promise<{ found: number; noneLeft: boolean }> {
     const uid = this.spec.confinement?.user?.uid;
     const found = new Set<number>([...((await this.cgroups?.members()) ?? []), ...(uid !== undefined ? await processesOfUid(uid) : [])]);
-    if (found.size === 0) return 0;
+    if (found.size === 0) return { found: 0, noneLeft: true };
     this.capture.system(`[gpunet] ${found.size} process(es) of the run left its process group; SIGKILL sent`);
     const until = performance.now() + (this.opts.reapWaitMs ?? DEFAULTS.reapWaitMs);
     while (performance.now() < until) {
       const left = [...((await this.cgroups?.members()) ?? []), ...(uid !== undefined ? await processesOfUid(uid) : [])];
-      if (left.length === 0) break;
+      if (left.length === 0) return { found: found.size, noneLeft: true };
       for (const pid of left) {
         try {
           process.kill(pid, 'SIGKILL');
@@ -580,7 +587,7 @@ class Execution {
       }
       await sleep(this.opts.pollMs ?? DEFAULTS.pollMs);
     }
-    return found.size;
+    return { found: found.size, noneLeft: false };
   }
 
   /** Pipes stdout/stderr into the capture with backpressure; resolves when both pipes are closed. */
