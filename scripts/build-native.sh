@@ -5,7 +5,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 src="$root/services/execution/native/gpunet-confine.c"
-out="$root/dist/services/execution/native/gpunet-confine"
+# GPUNET_CONFINE_OUT: somewhere else (the tests compile a private copy, as they do the TypeScript).
+out="${GPUNET_CONFINE_OUT:-$root/dist/services/execution/native/gpunet-confine}"
 cc="${CC:-cc}"
 if ! command -v "$cc" >/dev/null 2>&1; then
   echo "build: no C compiler ($cc), so gpunet-confine is not built; agents will confine jobs with the slower util-linux chain. Install one: sudo apt-get install -y gcc" >&2

@@ -3,22 +3,27 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readdirSync } from 'node:fs';
-import { BUILT_CONFINE_HELPER } from '../agent/node-confinement.js';
+import { compileConfineHelper } from '../../test-fixtures/confine-helper.js';
 import { runProcess } from './run-process.js';
 import { prepareRunDirs, removeRunDirs } from './dirs.js';
 
-// gpunet-confine's own contract (decision 0049), on the binary `npm run build` made: what it does
+// gpunet-confine's own contract (decision 0049), on a copy compiled from the source as the build does: what it does
 // when asked, and that it refuses, before anything of the job starts, whatever it cannot do
 // exactly as asked. The attacks of a job on its confinement are in isolation.int.spec.ts, run
 // once through the util-linux chain and once through this helper.
 
 let root: string;
+let BUILT_CONFINE_HELPER: string;
+let compiled: Awaited<ReturnType<typeof compileConfineHelper>> | undefined;
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'gpunet-helper-'));
   await chmod(root, 0o711);
+  compiled = await compileConfineHelper();
+  BUILT_CONFINE_HELPER = compiled.path;
 });
 afterAll(async () => {
   await rm(root, { recursive: true, force: true });
+  await compiled?.remove();
 });
 
 function helper(args: readonly string[], cwd = '/'): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -33,7 +38,7 @@ function helper(args: readonly string[], cwd = '/'): Promise<{ code: number | nu
   });
 }
 
-it('is built and runs as root here (the agent’s case)', () => {
+it('runs as root here (the agent’s case)', () => {
   expect(process.getuid?.()).toBe(0);
 });
 

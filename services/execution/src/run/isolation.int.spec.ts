@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { detectCgroups, type CgroupBases } from './cgroups.js';
-import { BUILT_CONFINE_HELPER } from '../agent/node-confinement.js';
+import { compileConfineHelper } from '../../test-fixtures/confine-helper.js';
 import { canIsolateMounts, canIsolateNetwork, helperProblem, processesOfUid, type Confinement } from './confine.js';
 import { grantRunDirs, prepareRunDirs, removeRunDirs, sealInputs, type RunDirs } from './dirs.js';
 import { findExecutable } from './limits.js';
@@ -13,8 +13,8 @@ import { runProcess, type RunOptions, type RunSpec } from './run-process.js';
 // Each test runs a real job that tries to break out of its confinement and checks it cannot.
 // The agent side (this process) runs as root, as a node agent does; jobs run as uids 61901+.
 // Machine facts these tests rely on (checked, not assumed): root, util-linux setpriv/unshare,
-// cgroup v1 memory + pids controllers the agent can create groups in, and gpunet-confine built
-// (npm run build). Every attack runs twice: confined by the util-linux chain, and by
+// cgroup v1 memory + pids controllers the agent can create groups in, and a C compiler for
+// gpunet-confine (compiled here from its source, as the build does). Every attack runs twice: confined by the util-linux chain, and by
 // gpunet-confine, the one process that does the same (decision 0049).
 
 const isRoot = process.getuid?.() === 0;
@@ -25,6 +25,7 @@ let mountns: boolean;
 let seq = 0;
 /** The launcher of the tests running now: gpunet-confine, or (undefined) the util-linux chain. */
 let helper: string | undefined;
+let compiled: Awaited<ReturnType<typeof compileConfineHelper>> | undefined;
 const made: RunDirs[] = [];
 
 beforeAll(async () => {
@@ -34,11 +35,13 @@ beforeAll(async () => {
   netns = await canIsolateNetwork((await findExecutable('unshare', process.env.PATH)) ?? 'unshare');
   mountns = await canIsolateMounts((await findExecutable('unshare', process.env.PATH)) ?? 'unshare', (await findExecutable('mount', process.env.PATH)) ?? 'mount');
   process.env.GPUNET_TEST_AGENT_SECRET = 'hunter2-agent-secret';
+  compiled = await compileConfineHelper();
 });
 afterAll(async () => {
   delete process.env.GPUNET_TEST_AGENT_SECRET;
   for (const d of made) await removeRunDirs(d).catch(() => undefined);
   await rm(root, { recursive: true, force: true });
+  await compiled?.remove();
 });
 
 it('runs on a machine that offers what these tests need', () => {
@@ -50,8 +53,8 @@ it('runs on a machine that offers what these tests need', () => {
   expect(bases.pids).toBeDefined();
 });
 
-it('has gpunet-confine built, and it works here', async () => {
-  expect(await helperProblem(BUILT_CONFINE_HELPER, { uid: 61990, gid: 61990 })).toBeUndefined();
+it('has gpunet-confine compiled, and it works here', async () => {
+  expect(await helperProblem(compiled!.path, { uid: 61990, gid: 61990 })).toBeUndefined();
 });
 
 /** Prepares a run whose work dir holds `job.sh`, with an input file, handed to `uid`. */
@@ -75,10 +78,10 @@ async function run(dirs: RunDirs, confinement: Confinement, more: Partial<RunSpe
 
 describe.each([
   ['the util-linux chain', undefined],
-  ['gpunet-confine', BUILT_CONFINE_HELPER],
+  ['gpunet-confine', 'compiled'],
 ])('confined by %s', (_name, launcher) => {
   beforeAll(() => {
-    helper = launcher;
+    helper = launcher === 'compiled' ? compiled!.path : undefined;
   });
 
   describe('isolation: the job user', () => {
