@@ -33,13 +33,12 @@ export const BUILT_CONFINE_HELPER = fileURLToPath(new URL(import.meta.url.includ
  * `auto`: the built one, when the agent is root and it works here; a path: that one, which must
  * work (the agent refuses to start otherwise: an operator who named it expects it); `off`: none.
  */
-export async function detectConfineHelper(setting: string, uids: { first: number } | undefined): Promise<{ path?: string; why?: string }> {
+export async function detectConfineHelper(setting: string): Promise<{ path?: string; why?: string }> {
   if (setting === 'off') return { why: 'GPUNET_CONFINE_HELPER=off' };
   if (process.getuid?.() !== 0) return { why: 'the agent is not root' };
   const path = setting === 'auto' ? BUILT_CONFINE_HELPER : setting;
   if (setting === 'auto' && !existsSync(path)) return { why: `${path} is not built (npm run build compiles it with cc)` };
-  // The probe runs as the first job uid, never handed out meanwhile: it only starts `true`.
-  const problem = await helperProblem(path, uids ? { uid: uids.first, gid: uids.first } : undefined);
+  const problem = await helperProblem(path);
   if (problem === undefined) return { path };
   if (setting !== 'auto') throw new Error(`GPUNET_CONFINE_HELPER=${setting} does not work here: ${problem}`);
   return { why: problem };
@@ -162,7 +161,7 @@ export class NodeConfinement {
     await chmod(join(workDir, 'cache'), 0o700);
     if (!users) log.error({ reason: noJobUsers }, 'jobs run as the agent\'s own user: their directories are not closed to each other');
     const caps = await nodeCaps(config, workDir, gpuCount);
-    const helper = await detectConfineHelper(config.GPUNET_CONFINE_HELPER, range);
+    const helper = await detectConfineHelper(config.GPUNET_CONFINE_HELPER);
     const node = new NodeConfinement(config, networkIsolation, cgroupBases, containerRuntimes, users, noJobUsers, mountIsolation, caps, containers, helper.path);
     log.info(
       {

@@ -163,13 +163,14 @@ export function helperArgv(argv: readonly string[], confinement: Confinement | u
 }
 
 /**
- * Whether `gpunet-confine` at `helperPath` works here: starts `true` with every part a job can
- * get (mount, IPC and network namespaces, loopback, a private tmpfs on `/tmp`, an rlimit, a job
- * user when `user` is given). `undefined` when it does, else why not (the agent then uses the
- * util-linux chain).
+ * Whether `gpunet-confine` at `helperPath` works here: starts `true` with the parts that depend on
+ * the machine (mount, IPC and network namespaces, loopback, a private tmpfs on `/tmp`, an rlimit).
+ * Not the user switch: that needs only root, and a probe under a job uid could meet another
+ * agent's job on this machine (whose end would take it for a stray). `undefined` when it works,
+ * else why not (the agent then uses the util-linux chain).
  */
-export async function helperProblem(helperPath: string, user?: JobUser): Promise<string | undefined> {
-  const args = ['ns=mount', 'ns=ipc', 'ns=net', 'lo', 'tmpfs=65536:/tmp', 'rlimit=core:0', ...(user ? [`user=${user.uid}:${user.gid}`] : []), '--', 'true'];
+export async function helperProblem(helperPath: string): Promise<string | undefined> {
+  const args = ['ns=mount', 'ns=ipc', 'ns=net', 'lo', 'tmpfs=65536:/tmp', 'rlimit=core:0', '--', 'true'];
   return new Promise((res) => {
     let stderr = '';
     const child = spawn(helperPath, args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: '/' });
