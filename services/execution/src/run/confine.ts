@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FieldIssue } from '#errors';
 import type { CgroupLimits } from './cgroups.js';
-import type { ResourceLimits } from './limits.js';
+import { setLimits, type ResourceLimits } from './limits.js';
 import { isProcessAlive } from './process-group.js';
 
 /** The unprivileged identity a run's processes get when the agent is root. */
@@ -128,15 +128,6 @@ export function confineArgv(argv: readonly string[], confinement: Confinement | 
   return out;
 }
 
-/** `RLIMIT_*` names of `gpunet-confine`'s `rlimit=` option, per limit. */
-const HELPER_RLIMITS: Record<keyof ResourceLimits, string> = {
-  maxProcesses: 'nproc',
-  maxAddressSpaceBytes: 'as',
-  maxOpenFiles: 'nofile',
-  maxFileSizeBytes: 'fsize',
-  maxCoreFileBytes: 'core',
-};
-
 /**
  * Wraps `argv` so it starts confined by the one `gpunet-confine` process (decision 0049): it
  * joins the cgroups, makes the namespaces, brings loopback up, mounts the private tmpfs and
@@ -154,10 +145,7 @@ export function helperArgv(argv: readonly string[], confinement: Confinement | u
     for (const path of PRIVATE_TMP_PATHS) opts.push(`tmpfs=${tmp.sizeBytes}:${path}`);
     opts.push('mqueue=/dev/mqueue');
   }
-  for (const key of Object.keys(HELPER_RLIMITS) as (keyof ResourceLimits)[]) {
-    const value = limits?.[key];
-    if (value !== undefined) opts.push(`rlimit=${HELPER_RLIMITS[key]}:${value}`);
-  }
+  for (const [resource, value] of setLimits(limits)) opts.push(`rlimit=${resource}:${value}`);
   if (confinement?.user !== undefined) opts.push(`user=${confinement.user.uid}:${confinement.user.gid}`);
   return [helperPath, ...opts, '--', ...argv];
 }

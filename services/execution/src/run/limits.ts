@@ -63,14 +63,22 @@ export function limitIssues(limits: ResourceLimits | undefined, field = 'limits'
   return issues;
 }
 
+/**
+ * The limits that are set, by their resource name as `prlimit` and `gpunet-confine` spell it
+ * (`nproc`, `as`, `nofile`, `fsize`, `core`), in one fixed order. Pure.
+ */
+export function setLimits(limits: ResourceLimits | undefined): [resource: string, value: number][] {
+  const set: [string, number][] = [];
+  for (const key of Object.keys(FLAGS) as (keyof ResourceLimits)[]) {
+    const value = limits?.[key];
+    if (value !== undefined) set.push([FLAGS[key], value]);
+  }
+  return set;
+}
+
 /** The `prlimit` options for `limits`, e.g. `['--nofile=64:64']`. Pure. */
 export function prlimitArgs(limits: ResourceLimits): string[] {
-  const args: string[] = [];
-  for (const key of Object.keys(FLAGS) as (keyof ResourceLimits)[]) {
-    const value = limits[key];
-    if (value !== undefined) args.push(`--${FLAGS[key]}=${value}:${value}`);
-  }
-  return args;
+  return setLimits(limits).map(([resource, value]) => `--${resource}=${value}:${value}`);
 }
 
 /** Looks `name` up like a shell would on `pathVar`; absolute names are checked directly. `null` when absent. */
