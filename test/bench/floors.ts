@@ -121,10 +121,11 @@ export async function spawnFloors(agentEnv: Readonly<Record<string, string | und
     };
     return { dirs, confined, runSpec };
   };
-  const discard = async (dirs: RunDirs, attemptId: string, user: { uid: number; gid: number } | undefined) => {
+  // As the agent does: the uid goes back without another look when the run's end found none of it left.
+  const discard = async (dirs: RunDirs, attemptId: string, user: { uid: number; gid: number } | undefined, noneLeft = false) => {
     await removeRunDirs({ root: dirs.root });
     await rmdir(dirname(dirs.root)).catch(() => undefined);
-    await node.release(attemptId, user);
+    await node.release(attemptId, user, noneLeft);
   };
 
   // The bare chain: one prepared attempt, its cgroups made per spawn (the chain joins them).
@@ -168,6 +169,7 @@ export async function spawnFloors(agentEnv: Readonly<Record<string, string | und
   const runOnce = async (i: number) => {
     const attemptId = `${jobId}-a${i + 1}`;
     const { dirs, confined, runSpec } = await prepare(attemptId);
+    let noneLeft = false;
     try {
       const result = await runProcess(runSpec, {
         maxLogBytes: config.GPUNET_MAX_LOG_BYTES,
@@ -177,8 +179,9 @@ export async function spawnFloors(agentEnv: Readonly<Record<string, string | und
         diskCheckMs: config.GPUNET_DISK_CHECK_MS,
       });
       if (result.outcome !== 'completed') throw new Error(`the run engine's \`true\` ended ${result.outcome}: ${result.error ?? ''}`);
+      noneLeft = result.noneLeftOfJobUser === true;
     } finally {
-      await discard(dirs, attemptId, confined.user);
+      await discard(dirs, attemptId, confined.user, noneLeft);
     }
   };
   const ran = await measureCpu(async () => {

@@ -148,11 +148,16 @@ export class RunCgroups {
     return Object.values(this.dirs).map((d) => join(d, 'cgroup.procs'));
   }
 
-  /** Every live process in any of the run's groups. */
-  async members(): Promise<number[]> {
+  /**
+   * Every live process in any of the run's groups. A group that cannot be read counts as empty,
+   * unless `strict`: then the read's error is thrown, for a caller that would take "empty" as a
+   * proof that nothing of the run is left.
+   */
+  async members(options: { strict?: boolean } = {}): Promise<number[]> {
     const pids = new Set<number>();
     for (const dir of Object.values(this.dirs)) {
-      const text = await readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => '');
+      const read = readFile(join(dir, 'cgroup.procs'), 'utf8');
+      const text = options.strict ? await read : await read.catch(() => '');
       for (const line of text.split('\n')) if (/^\d+$/.test(line)) pids.add(Number(line));
     }
     return [...pids].sort((a, b) => a - b);

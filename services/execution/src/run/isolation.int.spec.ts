@@ -9,6 +9,7 @@ import { canIsolateMounts, canIsolateNetwork, helperProblem, processesOfUid, typ
 import { grantRunDirs, prepareRunDirs, removeRunDirs, sealInputs, type RunDirs } from './dirs.js';
 import { findExecutable } from './limits.js';
 import { runProcess, type RunOptions, type RunSpec } from './run-process.js';
+import { until as waitFor } from '../../../../test/support/poll.js';
 
 // Each test runs a real job that tries to break out of its confinement and checks it cannot.
 // The agent side (this process) runs as root, as a node agent does; jobs run as uids 61901+.
@@ -265,6 +266,57 @@ describe.each([
       // The run says none is left (the agent then hands the uid back without looking again), and it is so.
       expect(result.noneLeftOfJobUser).toBe(true);
       expect(await processesOfUid(user.uid)).toEqual([]);
+    });
+
+    it('attack: a job cannot leave the run’s cgroups (the run’s end counts on them to hold every process of its job user)', async () => {
+      // Into the base group of each controller (where the agent's groups live) and into the root
+      // group: both must be refused, and the job's shell must still be in the run's groups after.
+      const targets = [bases.memory!, bases.pids!, '/sys/fs/cgroup/memory', '/sys/fs/cgroup/pids'].map((d) => join(d, 'cgroup.procs'));
+      const body = [
+        `for f in ${targets.join(' ')}; do`,
+        '  if [ -e "$f" ]; then (echo $$ > "$f") 2>/dev/null && echo "LEFT into $f" || echo "refused $f"; fi',
+        'done',
+        'grep -E "memory|pids" /proc/self/cgroup',
+      ].join('\n');
+      const { dirs, user } = await prepare('job-leave-cgroup', body, 61922);
+      const attemptId = dirs.root.split('/').pop()!;
+      const { result, out } = await run(dirs, { user }, {}, { cgroupName: `gpunet.iso-${attemptId}` });
+      expect(result.outcome).toBe('completed');
+      expect(out.filter((l) => l.startsWith('LEFT'))).toEqual([]);
+      expect(out.filter((l) => l.startsWith('refused')).length).toBeGreaterThanOrEqual(2);
+      // Still in the run's group of each controller.
+      const groups = out.filter((l) => /^\d+:/.test(l));
+      expect(groups.length).toBeGreaterThanOrEqual(2);
+      for (const line of groups) expect(line).toContain(`gpunet.iso-${attemptId}`);
+      expect(result.noneLeftOfJobUser).toBe(true);
+    });
+
+    it('a process of the job user outside the run’s groups (none of a run can be: planted here by root) is not the run’s to kill, and its uid is not handed out again while it lives', async () => {
+      const { JobUserPool } = await import('./confine.js');
+      const { spawn } = await import('node:child_process');
+      const { mkdtemp: mkd } = await import('node:fs/promises');
+      const uid = 61923;
+      const planted = spawn('sleep', ['300'], { uid, gid: uid, stdio: 'ignore' });
+      const gone = new Promise((res) => planted.once('exit', res));
+      const claims = await mkd(join(tmpdir(), 'gpunet-claims-'));
+      try {
+        await waitFor('the planted process to run as the job user', async () => (await processesOfUid(uid)).includes(planted.pid!));
+        const { dirs, user } = await prepare('job-beside-planted', 'echo ran', uid);
+        const { result } = await run(dirs, { user });
+        expect(result.outcome).toBe('completed');
+        // The run's groups held all of the run, and were empty at its end.
+        expect(result.noneLeftOfJobUser).toBe(true);
+        expect(await processesOfUid(uid)).toEqual([planted.pid]);
+        // The claim of the uid for a next attempt looks at every process of the machine.
+        const quarantined: [number, string][] = [];
+        const pool = new JobUserPool(uid, 2, claims, { places: [], onQuarantine: (u, why) => quarantined.push([u, why]) });
+        expect(pool.take('next-attempt')).toEqual({ uid: uid + 1, gid: uid + 1 });
+        expect(quarantined).toEqual([[uid, 'a process still runs under it']]);
+      } finally {
+        planted.kill('SIGKILL');
+        await gone;
+        await rm(claims, { recursive: true, force: true });
+      }
     });
   });
 
