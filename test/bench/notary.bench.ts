@@ -13,7 +13,8 @@
  *   tree, signature, append of each digest); raw: `readAll` of every event in the same pages;
  * - notary.restart_sync: ms for a new notary to fold every digest recorded (a restarted ledger);
  * - notary.steady_digest: ms for one more digest after one event (p50 of `--reps`);
- * - notary.heap_mb: JavaScript heap after the restart's fold (the notary's memory per stream).
+ * - notary.heap_mb: JavaScript heap after the restart's fold (the notary's memory per stream);
+ * - notary.outside_heap_per_stream: bytes the restarted notary holds outside the heap (buffers), per stream.
  * Ends with one JSON line per figure.
  */
 import { DIGEST_STREAM } from '#contracts';
@@ -86,10 +87,15 @@ async function main(): Promise<void> {
     say(`first pass: ${digests} digests in ${round(firstMs / 1000)} s (${Math.round(firstRate)} events/s, raw read ${Math.round(rawRate)})`);
     figures.push({ bench: 'notary.first_pass', value: Math.round(firstRate), unit: 'events/s', raw: Math.round(rawRate), ratio: round(firstRate / rawRate, 3), digests, streams: opts.streams });
 
+    global.gc?.();
+    const outsideBefore = process.memoryUsage().arrayBuffers;
     const restarted = new Notary(store, key);
     t = performance.now();
     await restarted.sync();
     const syncMs = performance.now() - t;
+    global.gc?.();
+    // What the restarted notary holds outside the JavaScript heap (its tree's buffers), per stream.
+    const outsidePerStream = (process.memoryUsage().arrayBuffers - outsideBefore) / opts.streams;
     // Its fold must hold every stream once (and the digest stream when a digest covers it); sync checked the root.
     if (restarted.streams < opts.streams || restarted.streams > opts.streams + 1) throw new Error(`the restarted notary holds ${restarted.streams} streams, the store ${opts.streams} and the digests`);
     global.gc?.();
@@ -97,6 +103,8 @@ async function main(): Promise<void> {
     say(`restart: folded ${digests} digests in ${round(syncMs)} ms; heap ${round(heapMb)} MB, rss ${round(process.memoryUsage().rss / 2 ** 20)} MB`);
     figures.push({ bench: 'notary.restart_sync', value: round(syncMs), unit: 'ms', digests, streams: opts.streams });
     figures.push({ bench: 'notary.heap_mb', value: round(heapMb), unit: 'MB', streams: opts.streams });
+    say(`restart: the notary holds ${round(outsidePerStream)} bytes per stream outside the heap`);
+    figures.push({ bench: 'notary.outside_heap_per_stream', value: round(outsidePerStream), unit: 'bytes', streams: opts.streams });
 
     const steady: number[] = [];
     for (let r = 0; r < opts.reps; r++) {

@@ -30,7 +30,8 @@ export type Heads = Map<string, StreamHead>;
 
 export { leafHash, type ProofStep } from './heads-tree.js';
 
-function sortedHeads(heads: Iterable<StreamHead>): StreamHead[] {
+/** Heads in stream id order, as a digest lists them. */
+export function sortedHeads(heads: Iterable<StreamHead>): StreamHead[] {
   return [...heads].sort((a, b) => (a.streamId < b.streamId ? -1 : a.streamId > b.streamId ? 1 : 0));
 }
 
@@ -90,7 +91,16 @@ export function digestHash(d: ChainHeadsSigned): string {
  */
 export function signNextDigest(input: { previous: ChainHeadsSigned | undefined; tree: HeadsTree; changed: Iterable<StreamHead>; position: bigint; signedAt: string; identity: Identity }): ChainHeadsSigned {
   const heads = sortedHeads(input.changed);
-  const { root, streams } = input.tree.rootWith(heads);
+  return signDigest({ ...input, heads, ...input.tree.rootWith(heads) });
+}
+
+/**
+ * The next digest after `previous`, signed: `heads` the heads that moved since (sorted by stream
+ * id, one per stream), `root` and `streams` those of the tree over every head with them. Pure but
+ * for the signature.
+ */
+export function signDigest(input: { previous: ChainHeadsSigned | undefined; heads: StreamHead[]; root: string; streams: number; position: bigint; signedAt: string; identity: Identity }): ChainHeadsSigned {
+  const { heads, root, streams } = input;
   const body: Omit<ChainHeadsSigned, 'signature'> = {
     format: CHAIN_DIGEST_FORMAT,
     sequence: (input.previous?.sequence ?? 0) + 1,

@@ -129,6 +129,15 @@ const whole = (what: string, v: string, streamId: string): number => {
 };
 
 /**
+ * A head's revision and position as numbers, once it is checked to be one a digest may list: a
+ * 64-digit lowercase hex hash, whole numbers below 2^53. @throws RangeError naming what is wrong.
+ */
+export function checkedHead(h: StreamHead): { revision: number; position: number } {
+  if (!/^[0-9a-f]{64}$/.test(h.hash)) throw new RangeError(`${h.streamId}: head hash ${h.hash} is not 64 lowercase hex digits`);
+  return { revision: whole('revision', h.revision, h.streamId), position: whole('position', h.position, h.streamId) };
+}
+
+/**
  * Recomputes the nodes above `dirty` leaves of a tree of `leaves` leaves, level by level, reading
  * a node through `read` and storing through `write`; returns the root. Only the paths from the
  * dirty leaves change: a node depends on nothing but the leaves below it.
@@ -151,91 +160,63 @@ function propagate(leaves: number, dirty: Iterable<number>, read: (level: number
   return read(level, 0);
 }
 
-export class HeadsTree {
-  private readonly index = new StreamIndex();
+/**
+ * A Merkle tree over a growing row of hashes, in flat buffers: `levels[0]` holds the hashes set,
+ * `levels[k][j]` the node over hashes j·2^k … (j+1)·2^k − 1 (an odd last node carried up). Nodes
+ * above changed hashes are recomputed when the root or a proof is asked for.
+ */
+export class HashLevels {
   private capacity = 0;
-  private revisions = new Float64Array(0);
-  private positions = new Float64Array(0);
-  private eventHashes = Buffer.alloc(0);
-  /** levels[0]: leaf hashes; levels[k][j]: node over leaves j·2^k … (j+1)·2^k − 1. */
   private levels: Buffer[] = [];
   private readonly dirty = new Set<number>();
   private n = 0;
 
-  /** Streams in the tree. */
+  /** Hashes in the row. */
   get size(): number {
     return this.n;
   }
 
-  /** The head of `streamId`, or undefined when the stream is not in the tree. */
-  get(streamId: string): StreamHead | undefined {
-    const i = this.index.leafOf(streamId);
-    return i === undefined ? undefined : this.at(i);
-  }
-
-  /** Every head, in leaf order. */
-  *heads(): IterableIterator<StreamHead> {
-    for (let i = 0; i < this.n; i += 1) yield this.at(i);
-  }
-
-  /** Sets a stream's head: in its leaf, or in a new last leaf for a stream not seen before. */
-  set(h: StreamHead): void {
-    if (!/^[0-9a-f]{64}$/.test(h.hash)) throw new RangeError(`${h.streamId}: head hash ${h.hash} is not 64 lowercase hex digits`);
-    const revision = whole('revision', h.revision, h.streamId);
-    const position = whole('position', h.position, h.streamId);
-    let i = this.index.leafOf(h.streamId);
-    if (i === undefined) {
+  /** Sets hash `i`: one already set, or the next one (the row grows by one). */
+  set(i: number, hash: Uint8Array): void {
+    if (!Number.isSafeInteger(i) || i < 0 || i > this.n) throw new RangeError(`hash ${i} of a row of ${this.n}: only one already set or the next can be set`);
+    if (i === this.n) {
       this.grow(this.n + 1);
-      i = this.index.add(h.streamId);
       this.n += 1;
     }
-    this.revisions[i] = revision;
-    this.positions[i] = position;
-    this.eventHashes.write(h.hash, i * HASH, HASH, 'hex');
-    leafHash(h).copy(this.levels[0]!, i * HASH);
+    this.levels[0]!.set(hash, i * HASH);
     this.dirty.add(i);
   }
 
-  /** The Merkle root (hex) over every head. */
-  root(): string {
+  /** Hash `i` as set. */
+  get(i: number): Uint8Array {
+    return this.node(0, i);
+  }
+
+  /** The root over the whole row (undefined for an empty one). */
+  root(): Uint8Array | undefined {
     this.flush();
-    return this.n === 0 ? EMPTY_ROOT : Buffer.from(this.node(this.topLevel(this.n), 0)).toString('hex');
+    return this.n === 0 ? undefined : this.node(this.topLevel(this.n), 0);
   }
 
   /**
-   * The root the tree would have with `changes` set, in their order (new streams take the next
-   * leaves in that order), leaving the tree as it is: the notary's candidate digest, which another
-   * ledger may beat to the store.
+   * The root the row would have with `changes` set (hash number → hash; numbers from `size` on
+   * make it longer, and every number below `length` must then be set or changed), leaving it as it is.
    */
-  rootWith(changes: readonly StreamHead[]): { root: string; streams: number } {
+  rootWith(changes: ReadonlyMap<number, Uint8Array>, length: number): Uint8Array | undefined {
+    if (length === 0) return undefined;
     this.flush();
-    let n = this.n;
     const overlay = new Map<string, Uint8Array>(); // `${level}:${i}` → node
-    const fresh = new Map<string, number>();
-    const dirty = new Set<number>();
-    for (const h of changes) {
-      let i = this.index.leafOf(h.streamId) ?? fresh.get(h.streamId);
-      if (i === undefined) {
-        i = n++;
-        fresh.set(h.streamId, i);
-      }
-      overlay.set(`0:${i}`, leafHash(h));
-      dirty.add(i);
-    }
-    if (n === 0) return { root: EMPTY_ROOT, streams: 0 };
-    const root = propagate(
-      n,
-      dirty,
+    for (const [i, hash] of changes) overlay.set(`0:${i}`, hash);
+    return propagate(
+      length,
+      changes.keys(),
       (level, i) => overlay.get(`${level}:${i}`) ?? this.node(level, i),
       (level, i, hash) => overlay.set(`${level}:${i}`, hash),
     );
-    return { root: Buffer.from(root).toString('hex'), streams: n };
   }
 
-  /** The inclusion proof of `streamId`'s head against `root()`, or undefined when the stream is not in the tree. */
-  proof(streamId: string): ProofStep[] | undefined {
-    let i = this.index.leafOf(streamId);
-    if (i === undefined) return undefined;
+  /** The inclusion proof of hash `i` against `root()`. */
+  proof(i: number): ProofStep[] {
     this.flush();
     const proof: ProofStep[] = [];
     for (let level = 0, length = this.n; length > 1; level += 1, length = above(length)) {
@@ -244,10 +225,6 @@ export class HeadsTree {
       i >>= 1;
     }
     return proof;
-  }
-
-  private at(i: number): StreamHead {
-    return { streamId: this.index.idOf(i), revision: String(this.revisions[i]), position: String(this.positions[i]), hash: this.eventHashes.toString('hex', i * HASH, i * HASH + HASH) };
   }
 
   private node(level: number, i: number): Uint8Array {
@@ -271,7 +248,117 @@ export class HeadsTree {
     this.dirty.clear();
   }
 
-  /** Room for `n` leaves and the levels above them, doubling (copies are amortised). */
+  /** Room for `n` hashes and the levels above them, doubling (copies are amortised). */
+  private grow(n: number): void {
+    if (n <= this.capacity) return;
+    const capacity = Math.max(1024, this.capacity * 2, n);
+    const levels: Buffer[] = [];
+    for (let level = 0, length = capacity; ; level += 1, length = above(length)) {
+      const b = Buffer.alloc(length * HASH);
+      this.levels[level]?.copy(b);
+      levels.push(b);
+      if (length <= 1) break;
+    }
+    this.capacity = capacity;
+    this.levels = levels;
+  }
+}
+
+/**
+ * The root of the tree over `leaves` alone, paired as the whole tree pairs them (an odd last node
+ * carried up). Over the leaves 64·b … 64·b + 63 of a tree (fewer in its last block), it is the
+ * tree's node over them at level 6: the pairs inside a block never reach outside it.
+ */
+export function subtreeRoot(leaves: readonly Uint8Array[]): Uint8Array {
+  if (leaves.length === 0) throw new RangeError('a tree of no leaf has no root');
+  let level: readonly Uint8Array[] = leaves;
+  while (level.length > 1) {
+    const up: Uint8Array[] = [];
+    for (let i = 0; i < level.length; i += 2) up.push(i + 1 < level.length ? nodeHash(level[i]!, level[i + 1]!) : level[i]!);
+    level = up;
+  }
+  return level[0]!;
+}
+
+export class HeadsTree {
+  private readonly index = new StreamIndex();
+  private capacity = 0;
+  private revisions = new Float64Array(0);
+  private positions = new Float64Array(0);
+  private eventHashes = Buffer.alloc(0);
+  /** The leaf hashes and the nodes above them. */
+  private readonly levels = new HashLevels();
+  private n = 0;
+
+  /** Streams in the tree. */
+  get size(): number {
+    return this.n;
+  }
+
+  /** The head of `streamId`, or undefined when the stream is not in the tree. */
+  get(streamId: string): StreamHead | undefined {
+    const i = this.index.leafOf(streamId);
+    return i === undefined ? undefined : this.at(i);
+  }
+
+  /** Every head, in leaf order. */
+  *heads(): IterableIterator<StreamHead> {
+    for (let i = 0; i < this.n; i += 1) yield this.at(i);
+  }
+
+  /** Sets a stream's head: in its leaf, or in a new last leaf for a stream not seen before. */
+  set(h: StreamHead): void {
+    const { revision, position } = checkedHead(h);
+    let i = this.index.leafOf(h.streamId);
+    if (i === undefined) {
+      this.grow(this.n + 1);
+      i = this.index.add(h.streamId);
+      this.n += 1;
+    }
+    this.revisions[i] = revision;
+    this.positions[i] = position;
+    this.eventHashes.write(h.hash, i * HASH, HASH, 'hex');
+    this.levels.set(i, leafHash(h));
+  }
+
+  /** The Merkle root (hex) over every head. */
+  root(): string {
+    const root = this.levels.root();
+    return root === undefined ? EMPTY_ROOT : Buffer.from(root).toString('hex');
+  }
+
+  /**
+   * The root the tree would have with `changes` set, in their order (new streams take the next
+   * leaves in that order), leaving the tree as it is: the notary's candidate digest, which another
+   * ledger may beat to the store.
+   */
+  rootWith(changes: readonly StreamHead[]): { root: string; streams: number } {
+    let n = this.n;
+    const leaves = new Map<number, Uint8Array>();
+    const fresh = new Map<string, number>();
+    for (const h of changes) {
+      let i = this.index.leafOf(h.streamId) ?? fresh.get(h.streamId);
+      if (i === undefined) {
+        i = n++;
+        fresh.set(h.streamId, i);
+      }
+      leaves.set(i, leafHash(h));
+    }
+    const root = this.levels.rootWith(leaves, n);
+    return { root: root === undefined ? EMPTY_ROOT : Buffer.from(root).toString('hex'), streams: n };
+  }
+
+  /** The inclusion proof of `streamId`'s head against `root()`, or undefined when the stream is not in the tree. */
+  proof(streamId: string): ProofStep[] | undefined {
+    const i = this.index.leafOf(streamId);
+    return i === undefined ? undefined : this.levels.proof(i);
+  }
+
+  private at(i: number): StreamHead {
+    return { streamId: this.index.idOf(i), revision: String(this.revisions[i]), position: String(this.positions[i]), hash: this.eventHashes.toString('hex', i * HASH, i * HASH + HASH) };
+  }
+
+  /** Room for `n` leaves' heads, doubling (copies are amortised). */
   private grow(n: number): void {
     if (n <= this.capacity) return;
     const capacity = Math.max(1024, this.capacity * 2, n);
@@ -281,17 +368,9 @@ export class HeadsTree {
     positions.set(this.positions);
     const eventHashes = Buffer.alloc(capacity * HASH);
     this.eventHashes.copy(eventHashes);
-    const levels: Buffer[] = [];
-    for (let level = 0, length = capacity; ; level += 1, length = above(length)) {
-      const b = Buffer.alloc(length * HASH);
-      this.levels[level]?.copy(b);
-      levels.push(b);
-      if (length <= 1) break;
-    }
     this.capacity = capacity;
     this.revisions = revisions;
     this.positions = positions;
     this.eventHashes = eventHashes;
-    this.levels = levels;
   }
 }

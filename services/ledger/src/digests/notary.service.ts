@@ -39,6 +39,7 @@ export class NotaryService implements OnModuleInit, OnApplicationBootstrap, OnMo
     if (!file) return;
     const identity = await loadIdentityFile(file);
     this.notary = new Notary(this.store, identity, this.config.GPUNET_CHAIN_KEY);
+    this.notary.onRefold = (why) => this.logger.warn({ why }, 'notary: its table of heads does not hold what the signed digests say; folding it again from them');
   }
 
   /** The network public key this ledger signs with (undefined without a signing key). */

@@ -5,7 +5,7 @@
  * before digests), then caught by `verifyStoreDigests` with the stream and position named.
  */
 import { CHAIN_DIGEST_FORMAT, DIGEST_STREAM, LEGACY_CHAIN_DIGEST_FORMAT, type ChainHeadsSigned, type StreamHead } from '#contracts';
-import { openEventStore, type EventStore, type EventToAppend } from '#event-store';
+import { openEventStore, projectionTablesOf, type EventStore, type EventToAppend } from '#event-store';
 import { newIdentity, signBytes, type Identity } from '#identity';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { deleteStream, insertIntoStream, rechainStream, truncateStream } from '../../../../test/support/store-tamper.js';
 import { digestHash, digestSigningBytes, GENESIS_DIGEST_HASH, signNextDigest, sortedHeadsRoot } from './digest.js';
 import { HeadsTree } from './heads-tree.js';
+import { NOTARY_TABLE } from './notary-table.js';
 import { ChainBrokenError, DEFAULT_MAX_HEADS, Notary, NOTARY_PAGE, readDigests, verifyStoreDigests } from './store-digests.js';
 
 const ATTEMPT = 'execution-node-1-attempt-job-1-a1';
@@ -70,6 +71,10 @@ describe('signing the chain heads', () => {
     for (let d = await sign(writer); d; d = await sign(writer)) signed.push(d);
     expect(signed.length).toBeGreaterThan(30);
 
+    // A ledger whose table of heads is empty (its first start on a store signed before the table
+    // existed, or the table folded again) catches up over every digest.
+    const table = await projectionTablesOf(store)!.openProjectionTable(NOTARY_TABLE);
+    expect(await table.reset(await table.checkpoint())).toBe(true);
     // The SQLite store answers synchronously: a catch-up that never yields holds the event loop
     // (and a leader's lease renewal) until it ends. A callback queued before it must run during it.
     const starting = new Notary(store, key, undefined, 5);

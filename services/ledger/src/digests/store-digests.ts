@@ -6,8 +6,9 @@
 import { CHAIN_DIGEST_FORMAT, ChainHeadsSigned, DIGEST_STREAM, type StreamHead } from '#contracts';
 import { computeEventHash, GENESIS_HASH, type EventStore, type RecordedEvent } from '#event-store';
 import type { Identity } from '#identity';
-import { digestHash, linkProblem, rootProblem, signatureProblem, signNextDigest, type Heads } from './digest.js';
+import { digestHash, linkProblem, rootProblem, signatureProblem, signDigest, sortedHeads, type Heads } from './digest.js';
 import { HeadsTree } from './heads-tree.js';
+import { NotaryTable, NotaryTableMismatchError, NotaryTableMovedError, type HeadsPlan } from './notary-table.js';
 
 /** Events read per page when checking a whole store against its digests. */
 const PAGE = 5_000;
@@ -63,14 +64,14 @@ export class DigestFormatError extends Error {
 /** Digests read per page: a first pass over a store of millions of streams records thousands of about 200 kB each. */
 const DIGEST_PAGE = 100;
 
-function parseDigest(e: RecordedEvent): { digest: ChainHeadsSigned; recordedAt: bigint } {
+function parseDigest(e: RecordedEvent): { digest: ChainHeadsSigned; recordedAt: bigint; eventId: string } {
   const parsed = ChainHeadsSigned.safeParse(e.data);
-  if (e.type !== 'ChainHeadsSigned' || !parsed.success) throw new DigestFormatError(`event ${e.eventId} at position ${e.position} of ${DIGEST_STREAM} is not a ChainHeadsSigned digest`, e.position);
-  return { digest: parsed.data, recordedAt: e.position };
+  if (e.streamId !== DIGEST_STREAM || e.type !== 'ChainHeadsSigned' || !parsed.success) throw new DigestFormatError(`event ${e.eventId} at position ${e.position} of ${e.streamId} is not a ChainHeadsSigned digest of ${DIGEST_STREAM}`, e.position);
+  return { digest: parsed.data, recordedAt: e.position, eventId: e.eventId };
 }
 
-/** The store's digests from `fromRevision` on, in sequence order, a page at a time, each with the position it was recorded at. */
-export async function* digestPages(store: EventStore, fromRevision = 0n): AsyncGenerator<{ digest: ChainHeadsSigned; recordedAt: bigint }[]> {
+/** The store's digests from `fromRevision` on, in sequence order, a page at a time, each with the position and event id it was recorded at. */
+export async function* digestPages(store: EventStore, fromRevision = 0n): AsyncGenerator<{ digest: ChainHeadsSigned; recordedAt: bigint; eventId: string }[]> {
   for (let at = fromRevision; ; ) {
     const events = await store.readStream(DIGEST_STREAM, { fromRevision: at, maxCount: DIGEST_PAGE });
     if (events.length > 0) yield events.map(parseDigest);
@@ -112,15 +113,23 @@ export class ChainBrokenError extends Error {
 }
 
 /**
- * Builds the next digest of a store. Keeps the last digest and the full heads it covers, as a
- * tree updated in place (`HeadsTree`); each `next` reads only the events since, checking each links
- * to its stream's previous head (revision + 1, hash recomputed), so it never signs over a chain it
- * did not see hold.
+ * Builds the next digest of a store. Keeps the last digest and the heads it covers in the store's
+ * database (`NotaryTable`, decision 0051: the Merkle tree's nodes of level 6 and above in memory);
+ * each `next` reads only the events since, checking each links to its stream's previous head
+ * (revision + 1, hash recomputed), so it never signs over a chain it did not see hold. A restart
+ * folds only the digests recorded after the table's; a table that does not hold what the signed
+ * digests say is emptied and folded again from them.
  */
 export class Notary {
   private last: ChainHeadsSigned | undefined;
-  private readonly tree = new HeadsTree();
+  private heads: NotaryTable | undefined;
   private synced = -1n;
+  /** Set once the table was found not to hold what the digests say: the next sync folds it again from the first digest. */
+  private refold = false;
+  /** The last digest `next` made, and its plan: folding that very digest once recorded needs no second reading of the table. */
+  private planned: { digest: ChainHeadsSigned; from: bigint; plan: HeadsPlan } | undefined;
+  /** Told when the table is emptied to be folded again from the digests, and why. */
+  onRefold: (why: string) => void = () => undefined;
 
   /**
    * @param maxHeads most heads one digest lists (default 1000, ~200 kB): past it the digest covers
@@ -145,38 +154,16 @@ export class Notary {
 
   /** Streams the latest digest covers. */
   get streams(): number {
-    return this.tree.size;
+    return this.heads?.size ?? 0;
   }
 
   /**
    * Catches up with digests recorded meanwhile (by this notary or another instance), each folded
-   * into the tree in place; the latest must give its stream count and root (format /2).
+   * into the table; each of format /2 must give its stream count and root, and the latest's
+   * signature must hold.
    */
   async sync(): Promise<void> {
-    let fresh = false;
-    for await (const page of digestPages(this.store, this.synced + 1n)) {
-      for (const { digest } of page) {
-        const link = linkProblem(this.last, digest);
-        if (link) throw new ChainBrokenError(`the store's own digests do not hold: ${link}`, BigInt(digest.position), DIGEST_STREAM);
-        try {
-          for (const h of digest.heads) this.tree.set(h);
-        } catch (err) {
-          if (err instanceof RangeError) throw new ChainBrokenError(`the store's own digests do not hold: digest #${digest.sequence} lists a head that is not one: ${err.message}`, BigInt(digest.position), DIGEST_STREAM);
-          throw err;
-        }
-        this.last = digest;
-        this.synced = BigInt(digest.sequence - 1);
-        fresh = true;
-        await turn();
-      }
-    }
-    if (!this.last) return;
-    // The newest signature vouches for every digest it chains to (see verifyStoreDigests), and the
-    // next digest is built on its tree: that must give its root. Checked at every sync, not only
-    // after new digests, so a notary never signs on over a bad one at its next try. (Every digest's
-    // root is checked by `verifyStoreDigests`; format /1's is rebuilt whole, so it is left to that.)
-    const problem = (fresh ? signatureProblem(this.last, this.identity.publicKey) : undefined) ?? (this.last.format === CHAIN_DIGEST_FORMAT ? rootProblem(this.tree, this.last) : undefined);
-    if (problem) throw new ChainBrokenError(`the store's own digests do not hold: ${problem}`, BigInt(this.last.position), DIGEST_STREAM);
+    await this.held(() => this.syncOnce());
   }
 
   /**
@@ -184,35 +171,153 @@ export class Notary {
    * where that many did: `partial`), or undefined when nothing but digests was recorded since the
    * last one (the store did not move). Not yet appended: see `expectedRevision`.
    */
-  async next(signedAt: string): Promise<{ digest: ChainHeadsSigned; partial: boolean } | undefined> {
-    await this.sync();
-    const head = await this.store.headPosition();
-    const from = this.last ? BigInt(this.last.position) : 0n;
-    if (head <= from) return undefined;
-    const changed = new Map<string, StreamHead>();
-    let moved = false;
-    let at = head;
-    // Each event's hash is recomputed (about 10 ms a page): the walk gives queries a turn between pages.
-    for await (const e of walk(this.store, from, head, NOTARY_PAGE)) {
-      if (changed.size >= this.maxHeads && !changed.has(e.streamId)) {
-        at = e.position - 1n;
-        break;
+  next(signedAt: string): Promise<{ digest: ChainHeadsSigned; partial: boolean } | undefined> {
+    return this.held(async () => {
+      await this.syncOnce();
+      const heads = this.heads!;
+      const head = await this.store.headPosition();
+      const from = this.last ? BigInt(this.last.position) : 0n;
+      if (head <= from) return undefined;
+      const changed = new Map<string, StreamHead>();
+      let moved = false;
+      let at = head;
+      // Each event's hash is recomputed (about 10 ms a page): queries get a turn between pages.
+      pages: for (let after = from; ; ) {
+        const page = await this.store.readAll({ fromPosition: after, toPosition: head, maxCount: NOTARY_PAGE });
+        const known = await heads.heads([...new Set(page.map((e) => e.streamId))].filter((id) => !changed.has(id)));
+        for (const e of page) {
+          if (changed.size >= this.maxHeads && !changed.has(e.streamId)) {
+            at = e.position - 1n;
+            break pages;
+          }
+          const prev = changed.get(e.streamId) ?? known.get(e.streamId);
+          const revision = prev ? BigInt(prev.revision) + 1n : 0n;
+          const broken =
+            e.revision !== revision
+              ? `position ${e.position} is revision ${e.revision} of ${e.streamId} where ${revision} was due`
+              : computeEventHash(prev?.hash ?? GENESIS_HASH, e, this.chainKey) !== e.hash
+                ? `position ${e.position} (${e.streamId} revision ${e.revision}) does not match its hash`
+                : undefined;
+          if (broken) {
+            // The store's chain, or the head the table gave for it: the table's is checked first.
+            if (!changed.has(e.streamId)) await heads.check([e.streamId]);
+            throw new ChainBrokenError(broken, e.position, e.streamId);
+          }
+          changed.set(e.streamId, headOf(e));
+          if (e.streamId !== DIGEST_STREAM) moved = true;
+        }
+        if (page.length < NOTARY_PAGE) break;
+        after = page[page.length - 1]!.position;
+        await turn();
       }
-      const prev = changed.get(e.streamId) ?? this.tree.get(e.streamId);
-      const revision = prev ? BigInt(prev.revision) + 1n : 0n;
-      if (e.revision !== revision) throw new ChainBrokenError(`position ${e.position} is revision ${e.revision} of ${e.streamId} where ${revision} was due`, e.position, e.streamId);
-      if (computeEventHash(prev?.hash ?? GENESIS_HASH, e, this.chainKey) !== e.hash) throw new ChainBrokenError(`position ${e.position} (${e.streamId} revision ${e.revision}) does not match its hash`, e.position, e.streamId);
-      changed.set(e.streamId, headOf(e));
-      if (e.streamId !== DIGEST_STREAM) moved = true;
-    }
-    if (!moved) return undefined;
-    const digest = signNextDigest({ previous: this.last, tree: this.tree, changed: changed.values(), position: at, signedAt, identity: this.identity });
-    return { digest, partial: at < head };
+      if (!moved) return undefined;
+      const sorted = sortedHeads(changed.values());
+      const plan = await heads.plan(sorted);
+      const digest = signDigest({ previous: this.last, heads: sorted, root: plan.root, streams: plan.streams, position: at, signedAt, identity: this.identity });
+      this.planned = { digest, from: heads.position, plan };
+      return { digest, partial: at < head };
+    });
   }
 
   /** The revision `ledger-digests` must be at to append `d` (`no_stream` for the first). */
   static expectedRevision(d: ChainHeadsSigned): bigint | 'no_stream' {
     return d.sequence === 1 ? 'no_stream' : BigInt(d.sequence - 2);
+  }
+
+  /**
+   * Runs `work` on the table as loaded: again from a fresh load when another notary moved the
+   * table meanwhile; and when the table does not hold what the digests say, empties it so that
+   * the next call folds it again from them, and throws ChainBrokenError (a digest is not signed
+   * over what the table said).
+   */
+  private async held<T>(work: () => Promise<T>): Promise<T> {
+    for (let moved = 0; ; moved += 1) {
+      try {
+        return await work();
+      } catch (err) {
+        if (err instanceof NotaryTableMovedError && moved < 10) {
+          this.heads = undefined;
+          continue;
+        }
+        if (err instanceof NotaryTableMismatchError) {
+          this.heads = undefined;
+          this.refold = true;
+          throw new ChainBrokenError(`${err.message}; it is folded again from the signed digests at the next pass`, this.last ? BigInt(this.last.position) : 0n, DIGEST_STREAM);
+        }
+        throw err;
+      }
+    }
+  }
+
+  /** The table as it is, or emptied when it must be folded again; `last` the digest it holds. */
+  private async load(): Promise<NotaryTable> {
+    const heads = await NotaryTable.open(this.store);
+    this.last = undefined;
+    this.synced = -1n;
+    if (this.refold) {
+      await heads.reset();
+      this.refold = false;
+      return heads;
+    }
+    const position = await heads.load((held, found) => this.onRefold(`its position ${held.position} (event ${held.eventId}) is not in this store (found ${found ?? 'nothing'} there)`));
+    if (position === 0n) return heads;
+    const [at] = await this.store.readAll({ fromPosition: position - 1n, toPosition: position, maxCount: 1 });
+    let problem: string | undefined;
+    try {
+      const { digest } = parseDigest(at!);
+      if (digest.format !== CHAIN_DIGEST_FORMAT) problem = `it holds digest #${digest.sequence} of format ${digest.format}, whose root it cannot give`;
+      else {
+        heads.holding(digest.streams);
+        if (heads.root() !== digest.headsRoot) problem = `its nodes do not give digest #${digest.sequence}'s headsRoot`;
+        else {
+          this.last = digest;
+          this.synced = BigInt(digest.sequence - 1);
+          return heads;
+        }
+      }
+    } catch (err) {
+      if (!(err instanceof DigestFormatError) && !(err instanceof NotaryTableMismatchError)) throw err;
+      problem = err.message;
+    }
+    this.onRefold(problem);
+    await heads.reset();
+    return heads;
+  }
+
+  private async syncOnce(): Promise<void> {
+    let fresh = this.heads === undefined;
+    this.heads ??= await this.load();
+    const heads = this.heads;
+    for await (const page of digestPages(this.store, this.synced + 1n)) {
+      for (const { digest, recordedAt, eventId } of page) {
+        const link = linkProblem(this.last, digest);
+        if (link) throw new ChainBrokenError(`the store's own digests do not hold: ${link}`, BigInt(digest.position), DIGEST_STREAM);
+        let plan: HeadsPlan;
+        const mine = this.planned;
+        this.planned = undefined;
+        try {
+          plan = mine && mine.from === heads.position && digestHash(mine.digest) === digestHash(digest) ? mine.plan : await heads.plan(digest.heads);
+        } catch (err) {
+          if (err instanceof RangeError) throw new ChainBrokenError(`the store's own digests do not hold: digest #${digest.sequence} lists a head that is not one: ${err.message}`, BigInt(digest.position), DIGEST_STREAM);
+          throw err;
+        }
+        // Each digest of format /2 must give its own root (the next is built on its tree).
+        // (Every digest's root is checked by `verifyStoreDigests`; format /1's is rebuilt whole, so it is left to that.)
+        if (digest.format === CHAIN_DIGEST_FORMAT && (plan.streams !== digest.streams || plan.root !== digest.headsRoot)) {
+          const problem = plan.streams !== digest.streams ? `digest #${digest.sequence} says the store held ${digest.streams} streams, its chain of digests holds ${plan.streams}: the digest is malformed` : `digest #${digest.sequence}'s heads do not give its own headsRoot: the digest is malformed`;
+          throw new ChainBrokenError(`the store's own digests do not hold: ${problem}`, BigInt(digest.position), DIGEST_STREAM);
+        }
+        if (!(await heads.fold(plan, { position: recordedAt, eventId }))) throw new NotaryTableMovedError(heads.position, recordedAt);
+        this.last = digest;
+        this.synced = BigInt(digest.sequence - 1);
+        fresh = true;
+        await turn();
+      }
+    }
+    if (!this.last) return;
+    // The newest signature vouches for every digest it chains to (see verifyStoreDigests).
+    const problem = fresh ? signatureProblem(this.last, this.identity.publicKey) : undefined;
+    if (problem) throw new ChainBrokenError(`the store's own digests do not hold: ${problem}`, BigInt(this.last.position), DIGEST_STREAM);
   }
 }
 
