@@ -11,7 +11,8 @@
  * Figures:
  * - notary.first_pass: store events covered per second by the first pass (walk, chain check,
  *   tree, signature, append of each digest); raw: `readAll` of every event in the same pages;
- * - notary.restart_sync: ms for a new notary to fold every digest recorded (a restarted ledger);
+ * - notary.restart_sync: ms for a new notary to catch up with the digests recorded (a restarted
+ *   ledger: it loads its table of heads and folds the digests after it, decision 0051);
  * - notary.steady_digest: ms for one more digest after one event (p50 of `--reps`);
  * - notary.heap_mb: JavaScript heap after the restart's fold (the notary's memory per stream);
  * - notary.outside_heap_per_stream: bytes the restarted notary holds outside the heap (buffers), per stream.
@@ -96,7 +97,7 @@ async function main(): Promise<void> {
     global.gc?.();
     // What the restarted notary holds outside the JavaScript heap (its tree's buffers), per stream.
     const outsidePerStream = (process.memoryUsage().arrayBuffers - outsideBefore) / opts.streams;
-    // Its fold must hold every stream once (and the digest stream when a digest covers it); sync checked the root.
+    // It must hold every stream once (and the digest stream when a digest covers it); sync checked the root.
     if (restarted.streams < opts.streams || restarted.streams > opts.streams + 1) throw new Error(`the restarted notary holds ${restarted.streams} streams, the store ${opts.streams} and the digests`);
     global.gc?.();
     const heapMb = process.memoryUsage().heapUsed / 2 ** 20;
