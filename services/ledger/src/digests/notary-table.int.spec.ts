@@ -51,6 +51,16 @@ const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 const head = (streamId: string, revision: number, position: number): StreamHead => ({ streamId, revision: String(revision), position: String(position), hash: sha(`${streamId}/${revision}`) });
 
 describe.each(stores.backends)('the notary\'s table ($name)', (backend) => {
+  /** A fresh database with `count` streams, every one signed, and its notary table. */
+  async function signedStore(count: number) {
+    const db = await backend.fresh();
+    const store = await db.open();
+    const key = newIdentity();
+    await streams(store, count);
+    const signed = await signAll(store, new Notary(store, key));
+    return { db, store, key, signed, table: await tableOf(store) };
+  }
+
   it('folds changes into the same roots as the whole tree in memory, across blocks, new streams and old, repeated ones in one set', async () => {
     const store = await (await backend.fresh()).open();
     const table = await NotaryTable.open(store);
@@ -171,12 +181,7 @@ describe.each(stores.backends)('the notary\'s table ($name)', (backend) => {
   });
 
   it('attack: a block node changed in the table is found at load; the notary folds the table again and says why', async () => {
-    const db = await backend.fresh();
-    const store = await db.open();
-    const key = newIdentity();
-    await streams(store, 100);
-    const signed = await signAll(store, new Notary(store, key));
-    const table = await tableOf(store);
+    const { db, key, signed, table } = await signedStore(100);
     await table.put([{ key: 'b:1', doc: JSON.stringify(sha('forged-block')), values: { kind: 'b', blk: 1, leaf: null } }]);
 
     const restarted = new Notary(await db.open(), key);
@@ -189,13 +194,8 @@ describe.each(stores.backends)('the notary\'s table ($name)', (backend) => {
   });
 
   it('attack: the table of another store (its position not in this one) is not trusted: emptied and folded from this store\'s digests', async () => {
-    const db = await backend.fresh();
-    const store = await db.open();
-    const key = newIdentity();
-    await streams(store, 40);
-    const signed = await signAll(store, new Notary(store, key));
+    const { db, key, signed, table } = await signedStore(40);
     // The table says it folded a digest at a position this store holds another event at.
-    const table = await tableOf(store);
     const cp = await table.checkpoint();
     expect(await table.reset(cp)).toBe(true);
     expect(await table.commit({ position: 0n, eventId: null }, { position: cp.position, eventId: 'an-event-of-another-store' }, [])).toBe(true);
