@@ -13,12 +13,13 @@
  *   send again, nothing is refused as the node's fault), it steps down, and the report is recorded
  *   once by whoever leads next.
  */
-import { NodeReportReply, parseJobSpec, reportSigningBytes, reportSubject, workFilter, type EventData, type NodeReport } from '#contracts';
+import { NodeReportReply, parseJobSpec, reportSigningBytes, reportSubject, type EventData, type NodeReport } from '#contracts';
 import { openEventStore, type EventStore, type RecordedEvent } from '#event-store';
 import { newIdentity, signBytes } from '#identity';
 import { requestQuery } from '#messaging';
 import { elect, EventWriter, leadershipStreamId, systemClock } from '#service-kit';
-import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { workHeldFor } from '../../test-fixtures/work-stream.js';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -146,14 +147,8 @@ describe('recorder fail-over: a leader and standbys on one lease, fenced in the 
     expect((await store.readStream(job1.stream)).map((e) => e.type)).toEqual(['ComputeHeld', 'JobFinished']);
     // The work dispatcher goes on where a left it: a placement made now reaches the node's subjects.
     const jsm = await jetstreamManager(nc);
-    await jsm.consumers.add('GPUNET_WORK', { durable_name: 'peek-node-1', filter_subject: workFilter(NODE), ack_policy: AckPolicy.None });
-    const peek = await jetstream(nc).consumers.get('GPUNET_WORK', 'peek-node-1');
     await placedJob('job-2');
-    const work: string[] = [];
-    await waitFor('job-2\'s placement on the node\'s work subjects', async () => {
-      for await (const m of await peek.fetch({ max_messages: 20, expires: 1_000 })) work.push(`${m.subject}:${m.json<{ data: { jobId: string } }>().data.jobId}`);
-      return work.includes(`gpunet.work.${NODE}.JobPlaced:job-2`);
-    }, 20_000);
+    await waitFor('job-2\'s placement on the node\'s work subjects', async () => (await workHeldFor(jsm, NODE)).some((w) => w.subject === `gpunet.work.${NODE}.JobPlaced` && w.jobId === 'job-2'), 20_000);
 
     // ── SIGSTOP the new leader until a third process took over, then SIGCONT it ──
     const c = spawnRecorder('c');

@@ -6,7 +6,8 @@ import { openEventStore, type EventStore } from '#event-store';
 import { newIdentity, signBytes, type Identity } from '#identity';
 import { requestQuery } from '#messaging';
 import { EventWriter, startService, systemClock, type RunningService } from '#service-kit';
-import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { workHeldFor } from '../../test-fixtures/work-stream.js';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -96,25 +97,22 @@ describe('the recorder', () => {
   it('sends a node its own placements with the job\'s submission first, and nothing of another node\'s', async () => {
     const mine = await placedJob('job-w1', 'node-1');
     await placedJob('job-w2', 'node-2');
-    const js = jetstream(nc);
     const jsm = await jetstreamManager(nc);
-    await jsm.consumers.add('GPUNET_WORK', { durable_name: 'peek-node-1', filter_subject: workFilter('node-1'), ack_policy: AckPolicy.None });
-    const consumer = await js.consumers.get('GPUNET_WORK', 'peek-node-1');
-    const seen = await until('node-1\'s work', async () => {
-      const info = await consumer.info();
-      return info.num_pending >= 2 ? info.num_pending : undefined;
+    const got = await until('node-1\'s work', async () => {
+      const held = await workHeldFor(jsm, 'node-1');
+      return held.length >= 2 ? held : undefined;
     });
-    expect(seen).toBe(2);
-    const got: { subject: string; type: string; jobId: string }[] = [];
-    const batch = await consumer.fetch({ max_messages: 10, expires: 1_000 });
-    for await (const m of batch) {
-      const body = m.json<{ type: string; data: { jobId: string } }>();
-      got.push({ subject: m.subject, type: body.type, jobId: body.data.jobId });
-    }
     expect(got).toEqual([
       { subject: 'gpunet.work.node-1.JobSubmitted', type: 'JobSubmitted', jobId: mine.jobId },
       { subject: 'gpunet.work.node-1.JobPlaced', type: 'JobPlaced', jobId: mine.jobId },
     ]);
+
+    // A work queue: what node-1's own consumer acknowledged leaves the stream; node-2's stays for it.
+    expect((await jsm.streams.info('GPUNET_WORK')).config.retention).toBe('workqueue');
+    const own = await jetstream(nc).consumers.get('GPUNET_WORK', 'execution-node-1');
+    for await (const m of await own.fetch({ max_messages: 2, expires: 5_000 })) await m.ackAck();
+    await until('node-1\'s acknowledged work to leave the stream', async () => (await workHeldFor(jsm, 'node-1')).length === 0);
+    expect((await workHeldFor(jsm, 'node-2')).map((w) => w.type)).toEqual(['JobSubmitted', 'JobPlaced']);
   });
 
   it('records a good report in the node\'s stream with the node\'s signature, the job\'s team from intake, and the same report twice once', async () => {
