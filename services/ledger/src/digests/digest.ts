@@ -59,8 +59,16 @@ export function digestProof(tree: HeadsTree, d: Pick<ChainHeadsSigned, 'format'>
 
 /** Why `tree`, folded up to and including `d`, does not give `d`'s stream count and root; undefined when it does. */
 export function rootProblem(tree: HeadsTree, d: ChainHeadsSigned): string | undefined {
-  if (tree.size !== d.streams) return `digest #${d.sequence} says the store held ${d.streams} streams, its chain of digests holds ${tree.size}: the digest is malformed`;
-  if (digestRoot(tree, d) !== d.headsRoot) return `digest #${d.sequence}'s heads do not give its own headsRoot: the digest is malformed`;
+  return foldProblem(d, tree.size, () => digestRoot(tree, d));
+}
+
+/**
+ * Why a fold of the chain of digests up to and including `d`, holding `streams` streams with the
+ * root `root()`, does not give `d`'s stream count and root; undefined when it does.
+ */
+export function foldProblem(d: ChainHeadsSigned, streams: number, root: () => string): string | undefined {
+  if (streams !== d.streams) return `digest #${d.sequence} says the store held ${d.streams} streams, its chain of digests holds ${streams}: the digest is malformed`;
+  if (root() !== d.headsRoot) return `digest #${d.sequence}'s heads do not give its own headsRoot: the digest is malformed`;
   return undefined;
 }
 

@@ -6,7 +6,7 @@
 import { CHAIN_DIGEST_FORMAT, ChainHeadsSigned, DIGEST_STREAM, type StreamHead } from '#contracts';
 import { computeEventHash, GENESIS_HASH, type EventStore, type RecordedEvent } from '#event-store';
 import type { Identity } from '#identity';
-import { digestHash, linkProblem, rootProblem, signatureProblem, signDigest, sortedHeads, type Heads } from './digest.js';
+import { digestHash, foldProblem, linkProblem, rootProblem, signatureProblem, signDigest, sortedHeads, type Heads } from './digest.js';
 import { HeadsTree } from './heads-tree.js';
 import { NotaryTable, NotaryTableMismatchError, NotaryTableMovedError, type HeadsPlan } from './notary-table.js';
 
@@ -296,17 +296,16 @@ export class Notary {
         const mine = this.planned;
         this.planned = undefined;
         try {
-          plan = mine && mine.from === heads.position && digestHash(mine.digest) === digestHash(digest) ? mine.plan : await heads.plan(digest.heads);
+          // The same digest: this notary's key signs nothing else with the same signature.
+          plan = mine && mine.from === heads.position && mine.digest.sequence === digest.sequence && mine.digest.signature === digest.signature ? mine.plan : await heads.plan(digest.heads);
         } catch (err) {
           if (err instanceof RangeError) throw new ChainBrokenError(`the store's own digests do not hold: digest #${digest.sequence} lists a head that is not one: ${err.message}`, BigInt(digest.position), DIGEST_STREAM);
           throw err;
         }
         // Each digest of format /2 must give its own root (the next is built on its tree).
         // (Every digest's root is checked by `verifyStoreDigests`; format /1's is rebuilt whole, so it is left to that.)
-        if (digest.format === CHAIN_DIGEST_FORMAT && (plan.streams !== digest.streams || plan.root !== digest.headsRoot)) {
-          const problem = plan.streams !== digest.streams ? `digest #${digest.sequence} says the store held ${digest.streams} streams, its chain of digests holds ${plan.streams}: the digest is malformed` : `digest #${digest.sequence}'s heads do not give its own headsRoot: the digest is malformed`;
-          throw new ChainBrokenError(`the store's own digests do not hold: ${problem}`, BigInt(digest.position), DIGEST_STREAM);
-        }
+        const problem = digest.format === CHAIN_DIGEST_FORMAT ? foldProblem(digest, plan.streams, () => plan.root) : undefined;
+        if (problem) throw new ChainBrokenError(`the store's own digests do not hold: ${problem}`, BigInt(digest.position), DIGEST_STREAM);
         if (!(await heads.fold(plan, { position: recordedAt, eventId }))) throw new NotaryTableMovedError(heads.position, recordedAt);
         this.last = digest;
         this.synced = BigInt(digest.sequence - 1);
