@@ -1,5 +1,6 @@
 /** Finding things on this machine: the checkout with its built services, nats-server, free ports. */
-import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { randomInt } from 'node:crypto';
 import { delimiter, dirname, join } from 'node:path';
@@ -69,6 +70,40 @@ export function findNatsServer(env: Readonly<Record<string, string | undefined>>
 /** Ports this process has handed out: never handed out twice, though a closed one is free again. */
 const handedOut = new Set<number>();
 
+/**
+ * Ports handed out on this machine by any process, a file each: two `up`s (or test networks)
+ * started at once each kept only their own ports apart, so both could pick the same free port and
+ * the second process to bind it failed with EADDRINUSE.
+ */
+const RESERVED_DIR = join(tmpdir(), 'gpunet-ports');
+/** How long a handed-out port stays reserved: ample for its process to start and bind it, then the port itself says it is taken. */
+const RESERVED_FOR_MS = 5 * 60_000;
+
+/**
+ * Reserves `port` machine-wide for this process: false when another process reserved it in the
+ * last {@link RESERVED_FOR_MS}. Where the directory cannot be written, the reservation is skipped
+ * (true): the port is still checked free before it is handed out.
+ */
+export function reservePort(port: number, dir = RESERVED_DIR): boolean {
+  const file = join(dir, String(port));
+  const claim = () => writeFileSync(file, String(process.pid), { flag: 'wx' });
+  try {
+    mkdirSync(dir, { recursive: true });
+    claim();
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return true;
+  }
+  try {
+    if (Date.now() - statSync(file).mtimeMs < RESERVED_FOR_MS) return false;
+    rmSync(file, { force: true });
+    claim();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Lowest port of the range `up` picks from; the range ends just below the kernel's ephemeral ports. */
 const PICK_FROM = 20_000;
 
@@ -91,14 +126,15 @@ function ephemeralRange(): [number, number] {
  * random below the kernel's ephemeral range, where the kernel never assigns one by itself: a port
  * the OS picked for a probe was free only until the next outgoing connection on the machine took
  * it, and a process that bound it seconds later (a busy machine starts Node slowly) failed with
- * EADDRINUSE. Never one this process handed out before; the OS picks when no range is left below.
+ * EADDRINUSE. Never one this process, or another in the last few minutes ({@link reservePort}),
+ * handed out before; the OS picks when no range is left below.
  */
 export async function freePort(): Promise<number> {
   const [low] = ephemeralRange();
   const span = low - PICK_FROM;
   for (let tries = 0; span > 0 && tries < 200; tries++) {
     const port = PICK_FROM + randomInt(span);
-    if (handedOut.has(port) || !(await canListen(port))) continue;
+    if (handedOut.has(port) || !reservePort(port) || !(await canListen(port))) continue;
     handedOut.add(port);
     return port;
   }

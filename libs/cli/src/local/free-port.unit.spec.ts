@@ -1,6 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type Server } from 'node:net';
-import { freePort } from './environment.js';
+import { freePort, reservePort } from './environment.js';
 
 describe('freePort', () => {
   it('never hands out a port twice in one process, though the OS may offer a closed one again', async () => {
@@ -33,6 +35,25 @@ describe('freePort', () => {
       expect(taken).toHaveLength(20);
     } finally {
       await Promise.all(taken.map((s) => new Promise((r) => s.close(r))));
+    }
+  });
+
+  it('keeps a port another process reserved in the last minutes from being handed out again, and takes back an old reservation', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gpunet-ports-test-'));
+    try {
+      expect(reservePort(21_001, dir)).toBe(true);
+      expect(readFileSync(join(dir, '21001'), 'utf8')).toBe(String(process.pid));
+      // Another process's fresh reservation: not this one's to take.
+      writeFileSync(join(dir, '21002'), '999999');
+      expect(reservePort(21_002, dir)).toBe(false);
+      expect(reservePort(21_001, dir)).toBe(false);
+      // Ten minutes old: its process has bound the port long since, or never will.
+      const old = new Date(Date.now() - 10 * 60_000);
+      utimesSync(join(dir, '21002'), old, old);
+      expect(reservePort(21_002, dir)).toBe(true);
+      expect(readFileSync(join(dir, '21002'), 'utf8')).toBe(String(process.pid));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
