@@ -6,9 +6,8 @@
  * `SELECT … ORDER BY position` on the file, `JSON.parse` of data and metadata, nothing folded).
  * Also reported: the ledger's projection as it really reads (only the billing event types,
  * through the store's type index; the figure is store events covered per second), the fold alone
- * over events already in memory, deriving every invoice from the folded state, and the billing
- * snapshot of that state encoded and decoded a part at a time (the longest part is the longest
- * the ledger's event loop is held; beside it JSON.stringify / JSON.parse of the same parts).
+ * over events already in memory, and deriving every invoice from the folded state. The ledger
+ * itself folds into its table in the store's database (decision 0053): `bench:restart` measures that.
  * Target: ≥ 100,000 events/s and ≥ 0.3 of raw.
  *
  * The history: 20 teams, 200 nodes, about 111,000 jobs over three months, each job's life as the
@@ -31,7 +30,7 @@ import Database from 'better-sqlite3';
 import { existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { allInvoices, BILLING_EVENT_TYPES, decodeBillingParts, encodeBillingParts, evolveBilling, initialBilling, type BillingState } from '../src/domain/index.js';
+import { allInvoices, BILLING_EVENT_TYPES, evolveBilling, initialBilling, type BillingState } from '../src/domain/index.js';
 
 const EVENTS = Number(process.env.GPUNET_BENCH_EVENTS ?? 1_000_000);
 const ROUNDS = Number(process.env.GPUNET_BENCH_ROUNDS ?? 3);
@@ -216,44 +215,6 @@ function rawPass(path: string): Pass {
   return { ms, events, foldMs: 0 };
 }
 
-/**
- * The billing snapshot of `state` (decision 0039) encoded and decoded as the ledger does, a part
- * at a time: the total, and the longest step between two turns of the event loop (what a lease
- * renewal may wait). Beside them the floors: `JSON.stringify` and `JSON.parse` of the same parts.
- */
-function snapshotPass(state: BillingState) {
-  const now = () => Number(process.hrtime.bigint()) / 1e6;
-  const parts: string[] = [];
-  let longestEncode = 0;
-  let t = now();
-  const e0 = t;
-  for (const part of encodeBillingParts(state)) {
-    parts.push(part);
-    longestEncode = Math.max(longestEncode, now() - t);
-    t = now();
-  }
-  const encodeMs = now() - e0;
-  let longestDecode = 0;
-  const steps = decodeBillingParts(parts);
-  const d0 = now();
-  t = d0;
-  let step = steps.next();
-  for (; !step.done; step = steps.next()) {
-    longestDecode = Math.max(longestDecode, now() - t);
-    t = now();
-  }
-  longestDecode = Math.max(longestDecode, now() - t);
-  const decodeMs = now() - d0;
-  if (step.value.position !== state.position || step.value.attempts.size !== state.attempts.size) throw new Error('the snapshot did not decode to the state');
-  const p0 = now();
-  const parsed = parts.map((x) => JSON.parse(x) as unknown);
-  const parseMs = now() - p0;
-  const s0 = now();
-  for (const x of parsed) JSON.stringify(x);
-  const stringifyMs = now() - s0;
-  return { parts: parts.length, chars: parts.reduce((n, x) => n + x.length, 0), encodeMs, decodeMs, longestEncode, longestDecode, parseMs, stringifyMs };
-}
-
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main(): Promise<void> {
@@ -321,16 +282,9 @@ async function main(): Promise<void> {
   console.log(`  as the projection reads (billing types)  ${fmt(median(projection))} store events/s (${billingEvents.toLocaleString('en')} of them read and folded)   ratio ${(median(projection) / rawValue).toFixed(2)}`);
   console.log(`  fold alone, events in memory             ${fmt(pureValue)} events/s`);
   console.log(`  every invoice derived: ${invoices.size} invoices, ${lines.toLocaleString('en')} lines in ${Math.round(invoicesMs)} ms`);
-  const snap = snapshotPass(state);
-  console.log(`  billing snapshot: ${state.attempts.size.toLocaleString('en')} attempt lines, ${snap.chars.toLocaleString('en')} characters in ${snap.parts} parts`);
-  console.log(`    encoded in ${Math.round(snap.encodeMs)} ms (JSON.stringify of the same parts ${Math.round(snap.stringifyMs)} ms), longest part ${Math.round(snap.longestEncode)} ms`);
-  console.log(`    decoded in ${Math.round(snap.decodeMs)} ms (JSON.parse of the same parts ${Math.round(snap.parseMs)} ms), longest part ${Math.round(snap.longestDecode)} ms`);
   console.log(JSON.stringify({ bench: 'replay.ledger', value: Math.round(value), unit: 'events/s', raw: Math.round(rawValue), ratio: Number((value / rawValue).toFixed(3)) }));
   console.log(JSON.stringify({ bench: 'replay.ledger.projection', value: Math.round(median(projection)), unit: 'store events/s', raw: Math.round(rawValue), ratio: Number((median(projection) / rawValue).toFixed(3)) }));
   console.log(JSON.stringify({ bench: 'replay.ledger.fold', value: Math.round(pureValue), unit: 'events/s', raw: Math.round(rawValue), ratio: Number((pureValue / rawValue).toFixed(3)) }));
-  console.log(JSON.stringify({ bench: 'replay.snapshot.encode', value: Math.round(snap.encodeMs), unit: 'ms', raw: Math.round(snap.stringifyMs), ratio: Number((snap.encodeMs / snap.stringifyMs).toFixed(3)), chars: snap.chars, parts: snap.parts }));
-  console.log(JSON.stringify({ bench: 'replay.snapshot.decode', value: Math.round(snap.decodeMs), unit: 'ms', raw: Math.round(snap.parseMs), ratio: Number((snap.decodeMs / snap.parseMs).toFixed(3)) }));
-  console.log(JSON.stringify({ bench: 'replay.snapshot.longest_turn', value: Math.round(Math.max(snap.longestEncode, snap.longestDecode)), unit: 'ms' }));
   console.log(JSON.stringify({ bench: 'replay.ledger.invoices', value: Math.round(invoicesMs), unit: 'ms', raw: Math.round((EVENTS / rawValue) * 1000), ratio: Number((invoicesMs / ((EVENTS / rawValue) * 1000)).toFixed(3)) }));
 }
 

@@ -61,10 +61,6 @@ export const LedgerConfig = z.object({
    * folds all of it: about 15,000 events/s on a busy 2-core machine (decision 0034).
    */
   GPUNET_AUDIT_CATCH_UP: duration('10m', 'how long a start may fold the audit table up to the store head before the ledger gives up (what it folded is kept)'),
-  /** Billing events folded after which the ledger saves its billing snapshot (decision 0039). */
-  GPUNET_LEDGER_SNAPSHOT_EVENTS: z.coerce.number().int().min(1).default(10_000).describe('billing events folded after which the snapshot of the billing state is saved; an invoice or credit note counts 1 + its lines (decision 0039)'),
-  /** ms after which the ledger saves its billing snapshot when it folded any event since the last. */
-  GPUNET_LEDGER_SNAPSHOT_MS: z.coerce.number().int().min(0).default(60_000).describe('ms between saves of the billing snapshot while billing events arrive (0: only by count)'),
   /** How often the notary signs the chain heads, when the store moved since the last digest. */
   GPUNET_DIGEST_INTERVAL: duration('5m', 'how often the chain heads are signed (only when the store moved since the last digest)'),
 });

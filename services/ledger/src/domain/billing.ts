@@ -103,6 +103,13 @@ export interface BillingState {
   position: bigint;
   /** Attempts on finalized invoices leave the state (see the head of this file). */
   readonly settle: boolean;
+  /**
+   * Lines kept in the store's database (decision 0053; settling states only): `attempts`,
+   * `settled` and `jobTeams` hold only the rows of the events being folded, read before and
+   * written after each page ({@link billingRowKeys}), and a derivation is handed a view with the
+   * rows it needs. `openAttempts` and `teamless` stay empty: a job's team is a row for ever.
+   */
+  readonly inTable: boolean;
   /** Settling state only: the invoice id of each line on a finalized invoice, by line id, in the order they settled. */
   readonly settled: Map<string, string>;
   /** Settling state only: jobs with an attempt whose events carry no team and whose JobSubmitted is not in `jobTeams` (to read: {@link readJobTeam}). */
@@ -125,9 +132,9 @@ export interface BillingState {
   readonly creditNotes: Map<string, { data: CreditNoteIssued; eventId: string; position: bigint }[]>;
 }
 
-/** An empty state; `settle`: one whose settled attempts leave it (the ledger's). */
-export function initialBilling(options: { settle?: boolean } = {}): BillingState {
-  return { position: 0n, settle: options.settle ?? false, settled: new Map(), teamless: new Set(), openAttempts: new Map(), prices: new Map(), attempts: new Map(), jobTeams: new Map(), finalized: new Map(), creditNotes: new Map() };
+/** An empty state; `settle`: one whose settled attempts leave it; `inTable`: one whose lines are rows of the store's database (the ledger's). */
+export function initialBilling(options: { settle?: boolean; inTable?: boolean } = {}): BillingState {
+  return { position: 0n, settle: (options.settle ?? false) || (options.inTable ?? false), inTable: options.inTable ?? false, settled: new Map(), teamless: new Set(), openAttempts: new Map(), prices: new Map(), attempts: new Map(), jobTeams: new Map(), finalized: new Map(), creditNotes: new Map() };
 }
 
 /** The line id of an attempt on a node. */
@@ -158,9 +165,9 @@ export function evolveBilling(state: BillingState, event: StoredEvent): BillingS
       const key = lineIdOf(d.attemptId, d.nodeId);
       if (state.settled.has(key)) break;
       const facts = factsOf(state, key);
-      if (state.settle && !facts.held && !facts.finished) countOpen(state, d.jobId, 1);
+      if (counts(state) && !facts.held && !facts.finished) countOpen(state, d.jobId, 1);
       if (!facts.held) facts.held = sourced(event);
-      if (state.settle) noteTeamless(state, facts);
+      if (counts(state)) noteTeamless(state, facts);
       break;
     }
     case 'JobFinished': {
@@ -168,9 +175,9 @@ export function evolveBilling(state: BillingState, event: StoredEvent): BillingS
       const key = lineIdOf(d.attemptId, d.nodeId);
       if (state.settled.has(key)) break;
       const facts = factsOf(state, key);
-      if (state.settle && !facts.held && !facts.finished) countOpen(state, d.jobId, 1);
+      if (counts(state) && !facts.held && !facts.finished) countOpen(state, d.jobId, 1);
       if (!facts.finished) facts.finished = sourced(event);
-      if (state.settle) noteTeamless(state, facts);
+      if (counts(state)) noteTeamless(state, facts);
       break;
     }
     case 'NodeLost': {
@@ -227,7 +234,7 @@ function settle(state: BillingState, entry: FinalizedEntry): void {
     jobs.add(line.jobId);
     if (state.settled.has(line.lineId)) return;
     const facts = state.attempts.get(line.lineId);
-    const opened = facts && openedBy(facts);
+    const opened = facts && counts(state) ? openedBy(facts) : undefined;
     if (opened !== undefined) countOpen(state, opened, -1);
     state.attempts.delete(line.lineId);
     state.settled.set(line.lineId, invoice.invoiceId);
@@ -237,7 +244,8 @@ function settle(state: BillingState, entry: FinalizedEntry): void {
   entry.data = { ...entry.data, invoice: { ...invoice, lines: [] } };
   entry.losses = losses;
   // A job none of whose attempts is left needs its team no more, unless another attempt comes (then `teamless`).
-  for (const jobId of jobs) if (!state.openAttempts.has(jobId)) state.jobTeams.delete(jobId);
+  // In the table a job's team is a row for ever: nothing to count.
+  if (counts(state)) for (const jobId of jobs) if (!state.openAttempts.has(jobId)) state.jobTeams.delete(jobId);
 }
 
 /** The job id an attempt is counted under in `openAttempts`: that of the first of its ComputeHeld and JobFinished folded; undefined without either. */
@@ -245,6 +253,11 @@ export function openedBy(facts: AttemptFacts): string | undefined {
   const { held, finished } = facts;
   const first = held && finished ? (held.position < finished.position ? held : finished) : (held ?? finished);
   return first?.data.jobId;
+}
+
+/** A settling state in memory counts each job's open attempts, to let its team go with the last. */
+function counts(state: BillingState): boolean {
+  return state.settle && !state.inTable;
 }
 
 function countOpen(state: BillingState, jobId: string, by: 1 | -1): void {
@@ -302,7 +315,7 @@ export function readSettledLines(entry: FinalizedEntry, stored: InvoiceFinalized
 }
 
 /** Folds events (in position order) into a fresh state, stopping after `asOf` when given. */
-export function foldBilling(events: Iterable<StoredEvent>, asOf?: bigint, options: { settle?: boolean } = {}): BillingState {
+export function foldBilling(events: Iterable<StoredEvent>, asOf?: bigint, options: { settle?: boolean; inTable?: boolean } = {}): BillingState {
   const state = initialBilling(options);
   for (const e of events) {
     if (asOf !== undefined && e.position > asOf) break;

@@ -6,6 +6,6 @@ export * from './charges.js';
 export * from './streams.js';
 export * from './months.js';
 export * from './billing.js';
-export * from './billing-snapshot.js';
+export * from './billing-rows.js';
 export * from './invoice.js';
 export * from './job-end.js';

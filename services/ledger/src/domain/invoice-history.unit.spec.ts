@@ -5,14 +5,17 @@
  * pass on a clock and restarts at random points, the invoices equal a reference computed here,
  * independently, from the de-duplicated history; finalized invoices replay byte for byte at their
  * recorded position; a fold from zero (rebuild) gives byte-identical invoices; postings balance
- * and no GPU is billed for more than the wall-clock time.
+ * and no GPU is billed for more than the wall-clock time. A ledger whose lines are rows of the
+ * store's database (decision 0053), folding small pages and restarting from its rows, decides and
+ * answers the same.
  */
 import type { InvoiceFinalized, InvoiceLine, JobOutcome, Posting } from '#contracts';
 import fc from 'fast-check';
-import { evolveBilling, foldBilling, initialBilling, type BillingState } from './billing.js';
+import { evolveBilling, foldBilling, initialBilling, type BillingState, type StoredEvent } from './billing.js';
 import { FixtureLog, readFromEvents } from './billing.fixtures.js';
+import { BILLING_HEADER_KINDS, billingFromRows, billingRowKeys, billingRows, billingView, dropBillingRows, jobKey, takeBillingRows, teamlessJobs, unreadLossesOf, type BillingRow } from './billing-rows.js';
 import { allInvoices, canonicalJson, decideInvoices, deriveInvoice, finalizesAt, invoiceSummaries, invoiceView, parseInvoiceId } from './invoice.js';
-import { monthEnd, monthOf } from './months.js';
+import { monthEnd, monthOf, nextMonth } from './months.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -168,8 +171,50 @@ function buildHistory(specs: AttemptSpec[]): { pending: Pending[]; reference: Ma
   return { pending, reference };
 }
 
+/**
+ * The ledger's state with its lines as rows (decision 0053), over rows kept here as the store's
+ * database would: each page read, folded and written back as the projection does, in pages of
+ * `pageSize` events.
+ */
+class TableRun {
+  readonly rows = new Map<string, BillingRow>();
+  /** The position of the last event written into the rows. */
+  private at = 0n;
+  state = initialBilling({ inTable: true });
+  constructor(private readonly pageSize: number) {}
+
+  fold(events: readonly StoredEvent[]): void {
+    const after = events.filter((e) => e.position > this.state.position);
+    for (let i = 0; i < after.length; i += this.pageSize) {
+      const page = after.slice(i, i + this.pageSize);
+      const { read, dirty } = billingRowKeys(this.state, page);
+      takeBillingRows(this.state, read.flatMap((key) => (this.rows.has(key) ? [this.rows.get(key)!] : [])));
+      for (const e of page) evolveBilling(this.state, e);
+      dirty.push(...unreadLossesOf(this.state));
+      readFromEvents(this.state, events);
+      for (const row of billingRows(this.state, dirty)) this.rows.set(row.key, row);
+      dropBillingRows(this.state);
+      this.at = page.at(-1)!.position;
+    }
+  }
+
+  /** A restart: the headers read from the rows, at their position. */
+  restart(): void {
+    this.state = billingFromRows(this.at, [...this.rows.values()].filter((r) => (BILLING_HEADER_KINDS as readonly string[]).includes(r.values.kind)));
+  }
+
+  /** The state with the open lines finished by the end of `month` (every one without), and their jobs' teams. */
+  view(month?: string): BillingState {
+    const open = [...this.rows.values()].filter((r) => r.values.kind === 'a' && r.values.month !== null && (month === undefined || r.values.month < nextMonth(month)));
+    const view = billingView(this.state, open);
+    return billingView(this.state, open, teamlessJobs(view).flatMap((jobId) => (this.rows.has(jobKey(jobId)) ? [this.rows.get(jobKey(jobId))!] : [])));
+  }
+}
+
 interface Run {
   log: FixtureLog;
+  /** The ledger's state with its lines in the store's database, folded beside the others. */
+  table: TableRun;
   live: BillingState;
   /** The ledger's own kind of state, folded beside `live`: its settled attempts leave it (decision 0046). */
   settling: BillingState;
@@ -182,6 +227,7 @@ function runLedger(pending: Pending[], restarts: number[], redeliveries: number[
   const log = new FixtureLog();
   let live = initialBilling();
   let settling = initialBilling({ settle: true });
+  const table = new TableRun(1 + (restarts.length % 4));
   const finalizedAt = new Map<string, number>();
   const lastAt = pending.at(-1)!.at;
   // Run until every month with events has ended and passed its cutoff.
@@ -197,6 +243,7 @@ function runLedger(pending: Pending[], restarts: number[], redeliveries: number[
       // A restart: the projection is folded again from zero.
       live = initialBilling();
       settling = initialBilling({ settle: true });
+      table.restart();
     }
     for (const state of [live, settling]) {
       for (const e of log.events) evolveBilling(state, e);
@@ -204,11 +251,17 @@ function runLedger(pending: Pending[], restarts: number[], redeliveries: number[
       for (const r of redeliveries) if (log.events.length) evolveBilling(state, log.events[r % log.events.length]!);
       state.position = BigInt(log.events.length);
     }
+    table.fold(log.events);
+    // Every other tick it decides from what its rows alone hold, as after a restart.
+    if (tick % 2 === 1) table.restart();
+    table.state.position = BigInt(log.events.length);
     if (settling.teamless.size > 0) seenCases.teamsReadAgain++;
     readLosses(settling, log);
     const decided = decideInvoices(live, now, CUTOFF);
     // The settling state decides the same, byte for byte, with none of the settled attempts.
     expect(decideInvoices(settling, now, CUTOFF)).toEqual(decided);
+    // So does the state in the table, from the lines finished by the end of the latest month due.
+    expect(decideInvoices(table.view(monthOf(now - CUTOFF)), now, CUTOFF)).toEqual(decided);
     // Decided from the attempts not yet settled: exactly the invoices a derivation of every attempt finds due.
     const due = [...allInvoices(live)].filter(([id, invoice]) => !live.finalized.has(id) && now >= finalizesAt(invoice.month, CUTOFF)).map(([, invoice]) => canonicalJson(invoice));
     expect(decided.finalize.map((f) => canonicalJson(f.invoice))).toEqual(due);
@@ -222,9 +275,10 @@ function runLedger(pending: Pending[], restarts: number[], redeliveries: number[
       evolveBilling(live, e);
       evolveBilling(settling, e);
     }
+    table.fold(log.events);
     readLosses(settling, log);
   }
-  return { log, live, settling, finalizedAt };
+  return { log, table, live, settling, finalizedAt };
 }
 
 /** Reads what the settling state needs from the log, as the ledger does from the store. */
@@ -237,7 +291,7 @@ const seenCases = { settled: 0, teamsReadAgain: 0, decidedDue: 0, lateAfterFinal
 
 function checkRun(specs: AttemptSpec[], restarts: number[], redeliveries: number[]): void {
   const { pending, reference } = buildHistory(specs);
-  const { log, live, settling, finalizedAt } = runLedger(pending, restarts, redeliveries);
+  const { log, table, live, settling, finalizedAt } = runLedger(pending, restarts, redeliveries);
 
   const views = invoiceSummaries(live, {}, CUTOFF).map((s) => invoiceView(live, s.invoiceId, CUTOFF));
   // The settling state answers the same, each finalized invoice with the copy its event holds; it keeps none of their attempts.
@@ -245,6 +299,14 @@ function checkRun(specs: AttemptSpec[], restarts: number[], redeliveries: number
   expect(invoiceSummaries(settling, {}, CUTOFF)).toEqual(invoiceSummaries(live, {}, CUTOFF));
   expect(invoiceSummaries(settling, {}, CUTOFF).map((s) => canonicalJson(invoiceView(settling, s.invoiceId, CUTOFF, undefined, stored.get(s.invoiceId))))).toEqual(views.map((v) => canonicalJson(v)));
   expect(settling.attempts.size).toBe(live.attempts.size - settling.settled.size);
+  // And the state in the table, restarted from its rows: memory holds no line.
+  table.restart();
+  const fromRows = table.view();
+  expect(table.state.attempts.size + table.state.settled.size + table.state.jobTeams.size).toBe(0);
+  fromRows.position = live.position;
+  expect(invoiceSummaries(fromRows, {}, CUTOFF)).toEqual(invoiceSummaries(live, {}, CUTOFF));
+  expect(invoiceSummaries(fromRows, {}, CUTOFF).map((s) => canonicalJson(invoiceView(fromRows, s.invoiceId, CUTOFF, undefined, stored.get(s.invoiceId))))).toEqual(views.map((v) => canonicalJson(v)));
+  expect([...table.rows.values()].filter((r) => r.values.kind === 's').length).toBe(live.attempts.size - settling.attempts.size);
   if (settling.settled.size > 0) seenCases.settled++;
   // Every month has ended long ago: every invoice is finalized, each exactly once in the log.
   expect(views.every((v) => v.status === 'finalized')).toBe(true);

@@ -53,11 +53,12 @@ export class InvoiceCloserService implements OnApplicationBootstrap, OnModuleDes
   }
 
   private async pass(): Promise<void> {
-    const { decisions, revisions } = await this.projection.withState((state) => {
+    const { decisions, revisions } = await this.projection.withState(async (state, lines) => {
       const now = this.clock.now().getTime();
       const month = monthOf(now - this.projection.cutoffMs);
       if (this.settled && this.settled.position === state.position && this.settled.month === month) return { decisions: { finalize: [], credit: [] }, revisions: new Map<string, bigint>() };
-      const decisions = decideInvoices(state, now, this.projection.cutoffMs);
+      // Only lines finished by the end of the latest month past its cutoff can be on an invoice due.
+      const decisions = decideInvoices(await lines({ dueBy: month }), now, this.projection.cutoffMs);
       this.settled = decisions.finalize.length === 0 && decisions.credit.length === 0 ? { position: state.position, month } : undefined;
       // Revision of each invoice stream as folded: one InvoiceFinalized, then its credit notes.
       const revisions = new Map<string, bigint>();

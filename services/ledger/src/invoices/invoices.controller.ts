@@ -15,8 +15,8 @@ export class InvoicesController {
 
   @MessagePattern(Queries.ListInvoices.subject)
   list(@Payload() query: ListInvoices): Promise<ListInvoicesReply> {
-    return this.projection.withState((state) => ({
-      invoices: invoiceSummaries(state, { ...(query.principal.allTeams ? {} : { team: query.principal.team }), ...(query.month ? { month: query.month } : {}), ...(query.status ? { status: query.status } : {}) }, this.projection.cutoffMs),
+    return this.projection.withState(async (state, lines) => ({
+      invoices: invoiceSummaries(await lines({ all: true }), { ...(query.principal.allTeams ? {} : { team: query.principal.team }), ...(query.month ? { month: query.month } : {}), ...(query.status ? { status: query.status } : {}) }, this.projection.cutoffMs),
       asOfPosition: state.position.toString(),
     }));
   }
@@ -28,7 +28,11 @@ export class InvoicesController {
       // Another team's invoice is not acknowledged to exist.
       throw new NotFoundError(`no invoice ${query.invoiceId} for team ${principal.team}; list yours with \`gpunet invoices list\``);
     }
-    return this.projection.withState(async (state) => invoiceView(state, query.invoiceId, this.projection.cutoffMs, undefined, await this.projection.storedCopy(state, query.invoiceId)));
+    const { team, month } = parseInvoiceId(query.invoiceId);
+    return this.projection.withState(async (state, lines) => {
+      const stored = await this.projection.storedCopy(state, query.invoiceId);
+      return invoiceView(stored ? state : await lines({ team, month }), query.invoiceId, this.projection.cutoffMs, undefined, stored);
+    });
   }
 
   @MessagePattern(Commands.RebuildLedger.subject)

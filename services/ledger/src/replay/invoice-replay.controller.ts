@@ -39,11 +39,11 @@ export class InvoiceReplayController {
   async replay(@Payload() query: ReplayInvoice): Promise<ReplayInvoiceReply> {
     ownInvoice(query.principal, query.invoiceId);
     const prices = query.prices !== undefined ? whatIfPrices(query.prices) : undefined;
-    const { invoice, status } = await this.projection.withState(async (state) => {
+    const { invoice, status } = await this.projection.withState(async (state, lines) => {
       const finalized = await this.projection.storedCopy(state, query.invoiceId);
       if (finalized) return { invoice: finalized, status: 'finalized' as const };
       const { team, month } = parseInvoiceId(query.invoiceId);
-      return { invoice: invoiceOf(state, team, month), status: 'draft' as const };
+      return { invoice: invoiceOf(await lines({ team, month }), team, month), status: 'draft' as const };
     });
     return replayReport(invoice, await replayFromStore(this.store, invoice, prices), status);
   }
