@@ -116,7 +116,7 @@ async function main(): Promise<void> {
       GPUNET_LEASE_MS: String(opts.leaseMs),
       // The ledger's first start folds its audit table from the whole store, which took longer than
       // its default 10 minutes at a million jobs here: it gave up, started again and reloaded its
-      // billing snapshot. A start may take as long as the bench waits for it.
+      // billing state. A start may take as long as the bench waits for it.
       GPUNET_AUDIT_CATCH_UP: `${opts.healthTimeout}s`,
     }, ...(db ? { postgresUrl: db.url } : {}) });
   try {

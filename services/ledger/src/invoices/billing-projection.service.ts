@@ -34,7 +34,7 @@ import { BillingTable, BillingTableMovedError, type LinesNeeded } from './billin
 /** Events read per page while folding. */
 const PAGE = 5_000;
 
-/** Folds that find the table moved by another ledger, one after the other, before one gives up (each loads the headers again). */
+/** Folds that find the table moved by another ledger without it moving on, one after the other, before one gives up (each loads the headers again). */
 const MOVED_RETRIES = 5;
 
 /** What a start did: folded `events` after `fromPosition` (0: the table was empty) up to `position`. */
@@ -69,6 +69,8 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
   private queue: Promise<unknown> = Promise.resolve();
   /** The state's rows in the store's database; undefined on a store without projection tables. */
   private table: BillingTable | undefined;
+  /** Why the state in memory is not the table's (a fold failed and its headers could not be read again): read them before the next fold. */
+  private stale: Error | undefined;
   /** What this process's start did. */
   start: BillingStart | undefined;
 
@@ -226,13 +228,19 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
    */
   private async catchUp(head: bigint): Promise<number> {
     if (!this.table) return foldStore(this.store, this.state, head);
+    if (this.stale) await this.reload(this.stale);
     for (let tries = 0; ; tries++) {
+      const from = this.table.position;
       try {
         return await foldIntoTable(this.store, this.table, this.state, head);
       } catch (err) {
         // A page half folded is in memory only: the headers again, from where the table is.
-        await this.reload(err as Error);
-        if (!(err instanceof BillingTableMovedError) || tries >= MOVED_RETRIES) throw err;
+        this.stale = err as Error;
+        await this.reload(this.stale);
+        if (!(err instanceof BillingTableMovedError)) throw err;
+        // Two ledgers folding a long tail at once take turns: give up only when the table does not move on.
+        if (this.table.position > from) tries = 0;
+        else if (tries >= MOVED_RETRIES) throw err;
       }
     }
   }
@@ -241,6 +249,7 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
   private async reload(err: Error): Promise<void> {
     const before = this.state.position;
     this.state = await this.table!.load();
+    this.stale = undefined;
     this.logger.info({ reason: err.message, from: String(before), position: String(this.state.position) }, err instanceof BillingTableMovedError ? 'billing table moved by another ledger: its headers read again' : 'billing fold failed: its headers read again from the table');
   }
 
