@@ -15,7 +15,7 @@ import { evolveBilling, foldBilling, initialBilling, type BillingState, type Sto
 import { FixtureLog, readFromEvents } from './billing.fixtures.js';
 import { BILLING_HEADER_KINDS, billingFromRows, billingRowKeys, billingRows, billingView, dropBillingRows, jobKey, takeBillingRows, teamlessJobs, unreadLossesOf, type BillingRow } from './billing-rows.js';
 import { allInvoices, canonicalJson, decideInvoices, deriveInvoice, finalizesAt, invoiceSummaries, invoiceView, parseInvoiceId } from './invoice.js';
-import { monthEnd, monthOf, nextMonth } from './months.js';
+import { monthEnd, monthOf } from './months.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -203,9 +203,9 @@ class TableRun {
     this.state = billingFromRows(this.at, [...this.rows.values()].filter((r) => (BILLING_HEADER_KINDS as readonly string[]).includes(r.values.kind)));
   }
 
-  /** The state with the open lines finished by the end of `month` (every one without), and their jobs' teams. */
+  /** The state with the open lines finished before `month` (every one without), and their jobs' teams. */
   view(month?: string): BillingState {
-    const open = [...this.rows.values()].filter((r) => r.values.kind === 'a' && r.values.month !== null && (month === undefined || r.values.month < nextMonth(month)));
+    const open = [...this.rows.values()].filter((r) => r.values.kind === 'a' && r.values.month !== null && (month === undefined || r.values.month < month));
     const view = billingView(this.state, open);
     return billingView(this.state, open, teamlessJobs(view).flatMap((jobId) => (this.rows.has(jobKey(jobId)) ? [this.rows.get(jobKey(jobId))!] : [])));
   }
@@ -260,7 +260,7 @@ function runLedger(pending: Pending[], restarts: number[], redeliveries: number[
     const decided = decideInvoices(live, now, CUTOFF);
     // The settling state decides the same, byte for byte, with none of the settled attempts.
     expect(decideInvoices(settling, now, CUTOFF)).toEqual(decided);
-    // So does the state in the table, from the lines finished by the end of the latest month due.
+    // So does the state in the table, from the lines finished before the first month not due.
     expect(decideInvoices(table.view(monthOf(now - CUTOFF)), now, CUTOFF)).toEqual(decided);
     // Decided from the attempts not yet settled: exactly the invoices a derivation of every attempt finds due.
     const due = [...allInvoices(live)].filter(([id, invoice]) => !live.finalized.has(id) && now >= finalizesAt(invoice.month, CUTOFF)).map(([, invoice]) => canonicalJson(invoice));

@@ -254,6 +254,47 @@ describe.each(stores.backends)('ledger billing table ($name)', (backend) => {
     await b.projection.onApplicationShutdown();
   });
 
+  it('a fold whose write fails leaves nothing half done: the headers are read again, and the next answer is the fold from zero', async () => {
+    const { open } = await backend.fresh();
+    const real = await open();
+    const [first, second] = stages(real);
+    await first!();
+    // The store as the ledger sees it, whose billing table refuses one write (a full disk, a lost connection).
+    let failNext = false;
+    const host = projectionTablesOf(real)!;
+    const bound = <T extends object>(target: T, key: string | symbol) => {
+      const v = Reflect.get(target, key, target) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    };
+    const store = new Proxy(real, {
+      get: (target, key) =>
+        key !== 'openProjectionTable'
+          ? bound(target, key)
+          : async (spec: typeof BILLING_TABLE) => {
+              const table = await host.openProjectionTable(spec);
+              return new Proxy(table, {
+                get: (t, k) =>
+                  k !== 'commit'
+                    ? bound(t, k)
+                    : async (...args: Parameters<typeof table.commit>) => {
+                        if (failNext) {
+                          failNext = false;
+                          throw new Error('disk full');
+                        }
+                        return t.commit(...args);
+                      },
+              });
+            },
+    });
+    const { projection, lines } = await start(store);
+    await second!();
+    failNext = true;
+    await expect(viewOf(projection)).rejects.toThrow('disk full');
+    expect(lines.map((l) => l.msg)).toContain('billing fold failed: its headers read again from the table');
+    await expectSame((await viewOf(projection)).view, await fromZero(real), real);
+    await projection.onApplicationShutdown();
+  });
+
   it("a table at a position the store does not hold (another store's, an older backup) is emptied and folded again from zero", async () => {
     const { open } = await backend.fresh();
     const store = await open();

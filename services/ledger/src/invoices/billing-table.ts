@@ -46,8 +46,8 @@ export type LinesNeeded =
   | { all: true }
   /** Those that can fall on a team's invoice of a month: the team's (and those whose job's row names the team) finished by the month's end. */
   | { team: string; month: string }
-  /** Those that can fall on an invoice due for finalization: finished by the end of `month`. */
-  | { dueBy: string };
+  /** Those that can fall on an invoice due for finalization: finished before `month` (the month of now − cutoff, the first not due). */
+  | { finishedBefore: string };
 
 export class BillingTable {
   private constructor(
@@ -99,7 +99,7 @@ export class BillingTable {
     const open: ProjectionCondition = { column: 'kind', op: '=', value: 'a' };
     let rows: { key: string; doc: string }[];
     if ('all' in needed) rows = await this.query([open, { column: 'month', op: 'not null' }]);
-    else if ('dueBy' in needed) rows = await this.query([open, { column: 'month', op: '<', value: nextMonth(needed.dueBy) }]);
+    else if ('finishedBefore' in needed) rows = await this.query([open, { column: 'month', op: '<', value: needed.finishedBefore }]);
     // A line is on the month it finished in or a later one (late lines): those finished by the month's end.
     else rows = await this.query([open, { column: 'team', op: 'in', values: [needed.team, ''] }, { column: 'month', op: '<', value: nextMonth(needed.month) }]);
     const view = billingView(state, rows);

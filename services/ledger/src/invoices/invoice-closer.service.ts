@@ -57,8 +57,9 @@ export class InvoiceCloserService implements OnApplicationBootstrap, OnModuleDes
       const now = this.clock.now().getTime();
       const month = monthOf(now - this.projection.cutoffMs);
       if (this.settled && this.settled.position === state.position && this.settled.month === month) return { decisions: { finalize: [], credit: [] }, revisions: new Map<string, bigint>() };
-      // Only lines finished by the end of the latest month past its cutoff can be on an invoice due.
-      const decisions = decideInvoices(await lines({ dueBy: month }), now, this.projection.cutoffMs);
+      // A month is due once its end is a cutoff ago: the month of now − cutoff is the first that is not.
+      // Only lines finished before it can be on an invoice due (a late line moves to a later month).
+      const decisions = decideInvoices(await lines({ finishedBefore: month }), now, this.projection.cutoffMs);
       this.settled = decisions.finalize.length === 0 && decisions.credit.length === 0 ? { position: state.position, month } : undefined;
       // Revision of each invoice stream as folded: one InvoiceFinalized, then its credit notes.
       const revisions = new Map<string, bigint>();
