@@ -34,7 +34,7 @@ const opts = new Command('restart.bench')
   .option('--health-timeout <s>', 'how long a start may take (and the ledger\'s audit table to catch up at start, GPUNET_AUDIT_CATCH_UP)', positive, 1_800)
   .option('--only <services>', 'measure only these services (comma-separated: intake,placement,ledger,storage)', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean))
   .option('--restarts <n>', 'restarts measured after the first start (the last is the figure: a first restart may still fold what the first start wrote, such as invoices finalized)', positive, 2)
-  .option('--lease-ms <ms>', 'leader lease of the services (GPUNET_LEASE_MS), as bench:audit: a first start on a million jobs holds the event loop longer than the default 6 s while it writes its snapshot, and steps down', positive, 120_000)
+  .option('--lease-ms <ms>', 'leader lease of the services (GPUNET_LEASE_MS), as bench:audit: a first start on a million jobs holds the event loop longer than the default 6 s while it folds, and steps down', positive, 120_000)
   .option('--keep', 'keep the data directory (and database) afterwards; kept anyway when the bench fails')
   .option('--from-store <file>', 'copy this SQLite store (kept by an earlier run, `<data-dir>/events.db`) instead of building one; what its services kept (snapshots, tables) comes with it')
   .parse()
@@ -155,7 +155,7 @@ async function main(): Promise<void> {
     const measured = (name: string) => !opts.only || opts.only.includes(name);
     if (measured('intake')) await measureService(net, 'intake', /job views folded/, raw);
     if (measured('placement')) await measureService(net, 'placement', /state folded from the store|state loaded from its snapshot/, raw);
-    if (measured('ledger')) await measureService(net, 'ledger', /billing projection folded from the store|billing projection loaded from its snapshot/, raw);
+    if (measured('ledger')) await measureService(net, 'ledger', /billing projection folded from the store|billing projection loaded from its table/, raw);
     if (measured('storage')) await measureService(net, 'storage', /input references folded from the store/, raw);
     done = true;
   } finally {
