@@ -24,6 +24,11 @@
  * ({@link readJobTeam}), which holds the one JobSubmitted of the job (intake appends it to a new
  * stream only). Without `settle` (replays, what-ifs, tests of the derivation) every attempt, every
  * job's team and every stored copy stays, as it always did.
+ *
+ * In the table (`inTable`, the ledger's own since decision 0053) a state settles too, but holds
+ * only the lines and job teams of the page being folded: the rest are rows of the store's
+ * database (`billing-rows.ts`). A job's team is a row kept for ever there, so such a state neither
+ * counts a job's open attempts nor names jobs in `teamless`.
  */
 import type { ComputeHeld, CreditNoteIssued, InvoiceFinalized, InvoiceLine, JobFinished, JobSubmitted, NodeLost, PriceListPublished } from '#contracts';
 import { priceVersionOf } from './price-list.js';
@@ -112,12 +117,12 @@ export interface BillingState {
   readonly inTable: boolean;
   /** Settling state only: the invoice id of each line on a finalized invoice, by line id, in the order they settled. */
   readonly settled: Map<string, string>;
-  /** Settling state only: jobs with an attempt whose events carry no team and whose JobSubmitted is not in `jobTeams` (to read: {@link readJobTeam}). */
+  /** Settling state in memory only: jobs with an attempt whose events carry no team and whose JobSubmitted is not in `jobTeams` (to read: {@link readJobTeam}). */
   readonly teamless: Set<string>;
   /**
-   * Settling state only: how many attempts in `attempts` with a ComputeHeld or JobFinished each job
-   * has (by the job id of the first of the two folded). Derived from `attempts` (a snapshot does
-   * not hold it): a job with none left needs its team no more.
+   * Settling state in memory only: how many attempts in `attempts` with a ComputeHeld or JobFinished
+   * each job has (by the job id of the first of the two folded). A job with none left needs its
+   * team no more.
    */
   readonly openAttempts: Map<string, number>;
   /** Price list versions by number, first recorded wins. */
