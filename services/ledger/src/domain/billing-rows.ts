@@ -31,7 +31,7 @@ export interface BillingRow {
 /** Kinds of the rows a start reads whole: few, per invoice or price list. */
 export const BILLING_HEADER_KINDS = ['p', 'f', 'c'] as const;
 
-export const lineKey = (lineId: string) => `l:${lineId}`;
+const lineKey = (lineId: string) => `l:${lineId}`;
 export const jobKey = (jobId: string) => `j:${jobId}`;
 
 type SourcedDoc = { e: string; p: string; r: string; d: unknown; t?: string };
@@ -61,7 +61,7 @@ function finishedMonth(facts: AttemptFacts): string | null {
   return Number.isFinite(ms) ? monthOf(ms) : '';
 }
 
-export function attemptRow(facts: AttemptFacts): BillingRow {
+function attemptRow(facts: AttemptFacts): BillingRow {
   const doc: RowDoc = { k: 'a' };
   if (facts.held) doc.h = sourcedDoc(facts.held);
   if (facts.finished) doc.f = sourcedDoc(facts.finished);
@@ -239,14 +239,13 @@ export function dropBillingRows(state: BillingState): void {
 }
 
 /**
- * A view of `state` for a derivation: its headers with the lines `rows` hold and the teams of
- * their jobs (`teams`). The pure derivations (`invoiceOf`, `allInvoices`, `decideInvoices`) read
- * it as they read a state in memory.
+ * A view of `state` for a derivation: its headers with the lines `rows` hold (the teams of their
+ * jobs taken in after, {@link teamlessJobs}). The pure derivations (`invoiceOf`, `allInvoices`,
+ * `decideInvoices`) read it as they read a state in memory.
  */
-export function billingView(state: BillingState, rows: Iterable<{ key: string; doc: string }>, teams: Iterable<{ key: string; doc: string }> = []): BillingState {
+export function billingView(state: BillingState, rows: Iterable<{ key: string; doc: string }>): BillingState {
   const view: BillingState = { ...state, attempts: new Map(), settled: new Map(), jobTeams: new Map() };
   takeBillingRows(view, rows);
-  takeBillingRows(view, teams);
   return view;
 }
 

@@ -207,7 +207,8 @@ class TableRun {
   view(month?: string): BillingState {
     const open = [...this.rows.values()].filter((r) => r.values.kind === 'a' && r.values.month !== null && (month === undefined || r.values.month < month));
     const view = billingView(this.state, open);
-    return billingView(this.state, open, teamlessJobs(view).flatMap((jobId) => (this.rows.has(jobKey(jobId)) ? [this.rows.get(jobKey(jobId))!] : [])));
+    takeBillingRows(view, teamlessJobs(view).flatMap((jobId) => (this.rows.has(jobKey(jobId)) ? [this.rows.get(jobKey(jobId))!] : [])));
+    return view;
   }
 }
 

@@ -165,7 +165,7 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
       }
       events += await foldStore(this.store, fresh, head);
       const elapsedMs = Date.now() - started;
-      const [before, after] = await this.digests([await this.view({ all: true }), fresh]);
+      const [before, after] = await this.digests([await this.view({}), fresh]);
 
       const ids = [...new Set([...before.keys(), ...after.keys()])].sort();
       const invoices = ids.map((invoiceId) => {

@@ -13,7 +13,7 @@
  * the table or folded twice into it.
  */
 import { trustedCheckpoint, type EventStore, type ProjectionCheckpoint, type ProjectionCondition, type ProjectionTable, type ProjectionTableHost, type ProjectionTableSpec } from '#event-store';
-import { BILLING_HEADER_KINDS, billingFromRows, billingView, jobKey, nextMonth, teamlessJobs, type BillingRow, type BillingState } from '../domain/index.js';
+import { BILLING_HEADER_KINDS, billingFromRows, billingView, jobKey, takeBillingRows, teamlessJobs, type BillingRow, type BillingState } from '../domain/index.js';
 
 export const BILLING_TABLE: ProjectionTableSpec = {
   name: 'billing_lines',
@@ -40,14 +40,17 @@ export class BillingTableMovedError extends Error {
   }
 }
 
-/** Which open lines a derivation needs. */
-export type LinesNeeded =
-  /** Every open line (a list of every draft, a rebuild's comparison). */
-  | { all: true }
-  /** Those that can fall on a team's invoice of a month: the team's (and those whose job's row names the team) finished by the month's end. */
-  | { team: string; month: string }
-  /** Those that can fall on an invoice due for finalization: finished before `month` (the month of now − cutoff, the first not due). */
-  | { finishedBefore: string };
+/**
+ * Which open lines a derivation needs; `{}`: every one (a rebuild's comparison). A line is on the
+ * month it finished in or a later one (a late line), so those of a month's invoice are among the
+ * lines finished before the next month.
+ */
+export interface LinesNeeded {
+  /** Only this team's, with those whose agent events name no team (their job's row tells it). */
+  team?: string;
+  /** Only those finished before this month (`YYYY-MM`). */
+  finishedBefore?: string;
+}
 
 export class BillingTable {
   private constructor(
@@ -96,15 +99,15 @@ export class BillingTable {
 
   /** `state` (at the table's position) with the open lines a derivation needs, and their jobs' teams. */
   async view(state: BillingState, needed: LinesNeeded): Promise<BillingState> {
-    const open: ProjectionCondition = { column: 'kind', op: '=', value: 'a' };
-    let rows: { key: string; doc: string }[];
-    if ('all' in needed) rows = await this.query([open, { column: 'month', op: 'not null' }]);
-    else if ('finishedBefore' in needed) rows = await this.query([open, { column: 'month', op: '<', value: needed.finishedBefore }]);
-    // A line is on the month it finished in or a later one (late lines): those finished by the month's end.
-    else rows = await this.query([open, { column: 'team', op: 'in', values: [needed.team, ''] }, { column: 'month', op: '<', value: nextMonth(needed.month) }]);
-    const view = billingView(state, rows);
+    const where: ProjectionCondition[] = [
+      { column: 'kind', op: '=', value: 'a' },
+      needed.finishedBefore === undefined ? { column: 'month', op: 'not null' } : { column: 'month', op: '<', value: needed.finishedBefore },
+    ];
+    if (needed.team !== undefined) where.push({ column: 'team', op: 'in', values: [needed.team, ''] });
+    const view = billingView(state, await this.query(where));
     const teamless = teamlessJobs(view);
-    return teamless.length === 0 ? view : billingView(state, rows, await this.rows(teamless.map(jobKey)));
+    if (teamless.length > 0) takeBillingRows(view, await this.rows(teamless.map(jobKey)));
+    return view;
   }
 
   private async query(where: readonly ProjectionCondition[]): Promise<{ key: string; doc: string }[]> {

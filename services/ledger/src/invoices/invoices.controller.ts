@@ -2,7 +2,7 @@ import { Commands, Queries, type GetInvoice, type InvoiceView, type ListInvoices
 import { NotFoundError } from '#errors';
 import { Controller } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { invoiceSummaries, invoiceView, parseInvoiceId } from '../domain/index.js';
+import { invoiceSummaries, invoiceView, nextMonth, parseInvoiceId } from '../domain/index.js';
 import { BillingProjectionService } from './billing-projection.service.js';
 
 /**
@@ -15,8 +15,10 @@ export class InvoicesController {
 
   @MessagePattern(Queries.ListInvoices.subject)
   list(@Payload() query: ListInvoices): Promise<ListInvoicesReply> {
+    // A team's list reads only its own open lines; a month's, only those that can be on it.
+    const needed = { ...(query.principal.allTeams ? {} : { team: query.principal.team }), ...(query.month ? { finishedBefore: nextMonth(query.month) } : {}) };
     return this.projection.withState(async (state, lines) => ({
-      invoices: invoiceSummaries(await lines({ all: true }), { ...(query.principal.allTeams ? {} : { team: query.principal.team }), ...(query.month ? { month: query.month } : {}), ...(query.status ? { status: query.status } : {}) }, this.projection.cutoffMs),
+      invoices: invoiceSummaries(await lines(needed), { ...(query.principal.allTeams ? {} : { team: query.principal.team }), ...(query.month ? { month: query.month } : {}), ...(query.status ? { status: query.status } : {}) }, this.projection.cutoffMs),
       asOfPosition: state.position.toString(),
     }));
   }
@@ -31,7 +33,7 @@ export class InvoicesController {
     const { team, month } = parseInvoiceId(query.invoiceId);
     return this.projection.withState(async (state, lines) => {
       const stored = await this.projection.storedCopy(state, query.invoiceId);
-      return invoiceView(stored ? state : await lines({ team, month }), query.invoiceId, this.projection.cutoffMs, undefined, stored);
+      return invoiceView(stored ? state : await lines({ team, finishedBefore: nextMonth(month) }), query.invoiceId, this.projection.cutoffMs, undefined, stored);
     });
   }
 

@@ -6,7 +6,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { Controller, Inject } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
 import type { CallerPrincipal } from '#contracts';
-import { invoiceOf, parseInvoiceId } from '../domain/index.js';
+import { invoiceOf, nextMonth, parseInvoiceId } from '../domain/index.js';
 import { BillingProjectionService } from '../invoices/billing-projection.service.js';
 import type { LedgerConfig } from '../ledger.config.js';
 import { whatIfPrices } from './invoice-replay.js';
@@ -43,7 +43,7 @@ export class InvoiceReplayController {
       const finalized = await this.projection.storedCopy(state, query.invoiceId);
       if (finalized) return { invoice: finalized, status: 'finalized' as const };
       const { team, month } = parseInvoiceId(query.invoiceId);
-      return { invoice: invoiceOf(await lines({ team, month }), team, month), status: 'draft' as const };
+      return { invoice: invoiceOf(await lines({ team, finishedBefore: nextMonth(month) }), team, month), status: 'draft' as const };
     });
     return replayReport(invoice, await replayFromStore(this.store, invoice, prices), status);
   }
