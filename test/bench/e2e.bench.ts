@@ -270,7 +270,7 @@ async function main(): Promise<Headline | undefined> {
     }
 
     // Which consumer falls behind: the largest backlog (not yet delivered + in hand) each durable reaches.
-    const durables = ['storage', 'placement', 'ledger', ...net.nodeIds.map((n) => `execution-${n}`)];
+    const durables = ['storage', 'storage-released', 'placement', 'ledger', ...net.nodeIds.map((n) => `execution-${n}`)];
     const maxBacklog = new Map(durables.map((d) => [d, 0]));
     let sampling = true;
     const sampler = (async () => {

@@ -65,7 +65,7 @@ describe('gpunet up --cluster', () => {
         // The leader and two followers, on three different servers.
         expect(new Set([info.cluster!.leader, ...info.cluster!.replicas!.map((r) => r.name)]).size).toBe(3);
       }
-      for (const durable of ['placement', 'ledger', 'storage']) {
+      for (const durable of ['placement', 'ledger', 'storage', 'storage-released']) {
         const info = await jsm.consumers.info('GPUNET_EVENTS', durable);
         expect([durable, info.cluster!.replicas?.length]).toEqual([durable, 2]);
       }

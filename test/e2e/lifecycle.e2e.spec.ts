@@ -189,7 +189,7 @@ describe('the job lifecycle across real processes', () => {
   it(
     'dead-letters nothing and leaves every consumer caught up',
     e2e(async () => {
-      for (const durable of ['storage', 'placement', 'ledger', ...network().nodeIds.map((n) => `execution-${n}`)]) {
+      for (const durable of ['storage', 'storage-released', 'placement', 'ledger', ...network().nodeIds.map((n) => `execution-${n}`)]) {
         await until(`${durable} to acknowledge everything`, async () => {
           const b = await network().consumerBacklog(durable);
           return b.pending === 0 && b.ackPending === 0;

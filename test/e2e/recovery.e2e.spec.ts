@@ -142,7 +142,7 @@ describe('crash recovery across real processes', () => {
   it(
     'dead-letters nothing and leaves every consumer caught up',
     e2e(async () => {
-      for (const durable of ['storage', 'placement', 'ledger', ...network().nodeIds.map((n) => `execution-${n}`)]) await caughtUp(durable, 45_000);
+      for (const durable of ['storage', 'storage-released', 'placement', 'ledger', ...network().nodeIds.map((n) => `execution-${n}`)]) await caughtUp(durable, 45_000);
       expect(await network().deadLetters()).toBe(0);
     }),
     120_000,

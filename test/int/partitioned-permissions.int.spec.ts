@@ -79,12 +79,14 @@ describe('a partitioned ledger on an authenticated nats-server', () => {
     // it, since only ledger-p1 (not its partition) exists (decision 0038).
     await until('the first price list in the store', async () => ((await ledger!.ctx.store.readAll({ filter: { types: ['PriceListPublished'] } })).length > 0 ? true : undefined), { timeoutMs: 20_000 });
     const asIntake = await jetstreamManager(intake);
-    expect(await missingConsumers(asIntake, (await topologyFor(join(dir, 'topology.yaml'), 'intake', [])).standing)).toEqual(['GPUNET_EVENTS/storage', 'GPUNET_EVENTS/placement', 'GPUNET_EVENTS/ledger-p0']);
+    expect(await missingConsumers(asIntake, (await topologyFor(join(dir, 'topology.yaml'), 'intake', [])).standing)).toEqual(['GPUNET_EVENTS/storage-released', 'GPUNET_EVENTS/storage', 'GPUNET_EVENTS/placement', 'GPUNET_EVENTS/ledger-p0']);
     expect((await jsm.streams.info('GPUNET_EVENTS')).state.messages).toBe(0);
     // A service may look at another's durable, never make it: on nats-server 2.9 a create right
     // would let it change one that exists (narrow its filter).
     await expect(asIntake.consumers.add('GPUNET_EVENTS', { durable_name: 'ledger-p0', ack_policy: AckPolicy.Explicit, filter_subject: 'gpunet.evt.JobFinished.*.*.0' })).rejects.toThrow(/Permissions Violation|timeout/i);
     await expect(asIntake.consumers.add('GPUNET_EVENTS', { durable_name: 'ledger-p1', ack_policy: AckPolicy.Explicit, filter_subject: 'gpunet.evt.JobFinished.*.*.1' })).rejects.toThrow(/Permissions Violation|timeout/i);
+    // Nor storage's second durable (decision 0054), which only storage's rules name beside its own.
+    await expect(asIntake.consumers.add('GPUNET_EVENTS', { durable_name: 'storage-released', ack_policy: AckPolicy.Explicit, filter_subject: 'gpunet.evt.>' })).rejects.toThrow(/Permissions Violation|timeout/i);
     expect((await jsm.consumers.info('GPUNET_EVENTS', 'ledger-p1')).config.filter_subject).toBe('gpunet.evt.*.*.*.1');
     // The operator makes them, as `gpunet up` does.
     const topology = await topologyFor(join(dir, 'topology.yaml'), 'operator', []);

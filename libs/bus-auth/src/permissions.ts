@@ -29,7 +29,12 @@ const Kind = Rules.extend({
   each_node: Rules.optional(),
 }).strict();
 
-const ServiceExtra = Rules.extend({ each_team: Rules.optional(), each_node: Rules.optional() }).strict();
+const ServiceExtra = Rules.extend({
+  each_team: Rules.optional(),
+  each_node: Rules.optional(),
+  /** Durables the service runs beside the one named after it: every rule naming `{durable}` is rendered for each too. */
+  durables: z.array(z.string().regex(/^[A-Za-z0-9_-]+$/, 'a durable name is letters, digits, _ and -')).default([]),
+}).strict();
 
 export const PermissionTemplates = z
   .object({
@@ -139,14 +144,20 @@ export interface StandingDurable {
 
 /**
  * The durables deploy/topology.yaml's GPUNET_EVENTS keeps its messages for on a network of
- * `eventPartitions` partitions: storage, placement and the ledger's, one per partition when split.
+ * `eventPartitions` partitions: storage's two (each filtered to the one event type it handles,
+ * decision 0054), placement's and the ledger's, one per partition when split.
  */
 export function standingDurables(eventPartitions = 1): StandingDurable[] {
   const ledger =
     eventPartitions > 1
       ? Array.from({ length: eventPartitions }, (_, i) => ({ durable: `ledger-p${i}`, filter: `gpunet.evt.*.*.*.${i}` }))
       : [{ durable: 'ledger', filter: 'gpunet.evt.>' }];
-  return [{ durable: 'storage', filter: 'gpunet.evt.>' }, { durable: 'placement', filter: 'gpunet.evt.>' }, ...ledger];
+  return [
+    { durable: 'storage-released', filter: 'gpunet.evt.ComputeReleased.>' },
+    { durable: 'storage', filter: 'gpunet.evt.JobSubmitted.>' },
+    { durable: 'placement', filter: 'gpunet.evt.>' },
+    ...ledger,
+  ];
 }
 
 function expand(list: readonly string[], values: Record<string, string>, where: string, standing: readonly StandingDurable[] = []): string[] {
@@ -174,19 +185,26 @@ export function renderPermissions(
   options: { eventPartitions?: number } = {},
 ): RenderedPermissions {
   const partitions = options.eventPartitions ?? 1;
-  const rendered = renderOnce(templates, identity, teams, nodes, undefined, standingDurables(partitions));
-  if (partitions === 1 || identity.kind !== 'service') return rendered;
-  // Events split into N partitions (decision 0030): every event subject it may publish also with
-  // the partition token, and every rule naming its durable also for each partition's durable
-  // (`<service>-p<i>`), which only a partitioned service runs.
+  const standing = standingDurables(partitions);
+  const rendered = renderOnce(templates, identity, teams, nodes, undefined, standing);
+  if (identity.kind !== 'service') return rendered;
+  // Every rule naming its durable also for each durable it runs beside it (`durables:`), and with
+  // events split into N partitions (decision 0030) for each partition's durable (`<service>-p<i>`),
+  // which only a partitioned service runs.
+  const others = [
+    ...(templates.kinds.services[identity.id!]?.durables ?? []),
+    ...(partitions > 1 ? Array.from({ length: partitions }, (_, i) => `${identity.id!}-p${i}`) : []),
+  ];
+  if (others.length === 0) return rendered;
   const publish = new Set(rendered.publish);
   const subscribe = new Set(rendered.subscribe);
-  for (let i = 0; i < partitions; i++) {
-    const part = renderOnce(templates, identity, teams, nodes, `${identity.id!}-p${i}`, standingDurables(partitions));
+  for (const durable of others) {
+    const part = renderOnce(templates, identity, teams, nodes, durable, standing);
     for (const s of part.publish) publish.add(s);
     for (const s of part.subscribe) subscribe.add(s);
   }
-  for (const s of [...publish]) if (/^gpunet\.evt\.[^.]+\.\*\.\*$/.test(s)) publish.add(`${s}.*`);
+  // Partitioned: every event subject it may publish also with the partition token.
+  if (partitions > 1) for (const s of [...publish]) if (/^gpunet\.evt\.[^.]+\.\*\.\*$/.test(s)) publish.add(`${s}.*`);
   return { ...rendered, publish: [...publish], subscribe: [...subscribe] };
 }
 

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import YAML from 'yaml';
 import { defaultClusterTemplateFile, defaultPermissionsFile } from './files.js';
 import { PermissionsError, parsePermissionTemplates, renderPermissions, standingDurables } from './permissions.js';
 import { renderClusterConfig, renderServerConfig, serverUsers } from './server-config.js';
@@ -43,8 +44,8 @@ describe('deploy/nats-permissions.yaml', () => {
 
   it('lets every service look at the durables GPUNET_EVENTS keeps its messages for, and never make, change, read, acknowledge or delete another\'s', () => {
     for (const [partitions, standing] of [
-      [1, ['storage', 'placement', 'ledger']],
-      [2, ['storage', 'placement', 'ledger-p0', 'ledger-p1']],
+      [1, ['storage-released', 'storage', 'placement', 'ledger']],
+      [2, ['storage-released', 'storage', 'placement', 'ledger-p0', 'ledger-p1']],
     ] as const) {
       expect(standingDurables(partitions).map((d) => d.durable)).toEqual(standing);
       const intake = renderPermissions(templates, { kind: 'service', id: 'intake' }, [], [], { eventPartitions: partitions });
@@ -59,6 +60,26 @@ describe('deploy/nats-permissions.yaml', () => {
     for (const ref of [{ kind: 'node', id: 'n1' }, { kind: 'team', id: 'ml' }] as const) {
       expect(renderPermissions(templates, ref, ['ml']).publish.filter((s) => s.includes('GPUNET_EVENTS'))).toEqual([]);
     }
+  });
+
+  it('lets storage use its second durable, `storage-released` (decision 0054), and its dead letters; no other service, and no lease of that name', () => {
+    const storage = renderPermissions(templates, { kind: 'service', id: 'storage' }, []);
+    const rights = (durable: string) => [
+      `$JS.API.CONSUMER.DURABLE.CREATE.GPUNET_EVENTS.${durable}`,
+      `$JS.API.CONSUMER.MSG.NEXT.GPUNET_EVENTS.${durable}`,
+      `$JS.ACK.GPUNET_EVENTS.${durable}.>`,
+      `gpunet.dlq.${durable}`,
+    ];
+    expect(storage.publish).toEqual(expect.arrayContaining([...rights('storage'), ...rights('storage-released')]));
+    expect(storage.publish.filter((s) => s.includes('gpunet-leases.')).every((s) => s.endsWith('gpunet-leases.storage'))).toBe(true);
+    for (const id of ['intake', 'placement', 'ledger', 'recorder']) {
+      const publish = renderPermissions(templates, { kind: 'service', id }, [], [], { eventPartitions: 2 }).publish;
+      expect({ id, granted: rights('storage-released').filter((s) => publish.includes(s)) }).toEqual({ id, granted: [] });
+    }
+    // A durable name that is not a subject token is refused, naming the field.
+    const file = YAML.parse(readFileSync(defaultPermissionsFile(), 'utf8')) as { kinds: Record<string, unknown> };
+    const bad = YAML.stringify({ ...file, kinds: { ...file.kinds, services: { storage: { durables: ['a.b'] } } } });
+    expect(() => parsePermissionTemplates(bad)).toThrow(/kinds\.services\.storage\.durables\.0: a durable name is letters, digits, _ and -/);
   });
 
   it('lets a service of a partitioned network publish its events with their partition and use its partitions\' durables', () => {

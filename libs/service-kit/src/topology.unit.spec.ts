@@ -18,7 +18,7 @@ describe('deploy/topology.yaml: the durables GPUNET_EVENTS keeps its messages fo
     return file;
   }
 
-  it('keeps the events for storage, placement and the ledger, each partition\'s ledger on a split network, and the permissions let services make exactly those', async () => {
+  it('keeps the events for storage\'s two durables, placement and the ledger, each partition\'s ledger on a split network, and the permissions let services make exactly those', async () => {
     for (const n of [1, 3]) {
       const topology = await topologyFor(withPartitions(n), 'x', []);
       expect(topology.streams.find((s) => s.name === 'GPUNET_EVENTS')?.retention).toBe('interest');
@@ -31,7 +31,7 @@ describe('deploy/topology.yaml: the durables GPUNET_EVENTS keeps its messages fo
   it('gives a process its own consumers beside the standing ones, and no node work consumer among the standing', async () => {
     const topology = await topologyFor(withPartitions(2), 'n1', ['ledger-p1'], 1);
     expect(topology.consumers.map((c) => c.durable)).toEqual(['ledger-p1']);
-    expect(topology.standing.map((c) => c.durable)).toEqual(['storage', 'placement', 'ledger-p0', 'ledger-p1']);
+    expect(topology.standing.map((c) => c.durable)).toEqual(['storage-released', 'storage', 'placement', 'ledger-p0', 'ledger-p1']);
     expect(topology.standing.some((c) => c.stream === 'GPUNET_WORK')).toBe(false);
   });
 });

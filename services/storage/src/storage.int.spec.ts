@@ -207,14 +207,15 @@ describe('storage service against nats-server and a SQLite store', () => {
       data: { jobId: 'job-bad', team: 'team-a' }, // no spec, no submittedAt
       metadata: { correlationId: 'corr-bad', causationId: 'corr-bad', producer: 'intake', occurredAt: new Date().toISOString() },
     };
-    await jetstream(nc).publish('gpunet.evt.JobSubmitted', JSON.stringify(envelope), { msgID: eventId });
+    // On the subject such an event has: storage's durable is given JobSubmitted events only (decision 0054).
+    await jetstream(nc).publish('gpunet.evt.JobSubmitted.team-a.job-bad', JSON.stringify(envelope), { msgID: eventId });
 
     const jsm = await jetstreamManager(nc);
     const dead = await waitFor('the dead letter', async () => {
       const m = await jsm.streams.getMessage('GPUNET_DLQ', { last_by_subj: 'gpunet.dlq.storage' }).catch(() => null);
       return m ? DeadLetter.parse(m.json()) : undefined;
     });
-    expect(dead).toMatchObject({ consumer: 'storage', reason: 'schema_invalid', subject: 'gpunet.evt.JobSubmitted' });
+    expect(dead).toMatchObject({ consumer: 'storage', reason: 'schema_invalid', subject: 'gpunet.evt.JobSubmitted.team-a.job-bad' });
     expect(JSON.parse(Buffer.from(dead.payloadBase64, 'base64').toString()) as RecordedEventEnvelope).toMatchObject({ eventId });
 
     const input = await upload('team-a', randomBytes(50));
@@ -403,6 +404,30 @@ describe('storage service against nats-server and a SQLite store', () => {
     await waitFor('job-r2 removal', async () => (await removalsOf('job-r2')).length > 0);
     expect(await removalsOf('job-r2')).toMatchObject([{ blobs: [shared], reason: 'job_released' }]);
     expect(await blobs.exists('team-a', shared.sha256)).toBe(false);
+  });
+
+  it('is delivered only the two events it handles, each on its own durable: a job\'s other events never reach storage (decision 0054)', async () => {
+    const jsm = await jetstreamManager(nc);
+    const durables = ['storage', 'storage-released'];
+    const consumers = () => Promise.all(durables.map((d) => jsm.consumers.info('GPUNET_EVENTS', d)));
+    const settled = () => waitFor('storage\'s consumers to acknowledge all they were given', async () => {
+      const infos = await consumers();
+      return infos.every((c) => c.num_pending === 0 && c.num_ack_pending === 0) && infos;
+    });
+    const before = await settled();
+    const published = (await jsm.streams.info('GPUNET_EVENTS')).state.last_seq;
+
+    const input = await upload('team-a', randomBytes(100));
+    await submit('job-filtered', [{ name: 'x', ...input }]);
+    await decided('job-filtered');
+    await release('job-filtered'); // JobFinished, then ComputeReleased
+    await waitFor('job-filtered removal', async () => (await removalsOf('job-filtered')).length > 0);
+    // JobSubmitted, InputsStaged, JobFinished, ComputeReleased and DataRemoved all went onto the stream …
+    await waitFor('the job\'s five events on the stream', async () => (await jsm.streams.info('GPUNET_EVENTS')).state.last_seq >= published + 5);
+    const after = await settled();
+    // … and each durable was given one of them: its own type.
+    expect(after.map((c, i) => c.delivered.consumer_seq - before[i]!.delivered.consumer_seq)).toEqual([1, 1]);
+    expect(after.map((c) => c.config.filter_subject)).toEqual(['gpunet.evt.JobSubmitted.>', 'gpunet.evt.ComputeReleased.>']);
   });
 
   it('keeps the inputs of an attempt lost with its node for the requeue', async () => {

@@ -63,8 +63,8 @@ describe('gpunet nats recreate-stream', () => {
     expect(info.config.retention).toBe('interest');
     const durables: string[] = [];
     for await (const c of jsm.consumers.list('GPUNET_EVENTS')) durables.push(c.name);
-    expect(durables.sort()).toEqual(['ledger', 'placement', 'storage']);
-    // An event published now waits for all three.
+    expect(durables.sort()).toEqual(['ledger', 'placement', 'storage', 'storage-released']);
+    // An event published now waits for those whose filter it matches (placement's and the ledger's).
     await js.publish('gpunet.evt.JobFinished.ml.job-2', '{}');
     expect((await jsm.streams.info('GPUNET_EVENTS')).state.messages).toBe(1);
   }, 60_000);
