@@ -143,6 +143,12 @@ export interface EventStore {
   subscribeToAll(options?: SubscribeToAllOptions): Subscription;
   /** Highest position a reader may see now (0n when empty). */
   headPosition(): Promise<bigint>;
+  /**
+   * The id of the committed event at `position`, reading nothing else of it (undefined when there
+   * is none): how a projection's position is checked against the store. An event may be tens of
+   * megabytes (an invoice of a large month lists every line).
+   */
+  eventIdAt(position: bigint): Promise<string | undefined>;
   /** Saves a subscriber's checkpoint (mutable, outside the append-only log). */
   saveCheckpoint(subscriberId: string, position: bigint): Promise<void>;
   /** Loads a subscriber's checkpoint; undefined when none was saved. */

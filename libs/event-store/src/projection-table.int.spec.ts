@@ -6,7 +6,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { storeBackends, type StoreBackend } from '../../../test/support/store-backends.js';
 import type { EventStore } from './event-store.js';
-import { commitForward, projectionTablesOf } from './projection-table.js';
+import { newEvent } from './conformance/fixtures.js';
+import { commitForward, projectionTablesOf, trustedCheckpoint } from './projection-table.js';
 import { thing, THINGS } from './projection-table.fixtures.js';
 
 const stores = storeBackends({ prefix: 'gpunet-projection-' });
@@ -146,5 +147,36 @@ describe.each(stores.backends)('projection table ($name)', (backend) => {
     const relaid = await projectionTablesOf(b)!.openProjectionTable({ ...THINGS, version: 2, columns: [...THINGS.columns, { name: 'extra', type: 'text' }] });
     await relaid.commit(await relaid.checkpoint(), { position: 1n, eventId: 'e1' }, [{ key: 'k', doc: '1', values: { team: 'a', at_ms: 1, extra: 'x' } }]);
     expect((await relaid.query({ where: [{ column: 'extra', op: '=', value: 'x' }] })).total).toBe(1);
+  });
+
+  it('trusts a position by the id of the event the store holds there alone, and empties a table whose position names another event or none', async () => {
+    const { a } = await backend.fresh().then(async (db) => ({ a: await db.open() }));
+    // A store whose events cannot be read whole: the check must not need one (an invoice's event may be tens of MB).
+    const idsOnly = new Proxy(a, {
+      get: (target, prop) => (prop === 'readAll' || prop === 'readStream' ? () => Promise.reject(new Error('read a whole event')) : (Reflect.get(target, prop) as unknown as (...args: unknown[]) => unknown)?.bind?.(target) ?? Reflect.get(target, prop)),
+    });
+    const event = newEvent({ data: { big: 'x'.repeat(100_000) } });
+    const { position } = await a.appendToStream('s', [event]);
+    const t = await projectionTablesOf(a)!.openProjectionTable(THINGS);
+    const told: unknown[] = [];
+    const untrusted = (held: unknown, found: string | null) => void told.push([held, found]);
+    expect(await trustedCheckpoint(idsOnly, t, untrusted)).toEqual({ position: 0n, eventId: null });
+
+    await t.commit(await t.checkpoint(), { position, eventId: event.eventId }, [thing('k', 'a', 1)]);
+    expect(await trustedCheckpoint(idsOnly, t, untrusted)).toEqual({ position, eventId: event.eventId });
+    expect(told).toEqual([]);
+
+    // Another event at that position (a table copied beside another store): emptied, and told what was found.
+    await t.reset(await t.checkpoint());
+    await t.commit(await t.checkpoint(), { position, eventId: 'evt-other' }, [thing('k', 'a', 1)]);
+    expect(await trustedCheckpoint(idsOnly, t, untrusted)).toEqual({ position: 0n, eventId: null });
+    expect((await t.get(['k'])).size).toBe(0);
+    // A position past the store's head: emptied, nothing found there.
+    await t.commit(await t.checkpoint(), { position: position + 5n, eventId: 'evt-9' }, [thing('k', 'a', 1)]);
+    expect(await trustedCheckpoint(idsOnly, t, untrusted)).toEqual({ position: 0n, eventId: null });
+    expect(told).toEqual([
+      [{ position, eventId: 'evt-other' }, event.eventId],
+      [{ position: position + 5n, eventId: 'evt-9' }, null],
+    ]);
   });
 });

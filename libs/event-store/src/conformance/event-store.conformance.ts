@@ -424,6 +424,15 @@ export function describeEventStoreConformance(harness: ConformanceHarness): void
         expect(await store.headPosition()).toBe(all[all.length - 1]!.position);
       });
 
+      it('eventIdAt names the event at each position, and nothing where there is none', async () => {
+        await store.appendToStream('x', newEvents(2));
+        await store.appendToStream('y', newEvents(3));
+        const all = await store.readAll();
+        for (const e of all) expect(await store.eventIdAt(e.position)).toBe(e.eventId);
+        expect(await store.eventIdAt(0n)).toBeUndefined();
+        expect(await store.eventIdAt(all.at(-1)!.position + 1n)).toBeUndefined();
+      });
+
       it('headPosition is 0n on an empty store', async () => {
         expect(await store.headPosition()).toBe(0n);
         expect(await store.readAll()).toEqual([]);

@@ -347,6 +347,12 @@ export class PostgresEventStore implements EventStore, ProjectionTableHost {
     );
   }
 
+  async eventIdAt(position: bigint): Promise<string | undefined> {
+    // Only a committed row is visible; a projection's position names one its writer read.
+    const { rows } = await this.query<{ event_id: string }>(`SELECT event_id FROM ${this.schema}.events WHERE position = $1`, [position.toString()]);
+    return rows[0]?.event_id;
+  }
+
   async loadCheckpoint(subscriberId: string): Promise<bigint | undefined> {
     const { rows } = await this.query<{ position: string }>(`SELECT position FROM ${this.schema}.checkpoints WHERE subscriber_id = $1`, [
       subscriberId,

@@ -131,6 +131,7 @@ export class SqliteEventStore implements EventStore, ProjectionTableHost {
     selectByEventId: Database.Statement<[string], EventRow>;
     readStream: Database.Statement<[string, bigint, bigint], EventRow>;
     headPosition: Database.Statement<[], { head: bigint }>;
+    eventIdAt: Database.Statement<[bigint], { event_id: string }>;
     saveCheckpoint: Database.Statement<[string, bigint]>;
     loadCheckpoint: Database.Statement<[string], { position: bigint }>;
     allEvents: Database.Statement<[], EventRow>;
@@ -174,6 +175,7 @@ export class SqliteEventStore implements EventStore, ProjectionTableHost {
       selectByEventId: this.db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE event_id = ?`),
       readStream: this.db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?`),
       headPosition: this.db.prepare('SELECT coalesce(max(position), 0) AS head FROM events'),
+      eventIdAt: this.db.prepare('SELECT event_id FROM events WHERE position = ?'),
       saveCheckpoint: this.db.prepare(
         'INSERT INTO checkpoints (subscriber_id, position) VALUES (?, ?) ON CONFLICT (subscriber_id) DO UPDATE SET position = excluded.position',
       ),
@@ -372,6 +374,11 @@ export class SqliteEventStore implements EventStore, ProjectionTableHost {
   async headPosition(): Promise<bigint> {
     this.assertOpen();
     return this.stmt.headPosition.get()!.head;
+  }
+
+  async eventIdAt(position: bigint): Promise<string | undefined> {
+    this.assertOpen();
+    return this.stmt.eventIdAt.get(position)?.event_id;
   }
 
   async saveCheckpoint(subscriberId: string, position: bigint): Promise<void> {
