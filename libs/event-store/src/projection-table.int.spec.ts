@@ -179,4 +179,24 @@ describe.each(stores.backends)('projection table ($name)', (backend) => {
       [{ position: position + 5n, eventId: 'evt-9' }, null],
     ]);
   });
+
+  it('dropProjectionTable drops a table and its position, says whether there was one, and leaves every other table as it was', async () => {
+    const { a, b } = await two(backend);
+    const host = projectionTablesOf(a)!;
+    expect(await host.dropProjectionTable('never_made')).toBe(false);
+    const gone = await host.openProjectionTable({ ...THINGS, name: 'retired' });
+    await gone.commit(await gone.checkpoint(), { position: 5n, eventId: 'e5' }, [thing('k', 'a', 1)]);
+    const kept = await host.openProjectionTable(THINGS);
+    await kept.commit(await kept.checkpoint(), { position: 6n, eventId: 'e6' }, [thing('k', 'a', 1)]);
+
+    expect(await projectionTablesOf(b)!.dropProjectionTable('retired')).toBe(true);
+    expect(await host.dropProjectionTable('retired')).toBe(false);
+    // Made again, it starts empty at position 0: neither its rows nor its position were left behind.
+    const anew = await host.openProjectionTable({ ...THINGS, name: 'retired' });
+    expect(await anew.checkpoint()).toEqual({ position: 0n, eventId: null });
+    expect((await anew.get(['k'])).size).toBe(0);
+    expect(await kept.checkpoint()).toEqual({ position: 6n, eventId: 'e6' });
+    expect((await kept.get(['k'])).size).toBe(1);
+    await expect(host.dropProjectionTable('Not-A-Name')).rejects.toThrow(/lower-case identifier/);
+  });
 });

@@ -95,6 +95,18 @@ export interface ProjectionTable {
 /** An event store whose database can also hold projection tables (both adapters). */
 export interface ProjectionTableHost {
   openProjectionTable(spec: ProjectionTableSpec): Promise<ProjectionTable>;
+  /**
+   * Drops the table `projection_<name>` and its position, for a projection a release no longer
+   * keeps; true when there was one. Nothing else: a table a process still has open must not be dropped.
+   */
+  dropProjectionTable(name: string): Promise<boolean>;
+}
+
+/** The spec that names a table to drop (its columns do not matter to a drop). */
+export function droppedSpec(name: string): ProjectionTableSpec {
+  const spec = { name, version: 1, columns: [], indexes: [] };
+  validateProjectionSpec(spec);
+  return spec;
 }
 
 const IDENTIFIER = /^[a-z][a-z0-9_]{0,40}$/;

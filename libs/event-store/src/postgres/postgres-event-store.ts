@@ -365,6 +365,10 @@ export class PostgresEventStore implements EventStore, ProjectionTableHost {
     return PostgresProjectionTable.open(() => this.connect(), this.schema, spec);
   }
 
+  async dropProjectionTable(name: string): Promise<boolean> {
+    return PostgresProjectionTable.drop(() => this.connect(), this.schema, name);
+  }
+
   /**
    * Walks the whole log in position order in one REPEATABLE READ snapshot (so `events` and
    * `streams` agree), checks each stream's revisions and hash links, then each stream head.

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { checkpointOf, countsOf, isAnotherDerivation, postgresProjectionDialect, projectionSql, rowValues, type ProjectionSql } from '../projection-sql.js';
 import {
+  droppedSpec,
   projectionLayout,
   validateProjectionQuery,
   validateProjectionSpec,
@@ -33,6 +34,18 @@ export class PostgresProjectionTable implements ProjectionTable {
     private readonly sql: ProjectionSql,
     readonly spec: ProjectionTableSpec,
   ) {}
+
+  /** Drops `projection_<name>` and its position; true when the table was there. */
+  static async drop(connect: () => Promise<pg.PoolClient>, schema: string, name: string): Promise<boolean> {
+    const sql = sqlIn(schema, droppedSpec(name));
+    return withTransaction(connect, async (client) => {
+      const present = async (table: string) => (await client.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [table])).rows[0]!.present;
+      if (!(await present(sql.table))) return false;
+      await client.query(sql.dropTable);
+      if (await present(sql.projections)) await client.query(sql.deletePosition, [name]);
+      return true;
+    }, { lock: `gpunet-projection:${schema}` });
+  }
 
   /** Creates the table when missing; empties it when a different version or layout made it. */
   static async open(connect: () => Promise<pg.PoolClient>, schema: string, spec: ProjectionTableSpec): Promise<PostgresProjectionTable> {

@@ -401,16 +401,25 @@ export class SqliteEventStore implements EventStore, ProjectionTableHost {
   /** A projection table in this file (created when missing), on this store's connection. */
   async openProjectionTable(spec: ProjectionTableSpec): Promise<ProjectionTable> {
     this.assertOpen();
-    const write = async <T>(work: () => T): Promise<T> => {
+    return SqliteProjectionTable.open(this.db, spec, this.projectionWrite(spec.name));
+  }
+
+  async dropProjectionTable(name: string): Promise<boolean> {
+    this.assertOpen();
+    return SqliteProjectionTable.drop(this.db, name, this.projectionWrite(name));
+  }
+
+  /** A projection table's writes, under this store's write lock; a lock held too long is transient. */
+  private projectionWrite(name: string): <T>(work: () => T) => Promise<T> {
+    return async <T>(work: () => T): Promise<T> => {
       this.assertOpen();
       try {
         return await this.withWriteLock(work);
       } catch (err) {
-        if (isSqliteError(err, 'SQLITE_BUSY')) throw new TransientError(`projection table ${spec.name}: the database stayed locked by another writer`, { cause: err });
+        if (isSqliteError(err, 'SQLITE_BUSY')) throw new TransientError(`projection table ${name}: the database stayed locked by another writer`, { cause: err });
         throw err;
       }
     };
-    return SqliteProjectionTable.open(this.db, spec, write);
   }
 
   /**

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { checkpointOf, countsOf, isAnotherDerivation, projectionSql, rowValues, SQLITE_PROJECTION_DIALECT, type ProjectionSql } from '../projection-sql.js';
 import {
+  droppedSpec,
   projectionLayout,
   validateProjectionQuery,
   validateProjectionSpec,
@@ -63,6 +64,22 @@ export class SqliteProjectionTable implements ProjectionTable {
       return true;
     }).immediate;
     this.queryTx = this.db.transaction((query: ProjectionQuery) => this.querySnapshot(query)).deferred;
+  }
+
+  /** Drops `projection_<name>` and its position; true when the table was there. */
+  static async drop(db: Database.Database, name: string, withWriteLock: <T>(write: () => T) => Promise<T>): Promise<boolean> {
+    const sql = projectionSql(droppedSpec(name), SQLITE_PROJECTION_DIALECT);
+    return withWriteLock(() =>
+      db
+        .transaction(() => {
+          const exists = (table: string) => db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) !== undefined;
+          if (!exists(sql.table)) return false;
+          db.exec(sql.dropTable);
+          if (exists(sql.projections)) db.prepare(sql.deletePosition).run(name);
+          return true;
+        })
+        .immediate(),
+    );
   }
 
   /** Creates the table when missing; empties it when a different version or layout made it. */

@@ -63,6 +63,9 @@ export type BillingLines = (needed: LinesNeeded) => Promise<BillingState>;
  * A store without projection tables (a test double) keeps the whole state in memory (decision
  * 0046), folded from zero at each start.
  */
+/** The projection of the billing snapshot (decision 0039) that earlier releases kept: dropped at start. */
+export const RETIRED_BILLING_SNAPSHOT = 'snapshot_ledger_billing';
+
 @Injectable()
 export class BillingProjectionService implements OnModuleInit, OnApplicationShutdown {
   private state: BillingState = initialBilling({ settle: true });
@@ -89,6 +92,10 @@ export class BillingProjectionService implements OnModuleInit, OnApplicationShut
           this.logger.warn({ position: String(held.position), eventId: held.eventId, found }, 'the billing table holds a position whose event this store does not hold; folding it again from the start of the store'),
         );
         this.state = await this.table.load();
+        // The billing snapshot the table replaced (decisions 0039, 0053): nothing reads it any more.
+        if (await host.dropProjectionTable(RETIRED_BILLING_SNAPSHOT)) {
+          this.logger.info({ table: `projection_${RETIRED_BILLING_SNAPSHOT}` }, 'the billing snapshot the billing table replaced was dropped (decision 0053)');
+        }
       }
       const fromPosition = this.state.position;
       const loadedMs = Date.now() - started;

@@ -8,7 +8,7 @@
  * table again.
  */
 import type { InvoiceFinalized } from '#contracts';
-import { projectionTablesOf, type EventStore } from '#event-store';
+import { openSnapshotSlot, projectionTablesOf, type EventStore } from '#event-store';
 import { EventWriter, systemClock } from '#service-kit';
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { createHash } from 'node:crypto';
@@ -17,7 +17,7 @@ import { buildHistoryStore } from '../../../../test/support/history.js';
 import { storeBackends, type TestStore } from '../../../../test/support/store-backends.js';
 import { allInvoices, allInvoiceViews, BILLING_EVENT_TYPES, canonicalJson, decideInvoices, initialBilling, invoiceOf, invoiceStreamId, invoiceSummaries, nextMonth, parseInvoiceId, type BillingState } from '../domain/index.js';
 import type { LedgerConfig } from '../ledger.config.js';
-import { BillingProjectionService, foldIntoTable, foldStore } from './billing-projection.service.js';
+import { BillingProjectionService, foldIntoTable, foldStore, RETIRED_BILLING_SNAPSHOT } from './billing-projection.service.js';
 import { BILLING_TABLE, BillingTable } from './billing-table.js';
 
 // Each case builds a history of a few thousand events; PostgreSQL on a busy machine takes seconds.
@@ -322,6 +322,25 @@ describe.each(stores.backends)('ledger billing table ($name)', (backend) => {
     expect(projection.start!.fromPosition).toBe(0n);
     await expectSame((await viewOf(projection)).view, await fromZero(store, head), store);
     await projection.onApplicationShutdown();
+  });
+
+  it('a start drops the billing snapshot that an earlier release kept (decision 0039): nothing reads it any more', async () => {
+    const { open } = await backend.fresh();
+    const store = await open();
+    const [stage] = stages(store);
+    await stage!();
+    // As an earlier release left it: the snapshot's table, a header and a part, at a position.
+    const old = await openSnapshotSlot(store, 'ledger_billing', 2);
+    const at = (await store.readAll({ maxCount: 1 }))[0]!;
+    expect(await old!.save({ position: 0n, eventId: null }, { position: at.position, eventId: at.eventId }, ['{"settled":["a"]}', '{"settled":["b"]}'])).toBe(true);
+    const { projection, lines } = await start(store);
+    expect(lines.filter((l) => /billing snapshot the billing table replaced was dropped/.test(l.msg))).toHaveLength(1);
+    expect(await projectionTablesOf(store)!.dropProjectionTable(RETIRED_BILLING_SNAPSHOT)).toBe(false);
+    await projection.onApplicationShutdown();
+    // The next start finds none, and says nothing of it.
+    const again = await start(store);
+    expect(again.lines.filter((l) => /billing snapshot/.test(l.msg))).toEqual([]);
+    await again.projection.onApplicationShutdown();
   });
 
   it('attack: a line changed in the table (its hours stretched) is found by a rebuild, which folds the table again from the store', async () => {
