@@ -4,7 +4,7 @@
  * delivered to storage.
  */
 
-/** The jobs submitted (`gpunet.evt.JobSubmitted.>`): staging. Its name is also the queue group of storage's queries and commands. */
+/** The jobs submitted (`gpunet.evt.JobSubmitted.>`): staging. Its dead letters are on `gpunet.dlq.storage`, as before decision 0054. */
 export const STORAGE_CONSUMER = 'storage';
 
 /** The computes released (`gpunet.evt.ComputeReleased.>`): removing the inputs no job needs any more. */

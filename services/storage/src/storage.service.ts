@@ -17,7 +17,7 @@ export const storageService = defineService({
   name: 'storage',
   config: StorageConfig,
   module: StorageModule,
-  // `storage` first: its name is the queue group of storage's queries and commands.
+  // Each handler names its durable (`@EventPattern(type, { consumer })`); one that named none would be the first's.
   consumers: (ctx) => [STORAGE_CONSUMER, RELEASED_CONSUMER].map((durable) => ({ durable, retry: { maxDeliveries: ctx.config.GPUNET_STORAGE_MAX_DELIVERIES } })),
   streamPrefix: () => STORAGE_STREAM_PREFIX,
   leader: { role: 'storage' },
