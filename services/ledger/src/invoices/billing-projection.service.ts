@@ -47,6 +47,9 @@ export interface BillingStart {
 /** A view of the state with the open lines a derivation needs (decision 0053); the state itself when it keeps its lines in memory. */
 export type BillingLines = (needed: LinesNeeded) => Promise<BillingState>;
 
+/** The projection of the billing snapshot (decision 0039) that earlier releases kept: dropped at start. */
+export const RETIRED_BILLING_SNAPSHOT = 'snapshot_ledger_billing';
+
 /**
  * Folds the store's billing events (price lists, agent events, NodeLost, JobSubmitted, the
  * ledger's own InvoiceFinalized / CreditNoteIssued) into the billing state, up to the store head
@@ -63,9 +66,6 @@ export type BillingLines = (needed: LinesNeeded) => Promise<BillingState>;
  * A store without projection tables (a test double) keeps the whole state in memory (decision
  * 0046), folded from zero at each start.
  */
-/** The projection of the billing snapshot (decision 0039) that earlier releases kept: dropped at start. */
-export const RETIRED_BILLING_SNAPSHOT = 'snapshot_ledger_billing';
-
 @Injectable()
 export class BillingProjectionService implements OnModuleInit, OnApplicationShutdown {
   private state: BillingState = initialBilling({ settle: true });
